@@ -1,0 +1,78 @@
+package dev.postbox.core;
+
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Named crash points: one line at an exact step of the production code ({@code
+ * CrashPoints.hit("relay.after-ack-before-mark")}) where the fault-injection harness can halt the
+ * JVM as {@code kill -9} would, with no shutdown hooks and no finally blocks.
+ *
+ * <p>Inert unless the system property {@value #PROPERTY} is set when this class loads: then {@link
+ * #hit(String)} is a single read of a static final field. The property lists points as {@code name}
+ * (halt at the first hit) or {@code name@N} (halt at the N-th hit), separated by commas. Before
+ * halting, the point prints {@code POSTBOX-CRASH <name>} to standard error so that the harness can
+ * tell that the fault fired, then halts with exit code {@value #EXIT_CODE}.
+ *
+ * <p>Thread-safe.
+ */
+public final class CrashPoints {
+
+  /** System property that enables crash points. */
+  public static final String PROPERTY = "postbox.crash";
+
+  /** Exit code of a JVM halted by a crash point. */
+  public static final int EXIT_CODE = 86;
+
+  /** Marker printed to standard error just before the halt. */
+  public static final String MARKER = "POSTBOX-CRASH";
+
+  private static final Map<String, Long> ARMED = parse(System.getProperty(PROPERTY, ""));
+  private static final boolean ENABLED = !ARMED.isEmpty();
+  private static final Map<String, AtomicLong> HITS = new ConcurrentHashMap<>();
+
+  private CrashPoints() {}
+
+  /**
+   * Passes through, unless {@code name} is armed and this is the hit it is armed for: then halts
+   * the JVM.
+   */
+  public static void hit(String name) {
+    if (!ENABLED) {
+      return;
+    }
+    Long at = ARMED.get(name);
+    if (at == null) {
+      return;
+    }
+    long n = HITS.computeIfAbsent(name, k -> new AtomicLong()).incrementAndGet();
+    if (n == at) {
+      System.err.println(MARKER + " " + name);
+      System.err.flush();
+      Runtime.getRuntime().halt(EXIT_CODE);
+    }
+  }
+
+  /** Whether any crash point is armed in this JVM. */
+  public static boolean enabled() {
+    return ENABLED;
+  }
+
+  private static Map<String, Long> parse(String spec) {
+    Map<String, Long> armed = new ConcurrentHashMap<>();
+    for (String part : spec.split(",")) {
+      String p = part.trim();
+      if (p.isEmpty()) {
+        continue;
+      }
+      int at = p.lastIndexOf('@');
+      if (at > 0) {
+        armed.put(p.substring(0, at), Long.parseLong(p.substring(at + 1)));
+      } else {
+        armed.put(p, 1L);
+      }
+    }
+    return Map.copyOf(armed);
+  }
+}
