@@ -1,0 +1,398 @@
+package dev.postbox.core.internal;
+
+import dev.postbox.core.Backoff;
+import dev.postbox.core.CrashPoints;
+import dev.postbox.core.Message;
+import dev.postbox.core.relay.Relay;
+import dev.postbox.core.relay.RelayListener;
+import dev.postbox.core.spi.LaneLease;
+import dev.postbox.core.spi.OutboxRecord;
+import dev.postbox.core.spi.RelayPublisher;
+import dev.postbox.core.spi.RelayPublisher.PublishOutcome;
+import dev.postbox.core.spi.RelayStore;
+import dev.postbox.core.spi.Sleeper;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The relay loop behind {@link Relay}: driver-free, written against {@link RelayStore} and {@link
+ * RelayPublisher}.
+ *
+ * <p>Two threads share the lease state. The heartbeat thread registers the instance, renews leases,
+ * acquires lanes up to the fair share and <em>requests</em> the release of lanes above it; the
+ * publishing thread performs releases between batches, so a lane is never handed over while one of
+ * its rows is in flight. Both hold {@link #leaseLock} while they change the lease table, so their
+ * views never cross.
+ */
+public final class RelayEngine implements Relay {
+
+  private static final Logger log = LoggerFactory.getLogger(RelayEngine.class);
+
+  /** Frozen configuration. */
+  public record Config(
+      String instanceId,
+      int batchSize,
+      Duration leaseTtl,
+      Duration heartbeatInterval,
+      Duration pollInterval,
+      Duration retention,
+      Duration purgeInterval,
+      Duration shutdownTimeout,
+      Backoff backoff,
+      Sleeper sleeper,
+      RelayListener listener) {}
+
+  /**
+   * Lanes owned and the local deadline (System.nanoTime) before which their leases are surely
+   * valid.
+   */
+  private record Ownership(Map<Integer, LaneLease> leases, long validUntilNanos) {
+    static final Ownership NONE = new Ownership(Map.of(), Long.MIN_VALUE);
+  }
+
+  private final Config config;
+  private final RelayStore store;
+  private final RelayPublisher publisher;
+  private final ReentrantLock leaseLock = new ReentrantLock();
+  private final AtomicBoolean started = new AtomicBoolean();
+  private final AtomicBoolean closed = new AtomicBoolean();
+  private volatile boolean running;
+  private volatile Ownership ownership = Ownership.NONE;
+  private volatile Set<Integer> releaseRequested = Set.of();
+  private Thread loopThread;
+  private Thread heartbeatThread;
+
+  private final AtomicLong published = new AtomicLong();
+  private final AtomicLong publishFailures = new AtomicLong();
+  private final AtomicLong permanentFailures = new AtomicLong();
+  private final AtomicLong fenced = new AtomicLong();
+  private final AtomicLong batches = new AtomicLong();
+
+  public RelayEngine(Config config, RelayStore store, RelayPublisher publisher) {
+    this.config = config;
+    this.store = store;
+    this.publisher = publisher;
+  }
+
+  @Override
+  public void start() {
+    if (!started.compareAndSet(false, true)) {
+      throw new IllegalStateException("relay " + config.instanceId() + " was already started");
+    }
+    running = true;
+    heartbeat(); // own lanes before the first claim, so a fresh relay starts publishing at once
+    heartbeatThread =
+        Thread.ofPlatform()
+            .name("postbox-relay-heartbeat-" + config.instanceId())
+            .daemon(true)
+            .start(this::heartbeatLoop);
+    loopThread =
+        Thread.ofPlatform()
+            .name("postbox-relay-" + config.instanceId())
+            .daemon(true)
+            .start(this::publishLoop);
+    log.info("relay {} started, owns {} lanes", config.instanceId(), ownership.leases().size());
+  }
+
+  @Override
+  public void close() {
+    if (!closed.compareAndSet(false, true)) {
+      return;
+    }
+    running = false;
+    if (heartbeatThread != null) {
+      heartbeatThread.interrupt();
+      join(heartbeatThread, config.shutdownTimeout());
+    }
+    if (loopThread != null) {
+      // Let the batch in flight finish and be marked; the loop notices `running` within one poll
+      // interval.
+      if (!join(loopThread, config.shutdownTimeout().plus(config.pollInterval()))) {
+        loopThread.interrupt();
+        join(loopThread, Duration.ofSeconds(5));
+      }
+    }
+    try {
+      leaseLock.lock();
+      try {
+        store.unregister(config.instanceId());
+        ownership = Ownership.NONE;
+      } finally {
+        leaseLock.unlock();
+      }
+    } catch (RuntimeException e) {
+      log.warn(
+          "relay {}: could not release its lanes at close (they expire)", config.instanceId(), e);
+    }
+    try {
+      publisher.close();
+    } catch (RuntimeException e) {
+      log.warn("relay {}: closing the publisher failed", config.instanceId(), e);
+    }
+    log.info("relay {} stopped: {}", config.instanceId(), stats());
+  }
+
+  @Override
+  public String instanceId() {
+    return config.instanceId();
+  }
+
+  @Override
+  public Set<Integer> ownedLanes() {
+    return new TreeSet<>(ownership.leases().keySet());
+  }
+
+  @Override
+  public Stats stats() {
+    return new Stats(
+        published.get(),
+        publishFailures.get(),
+        permanentFailures.get(),
+        fenced.get(),
+        batches.get());
+  }
+
+  // ---------------------------------------------------------------- heartbeat
+
+  private void heartbeatLoop() {
+    while (running) {
+      try {
+        Thread.sleep(config.heartbeatInterval());
+      } catch (InterruptedException e) {
+        return;
+      }
+      if (running) {
+        heartbeat();
+      }
+    }
+  }
+
+  private void heartbeat() {
+    leaseLock.lock();
+    try {
+      long t0 = System.nanoTime();
+      Duration ttl = config.leaseTtl();
+      int live = store.heartbeat(config.instanceId(), ttl);
+      Map<Integer, LaneLease> mine = new TreeMap<>();
+      for (LaneLease l : store.renewLeases(config.instanceId(), ttl)) {
+        mine.put(l.lane(), l);
+      }
+      int fair = (store.laneCount() + live - 1) / live;
+      Set<Integer> release = Set.of();
+      if (mine.size() > fair) {
+        List<Integer> lanes = new ArrayList<>(mine.keySet());
+        release = Set.copyOf(lanes.subList(fair, lanes.size()));
+      } else if (mine.size() < fair) {
+        for (LaneLease l : store.acquireLeases(config.instanceId(), fair - mine.size(), ttl)) {
+          mine.put(l.lane(), l);
+        }
+      }
+      // Leases were extended to db_now + ttl where db_now >= t0; keep a margin for clock rate and
+      // latency.
+      long valid = t0 + ttl.toNanos() - ttl.toNanos() / 5;
+      Set<Integer> before = ownership.leases().keySet();
+      ownership = new Ownership(Map.copyOf(mine), valid);
+      releaseRequested = release;
+      if (!before.equals(mine.keySet())) {
+        log.debug("relay {} owns lanes {}", config.instanceId(), mine.keySet());
+        notifyListener(() -> config.listener().onLanesChanged(new TreeSet<>(mine.keySet())));
+      }
+    } catch (RuntimeException e) {
+      log.warn("relay {}: heartbeat failed; will retry", config.instanceId(), e);
+    } finally {
+      leaseLock.unlock();
+    }
+  }
+
+  private void applyReleases() {
+    Set<Integer> release = releaseRequested;
+    if (release.isEmpty()) {
+      return;
+    }
+    leaseLock.lock();
+    try {
+      Map<Integer, LaneLease> mine = new HashMap<>(ownership.leases());
+      List<LaneLease> giving = new ArrayList<>();
+      for (Integer lane : release) {
+        LaneLease l = mine.remove(lane);
+        if (l != null) {
+          giving.add(l);
+        }
+      }
+      if (!giving.isEmpty()) {
+        store.releaseLeases(config.instanceId(), giving);
+        ownership = new Ownership(Map.copyOf(mine), ownership.validUntilNanos());
+        log.debug("relay {} released lanes {}", config.instanceId(), release);
+        Set<Integer> now = new TreeSet<>(mine.keySet());
+        notifyListener(() -> config.listener().onLanesChanged(now));
+      }
+      releaseRequested = Set.of();
+    } finally {
+      leaseLock.unlock();
+    }
+  }
+
+  // ---------------------------------------------------------------- publishing
+
+  private void publishLoop() {
+    int failures = 0;
+    long nextPurge = System.nanoTime();
+    while (running) {
+      try {
+        applyReleases();
+        Ownership own = ownership;
+        if (own.leases().isEmpty() || System.nanoTime() - own.validUntilNanos() >= 0) {
+          store.awaitWork(config.pollInterval());
+          continue;
+        }
+        Collection<LaneLease> leases = own.leases().values();
+        List<OutboxRecord> batch = store.claim(config.instanceId(), leases, config.batchSize());
+        if (batch.isEmpty()) {
+          if (System.nanoTime() - nextPurge >= 0) {
+            purge(leases);
+            nextPurge = System.nanoTime() + config.purgeInterval().toNanos();
+          }
+          store.awaitWork(config.pollInterval());
+          continue;
+        }
+        if (System.nanoTime() - ownership.validUntilNanos() >= 0) {
+          continue; // our lease may have lapsed while we claimed: do not publish on a stale lease
+        }
+        CrashPoints.hit("relay.after-claim");
+        boolean transientFailure = publishBatch(leases, batch);
+        if (transientFailure) {
+          failures++;
+          config.sleeper().sleep(config.backoff().delay(failures, ThreadLocalRandom.current()));
+        } else {
+          failures = 0;
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      } catch (RuntimeException e) {
+        failures++;
+        log.warn(
+            "relay {}: cycle failed (attempt {}); backing off", config.instanceId(), failures, e);
+        try {
+          config.sleeper().sleep(config.backoff().delay(failures, ThreadLocalRandom.current()));
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          return;
+        }
+      }
+    }
+  }
+
+  /**
+   * Publishes one claimed batch and marks the outcome; returns whether a transient failure
+   * occurred.
+   */
+  private boolean publishBatch(Collection<LaneLease> leases, List<OutboxRecord> batch)
+      throws InterruptedException {
+    List<Message> messages = new ArrayList<>(batch.size());
+    for (OutboxRecord r : batch) {
+      messages.add(r.message());
+    }
+    List<PublishOutcome> outcomes = publisher.publish(messages);
+    if (outcomes.size() != batch.size()) {
+      throw new IllegalStateException(
+          "publisher returned " + outcomes.size() + " outcomes for " + batch.size() + " messages");
+    }
+    List<OutboxRecord> acked = new ArrayList<>(batch.size());
+    List<OutboxRecord> permanent = new ArrayList<>();
+    String permanentError = null;
+    boolean transientFailure = false;
+    for (int i = 0; i < batch.size(); i++) {
+      OutboxRecord r = batch.get(i);
+      switch (outcomes.get(i)) {
+        case PublishOutcome.Acknowledged a -> acked.add(r);
+        case PublishOutcome.Failed f -> {
+          publishFailures.incrementAndGet();
+          notifyListener(() -> config.listener().onPublishFailed(r, f.error(), f.permanent()));
+          if (f.permanent()) {
+            permanent.add(r);
+            permanentError = String.valueOf(f.error());
+          } else {
+            transientFailure = true;
+          }
+        }
+      }
+    }
+    CrashPoints.hit("relay.after-ack-before-mark");
+    if (!acked.isEmpty()) {
+      int marked =
+          store.markPublished(config.instanceId(), leases, acked, config.retention().isZero());
+      CrashPoints.hit("relay.after-mark");
+      published.addAndGet(marked);
+      batches.incrementAndGet();
+      if (marked < acked.size()) {
+        fenced.addAndGet(acked.size() - marked);
+        log.warn(
+            "relay {}: {} of {} acknowledged rows not marked: lane lease lost to another instance",
+            config.instanceId(),
+            acked.size() - marked,
+            acked.size());
+        int m = marked;
+        notifyListener(() -> config.listener().onFenced(acked.size(), m));
+      }
+      notifyListener(() -> config.listener().onPublished(acked));
+    }
+    if (!permanent.isEmpty()) {
+      int failed = store.markFailed(config.instanceId(), leases, permanent, permanentError);
+      permanentFailures.addAndGet(failed);
+      log.error(
+          "relay {}: {} rows can never be published and were marked failed: {}",
+          config.instanceId(),
+          permanent.size(),
+          permanentError);
+    }
+    if (transientFailure) {
+      log.warn(
+          "relay {}: {} of {} rows not acknowledged; retrying with backoff",
+          config.instanceId(),
+          batch.size() - acked.size() - permanent.size(),
+          batch.size());
+    }
+    return transientFailure;
+  }
+
+  private void purge(Collection<LaneLease> leases) {
+    if (config.retention().isZero()) {
+      return;
+    }
+    int n;
+    do {
+      n = store.purgePublished(leases, config.retention(), 5_000);
+    } while (n == 5_000 && running);
+  }
+
+  private void notifyListener(Runnable call) {
+    try {
+      call.run();
+    } catch (RuntimeException e) {
+      log.warn("relay listener threw; ignored", e);
+    }
+  }
+
+  private static boolean join(Thread t, Duration timeout) {
+    try {
+      return t.join(timeout);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+}

@@ -1,0 +1,47 @@
+package dev.postbox.core.spi;
+
+import dev.postbox.core.Message;
+import java.util.List;
+
+/**
+ * Sends messages to a broker for the relay. {@code postbox-kafka} implements it.
+ *
+ * <p>Contract, which the relay's ordering guarantee rests on:
+ *
+ * <ul>
+ *   <li>messages are sent in list order, and the broker appends messages of one key in that order;
+ *   <li>the call returns only when every message is either acknowledged by the broker (durably,
+ *       e.g. {@code acks=all}) or failed;
+ *   <li>after a failure, nothing later in the list with the same key may be appended ahead of a
+ *       later resend of the failed message (the Kafka implementation discards its producer at the
+ *       first failure).
+ * </ul>
+ *
+ * <p>Called from one thread at a time.
+ */
+public interface RelayPublisher extends AutoCloseable {
+
+  /** Publishes {@code messages} in order and reports the outcome of each, in the same order. */
+  List<PublishOutcome> publish(List<Message> messages) throws InterruptedException;
+
+  @Override
+  void close();
+
+  /** What happened to one message. */
+  sealed interface PublishOutcome {
+    /** The broker acknowledged the message. */
+    record Acknowledged() implements PublishOutcome {}
+
+    /**
+     * The message was not acknowledged.
+     *
+     * @param error what went wrong
+     * @param permanent whether retrying can never succeed (for example: the record is larger than
+     *     the broker accepts)
+     */
+    record Failed(Throwable error, boolean permanent) implements PublishOutcome {}
+
+    /** The acknowledged outcome (a shared instance). */
+    PublishOutcome ACKNOWLEDGED = new Acknowledged();
+  }
+}

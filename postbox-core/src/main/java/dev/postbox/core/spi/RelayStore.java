@@ -1,0 +1,73 @@
+package dev.postbox.core.spi;
+
+import java.time.Duration;
+import java.util.Collection;
+import java.util.List;
+
+/**
+ * Where the relay reads pending outbox rows and keeps lane ownership. {@code postbox-jdbc}
+ * implements it for PostgreSQL.
+ *
+ * <p>Implementations must be thread-safe: the relay calls lease operations from its heartbeat
+ * thread and claim/mark from its publishing thread. All lease deadlines are computed on the store's
+ * clock (the database's), so relays on machines with skewed clocks agree on who owns what.
+ */
+public interface RelayStore {
+
+  /** Number of lanes; fixed for the life of the store. */
+  int laneCount();
+
+  /**
+   * Records that {@code instanceId} is alive, forgets instances not seen for {@code ttl}, and
+   * returns how many instances are alive (at least 1).
+   */
+  int heartbeat(String instanceId, Duration ttl);
+
+  /** Extends the lease of every lane {@code instanceId} still owns; returns those lanes. */
+  List<LaneLease> renewLeases(String instanceId, Duration ttl);
+
+  /**
+   * Acquires up to {@code max} lanes that nobody owns or whose lease expired; returns the new
+   * leases.
+   */
+  List<LaneLease> acquireLeases(String instanceId, int max, Duration ttl);
+
+  /**
+   * Gives up lanes (after their in-flight work is marked), so that another instance can take them
+   * at once.
+   */
+  void releaseLeases(String instanceId, Collection<LaneLease> leases);
+
+  /** Removes the instance and releases all its lanes (clean shutdown). */
+  void unregister(String instanceId);
+
+  /**
+   * Returns up to {@code limit} pending rows of the given lanes in position order, only for lanes
+   * whose lease is still held by {@code instanceId} under the given epoch.
+   */
+  List<OutboxRecord> claim(String instanceId, Collection<LaneLease> leases, int limit);
+
+  /**
+   * Marks rows as published ({@code delete == false}) or deletes them ({@code delete == true}, for
+   * a zero retention), only where {@code instanceId} still holds the row's lane under the given
+   * epoch. Returns the number of rows marked or deleted.
+   */
+  int markPublished(
+      String instanceId, Collection<LaneLease> leases, List<OutboxRecord> records, boolean delete);
+
+  /** Marks rows as failed for good (they will not be claimed again), keeping the error text. */
+  int markFailed(
+      String instanceId, Collection<LaneLease> leases, List<OutboxRecord> records, String error);
+
+  /**
+   * Deletes up to {@code limit} rows of the given lanes published longer than {@code retention}
+   * ago.
+   */
+  int purgePublished(Collection<LaneLease> leases, Duration retention, int limit);
+
+  /**
+   * Blocks until new rows may be pending (a notification arrived) or {@code timeout} passed.
+   * Returns whether it was woken by a notification. Stores without notifications simply wait.
+   */
+  boolean awaitWork(Duration timeout) throws InterruptedException;
+}

@@ -1,0 +1,90 @@
+package dev.postbox.jdbc;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.List;
+import javax.sql.DataSource;
+import org.flywaydb.core.Flyway;
+
+/**
+ * Creates and upgrades Postbox's tables ({@code postbox_*}) in the current schema of a PostgreSQL
+ * database.
+ *
+ * <p>The migrations are plain SQL files on the class path under {@value #LOCATION}; {@link
+ * #migrate(DataSource)} applies them with Flyway, keeping its history in {@value #HISTORY_TABLE}
+ * (separate from the application's own Flyway history). Teams that apply SQL by hand can read the
+ * scripts with {@link #scripts()} and run them in order.
+ *
+ * <p>Thread-safe (stateless).
+ */
+public final class PostboxMigrations {
+
+  /** Class-path location of the PostgreSQL migrations. */
+  public static final String LOCATION = "db/postbox/postgresql";
+
+  /** Flyway history table used by Postbox. */
+  public static final String HISTORY_TABLE = "postbox_schema_history";
+
+  private static final List<String> SCRIPTS = List.of("V1__outbox.sql");
+
+  private PostboxMigrations() {}
+
+  /**
+   * Applies every pending migration in the data source's current schema (as given by {@code
+   * current_schema()}, which follows the connection's {@code search_path}). Idempotent. Returns the
+   * number of migrations applied.
+   */
+  public static int migrate(DataSource dataSource) {
+    String schema;
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT current_schema()")) {
+      rs.next();
+      schema = rs.getString(1);
+    } catch (SQLException e) {
+      throw new OutboxException("could not read the current schema before migrating", e);
+    }
+    if (schema == null) {
+      throw new OutboxException(
+          "the connection has no current schema (search_path names no existing schema)", null);
+    }
+    Flyway flyway =
+        Flyway.configure(PostboxMigrations.class.getClassLoader())
+            .dataSource(dataSource)
+            .locations("classpath:" + LOCATION)
+            .table(HISTORY_TABLE)
+            .schemas(schema)
+            .defaultSchema(schema)
+            .createSchemas(false)
+            .baselineOnMigrate(true)
+            .baselineVersion("0")
+            .load();
+    return flyway.migrate().migrationsExecuted;
+  }
+
+  /** The migration scripts in the order they must be applied: file name and SQL text. */
+  public static List<Script> scripts() {
+    return SCRIPTS.stream().map(PostboxMigrations::load).toList();
+  }
+
+  /** One migration script. */
+  public record Script(String name, String sql) {}
+
+  private static Script load(String name) {
+    String path = LOCATION + "/" + name;
+    try (InputStream in = PostboxMigrations.class.getClassLoader().getResourceAsStream(path)) {
+      if (in == null) {
+        throw new IllegalStateException("missing migration on the class path: " + path);
+      }
+      return new Script(name, new String(in.readAllBytes(), StandardCharsets.UTF_8));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+}

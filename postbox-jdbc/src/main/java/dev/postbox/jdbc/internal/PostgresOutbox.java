@@ -1,0 +1,160 @@
+package dev.postbox.jdbc.internal;
+
+import dev.postbox.core.Message;
+import dev.postbox.jdbc.Outbox;
+import dev.postbox.jdbc.OutboxException;
+import dev.postbox.jdbc.OutboxTransaction;
+import dev.postbox.jdbc.TransactionRequiredException;
+import dev.postbox.jdbc.TransactionWork;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.util.List;
+import java.util.Objects;
+import java.util.TreeSet;
+import javax.sql.DataSource;
+
+/** {@link Outbox} on PostgreSQL. */
+public final class PostgresOutbox implements Outbox {
+
+  private static final String INSERT =
+      "INSERT INTO postbox_outbox (" + Rows.COLUMNS + ") VALUES (" + Rows.VALUES + ")";
+
+  // The lock is taken in the CTE, before the INSERT evaluates the identity default: the position is
+  // assigned only
+  // once this transaction holds the key, so positions of one key follow commit order.
+  private static final String LOCK_AND_INSERT =
+      "WITH k AS (SELECT pg_advisory_xact_lock(?, ?)) INSERT INTO postbox_outbox ("
+          + Rows.COLUMNS
+          + ") SELECT "
+          + Rows.VALUES
+          + " FROM k";
+
+  // Locks in ascending hash order, so two batches never wait on each other in a cycle.
+  private static final String LOCK_ALL =
+      "SELECT count(pg_advisory_xact_lock(?, h)) FROM (SELECT unnest(?::int[]) AS h ORDER BY 1) s";
+
+  private final boolean keyLocking;
+
+  public PostgresOutbox(boolean keyLocking) {
+    this.keyLocking = keyLocking;
+  }
+
+  @Override
+  public void write(Connection connection, Message message) {
+    Objects.requireNonNull(message, "message");
+    requireTransaction(connection);
+    boolean lock = keyLocking && message.key().isPresent();
+    try (PreparedStatement ps = connection.prepareStatement(lock ? LOCK_AND_INSERT : INSERT)) {
+      int first = 1;
+      if (lock) {
+        ps.setInt(1, Lanes.LOCK_NAMESPACE);
+        ps.setInt(2, Lanes.keyHash(message.key().get()));
+        first = 3;
+      }
+      Rows.bind(ps, first, message);
+      ps.executeUpdate();
+    } catch (SQLException e) {
+      throw new OutboxException("writing message " + message.id() + " to the outbox failed", e);
+    }
+  }
+
+  @Override
+  public void writeAll(Connection connection, List<Message> messages) {
+    Objects.requireNonNull(messages, "messages");
+    requireTransaction(connection);
+    if (messages.isEmpty()) {
+      return;
+    }
+    try {
+      if (keyLocking) {
+        TreeSet<Integer> hashes = new TreeSet<>();
+        for (Message m : messages) {
+          m.key().ifPresent(k -> hashes.add(Lanes.keyHash(k)));
+        }
+        if (!hashes.isEmpty()) {
+          try (PreparedStatement ps = connection.prepareStatement(LOCK_ALL)) {
+            Array array = connection.createArrayOf("int4", hashes.toArray());
+            ps.setInt(1, Lanes.LOCK_NAMESPACE);
+            ps.setArray(2, array);
+            ps.executeQuery().close();
+          }
+        }
+      }
+      try (PreparedStatement ps = connection.prepareStatement(INSERT)) {
+        for (Message m : messages) {
+          Rows.bind(ps, 1, m);
+          ps.addBatch();
+        }
+        ps.executeBatch();
+      }
+    } catch (SQLException e) {
+      throw new OutboxException("writing " + messages.size() + " messages to the outbox failed", e);
+    }
+  }
+
+  @Override
+  public <T> T inTransaction(DataSource dataSource, TransactionWork<T> work) {
+    Objects.requireNonNull(dataSource, "dataSource");
+    Objects.requireNonNull(work, "work");
+    try (Connection c = dataSource.getConnection()) {
+      boolean autoCommit = c.getAutoCommit();
+      c.setAutoCommit(false);
+      try {
+        T result =
+            work.execute(
+                new OutboxTransaction() {
+                  @Override
+                  public Connection connection() {
+                    return c;
+                  }
+
+                  @Override
+                  public void write(Message message) {
+                    PostgresOutbox.this.write(c, message);
+                  }
+
+                  @Override
+                  public void writeAll(List<Message> messages) {
+                    PostgresOutbox.this.writeAll(c, messages);
+                  }
+                });
+        c.commit();
+        return result;
+      } catch (Throwable t) {
+        try {
+          c.rollback();
+        } catch (SQLException re) {
+          t.addSuppressed(re);
+        }
+        if (t instanceof RuntimeException re) {
+          throw re;
+        }
+        if (t instanceof Error err) {
+          throw err;
+        }
+        throw new OutboxException("transaction failed and was rolled back", t);
+      } finally {
+        try {
+          c.setAutoCommit(autoCommit);
+        } catch (SQLException ignored) {
+          // the connection is closed next; a pool resets it anyway
+        }
+      }
+    } catch (SQLException e) {
+      throw new OutboxException("transaction failed", e);
+    }
+  }
+
+  private static void requireTransaction(Connection connection) {
+    Objects.requireNonNull(connection, "connection");
+    try {
+      if (connection.getAutoCommit()) {
+        throw new TransactionRequiredException();
+      }
+    } catch (SQLException e) {
+      throw new OutboxException("cannot read the connection's auto-commit mode", e);
+    }
+  }
+}

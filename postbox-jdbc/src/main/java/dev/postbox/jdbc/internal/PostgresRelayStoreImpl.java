@@ -1,0 +1,385 @@
+package dev.postbox.jdbc.internal;
+
+import dev.postbox.core.spi.LaneLease;
+import dev.postbox.core.spi.OutboxRecord;
+import dev.postbox.core.spi.RelayStore;
+import dev.postbox.jdbc.OutboxException;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.concurrent.locks.ReentrantLock;
+import javax.sql.DataSource;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** {@link RelayStore} on PostgreSQL. */
+public final class PostgresRelayStoreImpl implements RelayStore {
+
+  private static final Logger log = LoggerFactory.getLogger(PostgresRelayStoreImpl.class);
+
+  private static final String HEARTBEAT =
+      "INSERT INTO postbox_relay_instance (instance_id, seen_at) VALUES (?, now())"
+          + " ON CONFLICT (instance_id) DO UPDATE SET seen_at = now()";
+  private static final String FORGET_DEAD =
+      "DELETE FROM postbox_relay_instance WHERE seen_at < now() - make_interval(secs => ?)";
+  private static final String COUNT_LIVE = "SELECT count(*) FROM postbox_relay_instance";
+  private static final String RENEW =
+      "UPDATE postbox_relay_lane SET lease_until = now() + make_interval(secs => ?)"
+          + " WHERE owner = ? RETURNING lane, epoch";
+  private static final String ACQUIRE =
+      "UPDATE postbox_relay_lane l SET owner = ?, epoch = l.epoch + 1,"
+          + " lease_until = now() + make_interval(secs => ?)"
+          + " WHERE l.lane IN (SELECT lane FROM postbox_relay_lane"
+          + "   WHERE owner IS NULL OR lease_until <= now() ORDER BY lane LIMIT ? FOR UPDATE SKIP LOCKED)"
+          + " RETURNING l.lane, l.epoch";
+  private static final String RELEASE =
+      "UPDATE postbox_relay_lane l SET owner = NULL, lease_until = '-infinity'"
+          + " FROM unnest(?::smallint[], ?::bigint[]) AS mine(lane, epoch)"
+          + " WHERE l.lane = mine.lane AND l.epoch = mine.epoch AND l.owner = ?";
+  private static final String RELEASE_ALL =
+      "UPDATE postbox_relay_lane SET owner = NULL, lease_until = '-infinity' WHERE owner = ?";
+  private static final String UNREGISTER =
+      "DELETE FROM postbox_relay_instance WHERE instance_id = ?";
+  private static final String VALID_LANES =
+      "SELECT l.lane FROM postbox_relay_lane l"
+          + " JOIN unnest(?::smallint[], ?::bigint[]) AS mine(lane, epoch) ON mine.lane = l.lane"
+          + " WHERE l.epoch = mine.epoch AND l.owner = ? AND l.lease_until > now()";
+  private static final String CLAIM =
+      "SELECT position, lane, created_at, attempts, "
+          + "message_id, topic, msg_key, type, schema_version, occurred_at, source, correlation_id,"
+          + " causation_id, tenant, headers, content_type, payload"
+          + " FROM postbox_outbox"
+          + " WHERE published_at IS NULL AND failed_at IS NULL AND lane = ANY(?::smallint[])"
+          + " ORDER BY position LIMIT ?";
+  private static final String FENCE =
+      " FROM postbox_relay_lane l, unnest(?::smallint[], ?::bigint[]) AS mine(lane, epoch)"
+          + " WHERE o.position = ANY(?::bigint[]) AND o.lane = l.lane AND l.lane = mine.lane"
+          + " AND l.epoch = mine.epoch AND l.owner = ?";
+  private static final String MARK_PUBLISHED =
+      "UPDATE postbox_outbox o SET published_at = now()" + FENCE;
+  private static final String DELETE_PUBLISHED =
+      "DELETE FROM postbox_outbox o USING postbox_relay_lane l,"
+          + " unnest(?::smallint[], ?::bigint[]) AS mine(lane, epoch)"
+          + " WHERE o.position = ANY(?::bigint[]) AND o.lane = l.lane AND l.lane = mine.lane"
+          + " AND l.epoch = mine.epoch AND l.owner = ?";
+  private static final String MARK_FAILED =
+      "UPDATE postbox_outbox o SET failed_at = now(), last_error = ?, attempts = o.attempts + 1"
+          + FENCE;
+  private static final String PURGE =
+      "DELETE FROM postbox_outbox WHERE position IN (SELECT position FROM postbox_outbox"
+          + " WHERE lane = ANY(?::smallint[]) AND published_at < now() - make_interval(secs => ?)"
+          + " LIMIT ?)";
+
+  private final DataSource dataSource;
+  private final boolean notifications;
+  private final int laneCount;
+  private final String channel;
+  private final ReentrantLock listenLock = new ReentrantLock();
+  private Connection listenConnection;
+
+  public PostgresRelayStoreImpl(DataSource dataSource, boolean notifications) {
+    this.dataSource = dataSource;
+    this.notifications = notifications;
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery("SELECT current_schema(), (SELECT count(*) FROM postbox_relay_lane)")) {
+      rs.next();
+      this.channel = "postbox_outbox." + rs.getString(1);
+      this.laneCount = rs.getInt(2);
+    } catch (SQLException e) {
+      throw new OutboxException(
+          "cannot read postbox_relay_lane in the current schema; run PostboxMigrations.migrate first",
+          e);
+    }
+    if (laneCount != Lanes.COUNT) {
+      throw new IllegalStateException(
+          "postbox_relay_lane holds " + laneCount + " lanes; this version needs " + Lanes.COUNT);
+    }
+  }
+
+  @Override
+  public int laneCount() {
+    return laneCount;
+  }
+
+  @Override
+  public int heartbeat(String instanceId, Duration ttl) {
+    try (Connection c = dataSource.getConnection()) {
+      c.setAutoCommit(false);
+      try {
+        try (PreparedStatement ps = c.prepareStatement(HEARTBEAT)) {
+          ps.setString(1, instanceId);
+          ps.executeUpdate();
+        }
+        try (PreparedStatement ps = c.prepareStatement(FORGET_DEAD)) {
+          ps.setDouble(1, seconds(ttl));
+          ps.executeUpdate();
+        }
+        int live;
+        try (PreparedStatement ps = c.prepareStatement(COUNT_LIVE);
+            ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          live = rs.getInt(1);
+        }
+        c.commit();
+        return Math.max(1, live);
+      } catch (SQLException e) {
+        c.rollback();
+        throw e;
+      } finally {
+        c.setAutoCommit(true);
+      }
+    } catch (SQLException e) {
+      throw new OutboxException("relay heartbeat failed", e);
+    }
+  }
+
+  @Override
+  public List<LaneLease> renewLeases(String instanceId, Duration ttl) {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(RENEW)) {
+      ps.setDouble(1, seconds(ttl));
+      ps.setString(2, instanceId);
+      return leases(ps.executeQuery());
+    } catch (SQLException e) {
+      throw new OutboxException("renewing lane leases failed", e);
+    }
+  }
+
+  @Override
+  public List<LaneLease> acquireLeases(String instanceId, int max, Duration ttl) {
+    if (max <= 0) {
+      return List.of();
+    }
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(ACQUIRE)) {
+      ps.setString(1, instanceId);
+      ps.setDouble(2, seconds(ttl));
+      ps.setInt(3, max);
+      return leases(ps.executeQuery());
+    } catch (SQLException e) {
+      throw new OutboxException("acquiring lane leases failed", e);
+    }
+  }
+
+  @Override
+  public void releaseLeases(String instanceId, Collection<LaneLease> leases) {
+    if (leases.isEmpty()) {
+      return;
+    }
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(RELEASE)) {
+      bindLeases(c, ps, 1, leases);
+      ps.setString(3, instanceId);
+      ps.executeUpdate();
+    } catch (SQLException e) {
+      throw new OutboxException("releasing lane leases failed", e);
+    }
+  }
+
+  @Override
+  public void unregister(String instanceId) {
+    try (Connection c = dataSource.getConnection()) {
+      try (PreparedStatement ps = c.prepareStatement(RELEASE_ALL)) {
+        ps.setString(1, instanceId);
+        ps.executeUpdate();
+      }
+      try (PreparedStatement ps = c.prepareStatement(UNREGISTER)) {
+        ps.setString(1, instanceId);
+        ps.executeUpdate();
+      }
+    } catch (SQLException e) {
+      throw new OutboxException("unregistering relay " + instanceId + " failed", e);
+    } finally {
+      closeListener();
+    }
+  }
+
+  @Override
+  public List<OutboxRecord> claim(String instanceId, Collection<LaneLease> leases, int limit) {
+    if (leases.isEmpty()) {
+      return List.of();
+    }
+    try (Connection c = dataSource.getConnection()) {
+      List<Short> valid = new ArrayList<>(leases.size());
+      try (PreparedStatement ps = c.prepareStatement(VALID_LANES)) {
+        bindLeases(c, ps, 1, leases);
+        ps.setString(3, instanceId);
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            valid.add(rs.getShort(1));
+          }
+        }
+      }
+      if (valid.isEmpty()) {
+        return List.of();
+      }
+      try (PreparedStatement ps = c.prepareStatement(CLAIM)) {
+        ps.setArray(1, c.createArrayOf("int2", valid.toArray()));
+        ps.setInt(2, limit);
+        List<OutboxRecord> out = new ArrayList<>();
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            out.add(Rows.read(rs));
+          }
+        }
+        return out;
+      }
+    } catch (SQLException e) {
+      throw new OutboxException("claiming outbox rows failed", e);
+    }
+  }
+
+  @Override
+  public int markPublished(
+      String instanceId, Collection<LaneLease> leases, List<OutboxRecord> records, boolean delete) {
+    if (records.isEmpty()) {
+      return 0;
+    }
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(delete ? DELETE_PUBLISHED : MARK_PUBLISHED)) {
+      bindLeases(c, ps, 1, leases);
+      ps.setArray(3, positions(c, records));
+      ps.setString(4, instanceId);
+      return ps.executeUpdate();
+    } catch (SQLException e) {
+      throw new OutboxException("marking " + records.size() + " outbox rows published failed", e);
+    }
+  }
+
+  @Override
+  public int markFailed(
+      String instanceId, Collection<LaneLease> leases, List<OutboxRecord> records, String error) {
+    if (records.isEmpty()) {
+      return 0;
+    }
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(MARK_FAILED)) {
+      ps.setString(1, error);
+      bindLeases(c, ps, 2, leases);
+      ps.setArray(4, positions(c, records));
+      ps.setString(5, instanceId);
+      return ps.executeUpdate();
+    } catch (SQLException e) {
+      throw new OutboxException("marking " + records.size() + " outbox rows failed failed", e);
+    }
+  }
+
+  @Override
+  public int purgePublished(Collection<LaneLease> leases, Duration retention, int limit) {
+    if (leases.isEmpty()) {
+      return 0;
+    }
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(PURGE)) {
+      ps.setArray(1, c.createArrayOf("int2", leases.stream().map(l -> (short) l.lane()).toArray()));
+      ps.setDouble(2, seconds(retention));
+      ps.setInt(3, limit);
+      return ps.executeUpdate();
+    } catch (SQLException e) {
+      throw new OutboxException("purging published outbox rows failed", e);
+    }
+  }
+
+  @Override
+  public boolean awaitWork(Duration timeout) throws InterruptedException {
+    if (!notifications) {
+      Thread.sleep(timeout);
+      return false;
+    }
+    listenLock.lock();
+    try {
+      if (listenConnection == null) {
+        openListener();
+      }
+      if (listenConnection == null) {
+        Thread.sleep(timeout); // could not listen: poll
+        return false;
+      }
+      int millis = (int) Math.max(1, Math.min(Integer.MAX_VALUE, timeout.toMillis()));
+      PGNotification[] got = listenConnection.unwrap(PGConnection.class).getNotifications(millis);
+      return got != null && got.length > 0;
+    } catch (SQLException e) {
+      log.warn("LISTEN connection broke; polling until it is reopened", e);
+      closeListener();
+      return false;
+    } finally {
+      listenLock.unlock();
+    }
+  }
+
+  private void openListener() {
+    try {
+      Connection c = dataSource.getConnection();
+      c.setAutoCommit(true);
+      try (Statement s = c.createStatement()) {
+        s.execute("LISTEN \"" + channel.replace("\"", "\"\"") + "\"");
+      }
+      listenConnection = c;
+    } catch (SQLException e) {
+      log.warn("cannot LISTEN on {}; polling", channel, e);
+    }
+  }
+
+  private void closeListener() {
+    listenLock.lock();
+    try {
+      if (listenConnection != null) {
+        try {
+          listenConnection.close();
+        } catch (SQLException ignored) {
+          // already broken
+        }
+        listenConnection = null;
+      }
+    } finally {
+      listenLock.unlock();
+    }
+  }
+
+  private static List<LaneLease> leases(ResultSet rs) throws SQLException {
+    try (rs) {
+      List<LaneLease> out = new ArrayList<>();
+      while (rs.next()) {
+        out.add(new LaneLease(rs.getShort(1), rs.getLong(2)));
+      }
+      return out;
+    }
+  }
+
+  private static void bindLeases(
+      Connection c, PreparedStatement ps, int first, Collection<LaneLease> leases)
+      throws SQLException {
+    Short[] lanes = new Short[leases.size()];
+    Long[] epochs = new Long[leases.size()];
+    int i = 0;
+    for (LaneLease l : leases) {
+      lanes[i] = (short) l.lane();
+      epochs[i++] = l.epoch();
+    }
+    ps.setArray(first, c.createArrayOf("int2", lanes));
+    ps.setArray(first + 1, c.createArrayOf("int8", epochs));
+  }
+
+  private static java.sql.Array positions(Connection c, List<OutboxRecord> records)
+      throws SQLException {
+    Long[] p = new Long[records.size()];
+    for (int i = 0; i < p.length; i++) {
+      p[i] = records.get(i).position();
+    }
+    return c.createArrayOf("int8", p);
+  }
+
+  private static double seconds(Duration d) {
+    return d.toNanos() / 1e9;
+  }
+}
