@@ -1,5 +1,7 @@
 package dev.postbox.core;
 
+import java.net.URI;
+import java.net.URISyntaxException;
 import java.time.Clock;
 import java.time.Instant;
 import java.util.LinkedHashMap;
@@ -30,7 +32,9 @@ import java.util.regex.Pattern;
  * @param schemaVersion version of the payload schema for {@code type}, starting at 1
  * @param key ordering key (aggregate id); empty for messages that need no order
  * @param occurredAt when the event happened
- * @param source the producing service (CloudEvents {@code source}), a URI reference
+ * @param source the producing service (CloudEvents {@code source}), a URI reference (checked, so
+ *     that every message is a valid CloudEvent), for example {@code /orders} or {@code
+ *     urn:acme:orders}
  * @param correlationId id shared by all messages of one conversation or request
  * @param causationId id of the message that caused this one
  * @param tenant tenant the message belongs to
@@ -70,6 +74,7 @@ public record Message(
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(occurredAt, "occurredAt");
     requireText(source, "source");
+    requireUriReference(source);
     Objects.requireNonNull(correlationId, "correlationId");
     Objects.requireNonNull(causationId, "causationId");
     Objects.requireNonNull(tenant, "tenant");
@@ -113,6 +118,15 @@ public record Message(
     Objects.requireNonNull(value, name);
     if (value.isBlank()) {
       throw new IllegalArgumentException(name + " must not be blank");
+    }
+  }
+
+  private static void requireUriReference(String source) {
+    try {
+      new URI(source);
+    } catch (URISyntaxException e) {
+      throw new IllegalArgumentException(
+          "source '" + source + "' is not a URI reference: " + e.getReason());
     }
   }
 
