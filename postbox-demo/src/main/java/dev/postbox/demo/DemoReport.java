@@ -8,8 +8,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * The demo's report. Its JSON keys are a published interface ({@code ./postbox demo --report-json FILE}): keys are
- * only ever added, never renamed or removed.
+ * The demo's report. Its JSON keys are a published interface ({@code ./postbox demo --report-json
+ * FILE}): keys are only ever added, never renamed or removed.
  */
 public record DemoReport(
     @JsonProperty("orders") long orders,
@@ -49,7 +49,9 @@ public record DemoReport(
         String.format("  events published (distinct)%,d", published),
         String.format("  events missing             %,d   (must be 0)", missing),
         String.format("  per-key order violations   %,d   (must be 0)", orderViolations),
-        String.format("  duplicates on the topic    %,d   (expected > 0 after a relay crash)", topicDuplicates),
+        String.format(
+            "  duplicates on the topic    %,d   (expected > 0 after a relay crash)",
+            topicDuplicates),
         String.format("  unexpected events          %,d   (must be 0)", unexpected),
         String.format("  relays / crashes injected  %d / %d", relays, relayCrashes),
         String.format("  relay throughput (backlog) %,.0f events/s", relayEventsPerS),
@@ -58,6 +60,8 @@ public record DemoReport(
             "  commit-to-consumer latency p50 %.1f ms, p99 %.1f ms, max %.1f ms",
             publishLatencyMsP50, publishLatencyMsP99, publishLatencyMsMax),
         "  result                     "
-            + (ok ? "OK" : inconclusive ? "INCONCLUSIVE (no relay crash fired)" : "INVARIANT BROKEN"));
+            + (ok
+                ? "OK"
+                : inconclusive ? "INCONCLUSIVE (no relay crash fired)" : "INVARIANT BROKEN"));
   }
 }

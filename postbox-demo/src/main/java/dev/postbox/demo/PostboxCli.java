@@ -36,42 +36,63 @@ public final class PostboxCli implements Runnable {
         "Exit code: 0 all invariants held, 1 an invariant broke, 3 inconclusive (no crash fired)."
       })
   static final class Demo implements Callable<Integer> {
-    @Option(names = "--orders", defaultValue = "5000", description = "Orders to place (default: ${DEFAULT-VALUE}).")
+    @Option(
+        names = "--orders",
+        defaultValue = "5000",
+        description = "Orders to place (default: ${DEFAULT-VALUE}).")
     int orders;
 
-    @Option(names = "--customers", defaultValue = "200", description = "Customers = ordering keys (default: ${DEFAULT-VALUE}).")
+    @Option(
+        names = "--customers",
+        defaultValue = "200",
+        description = "Customers = ordering keys (default: ${DEFAULT-VALUE}).")
     int customers;
 
-    @Option(names = "--writers", defaultValue = "4", description = "Concurrent order writers (default: ${DEFAULT-VALUE}).")
+    @Option(
+        names = "--writers",
+        defaultValue = "4",
+        description = "Concurrent order writers (default: ${DEFAULT-VALUE}).")
     int writers;
 
-    @Option(names = "--relays", defaultValue = "2", description = "Relay processes (default: ${DEFAULT-VALUE}).")
+    @Option(
+        names = "--relays",
+        defaultValue = "2",
+        description = "Relay processes (default: ${DEFAULT-VALUE}).")
     int relays;
 
     @Option(
         names = "--backlog",
         defaultValue = "20000",
-        description = "Events written while the relays are paused, to measure relay throughput (default: ${DEFAULT-VALUE}; 0 skips).")
+        description =
+            "Events written while the relays are paused, to measure relay throughput (default: ${DEFAULT-VALUE}; 0 skips).")
     int backlog;
 
-    @Option(names = "--timeout", defaultValue = "PT3M", description = "Longest wait for the consumer (default: ${DEFAULT-VALUE}).")
+    @Option(
+        names = "--timeout",
+        defaultValue = "PT3M",
+        description = "Longest wait for the consumer (default: ${DEFAULT-VALUE}).")
     Duration timeout;
 
     @Option(names = "--report-json", description = "Also write the report as JSON to this file.")
     Path reportJson;
 
-    @Option(names = "--work-dir", defaultValue = ".postbox/demo", description = "Where relay logs go (default: ${DEFAULT-VALUE}).")
+    @Option(
+        names = "--work-dir",
+        defaultValue = ".postbox/demo",
+        description = "Where relay logs go (default: ${DEFAULT-VALUE}).")
     Path workDir;
 
     @Override
     public Integer call() throws Exception {
       if (orders < 1 || customers < 1 || writers < 1 || relays < 1 || backlog < 0) {
         throw new CommandLine.ParameterException(
-            new CommandLine(this), "orders, customers, writers and relays must be >= 1; backlog >= 0");
+            new CommandLine(this),
+            "orders, customers, writers and relays must be >= 1; backlog >= 0");
       }
       DemoReport report =
           new ShopDemo(
-                  new ShopDemo.Options(orders, customers, writers, relays, backlog, timeout, workDir),
+                  new ShopDemo.Options(
+                      orders, customers, writers, relays, backlog, timeout, workDir),
                   System.out)
               .run();
       System.out.println();

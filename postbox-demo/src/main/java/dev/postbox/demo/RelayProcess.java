@@ -9,9 +9,10 @@ import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 
 /**
- * A relay as its own OS process (the way it runs in production: beside the service, or as a sidecar). Arguments:
- * JDBC URL (with the schema), Kafka bootstrap servers, instance id, lease TTL in milliseconds. Runs until killed or
- * terminated; SIGTERM closes it cleanly (marks the batch in flight, releases its lanes).
+ * A relay as its own OS process (the way it runs in production: beside the service, or as a
+ * sidecar). Arguments: JDBC URL (with the schema), Kafka bootstrap servers, instance id, lease TTL
+ * in milliseconds. Runs until killed or terminated; SIGTERM closes it cleanly (marks the batch in
+ * flight, releases its lanes).
  */
 public final class RelayProcess {
 
@@ -19,7 +20,8 @@ public final class RelayProcess {
 
   public static void main(String[] args) throws Exception {
     if (args.length < 3) {
-      System.err.println("usage: RelayProcess <jdbc-url> <bootstrap-servers> <instance-id> [lease-ttl-ms]");
+      System.err.println(
+          "usage: RelayProcess <jdbc-url> <bootstrap-servers> <instance-id> [lease-ttl-ms]");
       System.exit(2);
     }
     Duration ttl = Duration.ofMillis(args.length > 3 ? Long.parseLong(args[3]) : 10_000);
@@ -37,12 +39,11 @@ public final class RelayProcess {
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime()
         .addShutdownHook(
-            new Thread(
-                () -> {
-                  relay.close();
-                  ds.close();
-                  stopped.countDown();
-                }));
+            new Thread(() -> {
+              relay.close();
+              ds.close();
+              stopped.countDown();
+            }));
     relay.start();
     System.out.println("relay " + args[2] + " started");
     stopped.await();

@@ -43,16 +43,22 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * The seed lesson's shop on embedded infrastructure: an orders service places orders (order row + {@code
- * order.created} in the outbox, one transaction) while two relay processes publish them; a consumer reads the topic.
- * One relay is killed between the broker's acknowledgement and the mark; a supervisor restarts it. The report checks
- * that nothing is missing and per-key order held.
+ * The seed lesson's shop on embedded infrastructure: an orders service places orders (order row +
+ * {@code order.created} in the outbox, one transaction) while two relay processes publish them; a
+ * consumer reads the topic. One relay is killed between the broker's acknowledgement and the mark;
+ * a supervisor restarts it. The report checks that nothing is missing and per-key order held.
  */
 final class ShopDemo {
 
   /** Demo settings. */
   record Options(
-      int orders, int customers, int writers, int relays, int backlog, Duration timeout, Path workDir) {}
+      int orders,
+      int customers,
+      int writers,
+      int relays,
+      int backlog,
+      Duration timeout,
+      Path workDir) {}
 
   private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -74,7 +80,8 @@ final class ShopDemo {
     long t0 = System.nanoTime();
     PostgresServer pg = infra.postgres();
     KafkaBroker kafka = infra.kafka();
-    out.printf("infrastructure up in %.1f s (PostgreSQL + Kafka broker process)%n", secondsSince(t0));
+    out.printf(
+        "infrastructure up in %.1f s (PostgreSQL + Kafka broker process)%n", secondsSince(t0));
 
     String schema = pg.createSchema("shop");
     String topic = "shop.orders." + schema;
@@ -85,7 +92,9 @@ final class ShopDemo {
 
       AtomicBoolean consuming = new AtomicBoolean(true);
       Thread consumer =
-          Thread.ofPlatform().name("shop-consumer").start(() -> consume(kafka.bootstrapServers(), topic, consuming));
+          Thread.ofPlatform()
+              .name("shop-consumer")
+              .start(() -> consume(kafka.bootstrapServers(), topic, consuming));
       Supervisor relays = new Supervisor(pg.jdbcUrl(schema), kafka.bootstrapServers());
       try {
         relays.start();
@@ -99,7 +108,8 @@ final class ShopDemo {
             options.orders(), placeSeconds, options.writers());
         awaitConsumed(options.orders());
 
-        // Phase 2: a backlog written while the relays are paused (SIGSTOP), then drained (relay throughput).
+        // Phase 2: a backlog written while the relays are paused (SIGSTOP), then drained (relay
+        // throughput).
         double relayRate = 0;
         if (options.backlog() > 0) {
           relays.pauseAll();
@@ -108,7 +118,8 @@ final class ShopDemo {
           relays.resumeAll();
           awaitConsumed(options.orders() + options.backlog());
           relayRate = options.backlog() / secondsSince(p2);
-          out.printf("backlog of %,d events drained at %,.0f events/s%n", options.backlog(), relayRate);
+          out.printf(
+              "backlog of %,d events drained at %,.0f events/s%n", options.backlog(), relayRate);
         }
         relays.stop();
         consuming.set(false);
@@ -167,20 +178,21 @@ final class ShopDemo {
     for (int w = 0; w < options.writers(); w++) {
       long seed = 42 + w;
       futures.add(
-          pool.submit(
-              () -> {
-                Random random = new Random(seed);
-                while (next.getAndIncrement() < options.orders()) {
-                  String customer = "customer-" + (1 + hotSkewed(random));
-                  Message m = outbox.inTransaction(ds, tx -> placeOrder(tx.connection(), outbox, topic, customer, random));
-                  long seq = Long.parseLong(m.header("seq").orElseThrow());
-                  commitNanos.put(m.id(), System.nanoTime());
-                  synchronized (history) {
-                    history.committed(customer, seq, m.id().toString());
-                  }
-                }
-                return null;
-              }));
+          pool.submit(() -> {
+            Random random = new Random(seed);
+            while (next.getAndIncrement() < options.orders()) {
+              String customer = "customer-" + (1 + hotSkewed(random));
+              Message m =
+                  outbox.inTransaction(
+                      ds, tx -> placeOrder(tx.connection(), outbox, topic, customer, random));
+              long seq = Long.parseLong(m.header("seq").orElseThrow());
+              commitNanos.put(m.id(), System.nanoTime());
+              synchronized (history) {
+                history.committed(customer, seq, m.id().toString());
+              }
+            }
+            return null;
+          }));
     }
     for (Future<?> f : futures) {
       f.get();
@@ -188,7 +200,9 @@ final class ShopDemo {
     pool.shutdown();
   }
 
-  /** Customer ids skewed towards a few hot customers (a quarter of the orders go to 5 % of them). */
+  /**
+   * Customer ids skewed towards a few hot customers (a quarter of the orders go to 5 % of them).
+   */
   private int hotSkewed(Random random) {
     int hot = Math.max(1, options.customers() / 20);
     return random.nextInt(4) == 0 ? random.nextInt(hot) : random.nextInt(options.customers());
@@ -198,7 +212,8 @@ final class ShopDemo {
       Connection c, Outbox outbox, String topic, String customer, Random random) throws Exception {
     long seq;
     try (PreparedStatement ps =
-        c.prepareStatement("UPDATE customers SET orders = orders + 1 WHERE id = ? RETURNING orders")) {
+        c.prepareStatement(
+            "UPDATE customers SET orders = orders + 1 WHERE id = ? RETURNING orders")) {
       ps.setString(1, customer);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
@@ -208,7 +223,8 @@ final class ShopDemo {
     UUID orderId = UUID.randomUUID();
     long amount = 100 + random.nextInt(10_000);
     try (PreparedStatement ps =
-        c.prepareStatement("INSERT INTO orders (id, customer_id, seq, amount_cents) VALUES (?, ?, ?, ?)")) {
+        c.prepareStatement(
+            "INSERT INTO orders (id, customer_id, seq, amount_cents) VALUES (?, ?, ?, ?)")) {
       ps.setObject(1, orderId);
       ps.setString(2, customer);
       ps.setLong(3, seq);
@@ -221,14 +237,23 @@ final class ShopDemo {
             .source("/shop/orders")
             .header("seq", Long.toString(seq))
             .jsonPayload(
-                "{\"orderId\":\"" + orderId + "\",\"customerId\":\"" + customer + "\",\"seq\":" + seq
-                    + ",\"amountCents\":" + amount + "}")
+                "{\"orderId\":\""
+                    + orderId
+                    + "\",\"customerId\":\""
+                    + customer
+                    + "\",\"seq\":"
+                    + seq
+                    + ",\"amountCents\":"
+                    + amount
+                    + "}")
             .build();
     outbox.write(c, m);
     return m;
   }
 
-  /** Bulk events written in transactions of 200 by one writer (so program order is commit order). */
+  /**
+   * Bulk events written in transactions of 200 by one writer (so program order is commit order).
+   */
   private void writeBacklog(HikariDataSource ds, String topic) {
     Outbox outbox = Outbox.postgres();
     Map<String, Long> seqs = new HashMap<>();
@@ -247,10 +272,18 @@ final class ShopDemo {
                 .jsonPayload("{\"key\":\"" + key + "\",\"seq\":" + seq + "}")
                 .build());
       }
-      outbox.inTransaction(ds, tx -> { tx.writeAll(batch); return null; });
+      outbox.inTransaction(
+          ds,
+          tx -> {
+            tx.writeAll(batch);
+            return null;
+          });
       synchronized (history) {
         for (Message m : batch) {
-          history.committed(m.key().orElseThrow(), Long.parseLong(m.header("seq").orElseThrow()), m.id().toString());
+          history.committed(
+              m.key().orElseThrow(),
+              Long.parseLong(m.header("seq").orElseThrow()),
+              m.id().toString());
         }
       }
       written += n;
@@ -296,7 +329,8 @@ final class ShopDemo {
     }
     if (receiveNanos.size() < distinct) {
       out.printf(
-          "timed out after %s: %,d of %,d events consumed%n", options.timeout(), receiveNanos.size(), distinct);
+          "timed out after %s: %,d of %,d events consumed%n",
+          options.timeout(), receiveNanos.size(), distinct);
     }
   }
 
@@ -323,8 +357,8 @@ final class ShopDemo {
   }
 
   /**
-   * Runs the relay processes and restarts any that dies. The first relay is armed to halt between the broker's
-   * acknowledgement and the mark at its third batch.
+   * Runs the relay processes and restarts any that dies. The first relay is armed to halt between
+   * the broker's acknowledgement and the mark at its third batch.
    */
   private final class Supervisor {
     private final String jdbcUrl;
@@ -372,7 +406,9 @@ final class ShopDemo {
                     "relay-%s halted at crash point relay.after-ack-before-mark (acked, not marked); restarting%n",
                     (char) ('a' + i));
               } else {
-                out.printf("relay-%s exited with %d; restarting (log: %s)%n", (char) ('a' + i), code, c.log());
+                out.printf(
+                    "relay-%s exited with %d; restarting (log: %s)%n",
+                    (char) ('a' + i), code, c.log());
               }
               children.set(i, launch(i, false));
             }

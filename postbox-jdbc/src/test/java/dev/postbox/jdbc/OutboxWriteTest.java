@@ -65,14 +65,13 @@ class OutboxWriteTest {
 
   @Test
   void rolledBackTransactionLeavesNoRow() throws Exception {
-    assertThatThrownBy(
-            () ->
-                outbox.inTransaction(
-                    ds,
-                    tx -> {
-                      tx.write(msg("k1"));
-                      throw new IllegalStateException("business rule failed");
-                    }))
+    assertThatThrownBy(() ->
+            outbox.inTransaction(
+                ds,
+                tx -> {
+                  tx.write(msg("k1"));
+                  throw new IllegalStateException("business rule failed");
+                }))
         .isInstanceOf(IllegalStateException.class)
         .hasMessage("business rule failed");
     try (Connection c = ds.getConnection()) {
@@ -109,15 +108,31 @@ class OutboxWriteTest {
   @Test
   void sameMessageIdCannotBeWrittenTwice() {
     Message m = msg("k");
-    outbox.inTransaction(ds, tx -> { tx.write(m); return null; });
-    assertThatThrownBy(() -> outbox.inTransaction(ds, tx -> { tx.write(m); return null; }))
+    outbox.inTransaction(
+        ds,
+        tx -> {
+          tx.write(m);
+          return null;
+        });
+    assertThatThrownBy(() ->
+            outbox.inTransaction(
+                ds,
+                tx -> {
+                  tx.write(m);
+                  return null;
+                }))
         .isInstanceOf(OutboxException.class)
         .hasMessageContaining(m.id().toString());
   }
 
   @Test
   void aRelayThatLostItsLeaseCannotMarkRows() {
-    outbox.inTransaction(ds, tx -> { tx.write(msg("k")); return null; });
+    outbox.inTransaction(
+        ds,
+        tx -> {
+          tx.write(msg("k"));
+          return null;
+        });
     RelayStore store = PostgresRelayStore.builder(ds).notifications(false).build();
     Duration ttl = Duration.ofMillis(1);
     store.heartbeat("a", ttl);

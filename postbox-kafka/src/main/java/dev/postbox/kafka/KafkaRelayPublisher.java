@@ -24,19 +24,21 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Publishes outbox rows to Kafka for the relay: idempotent producer, {@code acks=all}, messages mapped by {@link
- * KafkaRecords} (CloudEvents binary mode, Kafka key = ordering key).
+ * Publishes outbox rows to Kafka for the relay: idempotent producer, {@code acks=all}, messages
+ * mapped by {@link KafkaRecords} (CloudEvents binary mode, Kafka key = ordering key).
  *
- * <p><b>Order under failure.</b> Kafka's idempotent producer appends the records of one partition in send order and
- * never appends a record after a gap. At the first failed record this publisher discards its producer at once (from
- * the failure callback, before the producer could bump its epoch and send later records past the gap) and builds a
- * new one for the next batch; the relay then publishes the failed record and everything after it again. So no
- * record of a key is ever appended ahead of an earlier record of that key that was not appended.
+ * <p><b>Order under failure.</b> Kafka's idempotent producer appends the records of one partition
+ * in send order and never appends a record after a gap. At the first failed record this publisher
+ * discards its producer at once (from the failure callback, before the producer could bump its
+ * epoch and send later records past the gap) and builds a new one for the next batch; the relay
+ * then publishes the failed record and everything after it again. So no record of a key is ever
+ * appended ahead of an earlier record of that key that was not appended.
  *
- * <p>Defaults: {@code acks=all}, {@code enable.idempotence=true}, {@code max.in.flight.requests.per.connection=5},
- * {@code linger.ms=5}, {@code batch.size=131072}, {@code compression.type=lz4}, {@code delivery.timeout.ms=120000}.
- * Settings that would break the guarantee ({@code acks}, idempotence) cannot be overridden. Used by one relay thread
- * at a time; {@link #close()} may be called from any thread.
+ * <p>Defaults: {@code acks=all}, {@code enable.idempotence=true}, {@code
+ * max.in.flight.requests.per.connection=5}, {@code linger.ms=5}, {@code batch.size=131072}, {@code
+ * compression.type=lz4}, {@code delivery.timeout.ms=120000}. Settings that would break the
+ * guarantee ({@code acks}, idempotence) cannot be overridden. Used by one relay thread at a time;
+ * {@link #close()} may be called from any thread.
  */
 public final class KafkaRelayPublisher implements RelayPublisher {
 
@@ -90,7 +92,8 @@ public final class KafkaRelayPublisher implements RelayPublisher {
               done.countDown();
             });
       } catch (RuntimeException e) {
-        // Raised before the record entered the producer (too large, metadata wait timed out, closed).
+        // Raised before the record entered the producer (too large, metadata wait timed out,
+        // closed).
         boolean permanent = permanent(e);
         outcomes[i] = new PublishOutcome.Failed(e, permanent);
         done.countDown();
@@ -105,7 +108,8 @@ public final class KafkaRelayPublisher implements RelayPublisher {
     } catch (RuntimeException e) {
       log.debug("flush after a discarded producer: {}", e.toString());
     }
-    long deliveryMs = Long.parseLong(config.get(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG).toString());
+    long deliveryMs =
+        Long.parseLong(config.get(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG).toString());
     if (!done.await(deliveryMs + 30_000, TimeUnit.MILLISECONDS)) {
       discard(p, new IllegalStateException("no outcome within the delivery timeout"));
     }
@@ -149,7 +153,9 @@ public final class KafkaRelayPublisher implements RelayPublisher {
       }
       producer = null;
     }
-    log.warn("publish failed; discarding the producer so nothing is appended past the gap: {}", cause.toString());
+    log.warn(
+        "publish failed; discarding the producer so nothing is appended past the gap: {}",
+        cause.toString());
     // From the I/O thread Kafka turns this into an immediate forced close; unsent batches fail.
     p.close(Duration.ZERO);
   }
@@ -186,7 +192,10 @@ public final class KafkaRelayPublisher implements RelayPublisher {
       return this;
     }
 
-    /** Sets how long a record may wait for acknowledgement before it counts as failed (default 120 s). */
+    /**
+     * Sets how long a record may wait for acknowledgement before it counts as failed (default 120
+     * s).
+     */
     public Builder deliveryTimeout(Duration timeout) {
       config.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, (int) timeout.toMillis());
       config.put(

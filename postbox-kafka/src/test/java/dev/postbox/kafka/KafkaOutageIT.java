@@ -24,11 +24,14 @@ class KafkaOutageIT {
         Relay.builder(
                 PostgresRelayStore.create(ctx.dataSource()),
                 KafkaRelayPublisher.builder(ctx.bootstrapServers())
-                    .deliveryTimeout(Duration.ofSeconds(5)) // fail fast, so the retry path is exercised
+                    .deliveryTimeout(
+                        Duration.ofSeconds(5)) // fail fast, so the retry path is exercised
                     .producerProperty("max.block.ms", 5_000)
                     .build())
             .batchSize(100)
-            .leaseTtl(Duration.ofSeconds(60)) // the lease must outlive the outage: one relay keeps its lanes
+            .leaseTtl(
+                Duration.ofSeconds(
+                    60)) // the lease must outlive the outage: one relay keeps its lanes
             .pollInterval(Duration.ofMillis(200))
             .backoff(new Backoff(Duration.ofMillis(100), Duration.ofSeconds(2), 2, 0.5))
             .build();

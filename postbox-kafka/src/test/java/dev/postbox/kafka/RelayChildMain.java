@@ -6,7 +6,10 @@ import dev.postbox.core.relay.Relay;
 import dev.postbox.jdbc.PostgresRelayStore;
 import java.time.Duration;
 
-/** A relay in its own JVM, so tests can kill it at a crash point: args = jdbcUrl, bootstrap, instanceId. */
+/**
+ * A relay in its own JVM, so tests can kill it at a crash point: args = jdbcUrl, bootstrap,
+ * instanceId.
+ */
 public final class RelayChildMain {
   public static void main(String[] args) throws Exception {
     HikariConfig hc = new HikariConfig();
@@ -15,8 +18,7 @@ public final class RelayChildMain {
     try (HikariDataSource ds = new HikariDataSource(hc);
         Relay relay =
             Relay.builder(
-                    PostgresRelayStore.create(ds),
-                    KafkaRelayPublisher.builder(args[1]).build())
+                    PostgresRelayStore.create(ds), KafkaRelayPublisher.builder(args[1]).build())
                 .instanceId(args[2])
                 .batchSize(50)
                 .leaseTtl(Duration.ofSeconds(2))

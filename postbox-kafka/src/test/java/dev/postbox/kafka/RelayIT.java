@@ -19,7 +19,6 @@ import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -55,8 +54,7 @@ class RelayIT {
   }
 
   @Test
-  void publishesEveryCommittedMessageInKeyOrderAndMarksIt(PostboxTestContext ctx)
-      throws Exception {
+  void publishesEveryCommittedMessageInKeyOrderAndMarksIt(PostboxTestContext ctx) throws Exception {
     Shop shop = new Shop(ctx.dataSource(), ctx.topic("orders", 3));
     for (int i = 0; i < 600; i++) {
       shop.orderAndRecord("order-" + (i % 37));
@@ -72,8 +70,7 @@ class RelayIT {
 
   @ParameterizedTest(name = "{0} relays")
   @ValueSource(ints = {2, 3})
-  void severalRelaysKeepPerKeyCommitOrder(int relayCount, PostboxTestContext ctx)
-      throws Exception {
+  void severalRelaysKeepPerKeyCommitOrder(int relayCount, PostboxTestContext ctx) throws Exception {
     Shop shop = new Shop(ctx.dataSource(), ctx.topic("orders", 4));
     relay(ctx, "r0");
     int total = 2400;
@@ -82,13 +79,12 @@ class RelayIT {
     List<Future<?>> done = new ArrayList<>();
     for (int w = 0; w < 4; w++) {
       done.add(
-          writers.submit(
-              () -> {
-                int i;
-                while ((i = next.getAndIncrement()) < total) {
-                  shop.orderAndRecord("k" + (i * 7 % 50)); // 50 interleaved keys, shared by writers
-                }
-              }));
+          writers.submit(() -> {
+            int i;
+            while ((i = next.getAndIncrement()) < total) {
+              shop.orderAndRecord("k" + (i * 7 % 50)); // 50 interleaved keys, shared by writers
+            }
+          }));
     }
     // More relays join while the writers run: lanes move between instances under load.
     for (int r = 1; r < relayCount; r++) {
@@ -117,19 +113,29 @@ class RelayIT {
       throws Exception {
     Shop shop = new Shop(ctx.dataSource(), ctx.topic("orders", 1));
     relay(ctx, "r1");
-    Message early = Message.builder(shop.topic, "order.created").key("slow").header("seq", "1").build();
-    Message late = Message.builder(shop.topic, "order.created").key("fast").header("seq", "1").build();
+    Message early =
+        Message.builder(shop.topic, "order.created").key("slow").header("seq", "1").build();
+    Message late =
+        Message.builder(shop.topic, "order.created").key("fast").header("seq", "1").build();
     try (Connection slow = ctx.dataSource().getConnection()) {
       slow.setAutoCommit(false);
       shop.outbox.write(slow, early); // takes the lower position, stays open
-      shop.outbox.inTransaction(ctx.dataSource(), tx -> { tx.write(late); return null; });
+      shop.outbox.inTransaction(
+          ctx.dataSource(),
+          tx -> {
+            tx.write(late);
+            return null;
+          });
       // the higher position is published while the lower one is still uncommitted
-      var first = shop.readUntil(ctx.bootstrapServers(), Duration.ofSeconds(30), got -> !got.isEmpty());
+      var first =
+          shop.readUntil(ctx.bootstrapServers(), Duration.ofSeconds(30), got -> !got.isEmpty());
       assertThat(Shop.messageIds(first)).containsExactly(late.id().toString());
       slow.commit();
     }
-    var all = shop.readUntil(ctx.bootstrapServers(), Duration.ofSeconds(30), got -> got.size() >= 2);
-    assertThat(Shop.messageIds(all)).containsExactlyInAnyOrder(early.id().toString(), late.id().toString());
+    var all =
+        shop.readUntil(ctx.bootstrapServers(), Duration.ofSeconds(30), got -> got.size() >= 2);
+    assertThat(Shop.messageIds(all))
+        .containsExactlyInAnyOrder(early.id().toString(), late.id().toString());
     assertThat(all).hasSize(2);
   }
 
@@ -143,7 +149,12 @@ class RelayIT {
       c.rollback();
     }
     Message marker = Message.builder(shop.topic, "marker").key("k").build();
-    shop.outbox.inTransaction(ctx.dataSource(), tx -> { tx.write(marker); return null; });
+    shop.outbox.inTransaction(
+        ctx.dataSource(),
+        tx -> {
+          tx.write(marker);
+          return null;
+        });
     var got = shop.readUntil(ctx.bootstrapServers(), Duration.ofSeconds(30), r -> !r.isEmpty());
     assertThat(Shop.messageIds(got)).containsExactly(marker.id().toString());
   }
@@ -171,7 +182,9 @@ class RelayIT {
         shop.readAndCheck(ctx.bootstrapServers(), Duration.ofSeconds(60));
     assertThat(report.missing()).isZero();
     assertThat(report.orderViolations()).isZero();
-    assertThat(report.duplicates()).as("the unmarked batch is published again, same ids").isEqualTo(50);
+    assertThat(report.duplicates())
+        .as("the unmarked batch is published again, same ids")
+        .isEqualTo(50);
     await().atMost(Duration.ofSeconds(30)).until(() -> shop.pendingRows() == 0);
   }
 
@@ -208,6 +221,7 @@ class RelayIT {
     }
     await().atMost(Duration.ofSeconds(30)).until(() -> deleting.stats().published() == 20);
     assertThat(shop.totalRows()).isZero();
-    assertThat(shop.readAndCheck(ctx.bootstrapServers(), Duration.ofSeconds(30)).missing()).isZero();
+    assertThat(shop.readAndCheck(ctx.bootstrapServers(), Duration.ofSeconds(30)).missing())
+        .isZero();
   }
 }

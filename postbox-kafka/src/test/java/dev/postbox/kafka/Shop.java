@@ -12,10 +12,10 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Properties;
 import java.util.Set;
-import java.util.HashSet;
 import java.util.function.Predicate;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -26,8 +26,9 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * Test workload: business transactions that bump a per-key counter (so the counter value is the key's commit order)
- * and write one outbox message carrying it, plus a reader that checks the topic against the commits.
+ * Test workload: business transactions that bump a per-key counter (so the counter value is the
+ * key's commit order) and write one outbox message carrying it, plus a reader that checks the topic
+ * against the commits.
  */
 final class Shop {
 
@@ -102,7 +103,9 @@ final class Shop {
     }
   }
 
-  /** Reads the whole topic until every committed message was seen (or the timeout) and checks it. */
+  /**
+   * Reads the whole topic until every committed message was seen (or the timeout) and checks it.
+   */
   DeliveryHistory.Report readAndCheck(String bootstrap, Duration timeout) {
     Set<String> expected;
     synchronized (commits) {
@@ -129,14 +132,15 @@ final class Shop {
     }
     for (ConsumerRecord<byte[], byte[]> r : records) {
       Message m = KafkaRecords.fromRecord(r);
-      h.observed(m.key().orElseThrow(), Long.parseLong(m.header("seq").orElseThrow()), m.id().toString());
+      h.observed(
+          m.key().orElseThrow(), Long.parseLong(m.header("seq").orElseThrow()), m.id().toString());
     }
     return h.report();
   }
 
   /**
-   * Every record on the topic, in partition order, polling until {@code done} accepts what was read (then one more
-   * short poll, so that late duplicates are counted) or the timeout passes.
+   * Every record on the topic, in partition order, polling until {@code done} accepts what was read
+   * (then one more short poll, so that late duplicates are counted) or the timeout passes.
    */
   List<ConsumerRecord<byte[], byte[]>> readUntil(
       String bootstrap, Duration timeout, Predicate<List<ConsumerRecord<byte[], byte[]>>> done) {
