@@ -174,7 +174,9 @@ public final class ChildJvm implements AutoCloseable {
   public synchronized int terminate(Duration grace) {
     Process p = requireStarted();
     if (p.isAlive()) {
-      p.destroy();
+      // Not Process.destroy(): it also closes our end of the child's stdin, which the watchdog
+      // takes for the death of this JVM and halts the child before its shutdown hooks finish.
+      p.toHandle().destroy();
       if (paused) {
         signal("CONT", p.pid());
         paused = false;
