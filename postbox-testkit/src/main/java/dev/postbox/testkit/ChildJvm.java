@@ -1,6 +1,7 @@
 package dev.postbox.testkit;
 
 import dev.postbox.testkit.internal.LogFiles;
+import dev.postbox.testkit.internal.OwnedDirectories;
 import dev.postbox.testkit.internal.ParentWatchdog;
 import dev.postbox.testkit.internal.Shutdown;
 import dev.postbox.testkit.internal.WatchdogClassPath;
@@ -28,11 +29,12 @@ import java.util.function.Predicate;
  *
  * <p>Build one with {@link #builder(String)}. Defaults: no arguments, no system properties, no
  * extra JVM options, the class path of the current JVM ({@code java.class.path}), the {@code java}
- * executable of the current JVM, the current working directory, and a new temporary log file.
- * Standard output and standard error are merged and appended to the log file, each run starting
- * with a header line. By default the child also {@linkplain Builder#dieWithParent(boolean) dies
- * with its parent}: it halts as soon as the JVM that started it is gone, even after {@code kill -9}
- * of the parent; and a shutdown hook kills every child still running when the parent JVM exits.
+ * executable of the current JVM, the current working directory, and a new log file in a temporary
+ * directory that is deleted when this JVM exits. Standard output and standard error are merged and
+ * appended to the log file, each run starting with a header line. By default the child also
+ * {@linkplain Builder#dieWithParent(boolean) dies with its parent}: it halts as soon as the JVM
+ * that started it is gone, even after {@code kill -9} of the parent; and a shutdown hook kills
+ * every child still running when the parent JVM exits.
  *
  * <p>A {@code ChildJvm} can be {@linkplain #start() started} again after it exited (for example to
  * restart a killed relay); each run appends to the same log. {@link #awaitLogLine} only looks at
@@ -442,12 +444,17 @@ public final class ChildJvm implements AutoCloseable {
   }
 
   private static Path tempLog(String mainClass) {
-    String simple = mainClass.substring(mainClass.lastIndexOf('.') + 1);
+    String simple = mainClass.substring(mainClass.lastIndexOf('.') + 1).replace('$', '.');
     try {
-      return Files.createTempFile("postbox-" + simple + "-", ".log");
+      return Files.createTempFile(DefaultLogs.DIR, simple + "-", ".log");
     } catch (IOException e) {
       throw new UncheckedIOException("cannot create a log file", e);
     }
+  }
+
+  /** This JVM's directory for default logs, deleted when it exits. */
+  private static final class DefaultLogs {
+    static final Path DIR = OwnedDirectories.create("logs-");
   }
 
   /**
@@ -526,7 +533,10 @@ public final class ChildJvm implements AutoCloseable {
       return this;
     }
 
-    /** The log file (created if missing, appended to); default: a new temporary file. */
+    /**
+     * The log file (created if missing, appended to); default: a new file in a temporary directory
+     * deleted at JVM exit.
+     */
     public Builder log(Path log) {
       this.log = Optional.of(log);
       return this;

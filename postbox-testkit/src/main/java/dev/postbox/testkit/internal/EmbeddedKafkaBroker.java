@@ -66,16 +66,14 @@ public final class EmbeddedKafkaBroker implements KafkaBroker {
   public EmbeddedKafkaBroker(Settings settings) {
     this.settings = settings;
     this.temporary = settings.dataDirectory().isEmpty();
-    try {
-      this.dataDir =
-          temporary
-              ? Files.createTempDirectory("postbox-kafka-")
-              : Files.createDirectories(settings.dataDirectory().get());
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot create the broker's data directory", e);
-    }
     if (temporary) {
-      Shutdown.deleteOnExit(dataDir);
+      this.dataDir = OwnedDirectories.create("kafka-");
+    } else {
+      try {
+        this.dataDir = Files.createDirectories(settings.dataDirectory().get());
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot create the broker's data directory", e);
+      }
     }
   }
 
@@ -241,7 +239,7 @@ public final class EmbeddedKafkaBroker implements KafkaBroker {
       if (jvm != null) {
         jvm.kill();
       }
-      Shutdown.deleteRecursively(dataDir);
+      OwnedDirectories.delete(dataDir);
     } else {
       stop();
     }

@@ -35,6 +35,8 @@ public final class ParentWatchdog {
     watchdog.start();
 
     Method main = Class.forName(args[0]).getMethod("main", String[].class);
+    // Like the java launcher, run a public static main of a class that is not public.
+    main.setAccessible(true);
     try {
       main.invoke(null, (Object) Arrays.copyOfRange(args, 1, args.length));
     } catch (InvocationTargetException e) {
