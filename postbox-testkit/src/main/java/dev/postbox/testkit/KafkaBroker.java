@@ -94,6 +94,9 @@ public interface KafkaBroker extends AutoCloseable {
   /** Whether the broker's JVM is running (also when paused); always true for an external broker. */
   boolean isRunning();
 
+  /** Whether the broker is {@linkplain #pause() paused}; always false for an external broker. */
+  boolean isPaused();
+
   /**
    * Creates a topic with replication factor 1 and waits until every partition has a leader.
    *

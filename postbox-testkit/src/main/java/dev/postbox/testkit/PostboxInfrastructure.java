@@ -5,6 +5,8 @@ import dev.postbox.testkit.internal.Shutdown;
 import java.util.Optional;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The Kafka broker and the PostgreSQL server that all tests of one JVM share, each started on first
@@ -17,11 +19,14 @@ import java.util.function.Supplier;
  * Tests that kill or restart an external server fail with {@link UnsupportedOperationException}.
  *
  * <p>A server that failed to start is not tried again in the same JVM: later calls fail at once
- * with the first failure as the cause.
+ * with the first failure as the cause. Before each test, {@link PostboxExtension} restarts (or
+ * resumes) an embedded server that an earlier test killed, stopped or paused and left so.
  *
  * <p>Thread-safe.
  */
 public final class PostboxInfrastructure {
+
+  private static final Logger LOG = LoggerFactory.getLogger(PostboxInfrastructure.class);
 
   private static final PostboxInfrastructure SHARED =
       new PostboxInfrastructure(InfrastructureSettings.fromEnvironment(System.getenv()));
@@ -75,6 +80,30 @@ public final class PostboxInfrastructure {
     return postgres.get();
   }
 
+  /**
+   * Brings the servers that were started back to a usable state before the next test: starts an
+   * embedded broker or database that a previous test killed or stopped and left so, and resumes a
+   * paused broker. Servers not started yet stay so.
+   */
+  void heal() {
+    kafka.ifStarted(broker -> {
+      if (broker.isPaused()) {
+        LOG.warn("Resuming the shared Kafka broker, which an earlier test left paused");
+        broker.resume();
+      }
+      if (!broker.isRunning()) {
+        LOG.warn("Restarting the shared Kafka broker, which an earlier test left down");
+        broker.start();
+      }
+    });
+    postgres.ifStarted(pg -> {
+      if (!pg.isRunning()) {
+        LOG.warn("Restarting the shared PostgreSQL server, which an earlier test left down");
+        pg.start();
+      }
+    });
+  }
+
   /** Whether the Kafka broker is external (set by {@code POSTBOX_KAFKA_BOOTSTRAP}). */
   public boolean isKafkaExternal() {
     return settings.kafkaBootstrap().isPresent();
@@ -116,6 +145,12 @@ public final class PostboxInfrastructure {
       } catch (RuntimeException e) {
         failure = Optional.of(e);
         throw e;
+      }
+    }
+
+    synchronized void ifStarted(Consumer<T> action) {
+      if (value != null) {
+        action.accept(value);
       }
     }
 

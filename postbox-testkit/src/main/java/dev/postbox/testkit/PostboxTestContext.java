@@ -39,9 +39,14 @@ public final class PostboxTestContext implements AutoCloseable {
     this.infrastructure = Objects.requireNonNull(infrastructure, "infrastructure");
   }
 
-  /** A context on the {@linkplain PostboxInfrastructure#shared() shared} infrastructure. */
+  /**
+   * A context on the {@linkplain PostboxInfrastructure#shared() shared} infrastructure; first
+   * restarts or resumes a shared server that an earlier test left killed, stopped or paused.
+   */
   public static PostboxTestContext create(String name) {
-    return new PostboxTestContext(name, PostboxInfrastructure.shared());
+    PostboxInfrastructure shared = PostboxInfrastructure.shared();
+    shared.heal();
+    return new PostboxTestContext(name, shared);
   }
 
   /** The name (the test method's, for contexts made by {@link PostboxExtension}). */

@@ -91,6 +91,18 @@ class ChildJvmTest {
   }
 
   @Test
+  void aClassPathTooLongForOneArgumentGoesThroughAnArgFile() {
+    StringBuilder cp = new StringBuilder(System.getProperty("java.class.path"));
+    while (cp.length() < 200_000) {
+      cp.append(":/nonexistent/padding/entry-").append(cp.length()).append(".jar");
+    }
+    ChildJvm exiter =
+        ChildJvm.builder(TestMains.Exiter.class).classPath(cp.toString()).args("0").start();
+    assertThat(exiter.waitFor(READY)).contains(0);
+    assertThat(exiter.command()).anyMatch(arg -> arg.startsWith("@"));
+  }
+
+  @Test
   void childDiesWhenItsParentIsKilledWithMinus9() {
     try (ChildJvm parent = ChildJvm.builder(TestMains.Parent.class).start()) {
       String line = parent.awaitLogLine("grandchild pid=", READY);

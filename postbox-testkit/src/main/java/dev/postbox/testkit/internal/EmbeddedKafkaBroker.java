@@ -57,7 +57,7 @@ public final class EmbeddedKafkaBroker implements KafkaBroker {
   private int controllerPort;
   private String clusterId;
   private String classPath;
-  private ChildJvm jvm;
+  private volatile ChildJvm jvm;
   private TopicAdmin admin;
   private String lastStop = "none";
   private volatile Optional<Duration> lastStartupTime = Optional.empty();
@@ -186,11 +186,14 @@ public final class EmbeddedKafkaBroker implements KafkaBroker {
 
   @Override
   public boolean isRunning() {
-    ChildJvm j;
-    synchronized (this) {
-      j = jvm;
-    }
+    ChildJvm j = jvm;
     return j != null && j.isAlive();
+  }
+
+  @Override
+  public boolean isPaused() {
+    ChildJvm j = jvm;
+    return j != null && j.isPaused();
   }
 
   @Override

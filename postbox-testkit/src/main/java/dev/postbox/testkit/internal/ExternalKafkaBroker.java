@@ -65,6 +65,11 @@ public final class ExternalKafkaBroker implements KafkaBroker {
   }
 
   @Override
+  public boolean isPaused() {
+    return false;
+  }
+
+  @Override
   public void createTopic(String name, int partitions) {
     createTopic(name, partitions, Map.of());
   }

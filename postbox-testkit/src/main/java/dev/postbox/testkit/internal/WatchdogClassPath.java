@@ -37,11 +37,10 @@ public final class WatchdogClassPath {
       if (in == null) {
         throw new IllegalStateException("cannot read class file " + resource);
       }
-      Path root = Files.createTempDirectory("postbox-watchdog-");
+      Path root = OwnedDirectories.create("watchdog-");
       Path file = root.resolve(resource);
       Files.createDirectories(file.getParent());
       Files.write(file, in.readAllBytes());
-      Shutdown.deleteOnExit(root);
       return root;
     } catch (IOException e) {
       throw new UncheckedIOException("cannot extract " + resource, e);
