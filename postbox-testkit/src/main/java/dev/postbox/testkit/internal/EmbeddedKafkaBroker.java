@@ -315,7 +315,13 @@ public final class EmbeddedKafkaBroker implements KafkaBroker {
             .classPath(classPath)
             .jvmOptions(jvmOptions("256m").toArray(String[]::new))
             .systemProperty("log4j2.configurationFile", log4jConfigFile().toString())
-            .args("format", "-t", clusterId, "-c", serverPropertiesFile().toString())
+            .args(
+                "format",
+                "--ignore-formatted",
+                "-t",
+                clusterId,
+                "-c",
+                serverPropertiesFile().toString())
             .workingDirectory(dataDir)
             .log(dataDir.resolve("format.log"))
             .start();
