@@ -4,6 +4,7 @@ import java.net.URI;
 import java.net.URISyntaxException;
 import java.time.Clock;
 import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
@@ -31,7 +32,7 @@ import java.util.regex.Pattern;
  * @param type event type, for example {@code order.created}
  * @param schemaVersion version of the payload schema for {@code type}, starting at 1
  * @param key ordering key (aggregate id); empty for messages that need no order
- * @param occurredAt when the event happened
+ * @param occurredAt when the event happened (kept to the microsecond)
  * @param source the producing service (CloudEvents {@code source}), a URI reference (checked, so
  *     that every message is a valid CloudEvent), for example {@code /orders} or {@code
  *     urn:acme:orders}
@@ -72,7 +73,9 @@ public record Message(
       throw new IllegalArgumentException("schemaVersion must be >= 1, was " + schemaVersion);
     }
     Objects.requireNonNull(key, "key");
-    Objects.requireNonNull(occurredAt, "occurredAt");
+    // Microseconds: what PostgreSQL stores, so a message read back from the outbox equals the one
+    // written.
+    occurredAt = Objects.requireNonNull(occurredAt, "occurredAt").truncatedTo(ChronoUnit.MICROS);
     requireText(source, "source");
     requireUriReference(source);
     Objects.requireNonNull(correlationId, "correlationId");

@@ -57,11 +57,12 @@ CREATE TABLE postbox_relay_instance (
     seen_at     timestamptz NOT NULL
 );
 
--- Wake the relays promptly: one notification per inserting statement, on a channel named after the schema.
--- Relays fall back to polling when notifications are lost or disabled.
+-- Wake the relays promptly: one notification per inserting statement on channel postbox_outbox, with the schema
+-- name as payload (channel names are limited to 63 bytes; schema names need not be). Relays ignore other schemas'
+-- notifications and fall back to polling when notifications are lost or disabled.
 CREATE FUNCTION postbox_outbox_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_notify('postbox_outbox.' || TG_TABLE_SCHEMA, '');
+    PERFORM pg_notify('postbox_outbox', TG_TABLE_SCHEMA);
     RETURN NULL;
 END
 $$;

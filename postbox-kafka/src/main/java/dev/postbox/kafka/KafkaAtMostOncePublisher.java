@@ -84,7 +84,7 @@ public final class KafkaAtMostOncePublisher implements AutoCloseable {
       }
       config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
       config.put(ProducerConfig.LINGER_MS_CONFIG, 5);
-      config.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 0);
+      config.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 1000);
       config.put(ProducerConfig.CLIENT_ID_CONFIG, "postbox-at-most-once");
     }
 

@@ -9,13 +9,15 @@ import java.util.Set;
 import java.util.TreeMap;
 
 /**
- * Checks a delivery history against what was committed: nothing lost, duplicates counted, per-key order kept.
+ * Checks a delivery history against what was committed: nothing lost, duplicates counted, per-key
+ * order kept.
  *
- * <p>Record what committed with {@link #committed(String, long, String)} (key, the key's sequence number in commit
- * order, message id), then what was observed (on a topic, or applied by a consumer) in observation order with {@link
- * #observed(String, long, String)}. Order is judged on first occurrences: a redelivered duplicate of an old message
- * does not count as an order violation (it is counted as a duplicate), but a message seen for the first time after
- * a later message of its key is a violation.
+ * <p>Record what committed with {@link #committed(String, long, String)} (key, the key's sequence
+ * number in commit order, message id), then what was observed (on a topic, or applied by a
+ * consumer) in observation order with {@link #observed(String, long, String)}. Order is judged on
+ * first occurrences: a redelivered duplicate of an old message does not count as an order violation
+ * (it is counted as a duplicate), but a message seen for the first time after a later message of
+ * its key is a violation.
  *
  * <p>Not thread-safe: record from one thread, or synchronise.
  */
@@ -30,7 +32,9 @@ public final class DeliveryHistory {
   private long orderViolations;
   private long unexpected;
 
-  /** Records a committed message: {@code seq} is its position among its key's commits (1, 2, 3...). */
+  /**
+   * Records a committed message: {@code seq} is its position among its key's commits (1, 2, 3...).
+   */
   public void committed(String key, long seq, String id) {
     Objects.requireNonNull(key, "key");
     committed.computeIfAbsent(key, k -> new TreeMap<>()).put(seq, id);
@@ -84,7 +88,8 @@ public final class DeliveryHistory {
    * @param missing committed but never observed
    * @param duplicates observations of an id already observed
    * @param orderViolations first observations that came after a later message of the same key
-   * @param unexpected observed ids that were never committed (for example, from a rolled-back transaction)
+   * @param unexpected observed ids that were never committed (for example, from a rolled-back
+   *     transaction)
    * @param missingSample up to ten missing ids
    */
   public record Report(

@@ -81,7 +81,7 @@ public final class PostgresRelayStoreImpl implements RelayStore {
   private final DataSource dataSource;
   private final boolean notifications;
   private final int laneCount;
-  private final String channel;
+  private final String schema;
   private final ReentrantLock listenLock = new ReentrantLock();
   private Connection listenConnection;
 
@@ -93,7 +93,7 @@ public final class PostgresRelayStoreImpl implements RelayStore {
         ResultSet rs =
             s.executeQuery("SELECT current_schema(), (SELECT count(*) FROM postbox_relay_lane)")) {
       rs.next();
-      this.channel = "postbox_outbox." + rs.getString(1);
+      this.schema = rs.getString(1);
       this.laneCount = rs.getInt(2);
     } catch (SQLException e) {
       throw new OutboxException(
@@ -322,11 +322,11 @@ public final class PostgresRelayStoreImpl implements RelayStore {
       Connection c = dataSource.getConnection();
       c.setAutoCommit(true);
       try (Statement s = c.createStatement()) {
-        s.execute("LISTEN \"" + channel.replace("\"", "\"\"") + "\"");
+        s.execute("LISTEN postbox_outbox");
       }
       listenConnection = c;
     } catch (SQLException e) {
-      log.warn("cannot LISTEN on {}; polling", channel, e);
+      log.warn("cannot LISTEN on postbox_outbox; polling", e);
     }
   }
 
