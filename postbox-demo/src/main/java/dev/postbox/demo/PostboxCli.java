@@ -38,7 +38,7 @@ public final class PostboxCli implements Runnable {
   static final class Demo implements Callable<Integer> {
     @Option(
         names = "--orders",
-        defaultValue = "5000",
+        defaultValue = "8000",
         description = "Orders to place (default: ${DEFAULT-VALUE}).")
     int orders;
 
@@ -73,6 +73,14 @@ public final class PostboxCli implements Runnable {
         description = "Longest wait for the consumer (default: ${DEFAULT-VALUE}).")
     Duration timeout;
 
+    @Option(
+        names = "--crash-at-batch",
+        defaultValue = "40",
+        description =
+            "The first relay halts between the broker ack and the mark at this batch"
+                + " (default: ${DEFAULT-VALUE}; 0: no crash).")
+    int crashAtBatch;
+
     @Option(names = "--report-json", description = "Also write the report as JSON to this file.")
     Path reportJson;
 
@@ -84,7 +92,12 @@ public final class PostboxCli implements Runnable {
 
     @Override
     public Integer call() throws Exception {
-      if (orders < 1 || customers < 1 || writers < 1 || relays < 1 || backlog < 0) {
+      if (orders < 1
+          || customers < 1
+          || writers < 1
+          || relays < 1
+          || backlog < 0
+          || crashAtBatch < 0) {
         throw new CommandLine.ParameterException(
             new CommandLine(this),
             "orders, customers, writers and relays must be >= 1; backlog >= 0");
@@ -92,7 +105,7 @@ public final class PostboxCli implements Runnable {
       DemoReport report =
           new ShopDemo(
                   new ShopDemo.Options(
-                      orders, customers, writers, relays, backlog, timeout, workDir),
+                      orders, customers, writers, relays, backlog, crashAtBatch, timeout, workDir),
                   System.out)
               .run();
       System.out.println();

@@ -114,7 +114,7 @@ class KafkaRecordsTest {
           "2024-05-01T10:15:30.000001Z",
           "1970-01-01T00:00:00Z",
           "0001-01-01T00:00:00Z",
-          "9999-12-31T23:59:59.999999999Z"
+          "9999-12-31T23:59:59.999999Z"
         }) {
       Message m = minimal().toBuilder().occurredAt(Instant.parse(t)).build();
       ProducerRecord<byte[], byte[]> r = KafkaRecords.toRecord(m);
@@ -142,7 +142,7 @@ class KafkaRecordsTest {
                 Map.entry("ce_id", "0190a0b1-c2d3-7e4f-8a1b-2c3d4e5f6a7b"),
                 Map.entry("ce_source", "/shop/orders"),
                 Map.entry("ce_type", "order.placed"),
-                Map.entry("ce_time", "2024-05-01T10:15:30.123456789Z"),
+                Map.entry("ce_time", "2024-05-01T10:15:30.123456Z"),
                 Map.entry("ce_schemaversion", "3"),
                 Map.entry("ce_partitionkey", "Zürich-客户-42"),
                 Map.entry("ce_correlationid", "corr-1"),

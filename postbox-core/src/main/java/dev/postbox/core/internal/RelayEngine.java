@@ -64,6 +64,12 @@ public final class RelayEngine implements Relay {
   }
 
   private final Config config;
+  // The owner token in the lease table: the configured name plus a per-start incarnation, so a
+  // restarted process
+  // with the same name can never renew (and so never share) the leases of a previous incarnation
+  // that might only be
+  // paused; it takes lanes the ordinary way, with a new epoch, once they expire.
+  private final String owner;
   private final RelayStore store;
   private final RelayPublisher publisher;
   private final ReentrantLock leaseLock = new ReentrantLock();
@@ -72,6 +78,7 @@ public final class RelayEngine implements Relay {
   private volatile boolean running;
   private volatile Ownership ownership = Ownership.NONE;
   private volatile Set<Integer> releaseRequested = Set.of();
+  private long claimNanos; // publishing thread only
   private Thread loopThread;
   private Thread heartbeatThread;
 
@@ -83,6 +90,7 @@ public final class RelayEngine implements Relay {
 
   public RelayEngine(Config config, RelayStore store, RelayPublisher publisher) {
     this.config = config;
+    this.owner = config.instanceId() + "#" + java.util.UUID.randomUUID().toString().substring(0, 8);
     this.store = store;
     this.publisher = publisher;
   }
@@ -128,7 +136,7 @@ public final class RelayEngine implements Relay {
     try {
       leaseLock.lock();
       try {
-        store.unregister(config.instanceId());
+        store.unregister(owner);
         ownership = Ownership.NONE;
       } finally {
         leaseLock.unlock();
@@ -185,9 +193,9 @@ public final class RelayEngine implements Relay {
     try {
       long t0 = System.nanoTime();
       Duration ttl = config.leaseTtl();
-      int live = store.heartbeat(config.instanceId(), ttl);
+      int live = store.heartbeat(owner, ttl);
       Map<Integer, LaneLease> mine = new TreeMap<>();
-      for (LaneLease l : store.renewLeases(config.instanceId(), ttl)) {
+      for (LaneLease l : store.renewLeases(owner, ttl)) {
         mine.put(l.lane(), l);
       }
       int fair = (store.laneCount() + live - 1) / live;
@@ -196,7 +204,7 @@ public final class RelayEngine implements Relay {
         List<Integer> lanes = new ArrayList<>(mine.keySet());
         release = Set.copyOf(lanes.subList(fair, lanes.size()));
       } else if (mine.size() < fair) {
-        for (LaneLease l : store.acquireLeases(config.instanceId(), fair - mine.size(), ttl)) {
+        for (LaneLease l : store.acquireLeases(owner, fair - mine.size(), ttl)) {
           mine.put(l.lane(), l);
         }
       }
@@ -233,7 +241,7 @@ public final class RelayEngine implements Relay {
         }
       }
       if (!giving.isEmpty()) {
-        store.releaseLeases(config.instanceId(), giving);
+        store.releaseLeases(owner, giving);
         ownership = new Ownership(Map.copyOf(mine), ownership.validUntilNanos());
         log.debug("relay {} released lanes {}", config.instanceId(), release);
         Set<Integer> now = new TreeSet<>(mine.keySet());
@@ -259,7 +267,9 @@ public final class RelayEngine implements Relay {
           continue;
         }
         Collection<LaneLease> leases = own.leases().values();
-        List<OutboxRecord> batch = store.claim(config.instanceId(), leases, config.batchSize());
+        long c0 = System.nanoTime();
+        List<OutboxRecord> batch = store.claim(owner, leases, config.batchSize());
+        claimNanos = System.nanoTime() - c0;
         if (batch.isEmpty()) {
           if (System.nanoTime() - nextPurge >= 0) {
             purge(leases);
@@ -306,7 +316,9 @@ public final class RelayEngine implements Relay {
     for (OutboxRecord r : batch) {
       messages.add(r.message());
     }
+    long p0 = System.nanoTime();
     List<PublishOutcome> outcomes = publisher.publish(messages);
+    long p1 = System.nanoTime();
     if (outcomes.size() != batch.size()) {
       throw new IllegalStateException(
           "publisher returned " + outcomes.size() + " outcomes for " + batch.size() + " messages");
@@ -333,9 +345,16 @@ public final class RelayEngine implements Relay {
     }
     CrashPoints.hit("relay.after-ack-before-mark");
     if (!acked.isEmpty()) {
-      int marked =
-          store.markPublished(config.instanceId(), leases, acked, config.retention().isZero());
+      int marked = store.markPublished(owner, leases, acked, config.retention().isZero());
       CrashPoints.hit("relay.after-mark");
+      if (log.isDebugEnabled()) {
+        log.debug(
+            "batch of {}: claim {} ms, publish {} ms, mark {} ms",
+            batch.size(),
+            claimNanos / 1_000_000,
+            (p1 - p0) / 1_000_000,
+            (System.nanoTime() - p1) / 1_000_000);
+      }
       published.addAndGet(marked);
       batches.incrementAndGet();
       if (marked < acked.size()) {
@@ -351,7 +370,7 @@ public final class RelayEngine implements Relay {
       notifyListener(() -> config.listener().onPublished(acked));
     }
     if (!permanent.isEmpty()) {
-      int failed = store.markFailed(config.instanceId(), leases, permanent, permanentError);
+      int failed = store.markFailed(owner, leases, permanent, permanentError);
       permanentFailures.addAndGet(failed);
       log.error(
           "relay {}: {} rows can never be published and were marked failed: {}",
