@@ -224,4 +224,53 @@ class RelayIT {
     assertThat(shop.readAndCheck(ctx.bootstrapServers(), Duration.ofSeconds(30)).missing())
         .isZero();
   }
+
+  @Test
+  void aRelayPausedPastItsLeaseIsFencedAndOrderHolds(PostboxTestContext ctx) throws Exception {
+    Shop shop = new Shop(ctx.dataSource(), ctx.topic("orders", 2));
+    for (int i = 0; i < 100; i++) {
+      shop.orderAndRecord("k" + (i % 10));
+    }
+    try (ChildJvm zombie =
+        ChildJvm.builder(RelayChildMain.class)
+            .args(ctx.jdbcUrl(), ctx.bootstrapServers(), "zombie")
+            .start()) {
+      zombie.awaitLogLine("relay started", Duration.ofSeconds(60));
+      await().atMost(Duration.ofSeconds(60)).until(() -> shop.pendingRows() == 0);
+      zombie.pause(); // SIGSTOP: its 2 s leases run out while it cannot notice
+      Relay successor = relay(ctx, "successor");
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> successor.ownedLanes().size() == 64); // took every lane under new epochs
+      for (int i = 0; i < 200; i++) {
+        shop.orderAndRecord("k" + (i % 10));
+      }
+      zombie.resume(); // wakes with stale leases: must not mark, must not break order
+      for (int i = 0; i < 200; i++) {
+        shop.orderAndRecord("k" + (i % 10));
+      }
+      DeliveryHistory.Report report =
+          shop.readAndCheck(ctx.bootstrapServers(), Duration.ofSeconds(60));
+      assertThat(report.missing()).isZero();
+      assertThat(report.orderViolations()).isZero();
+      await().atMost(Duration.ofSeconds(30)).until(() -> shop.pendingRows() == 0);
+      assertThat(zombie.isAlive()).isTrue();
+    }
+  }
+
+  @Test
+  void atMostOncePublisherSendsWithoutTheOutbox(PostboxTestContext ctx) throws Exception {
+    String topic = ctx.topic("presence", 1);
+    Shop reader = new Shop(ctx.dataSource(), topic);
+    try (KafkaAtMostOncePublisher publisher =
+        KafkaAtMostOncePublisher.builder(ctx.bootstrapServers()).build()) {
+      for (int i = 0; i < 10; i++) {
+        publisher.send(Message.builder(topic, "user.seen").key("u" + i).build());
+      }
+      assertThat(publisher.sent()).isEqualTo(10);
+    }
+    var got = reader.readUntil(ctx.bootstrapServers(), Duration.ofSeconds(30), r -> r.size() >= 10);
+    assertThat(got).hasSize(10);
+    assertThat(reader.totalRows()).as("no outbox involved").isZero();
+  }
 }
