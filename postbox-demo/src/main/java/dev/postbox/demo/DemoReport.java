@@ -46,7 +46,7 @@ public record DemoReport(
         "Postbox demo: the shop's orders service, outbox relays and a consumer",
         String.format("  orders committed           %,d (+ %,d backlog)", orders, backlog),
         String.format("  events committed           %,d", committed),
-        String.format("  events published (distinct)%,d", published),
+        String.format("  events published (distinct) %,d", published),
         String.format("  events missing             %,d   (must be 0)", missing),
         String.format("  per-key order violations   %,d   (must be 0)", orderViolations),
         String.format(

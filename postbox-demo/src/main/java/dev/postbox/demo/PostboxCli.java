@@ -13,7 +13,7 @@ import picocli.CommandLine.Option;
     mixinStandardHelpOptions = true,
     version = "postbox 0.1.0-SNAPSHOT",
     description = "Postbox: messaging that loses nothing and applies nothing twice.",
-    subcommands = {PostboxCli.Demo.class})
+    subcommands = {PostboxCli.Demo.class, PostboxCli.Migrate.class})
 public final class PostboxCli implements Runnable {
 
   public static void main(String[] args) {
@@ -115,6 +115,59 @@ public final class PostboxCli implements Runnable {
         System.out.println("report written to " + reportJson);
       }
       return report.ok() ? 0 : report.inconclusive() ? 3 : 1;
+    }
+  }
+
+  /** {@code postbox migrate}: creates or upgrades Postbox's tables in a database. */
+  @Command(
+      name = "migrate",
+      mixinStandardHelpOptions = true,
+      description =
+          "Creates or upgrades the postbox_* tables (Flyway, history in postbox_schema_history) in the"
+              + " current schema of the given PostgreSQL database; prints how many migrations ran.")
+  static final class Migrate implements Callable<Integer> {
+    @Option(
+        names = "--jdbc-url",
+        required = true,
+        description = "For example jdbc:postgresql://localhost:5432/shop?currentSchema=orders")
+    String jdbcUrl;
+
+    @Option(names = "--user", description = "Database user (default: from the URL).")
+    String user;
+
+    @Option(
+        names = "--password-env",
+        description = "Name of the environment variable holding the password.")
+    String passwordEnv;
+
+    @Option(names = "--print-sql", description = "Print the SQL scripts instead of applying them.")
+    boolean printSql;
+
+    @Override
+    public Integer call() {
+      if (printSql) {
+        for (var script : dev.postbox.jdbc.PostboxMigrations.scripts()) {
+          System.out.println("-- " + script.name());
+          System.out.println(script.sql());
+        }
+        return 0;
+      }
+      org.postgresql.ds.PGSimpleDataSource ds = new org.postgresql.ds.PGSimpleDataSource();
+      ds.setUrl(jdbcUrl);
+      if (user != null) {
+        ds.setUser(user);
+      }
+      if (passwordEnv != null) {
+        String pw = System.getenv(passwordEnv);
+        if (pw == null) {
+          throw new CommandLine.ParameterException(
+              new CommandLine(this), "environment variable " + passwordEnv + " is not set");
+        }
+        ds.setPassword(pw);
+      }
+      int applied = dev.postbox.jdbc.PostboxMigrations.migrate(ds);
+      System.out.println("applied " + applied + " migration(s)");
+      return 0;
     }
   }
 }
