@@ -1,0 +1,26 @@
+package dev.postbox.core.consumer;
+
+/**
+ * Counters of one subscription instance since it started.
+ *
+ * @param received records read from the broker (duplicates included)
+ * @param applied messages whose handler completed (for {@code EFFECTIVELY_ONCE}: effects committed)
+ * @param duplicatesSuppressed deliveries whose id the inbox had already recorded (nothing applied)
+ * @param unknownTypes messages of an unregistered type, ignored
+ * @param staleSkipped deliveries whose entity version was not newer than the stored one
+ * @param retries in-place retries
+ * @param givenUp messages handed to {@link FailureHandler#onGiveUp}
+ * @param rejected messages rejected at the boundary (tenant, decoding), included in {@code givenUp}
+ * @param abandoned records dropped unfinished because their partition was revoked or the consumer
+ *     closed (they are redelivered to the next owner)
+ */
+public record ConsumerStats(
+    long received,
+    long applied,
+    long duplicatesSuppressed,
+    long unknownTypes,
+    long staleSkipped,
+    long retries,
+    long givenUp,
+    long rejected,
+    long abandoned) {}

@@ -1,0 +1,28 @@
+package dev.postbox.core.consumer;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/** What to do with a message whose handling failed. */
+public sealed interface FailureDecision {
+
+  /** Try again in place after {@code delay} (the partition's key lane waits; other keys go on). */
+  record Retry(Duration delay) implements FailureDecision {
+    public Retry {
+      Objects.requireNonNull(delay, "delay");
+      if (delay.isNegative()) {
+        throw new IllegalArgumentException("delay must not be negative");
+      }
+    }
+  }
+
+  /**
+   * Stop trying: the message is handed to {@link FailureHandler#onGiveUp} (dead letters plug in
+   * there) and the partition moves on.
+   */
+  record GiveUp(String reason) implements FailureDecision {
+    public GiveUp {
+      Objects.requireNonNull(reason, "reason");
+    }
+  }
+}

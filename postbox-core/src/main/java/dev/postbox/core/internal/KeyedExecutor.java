@@ -1,0 +1,81 @@
+package dev.postbox.core.internal;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Runs tasks on virtual threads, strictly one after another per lane key and concurrently across
+ * keys, with at most {@code concurrency} tasks running at once. Written here because the JDK has no
+ * keyed serial executor: this is the key-ordered concurrency that lets one partition be processed
+ * by many threads without reordering a key.
+ *
+ * <p>Tasks must not throw (a throwing task is logged by the caller's wrapper); a failed task never
+ * blocks its lane. Thread-safe.
+ */
+public final class KeyedExecutor implements AutoCloseable {
+
+  private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
+
+  private final ExecutorService threads;
+  private final Semaphore permits;
+  private final ConcurrentHashMap<Object, CompletableFuture<Void>> tails =
+      new ConcurrentHashMap<>();
+
+  public KeyedExecutor(String name, int concurrency) {
+    this.threads =
+        Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name(name + "-", 0).factory());
+    this.permits = new Semaphore(concurrency);
+  }
+
+  /**
+   * Runs {@code task} after every earlier task of {@code lane}; a {@code null} lane has no
+   * ordering.
+   */
+  public void submit(Object lane, Runnable task) {
+    Runnable limited =
+        () -> {
+          permits.acquireUninterruptibly();
+          try {
+            task.run();
+          } finally {
+            permits.release();
+          }
+        };
+    if (lane == null) {
+      threads.execute(limited);
+      return;
+    }
+    @SuppressWarnings("unchecked")
+    CompletableFuture<Void>[] created = new CompletableFuture[1];
+    tails.compute(
+        lane,
+        (k, tail) -> {
+          CompletableFuture<Void> prev = tail == null ? DONE : tail.exceptionally(e -> null);
+          created[0] = prev.thenRunAsync(limited, threads);
+          return created[0];
+        });
+    CompletableFuture<Void> mine = created[0];
+    mine.whenComplete((v, e) -> tails.remove(lane, mine)); // forget the lane once idle
+  }
+
+  /** Number of lanes with queued or running work. */
+  public int activeLanes() {
+    return tails.size();
+  }
+
+  @Override
+  public void close() {
+    threads.shutdown();
+    try {
+      threads.awaitTermination(Duration.ofSeconds(5).toMillis(), TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    threads.shutdownNow();
+  }
+}

@@ -1,0 +1,128 @@
+package dev.postbox.core.internal;
+
+import java.time.Duration;
+import java.util.OptionalLong;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Offsets of one partition: which records were dispatched, which are running, which finished. The
+ * committable offset is the lowest unfinished one (or one past the highest dispatched when all
+ * finished), so a committed offset never passes a record that is not finished, however records of
+ * different keys complete.
+ *
+ * <p>Thread-safe.
+ */
+public final class OffsetTracker {
+
+  private final ReentrantLock lock = new ReentrantLock();
+  private final Condition idle = lock.newCondition();
+  private final TreeSet<Long> pending = new TreeSet<>();
+  private long highestDispatched = -1;
+  private int running;
+  private boolean revoked;
+
+  /** A record was handed to a worker. */
+  public void dispatched(long offset) {
+    lock.lock();
+    try {
+      pending.add(offset);
+      highestDispatched = Math.max(highestDispatched, offset);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * A worker is about to run the record; {@code false} if the partition was revoked (do not run
+   * it).
+   */
+  public boolean tryStart() {
+    lock.lock();
+    try {
+      if (revoked) {
+        return false;
+      }
+      running++;
+      return true;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * The record started by {@link #tryStart()} ended: finished (commit may pass it) or abandoned (it
+   * may not).
+   */
+  public void ended(long offset, boolean finished) {
+    lock.lock();
+    try {
+      running--;
+      if (finished) {
+        pending.remove(offset);
+      }
+      if (running == 0) {
+        idle.signalAll();
+      }
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Whether the partition was revoked from this consumer. */
+  public boolean revoked() {
+    lock.lock();
+    try {
+      return revoked;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Marks the partition revoked (records not yet started will not start) and waits up to {@code
+   * timeout} for the running ones to end. Returns how many are still running.
+   */
+  public int revokeAndAwait(Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    lock.lock();
+    try {
+      revoked = true;
+      while (running > 0) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          break;
+        }
+        idle.awaitNanos(Math.min(left, TimeUnit.MILLISECONDS.toNanos(100)));
+      }
+      return running;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** The offset to commit (the next record to read after a restart), if anything was dispatched. */
+  public OptionalLong committable() {
+    lock.lock();
+    try {
+      if (highestDispatched < 0) {
+        return OptionalLong.empty();
+      }
+      return OptionalLong.of(pending.isEmpty() ? highestDispatched + 1 : pending.first());
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Records dispatched and not finished. */
+  public int unfinished() {
+    lock.lock();
+    try {
+      return pending.size();
+    } finally {
+      lock.unlock();
+    }
+  }
+}

@@ -1,0 +1,469 @@
+package dev.postbox.kafka;
+
+import dev.postbox.core.DeliveryGuarantee;
+import dev.postbox.core.consumer.BatchHandler;
+import dev.postbox.core.consumer.ConsumerStats;
+import dev.postbox.core.consumer.MessageHandler;
+import dev.postbox.core.consumer.Ordering;
+import dev.postbox.core.consumer.Subscription;
+import dev.postbox.core.internal.DeliveryProcessor;
+import dev.postbox.core.internal.DeliveryProcessor.Incoming;
+import dev.postbox.core.internal.KeyedExecutor;
+import dev.postbox.core.internal.OffsetTracker;
+import dev.postbox.core.spi.InboxStore;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Consumes a {@link Subscription} from Kafka with its delivery guarantee, ordering and concurrency.
+ *
+ * <ul>
+ *   <li><b>Offsets.</b> Only the contiguous finished prefix of each partition is committed: a
+ *       committed offset never passes a record that is not finished, however records of different
+ *       keys complete. {@code AT_MOST_ONCE} commits before handling instead.
+ *   <li><b>Key-ordered concurrency.</b> With {@link Ordering#KEY}, records of one key run in order
+ *       and different keys of the same partition run concurrently on virtual threads, up to the
+ *       subscription's concurrency.
+ *   <li><b>Back-pressure.</b> When {@code maxInFlight} records are unfinished, every assigned
+ *       partition is paused; reading resumes below half of it. The poll loop never blocks on
+ *       handlers, so the consumer stays in its group.
+ *   <li><b>Rebalances</b> (cooperative-sticky by default). On revocation, records of the partition
+ *       that have not started are dropped, running ones may finish within the shutdown timeout, and
+ *       the finished prefix is committed; anything else is redelivered to the new owner (and
+ *       absorbed by the inbox).
+ *   <li><b>Shutdown.</b> {@link #close()} stops reading, lets running records finish within the
+ *       shutdown timeout, commits and closes.
+ * </ul>
+ *
+ * <p>Defaults: {@code isolation.level=read_committed}, {@code auto.offset.reset=earliest},
+ * auto-commit off, cooperative-sticky assignment. Thread-safe.
+ */
+public final class KafkaSubscriber implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(KafkaSubscriber.class);
+
+  private final Subscription subscription;
+  private final DeliveryProcessor processor;
+  private final Map<String, Object> config;
+  private final KeyedExecutor executor;
+  private final Map<TopicPartition, OffsetTracker> trackers = new ConcurrentHashMap<>();
+  private final Map<TopicPartition, Long> committed = new HashMap<>(); // poll thread only
+  private final AtomicInteger inFlight = new AtomicInteger();
+  private final CountDownLatch stopped = new CountDownLatch(1);
+  private volatile boolean running;
+  private volatile boolean closing;
+  private volatile Set<TopicPartition> assignment = Set.of();
+  private KafkaConsumer<byte[], byte[]> consumer;
+  private boolean paused;
+  private Thread pollThread;
+
+  private KafkaSubscriber(Builder b) {
+    this.subscription = b.subscription;
+    this.processor =
+        new DeliveryProcessor(
+            b.subscription, b.handler, b.batchHandler, Optional.ofNullable(b.inbox));
+    Map<String, Object> c = new HashMap<>(b.config);
+    c.put(ConsumerConfig.GROUP_ID_CONFIG, subscription.name());
+    c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+    this.config = c;
+    this.executor = new KeyedExecutor("postbox-" + subscription.name(), subscription.concurrency());
+  }
+
+  /** A builder for a subscriber to the cluster at {@code bootstrapServers}. */
+  public static Builder builder(String bootstrapServers, Subscription subscription) {
+    return new Builder(bootstrapServers, subscription);
+  }
+
+  /** Joins the group and starts consuming on a new thread. */
+  public synchronized void start() {
+    if (pollThread != null) {
+      throw new IllegalStateException("already started");
+    }
+    consumer =
+        new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    running = true;
+    pollThread =
+        Thread.ofPlatform().name("postbox-poll-" + subscription.name()).start(this::pollLoop);
+  }
+
+  /** Counters since start. */
+  public ConsumerStats stats() {
+    return processor.stats();
+  }
+
+  /** Partitions currently assigned to this instance. */
+  public Set<TopicPartition> assignment() {
+    return assignment;
+  }
+
+  /** Records read and not yet finished. */
+  public int inFlight() {
+    return inFlight.get();
+  }
+
+  /**
+   * Stops reading, lets running records finish (up to the shutdown timeout; the rest is abandoned
+   * and redelivered to the next owner), commits the finished prefix and leaves the group.
+   * Idempotent.
+   */
+  @Override
+  public void close() {
+    synchronized (this) {
+      if (pollThread == null || !running) {
+        return;
+      }
+      running = false;
+    }
+    try {
+      stopped.await();
+      pollThread.join();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    executor.close();
+    log.info("{} closed: {}", subscription.name(), stats());
+  }
+
+  // ---------------------------------------------------------------- poll thread
+
+  private void pollLoop() {
+    try {
+      consumer.subscribe(subscription.topics(), new Rebalance());
+      while (running) {
+        ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(50));
+        if (!records.isEmpty()) {
+          processor.received(records.count());
+          if (subscription.guarantee() == DeliveryGuarantee.AT_MOST_ONCE) {
+            commitBeforeHandling(records);
+          }
+          dispatch(records);
+        }
+        applyBackPressure();
+        commitFinished(false);
+      }
+      shutdown();
+    } catch (WakeupException e) {
+      shutdown();
+    } catch (RuntimeException e) {
+      log.error("{}: poll loop failed; closing the consumer", subscription.name(), e);
+      closing = true;
+      try {
+        consumer.close(Duration.ofSeconds(5));
+      } catch (RuntimeException ignored) {
+        // already failing
+      }
+    } finally {
+      stopped.countDown();
+    }
+  }
+
+  private void shutdown() {
+    closing = true; // unstarted records are dropped, retries stop
+    consumer.pause(consumer.assignment());
+    long deadline = System.nanoTime() + subscription.shutdownTimeout().toNanos();
+    while (inFlight.get() > 0 && System.nanoTime() < deadline) {
+      consumer.poll(
+          Duration.ofMillis(50)); // paused: keeps the membership alive while records finish
+      commitFinished(false);
+    }
+    commitFinished(true);
+    consumer.close(Duration.ofSeconds(10));
+  }
+
+  private void commitBeforeHandling(ConsumerRecords<byte[], byte[]> records) {
+    Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+    for (TopicPartition tp : records.partitions()) {
+      List<ConsumerRecord<byte[], byte[]>> rs = records.records(tp);
+      offsets.put(tp, new OffsetAndMetadata(rs.get(rs.size() - 1).offset() + 1));
+    }
+    consumer.commitSync(
+        offsets); // at-most-once: a crash from here on loses these records, never repeats them
+  }
+
+  private void dispatch(ConsumerRecords<byte[], byte[]> records) {
+    for (TopicPartition tp : records.partitions()) {
+      OffsetTracker tracker = trackers.computeIfAbsent(tp, k -> new OffsetTracker());
+      List<ConsumerRecord<byte[], byte[]>> rs = records.records(tp);
+      if (subscription.batchSize() > 1) {
+        for (int i = 0; i < rs.size(); i += subscription.batchSize()) {
+          List<ConsumerRecord<byte[], byte[]>> chunk =
+              rs.subList(i, Math.min(rs.size(), i + subscription.batchSize()));
+          chunk.forEach(r -> tracker.dispatched(r.offset()));
+          inFlight.addAndGet(chunk.size());
+          List<ConsumerRecord<byte[], byte[]>> copy = List.copyOf(chunk);
+          executor.submit(tp, () -> runBatch(tracker, copy));
+        }
+      } else {
+        for (ConsumerRecord<byte[], byte[]> r : rs) {
+          tracker.dispatched(r.offset());
+          inFlight.incrementAndGet();
+          executor.submit(lane(tp, r), () -> runOne(tracker, r));
+        }
+      }
+    }
+  }
+
+  private Object lane(TopicPartition tp, ConsumerRecord<byte[], byte[]> r) {
+    return switch (subscription.ordering()) {
+      case UNORDERED -> null;
+      case PARTITION -> tp;
+      case KEY -> r.key() == null ? tp : new KeyLane(tp, ByteBuffer.wrap(r.key()));
+    };
+  }
+
+  private record KeyLane(TopicPartition partition, ByteBuffer key) {}
+
+  private void runOne(OffsetTracker tracker, ConsumerRecord<byte[], byte[]> r) {
+    try {
+      if (closing || !tracker.tryStart()) {
+        processor.abandoned(1);
+        return;
+      }
+      boolean finished = false;
+      try {
+        finished = processor.process(incoming(r), () -> !closing && !tracker.revoked());
+      } catch (RuntimeException e) {
+        log.error("{}: unexpected failure at {}", subscription.name(), position(r), e);
+      } finally {
+        tracker.ended(r.offset(), finished);
+      }
+    } finally {
+      inFlight.decrementAndGet();
+    }
+  }
+
+  private void runBatch(OffsetTracker tracker, List<ConsumerRecord<byte[], byte[]>> rs) {
+    try {
+      if (closing || !tracker.tryStart()) {
+        processor.abandoned(rs.size());
+        return;
+      }
+      boolean finished = false;
+      try {
+        List<Incoming> batch = new ArrayList<>(rs.size());
+        rs.forEach(r -> batch.add(incoming(r)));
+        finished = processor.processBatch(batch, () -> !closing && !tracker.revoked());
+      } catch (RuntimeException e) {
+        log.error(
+            "{}: unexpected batch failure at {}", subscription.name(), position(rs.get(0)), e);
+      } finally {
+        // A batch is one unit: started once, ended once; its offsets finish together.
+        tracker.ended(rs.stream().map(ConsumerRecord::offset).toList(), finished);
+      }
+    } finally {
+      inFlight.addAndGet(-rs.size());
+    }
+  }
+
+  private static Incoming incoming(ConsumerRecord<byte[], byte[]> r) {
+    return new Incoming(r.topic(), r.partition(), r.offset(), () -> KafkaRecords.fromRecord(r));
+  }
+
+  private static String position(ConsumerRecord<?, ?> r) {
+    return r.topic() + "-" + r.partition() + "@" + r.offset();
+  }
+
+  private void applyBackPressure() {
+    int n = inFlight.get();
+    if (!paused && n >= subscription.maxInFlight()) {
+      consumer.pause(consumer.assignment());
+      paused = true;
+    } else if (paused && n <= subscription.maxInFlight() / 2) {
+      consumer.resume(consumer.paused());
+      paused = false;
+    }
+  }
+
+  /** Commits the finished prefix of every partition that advanced. Poll thread only. */
+  private void commitFinished(boolean sync) {
+    if (subscription.guarantee() == DeliveryGuarantee.AT_MOST_ONCE) {
+      return;
+    }
+    Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+    trackers.forEach((tp, tracker) -> {
+      OptionalLong c = tracker.committable();
+      if (c.isPresent() && c.getAsLong() > committed.getOrDefault(tp, -1L)) {
+        offsets.put(tp, new OffsetAndMetadata(c.getAsLong()));
+      }
+    });
+    commit(offsets, sync);
+  }
+
+  private void commit(Map<TopicPartition, OffsetAndMetadata> offsets, boolean sync) {
+    if (offsets.isEmpty()) {
+      return;
+    }
+    offsets.forEach((tp, o) -> committed.put(tp, o.offset()));
+    if (sync) {
+      try {
+        consumer.commitSync(offsets);
+      } catch (RuntimeException e) {
+        offsets.keySet().forEach(committed::remove);
+        log.warn(
+            "{}: offset commit failed (will be redelivered): {}",
+            subscription.name(),
+            e.toString());
+      }
+    } else {
+      consumer.commitAsync(
+          offsets,
+          (done, error) -> {
+            if (error != null) {
+              offsets.keySet().forEach(committed::remove); // retried with the next commit
+            }
+          });
+    }
+  }
+
+  /** Rebalance callbacks; Kafka runs them on the poll thread, inside {@code poll}. */
+  private final class Rebalance implements ConsumerRebalanceListener {
+    @Override
+    public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+      Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+      for (TopicPartition tp : partitions) {
+        OffsetTracker tracker = trackers.get(tp);
+        if (tracker == null) {
+          continue;
+        }
+        try {
+          int left = tracker.revokeAndAwait(subscription.shutdownTimeout());
+          if (left > 0) {
+            log.warn(
+                "{}: {} records of {} still running at revocation", subscription.name(), left, tp);
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        OptionalLong c = tracker.committable();
+        if (c.isPresent() && c.getAsLong() > committed.getOrDefault(tp, -1L)) {
+          offsets.put(tp, new OffsetAndMetadata(c.getAsLong()));
+        }
+      }
+      if (subscription.guarantee() != DeliveryGuarantee.AT_MOST_ONCE) {
+        commit(offsets, true);
+      }
+      forget(partitions);
+    }
+
+    @Override
+    public void onPartitionsLost(Collection<TopicPartition> partitions) {
+      for (TopicPartition tp : partitions) {
+        OffsetTracker tracker = trackers.get(tp);
+        if (tracker != null) {
+          try {
+            tracker.revokeAndAwait(Duration.ZERO);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      }
+      forget(partitions); // no commit: another member may already own them
+    }
+
+    @Override
+    public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+      if (paused) {
+        consumer.pause(partitions);
+      }
+      assignment = Set.copyOf(consumer.assignment());
+      log.debug("{}: assigned {}", subscription.name(), partitions);
+    }
+
+    private void forget(Collection<TopicPartition> partitions) {
+      for (TopicPartition tp : partitions) {
+        trackers.remove(tp);
+        committed.remove(tp);
+      }
+      assignment = Set.copyOf(consumer.assignment());
+    }
+  }
+
+  /** Builds a {@link KafkaSubscriber}; validates at {@link #build()}. Not thread-safe. */
+  public static final class Builder {
+    private final Subscription subscription;
+    private final Map<String, Object> config = new HashMap<>();
+    private MessageHandler handler;
+    private BatchHandler batchHandler;
+    private InboxStore inbox;
+
+    private Builder(String bootstrapServers, Subscription subscription) {
+      Objects.requireNonNull(bootstrapServers, "bootstrapServers");
+      this.subscription = Objects.requireNonNull(subscription, "subscription");
+      config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+      config.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+      config.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+      config.put(
+          ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+          CooperativeStickyAssignor.class.getName());
+      config.put(ConsumerConfig.CLIENT_ID_CONFIG, "postbox-" + subscription.name());
+    }
+
+    /** Sets the handler for one message at a time. */
+    public Builder handler(MessageHandler handler) {
+      this.handler = Objects.requireNonNull(handler, "handler");
+      return this;
+    }
+
+    /** Sets a batch handler (used when the subscription's batch size is above 1). */
+    public Builder batchHandler(BatchHandler batchHandler) {
+      this.batchHandler = Objects.requireNonNull(batchHandler, "batchHandler");
+      return this;
+    }
+
+    /** Sets the inbox (required for {@code EFFECTIVELY_ONCE}). */
+    public Builder inbox(InboxStore inbox) {
+      this.inbox = Objects.requireNonNull(inbox, "inbox");
+      return this;
+    }
+
+    /** Sets a consumer property; {@code group.id} and {@code enable.auto.commit} are fixed. */
+    public Builder consumerProperty(String name, Object value) {
+      if (name.equals(ConsumerConfig.GROUP_ID_CONFIG)
+          || name.equals(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG)) {
+        throw new IllegalArgumentException(
+            name + " is fixed (group.id = subscription name; offsets are committed by Postbox)");
+      }
+      config.put(name, Objects.requireNonNull(value, "value"));
+      return this;
+    }
+
+    /** Validates and builds the subscriber (not yet started). */
+    public KafkaSubscriber build() {
+      if (subscription.batchSize() > 1 && batchHandler == null) {
+        throw new IllegalArgumentException(
+            "subscription '"
+                + subscription.name()
+                + "' has batchSize > 1 and needs a batchHandler");
+      }
+      if (subscription.batchSize() == 1 && handler == null) {
+        throw new IllegalArgumentException(
+            "subscription '" + subscription.name() + "' needs a handler");
+      }
+      return new KafkaSubscriber(this);
+    }
+  }
+}
