@@ -57,11 +57,16 @@ public final class OffsetTracker {
    * may not).
    */
   public void ended(long offset, boolean finished) {
+    ended(java.util.List.of(offset), finished);
+  }
+
+  /** A batch started by one {@link #tryStart()} ended; its offsets finish (or not) together. */
+  public void ended(java.util.Collection<Long> offsets, boolean finished) {
     lock.lock();
     try {
       running--;
       if (finished) {
-        pending.remove(offset);
+        pending.removeAll(offsets);
       }
       if (running == 0) {
         idle.signalAll();
