@@ -1,0 +1,62 @@
+package dev.postbox.jdbc;
+
+import dev.postbox.core.spi.InboxStore;
+import dev.postbox.jdbc.internal.PostgresInboxStoreImpl;
+import java.util.Objects;
+import javax.sql.DataSource;
+
+/**
+ * The {@link InboxStore} of an effectively-once consumer on PostgreSQL: dedupe records in {@code
+ * postbox_inbox}, entity versions in {@code postbox_entity_version} (both created by {@link
+ * PostboxMigrations} version 2).
+ *
+ * <pre>{@code
+ * InboxStore inbox = PostgresInboxStore.create(dataSource);
+ * boolean applied = inbox.processOnce("billing", message.id(), connection -> {
+ *   if (inbox.advanceVersion(connection, "order:" + orderId, event.version())) {
+ *     updateOrder(connection, event);   // same transaction as the dedupe record
+ *   }
+ * });
+ * }</pre>
+ *
+ * <p><b>Transactions.</b> {@code processOnce} and {@code processBatch} take a connection from the
+ * data source, switch off auto-commit, insert the dedupe record(s) first, run the work on that
+ * connection, commit, then restore auto-commit and close the connection. The work must not commit,
+ * roll back or change auto-commit itself; it may write to the {@link Outbox} on the connection (the
+ * outgoing messages then commit with the effect). An exception thrown by the work rolls everything
+ * back and propagates unchanged; failures of the inbox's own statements, including the commit,
+ * throw {@link InboxException}. If the commit fails in a way that leaves its outcome unknown (the
+ * connection broke), redelivering the message is still safe: if the commit did happen, the dedupe
+ * record makes the redelivery a duplicate.
+ *
+ * <p><b>Concurrency.</b> Under {@code READ COMMITTED} (PostgreSQL's default), a delivery of an id
+ * that another transaction is still processing waits for that transaction, holding its connection:
+ * it then returns {@code false} if the other committed, or applies the message if the other rolled
+ * back. Under {@code REPEATABLE READ} or {@code SERIALIZABLE} the waiting delivery fails instead
+ * with a serialization failure (an {@link InboxException}); a retry then sees the duplicate. A
+ * batch claims its ids in a fixed (sorted) order, so two batches with overlapping ids do not
+ * deadlock. {@link InboxStore#advanceVersion} locks the entity's row until the caller's transaction
+ * ends, so concurrent advances of one entity are serialised and only a newer version wins; it
+ * refuses a connection in auto-commit mode ({@link TransactionRequiredException}), since the
+ * version must commit with the effect it guards.
+ *
+ * <p><b>Purging.</b> Dedupe records are kept until purged; use {@link InboxRetention} to purge a
+ * consumer's old records safely.
+ *
+ * <p>No options (so no defaults). Thread-safe.
+ */
+public final class PostgresInboxStore {
+
+  private PostgresInboxStore() {}
+
+  /**
+   * An inbox store on {@code dataSource}; checks that the inbox tables exist in the data source's
+   * current schema.
+   *
+   * @throws InboxException if they do not (run {@link PostboxMigrations#migrate} first) or the
+   *     database cannot be reached
+   */
+  public static InboxStore create(DataSource dataSource) {
+    return new PostgresInboxStoreImpl(Objects.requireNonNull(dataSource, "dataSource"));
+  }
+}

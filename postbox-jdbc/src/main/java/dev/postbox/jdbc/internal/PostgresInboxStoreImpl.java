@@ -1,0 +1,293 @@
+package dev.postbox.jdbc.internal;
+
+import dev.postbox.core.spi.InboxStore;
+import dev.postbox.jdbc.InboxException;
+import dev.postbox.jdbc.TransactionRequiredException;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.UUID;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** {@link InboxStore} on PostgreSQL. */
+public final class PostgresInboxStoreImpl implements InboxStore {
+
+  private static final Logger log = LoggerFactory.getLogger(PostgresInboxStoreImpl.class);
+
+  private static final String CLAIM =
+      "INSERT INTO postbox_inbox (consumer, message_id) VALUES (?, ?) ON CONFLICT DO NOTHING";
+
+  // Sorted, so that two batches with overlapping ids take the unique-index entries in the same
+  // order and cannot deadlock. A repeated id in one batch conflicts with its own first insert and
+  // is returned once.
+  private static final String CLAIM_ALL =
+      "INSERT INTO postbox_inbox (consumer, message_id)"
+          + " SELECT ?, id FROM unnest(?::uuid[]) AS ids(id) ORDER BY id"
+          + " ON CONFLICT DO NOTHING RETURNING message_id";
+
+  // The row is locked even when the WHERE clause is false, so concurrent advances of one entity
+  // serialise on it until their transactions end.
+  private static final String ADVANCE =
+      "INSERT INTO postbox_entity_version (entity, version) VALUES (?, ?)"
+          + " ON CONFLICT (entity) DO UPDATE SET version = EXCLUDED.version, updated_at = now()"
+          + " WHERE postbox_entity_version.version < EXCLUDED.version RETURNING version";
+
+  private static final String PURGE =
+      "DELETE FROM postbox_inbox WHERE consumer = ? AND message_id IN (SELECT message_id"
+          + " FROM postbox_inbox WHERE consumer = ? AND processed_at < now() - make_interval(secs => ?)"
+          + " LIMIT ?)";
+
+  private final DataSource dataSource;
+
+  public PostgresInboxStoreImpl(DataSource dataSource) {
+    this.dataSource = dataSource;
+    try (Connection c = dataSource.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT to_regclass('postbox_inbox') IS NOT NULL"
+                    + " AND to_regclass('postbox_entity_version') IS NOT NULL")) {
+      rs.next();
+      if (!rs.getBoolean(1)) {
+        throw new InboxException(
+            "postbox_inbox or postbox_entity_version is missing in the current schema;"
+                + " run PostboxMigrations.migrate first",
+            null);
+      }
+    } catch (SQLException e) {
+      throw new InboxException("cannot check the inbox tables in the current schema", e);
+    }
+  }
+
+  @Override
+  public boolean processOnce(String consumer, UUID messageId, Work work) throws Exception {
+    requireConsumer(consumer);
+    Objects.requireNonNull(messageId, "messageId");
+    Objects.requireNonNull(work, "work");
+    String what = "message " + messageId + " of consumer '" + consumer + "'";
+    return inTransaction(
+        what,
+        c -> {
+          if (!claim(c, consumer, messageId, what)) {
+            return new Step<>(false, false);
+          }
+          work.run(c);
+          return new Step<>(true, true);
+        });
+  }
+
+  @Override
+  public Set<UUID> processBatch(String consumer, List<UUID> messageIds, BatchWork work)
+      throws Exception {
+    requireConsumer(consumer);
+    List<UUID> ids = List.copyOf(messageIds); // rejects null and null elements
+    Objects.requireNonNull(work, "work");
+    if (ids.isEmpty()) {
+      return Set.of();
+    }
+    String what = "a batch of " + ids.size() + " messages of consumer '" + consumer + "'";
+    return inTransaction(
+        what,
+        c -> {
+          Set<UUID> fresh = claimAll(c, consumer, ids, what);
+          if (fresh.isEmpty()) {
+            return new Step<>(fresh, false);
+          }
+          work.run(c, fresh);
+          return new Step<>(fresh, true);
+        });
+  }
+
+  @Override
+  public boolean advanceVersion(Connection connection, String entity, long version) {
+    Objects.requireNonNull(connection, "connection");
+    Objects.requireNonNull(entity, "entity");
+    try {
+      if (connection.getAutoCommit()) {
+        throw new TransactionRequiredException(
+            "advancing the version of entity '"
+                + entity
+                + "' needs the effect's transaction: call connection.setAutoCommit(false) first,"
+                + " or advance it inside InboxStore.processOnce; nothing was written");
+      }
+      try (PreparedStatement ps = connection.prepareStatement(ADVANCE)) {
+        ps.setString(1, entity);
+        ps.setLong(2, version);
+        try (ResultSet rs = ps.executeQuery()) {
+          return rs.next();
+        }
+      }
+    } catch (SQLException e) {
+      throw new InboxException(
+          "advancing the version of entity '" + entity + "' to " + version + " failed", e);
+    }
+  }
+
+  @Override
+  public int purge(String consumer, Duration age, int limit) {
+    requireConsumer(consumer);
+    Objects.requireNonNull(age, "age");
+    if (age.isNegative()) {
+      throw new IllegalArgumentException("age must not be negative: " + age);
+    }
+    if (limit <= 0) {
+      throw new IllegalArgumentException("limit must be positive: " + limit);
+    }
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(PURGE)) {
+      ps.setString(1, consumer);
+      ps.setString(2, consumer);
+      ps.setDouble(3, age.getSeconds() + age.getNano() / 1e9);
+      ps.setInt(4, limit);
+      return ps.executeUpdate();
+    } catch (SQLException e) {
+      throw new InboxException("purging dedupe records of consumer '" + consumer + "' failed", e);
+    }
+  }
+
+  private static boolean claim(Connection c, String consumer, UUID id, String what) {
+    try (PreparedStatement ps = c.prepareStatement(CLAIM)) {
+      ps.setString(1, consumer);
+      ps.setObject(2, id);
+      return ps.executeUpdate() == 1;
+    } catch (SQLException e) {
+      throw new InboxException("recording " + what + " in the inbox failed", e);
+    }
+  }
+
+  /** The ids this statement recorded, in the order of {@code ids}; unmodifiable. */
+  private static Set<UUID> claimAll(Connection c, String consumer, List<UUID> ids, String what) {
+    Set<UUID> inserted = new HashSet<>();
+    try (PreparedStatement ps = c.prepareStatement(CLAIM_ALL)) {
+      ps.setString(1, consumer);
+      ps.setArray(2, c.createArrayOf("uuid", ids.toArray()));
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          inserted.add(rs.getObject(1, UUID.class));
+        }
+      }
+    } catch (SQLException e) {
+      throw new InboxException("recording " + what + " in the inbox failed", e);
+    }
+    if (inserted.isEmpty()) {
+      return Set.of();
+    }
+    Set<UUID> fresh = new LinkedHashSet<>();
+    for (UUID id : ids) {
+      if (inserted.contains(id)) {
+        fresh.add(id);
+      }
+    }
+    return Collections.unmodifiableSet(fresh);
+  }
+
+  /** What a transaction body produced, and whether to commit it (otherwise roll back). */
+  private record Step<T>(T value, boolean commit) {}
+
+  @FunctionalInterface
+  private interface Body<T> {
+    Step<T> run(Connection connection) throws Exception;
+  }
+
+  /**
+   * Runs {@code body} in a new transaction on a connection of the data source; exceptions of the
+   * body propagate unchanged after a rollback.
+   */
+  private <T> T inTransaction(String what, Body<T> body) throws Exception {
+    Connection c;
+    try {
+      c = dataSource.getConnection();
+    } catch (SQLException e) {
+      throw new InboxException("cannot get a connection to process " + what, e);
+    }
+    boolean autoCommit = false;
+    // Auto-commit is restored only once the transaction has ended: switching it back on in the
+    // middle of one would commit it. A connection whose rollback failed is closed as it is (it is
+    // almost certainly broken; a pool rolls it back or discards it).
+    boolean ended = false;
+    try {
+      try {
+        autoCommit = c.getAutoCommit();
+        if (autoCommit) {
+          c.setAutoCommit(false);
+        }
+      } catch (SQLException e) {
+        throw new InboxException("cannot start a transaction to process " + what, e);
+      }
+      Step<T> step;
+      try {
+        step = body.run(c);
+      } catch (Throwable t) {
+        ended = rollback(c, t);
+        throw t;
+      }
+      if (step.commit()) {
+        try {
+          c.commit();
+        } catch (SQLException e) {
+          InboxException failure =
+              new InboxException(
+                  "committing "
+                      + what
+                      + " failed; if the commit did happen anyway, a redelivery is a duplicate",
+                  e);
+          ended = rollback(c, failure);
+          throw failure;
+        }
+        ended = true;
+      } else {
+        // Nothing was written (every id was a duplicate), so the answer stands even if the
+        // rollback fails.
+        try {
+          c.rollback();
+          ended = true;
+        } catch (SQLException e) {
+          log.warn("rolling back after finding {} already recorded failed", what, e);
+        }
+      }
+      return step.value();
+    } finally {
+      if (ended && autoCommit) {
+        try {
+          c.setAutoCommit(true);
+        } catch (SQLException e) {
+          log.debug("cannot restore auto-commit; closing the connection anyway", e);
+        }
+      }
+      try {
+        c.close();
+      } catch (SQLException e) {
+        log.warn("closing the inbox connection failed", e);
+      }
+    }
+  }
+
+  /** Rolls back; on failure adds the failure to {@code cause}. Returns whether it rolled back. */
+  private static boolean rollback(Connection c, Throwable cause) {
+    try {
+      c.rollback();
+      return true;
+    } catch (SQLException e) {
+      cause.addSuppressed(e);
+      return false;
+    }
+  }
+
+  private static void requireConsumer(String consumer) {
+    Objects.requireNonNull(consumer, "consumer");
+    if (consumer.isBlank()) {
+      throw new IllegalArgumentException("consumer must not be blank");
+    }
+  }
+}
