@@ -81,8 +81,16 @@ public final class KafkaSubscriber implements AutoCloseable {
   private boolean paused;
   private Thread pollThread;
 
+  private final Optional<InboxStore> inbox;
+  private final boolean forceInboxRetention;
+  private final Duration inboxPurgeInterval;
+  private Thread purgeThread;
+
   private KafkaSubscriber(Builder b) {
     this.subscription = b.subscription;
+    this.inbox = Optional.ofNullable(b.inbox);
+    this.forceInboxRetention = b.forceInboxRetention;
+    this.inboxPurgeInterval = b.inboxPurgeInterval;
     this.processor =
         new DeliveryProcessor(
             b.subscription, b.handler, b.batchHandler, Optional.ofNullable(b.inbox));
@@ -98,14 +106,28 @@ public final class KafkaSubscriber implements AutoCloseable {
     return new Builder(bootstrapServers, subscription);
   }
 
-  /** Joins the group and starts consuming on a new thread. */
+  /**
+   * Joins the group and starts consuming on a new thread.
+   *
+   * @throws InboxRetentionTooShortException for an {@code EFFECTIVELY_ONCE} subscription whose
+   *     inbox retention is shorter than a topic's {@code retention.ms}, unless forced
+   */
   public synchronized void start() {
     if (pollThread != null) {
       throw new IllegalStateException("already started");
     }
+    if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
+      checkInboxRetention();
+    }
     consumer =
         new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     running = true;
+    if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
+      purgeThread =
+          Thread.ofVirtual()
+              .name("postbox-inbox-purge-" + subscription.name())
+              .start(this::purgeLoop);
+    }
     pollThread =
         Thread.ofPlatform().name("postbox-poll-" + subscription.name()).start(this::pollLoop);
   }
@@ -144,8 +166,63 @@ public final class KafkaSubscriber implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+    if (purgeThread != null) {
+      purgeThread.interrupt();
+    }
     executor.close();
     log.info("{} closed: {}", subscription.name(), stats());
+  }
+
+  // ---------------------------------------------------------------- inbox retention
+
+  /**
+   * A dedupe record must outlive every copy of its message that Kafka can still deliver: if it is
+   * purged while the topic still holds the message, a redelivery (a rebalance, an offset reset, a
+   * replay) applies it a second time.
+   */
+  private void checkInboxRetention() {
+    Map<String, Long> retention = KafkaTopics.retentionMillis(config, subscription.topics());
+    for (Map.Entry<String, Long> e : retention.entrySet()) {
+      long topicMs = e.getValue();
+      long inboxMs = subscription.inboxRetention().toMillis();
+      boolean tooShort = topicMs < 0 || inboxMs < topicMs;
+      if (tooShort && !forceInboxRetention) {
+        throw new InboxRetentionTooShortException(
+            "subscription '"
+                + subscription.name()
+                + "' keeps dedupe records for "
+                + subscription.inboxRetention()
+                + " but topic '"
+                + e.getKey()
+                + "' keeps messages "
+                + (topicMs < 0 ? "forever" : "for " + Duration.ofMillis(topicMs))
+                + ": a message redelivered after its dedupe record was purged would be applied twice."
+                + " Raise inboxRetention to at least the topic's retention.ms, or force it with"
+                + " forceInboxRetention(true) if redelivery of old messages cannot happen.");
+      }
+    }
+  }
+
+  private void purgeLoop() {
+    InboxStore store = inbox.orElseThrow();
+    while (running) {
+      try {
+        int n;
+        do {
+          n = store.purge(subscription.name(), subscription.inboxRetention(), 10_000);
+        } while (n == 10_000 && running);
+        Thread.sleep(inboxPurgeInterval);
+      } catch (InterruptedException e) {
+        return;
+      } catch (RuntimeException e) {
+        log.warn("{}: inbox purge failed; will retry", subscription.name(), e);
+        try {
+          Thread.sleep(inboxPurgeInterval);
+        } catch (InterruptedException ie) {
+          return;
+        }
+      }
+    }
   }
 
   // ---------------------------------------------------------------- poll thread
@@ -409,6 +486,8 @@ public final class KafkaSubscriber implements AutoCloseable {
     private MessageHandler handler;
     private BatchHandler batchHandler;
     private InboxStore inbox;
+    private boolean forceInboxRetention;
+    private Duration inboxPurgeInterval = Duration.ofMinutes(10);
 
     private Builder(String bootstrapServers, Subscription subscription) {
       Objects.requireNonNull(bootstrapServers, "bootstrapServers");
@@ -437,6 +516,25 @@ public final class KafkaSubscriber implements AutoCloseable {
     /** Sets the inbox (required for {@code EFFECTIVELY_ONCE}). */
     public Builder inbox(InboxStore inbox) {
       this.inbox = Objects.requireNonNull(inbox, "inbox");
+      return this;
+    }
+
+    /**
+     * Allows an inbox retention shorter than a topic's {@code retention.ms} (default false: {@link
+     * #start()} refuses it). Only safe when old messages can never be delivered again.
+     */
+    public Builder forceInboxRetention(boolean force) {
+      this.forceInboxRetention = force;
+      return this;
+    }
+
+    /** Sets how often dedupe records older than the inbox retention are purged (default 10 min). */
+    public Builder inboxPurgeInterval(Duration interval) {
+      Objects.requireNonNull(interval, "interval");
+      if (interval.isNegative() || interval.isZero()) {
+        throw new IllegalArgumentException("inboxPurgeInterval must be positive");
+      }
+      this.inboxPurgeInterval = interval;
       return this;
     }
 
