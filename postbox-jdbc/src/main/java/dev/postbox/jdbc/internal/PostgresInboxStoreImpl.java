@@ -17,6 +17,8 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.UUID;
 import javax.sql.DataSource;
+import org.postgresql.core.BaseConnection;
+import org.postgresql.core.TransactionState;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -47,6 +49,9 @@ public final class PostgresInboxStoreImpl implements InboxStore {
       "DELETE FROM postbox_inbox WHERE consumer = ? AND message_id IN (SELECT message_id"
           + " FROM postbox_inbox WHERE consumer = ? AND processed_at < now() - make_interval(secs => ?)"
           + " LIMIT ?)";
+
+  /** SQLSTATE in_failed_sql_transaction. */
+  private static final String ABORTED_TRANSACTION = "25P02";
 
   private final DataSource dataSource;
 
@@ -233,6 +238,11 @@ public final class PostgresInboxStoreImpl implements InboxStore {
         throw t;
       }
       if (step.commit()) {
+        InboxException aborted = abortedTransaction(c, what);
+        if (aborted != null) {
+          ended = rollback(c, aborted);
+          throw aborted;
+        }
         try {
           c.commit();
         } catch (SQLException e) {
@@ -271,6 +281,40 @@ public final class PostgresInboxStoreImpl implements InboxStore {
         log.warn("closing the inbox connection failed", e);
       }
     }
+  }
+
+  /**
+   * Whether a statement of the work failed and left the transaction aborted (the work caught its
+   * exception): PostgreSQL then turns {@code COMMIT} into a rollback, and pgjdbc reports that
+   * commit as a success, so without this check the message would count as processed although
+   * neither its record nor its effect was written. Returns the failure to throw, or null.
+   */
+  private static InboxException abortedTransaction(Connection c, String what) {
+    try {
+      if (c.isWrapperFor(BaseConnection.class)) {
+        if (c.unwrap(BaseConnection.class).getTransactionState() != TransactionState.FAILED) {
+          return null;
+        }
+      } else {
+        // not pgjdbc underneath, or a wrapper that hides it: ask the server
+        try (Statement s = c.createStatement()) {
+          s.execute("SELECT 1");
+          return null;
+        } catch (SQLException e) {
+          if (!ABORTED_TRANSACTION.equals(e.getSQLState())) {
+            throw e;
+          }
+        }
+      }
+    } catch (SQLException e) {
+      return new InboxException("cannot check the transaction before committing " + what, e);
+    }
+    return new InboxException(
+        "the work for "
+            + what
+            + " left its transaction aborted (a statement failed and the work caught the"
+            + " exception); rolled back, nothing recorded",
+        null);
   }
 
   /** Rolls back; on failure adds the failure to {@code cause}. Returns whether it rolled back. */
