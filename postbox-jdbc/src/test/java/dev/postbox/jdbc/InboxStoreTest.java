@@ -168,6 +168,24 @@ class InboxStoreTest {
     assertThat(effectNotes(id)).containsExactly("retry");
   }
 
+  @Test
+  void workThatEndsTheTransactionItselfIsRefused() throws Exception {
+    UUID id = UUID.randomUUID();
+    assertThatThrownBy(() ->
+            store.processOnce(
+                CONSUMER,
+                id,
+                c -> {
+                  insertEffect(c, id, "rolled back by the work");
+                  c.rollback();
+                }))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("ended the inbox transaction itself");
+    assertThat(recorded(CONSUMER)).isZero();
+    assertThat(store.processOnce(CONSUMER, id, c -> insertEffect(c, id, "retry"))).isTrue();
+    assertThat(effectNotes(id)).containsExactly("retry");
+  }
+
   private static void failAndSwallow(Connection c) {
     try (Statement s = c.createStatement()) {
       s.execute("SELECT nope");

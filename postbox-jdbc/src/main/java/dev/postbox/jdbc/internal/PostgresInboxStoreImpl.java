@@ -238,10 +238,10 @@ public final class PostgresInboxStoreImpl implements InboxStore {
         throw t;
       }
       if (step.commit()) {
-        InboxException aborted = abortedTransaction(c, what);
-        if (aborted != null) {
-          ended = rollback(c, aborted);
-          throw aborted;
+        RuntimeException refused = cannotCommit(c, what);
+        if (refused != null) {
+          ended = rollback(c, refused);
+          throw refused;
         }
         try {
           c.commit();
@@ -284,37 +284,49 @@ public final class PostgresInboxStoreImpl implements InboxStore {
   }
 
   /**
-   * Whether a statement of the work failed and left the transaction aborted (the work caught its
-   * exception): PostgreSQL then turns {@code COMMIT} into a rollback, and pgjdbc reports that
-   * commit as a success, so without this check the message would count as processed although
-   * neither its record nor its effect was written. Returns the failure to throw, or null.
+   * Why the transaction must not be committed, or null if it may. A statement of the work may have
+   * failed and left the transaction aborted while the work caught the exception: PostgreSQL then
+   * turns {@code COMMIT} into a rollback and pgjdbc reports that commit as a success, so without
+   * this check the message would count as processed although neither its record nor its effect was
+   * written. And the work may have ended the transaction itself (pgjdbc only).
    */
-  private static InboxException abortedTransaction(Connection c, String what) {
+  private static RuntimeException cannotCommit(Connection c, String what) {
+    TransactionState state;
     try {
       if (c.isWrapperFor(BaseConnection.class)) {
-        if (c.unwrap(BaseConnection.class).getTransactionState() != TransactionState.FAILED) {
-          return null;
-        }
+        state = c.unwrap(BaseConnection.class).getTransactionState();
       } else {
         // not pgjdbc underneath, or a wrapper that hides it: ask the server
+        state = TransactionState.OPEN;
         try (Statement s = c.createStatement()) {
           s.execute("SELECT 1");
-          return null;
         } catch (SQLException e) {
           if (!ABORTED_TRANSACTION.equals(e.getSQLState())) {
             throw e;
           }
+          state = TransactionState.FAILED;
         }
       }
     } catch (SQLException e) {
       return new InboxException("cannot check the transaction before committing " + what, e);
     }
-    return new InboxException(
-        "the work for "
-            + what
-            + " left its transaction aborted (a statement failed and the work caught the"
-            + " exception); rolled back, nothing recorded",
-        null);
+    return switch (state) {
+      case OPEN -> null;
+      case FAILED ->
+          new InboxException(
+              "the work for "
+                  + what
+                  + " left its transaction aborted (a statement failed and the work caught the"
+                  + " exception); rolled back, nothing recorded",
+              null);
+      case IDLE ->
+          new IllegalStateException(
+              "the work for "
+                  + what
+                  + " ended the inbox transaction itself (commit or rollback), so its effect and"
+                  + " the dedupe record may not have committed together; the work must leave"
+                  + " commit and rollback to the inbox");
+    };
   }
 
   /** Rolls back; on failure adds the failure to {@code cause}. Returns whether it rolled back. */
