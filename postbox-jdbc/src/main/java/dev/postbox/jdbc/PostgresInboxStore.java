@@ -21,13 +21,17 @@ import javax.sql.DataSource;
  *
  * <p><b>Transactions.</b> {@code processOnce} and {@code processBatch} take a connection from the
  * data source, switch off auto-commit, insert the dedupe record(s) first, run the work on that
- * connection, commit, then restore auto-commit and close the connection. The work must not commit,
- * roll back or change auto-commit itself; it may write to the {@link Outbox} on the connection (the
- * outgoing messages then commit with the effect). An exception thrown by the work rolls everything
- * back and propagates unchanged; failures of the inbox's own statements, including the commit,
- * throw {@link InboxException}. If the commit fails in a way that leaves its outcome unknown (the
- * connection broke), redelivering the message is still safe: if the commit did happen, the dedupe
- * record makes the redelivery a duplicate.
+ * connection, commit, then restore auto-commit and close the connection. The work may write to the
+ * {@link Outbox} on the connection (the outgoing messages then commit with the effect). An
+ * exception thrown by the work rolls everything back and propagates unchanged; failures of the
+ * inbox's own statements, including the commit, throw {@link InboxException}. The work must not
+ * commit, roll back or change auto-commit itself (if it ended the transaction, the inbox notices
+ * and throws {@link IllegalStateException}). If a statement of the work failed and the work caught
+ * the exception, PostgreSQL has aborted the transaction and would silently roll back the commit:
+ * the inbox rolls back and throws {@link InboxException} instead of reporting the message as
+ * processed. If the commit fails in a way that leaves its outcome unknown (the connection broke),
+ * redelivering the message is still safe: if the commit did happen, the dedupe record makes the
+ * redelivery a duplicate.
  *
  * <p><b>Concurrency.</b> Under {@code READ COMMITTED} (PostgreSQL's default), a delivery of an id
  * that another transaction is still processing waits for that transaction, holding its connection:

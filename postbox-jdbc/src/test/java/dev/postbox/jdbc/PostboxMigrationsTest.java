@@ -1,0 +1,79 @@
+package dev.postbox.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.postbox.testkit.PostboxTest;
+import dev.postbox.testkit.PostboxTestContext;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.UUID;
+import javax.sql.DataSource;
+import org.flywaydb.core.Flyway;
+import org.junit.jupiter.api.Test;
+
+@PostboxTest
+class PostboxMigrationsTest {
+
+  @Test
+  void bothMigrationsApplyOnAFreshSchemaOnce(PostboxTestContext ctx) throws Exception {
+    DataSource ds = ctx.dataSource();
+    assertThat(PostboxMigrations.migrate(ds)).isEqualTo(2);
+    assertThat(PostboxMigrations.migrate(ds)).as("idempotent").isZero();
+    assertThat(exists(ds, "postbox_outbox")).isTrue();
+    assertThat(exists(ds, "postbox_inbox")).isTrue();
+    assertThat(exists(ds, "postbox_inbox_processed")).as("purge index").isTrue();
+    assertThat(exists(ds, "postbox_entity_version")).isTrue();
+    assertThat(PostboxMigrations.scripts())
+        .extracting(PostboxMigrations.Script::name)
+        .containsExactly("V1__outbox.sql", "V2__inbox.sql");
+  }
+
+  @Test
+  void anInstallationAtVersionOneUpgradesToTheInbox(PostboxTestContext ctx) throws Exception {
+    DataSource ds = ctx.dataSource();
+    Flyway.configure(PostboxMigrations.class.getClassLoader())
+        .dataSource(ds)
+        .locations("classpath:" + PostboxMigrations.LOCATION)
+        .table(PostboxMigrations.HISTORY_TABLE)
+        .schemas(ctx.schema())
+        .defaultSchema(ctx.schema())
+        .createSchemas(false)
+        .baselineOnMigrate(true)
+        .baselineVersion("0")
+        .target("1")
+        .load()
+        .migrate();
+    assertThat(exists(ds, "postbox_outbox")).isTrue();
+    assertThat(exists(ds, "postbox_inbox")).isFalse();
+    assertThatThrownBy(() -> PostgresInboxStore.create(ds))
+        .isInstanceOf(InboxException.class)
+        .hasMessageContaining("PostboxMigrations.migrate");
+
+    assertThat(PostboxMigrations.migrate(ds)).isEqualTo(1);
+    assertThat(PostgresInboxStore.create(ds).processOnce("c", UUID.randomUUID(), c -> {})).isTrue();
+  }
+
+  @Test
+  void theScriptsCanBeAppliedByHand(PostboxTestContext ctx) throws Exception {
+    DataSource ds = ctx.dataSource();
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement()) {
+      for (PostboxMigrations.Script script : PostboxMigrations.scripts()) {
+        s.execute(script.sql());
+      }
+    }
+    assertThat(PostgresInboxStore.create(ds).processOnce("c", UUID.randomUUID(), c -> {})).isTrue();
+  }
+
+  private static boolean exists(DataSource ds, String relation) throws SQLException {
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT to_regclass('" + relation + "') IS NOT NULL")) {
+      rs.next();
+      return rs.getBoolean(1);
+    }
+  }
+}
