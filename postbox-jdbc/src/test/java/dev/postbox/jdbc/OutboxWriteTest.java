@@ -106,6 +106,25 @@ class OutboxWriteTest {
   }
 
   @Test
+  void aSwallowedFailureInTheTransactionIsNotReportedAsACommit() throws Exception {
+    assertThatThrownBy(() ->
+            outbox.inTransaction(
+                ds,
+                tx -> {
+                  tx.write(msg("k1"));
+                  try (Statement s = tx.connection().createStatement()) {
+                    s.execute("SELECT * FROM no_such_table");
+                  } catch (SQLException ignored) {
+                    // the caller swallows it; PostgreSQL has aborted the transaction
+                  }
+                  return "looks fine";
+                }))
+        .isInstanceOf(OutboxException.class)
+        .hasMessageContaining("aborted");
+    assertThat(rows()).isZero();
+  }
+
+  @Test
   void sameMessageIdCannotBeWrittenTwice() {
     Message m = msg("k");
     outbox.inTransaction(

@@ -17,8 +17,6 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.UUID;
 import javax.sql.DataSource;
-import org.postgresql.core.BaseConnection;
-import org.postgresql.core.TransactionState;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -51,8 +49,6 @@ public final class PostgresInboxStoreImpl implements InboxStore {
           + " LIMIT ?)";
 
   /** SQLSTATE in_failed_sql_transaction. */
-  private static final String ABORTED_TRANSACTION = "25P02";
-
   private final DataSource dataSource;
 
   public PostgresInboxStoreImpl(DataSource dataSource) {
@@ -238,7 +234,7 @@ public final class PostgresInboxStoreImpl implements InboxStore {
         throw t;
       }
       if (step.commit()) {
-        RuntimeException refused = cannotCommit(c, what);
+        RuntimeException refused = Transactions.cannotCommit(c, what, InboxException::new);
         if (refused != null) {
           ended = rollback(c, refused);
           throw refused;
@@ -281,52 +277,6 @@ public final class PostgresInboxStoreImpl implements InboxStore {
         log.warn("closing the inbox connection failed", e);
       }
     }
-  }
-
-  /**
-   * Why the transaction must not be committed, or null if it may. A statement of the work may have
-   * failed and left the transaction aborted while the work caught the exception: PostgreSQL then
-   * turns {@code COMMIT} into a rollback and pgjdbc reports that commit as a success, so without
-   * this check the message would count as processed although neither its record nor its effect was
-   * written. And the work may have ended the transaction itself (pgjdbc only).
-   */
-  private static RuntimeException cannotCommit(Connection c, String what) {
-    TransactionState state;
-    try {
-      if (c.isWrapperFor(BaseConnection.class)) {
-        state = c.unwrap(BaseConnection.class).getTransactionState();
-      } else {
-        // not pgjdbc underneath, or a wrapper that hides it: ask the server
-        state = TransactionState.OPEN;
-        try (Statement s = c.createStatement()) {
-          s.execute("SELECT 1");
-        } catch (SQLException e) {
-          if (!ABORTED_TRANSACTION.equals(e.getSQLState())) {
-            throw e;
-          }
-          state = TransactionState.FAILED;
-        }
-      }
-    } catch (SQLException e) {
-      return new InboxException("cannot check the transaction before committing " + what, e);
-    }
-    return switch (state) {
-      case OPEN -> null;
-      case FAILED ->
-          new InboxException(
-              "the work for "
-                  + what
-                  + " left its transaction aborted (a statement failed and the work caught the"
-                  + " exception); rolled back, nothing recorded",
-              null);
-      case IDLE ->
-          new IllegalStateException(
-              "the work for "
-                  + what
-                  + " ended the inbox transaction itself (commit or rollback), so its effect and"
-                  + " the dedupe record may not have committed together; the work must leave"
-                  + " commit and rollback to the inbox");
-    };
   }
 
   /** Rolls back; on failure adds the failure to {@code cause}. Returns whether it rolled back. */

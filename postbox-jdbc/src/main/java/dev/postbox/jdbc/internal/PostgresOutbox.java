@@ -120,6 +120,11 @@ public final class PostgresOutbox implements Outbox {
                     PostgresOutbox.this.writeAll(c, messages);
                   }
                 });
+        RuntimeException refused =
+            Transactions.cannotCommit(c, "the outbox transaction", OutboxException::new);
+        if (refused != null) {
+          throw refused; // rolled back below: a swallowed failure must not look like a commit
+        }
         c.commit();
         return result;
       } catch (Throwable t) {
