@@ -1,0 +1,74 @@
+package dev.postbox.demo;
+
+import dev.postbox.core.DeliveryGuarantee;
+import dev.postbox.core.Message;
+import dev.postbox.core.consumer.Ordering;
+import dev.postbox.core.consumer.Subscription;
+import dev.postbox.core.relay.Relay;
+import dev.postbox.jdbc.Outbox;
+import dev.postbox.jdbc.PostgresInboxStore;
+import dev.postbox.jdbc.PostgresRelayStore;
+import dev.postbox.kafka.KafkaRelayPublisher;
+import dev.postbox.kafka.KafkaSubscriber;
+import java.sql.Connection;
+import javax.sql.DataSource;
+
+/**
+ * The README's code snippets, kept here so that the build fails when they stop compiling. Keep both
+ * in step: the bodies below are the README's text, with the helpers it assumes stubbed at the
+ * bottom.
+ */
+@SuppressWarnings("unused")
+final class ReadmeSnippets {
+
+  void outbox(DataSource dataSource, Order order, String json) {
+    Outbox outbox = Outbox.postgres();
+    outbox.inTransaction(
+        dataSource,
+        tx -> {
+          insertOrder(tx.connection(), order); // your business change
+          tx.write(
+              Message.builder("shop.orders", "order.created")
+                  .key(order.customerId()) // ordering key
+                  .jsonPayload(json)
+                  .build());
+          return null;
+        });
+  }
+
+  void relay(DataSource dataSource) {
+    Relay relay =
+        Relay.builder(
+                PostgresRelayStore.create(dataSource),
+                KafkaRelayPublisher.builder("localhost:9092").build())
+            .build();
+    relay.start(); // ... relay.close() on shutdown
+  }
+
+  void consumer(DataSource dataSource, String sku, long version, int quantity) {
+    Subscription inventory =
+        Subscription.builder("inventory") // consumer group = inbox name
+            .topics("shop.orders")
+            .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
+            .ordering(Ordering.KEY) // per-key order, keys in parallel
+            .concurrency(64)
+            .build();
+    KafkaSubscriber subscriber =
+        KafkaSubscriber.builder("localhost:9092", inventory)
+            .inbox(PostgresInboxStore.create(dataSource))
+            .handler(delivery -> {
+              Connection tx = delivery.connection().orElseThrow(); // the inbox transaction
+              if (delivery.advanceVersion("sku:" + sku, version)) { // skip older events
+                deductStock(tx, sku, quantity); // commits with the dedupe record
+              }
+            })
+            .build();
+    subscriber.start(); // ... subscriber.close() drains, commits and leaves the group
+  }
+
+  record Order(String customerId) {}
+
+  private static void insertOrder(Connection c, Order order) {}
+
+  private static void deductStock(Connection c, String sku, int quantity) {}
+}
