@@ -2,8 +2,8 @@ package dev.postbox.kafka;
 
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.Message;
+import dev.postbox.kafka.internal.ClientSettings;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -75,14 +75,10 @@ public final class KafkaAtMostOncePublisher implements AutoCloseable {
 
   /** Builds a {@link KafkaAtMostOncePublisher}. Not thread-safe. */
   public static final class Builder {
-    private final Map<String, Object> config = new HashMap<>();
+    private final ClientSettings config;
 
     private Builder(String bootstrapServers) {
-      Objects.requireNonNull(bootstrapServers, "bootstrapServers");
-      if (bootstrapServers.isBlank()) {
-        throw new IllegalArgumentException("bootstrapServers must not be blank");
-      }
-      config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+      config = new ClientSettings(bootstrapServers);
       config.put(ProducerConfig.LINGER_MS_CONFIG, 5);
       config.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 1000);
       config.put(ProducerConfig.CLIENT_ID_CONFIG, "postbox-at-most-once");
@@ -90,31 +86,27 @@ public final class KafkaAtMostOncePublisher implements AutoCloseable {
 
     /** Sets a producer property; {@code acks}, {@code retries} and idempotence are fixed. */
     public Builder producerProperty(String name, Object value) {
-      Objects.requireNonNull(name, "name");
-      Objects.requireNonNull(value, "value");
       config.put(name, value);
       return this;
     }
 
     /** Validates and builds the publisher (creates its producer). */
     public KafkaAtMostOncePublisher build() {
-      for (String fixed :
-          List.of(
-              ProducerConfig.ACKS_CONFIG,
-              ProducerConfig.RETRIES_CONFIG,
-              ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
-              ProducerConfig.TRANSACTIONAL_ID_CONFIG)) {
-        if (config.containsKey(fixed)) {
-          throw new IllegalArgumentException(
-              fixed
-                  + " is fixed for at-most-once publishing (acks=0, no retries) and cannot be set");
-        }
-      }
-      Map<String, Object> c = new HashMap<>(config);
-      c.put(ProducerConfig.ACKS_CONFIG, "0");
-      c.put(ProducerConfig.RETRIES_CONFIG, 0);
-      c.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, false);
-      return new KafkaAtMostOncePublisher(c);
+      return new KafkaAtMostOncePublisher(
+          config.build(
+              List.of(
+                  ProducerConfig.ACKS_CONFIG,
+                  ProducerConfig.RETRIES_CONFIG,
+                  ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+                  ProducerConfig.TRANSACTIONAL_ID_CONFIG),
+              Map.of(
+                  ProducerConfig.ACKS_CONFIG,
+                  "0",
+                  ProducerConfig.RETRIES_CONFIG,
+                  0,
+                  ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+                  false),
+              "at-most-once publishing: acks=0, no retries"));
     }
   }
 }

@@ -3,12 +3,11 @@ package dev.postbox.kafka;
 import dev.postbox.core.CrashPoints;
 import dev.postbox.core.Message;
 import dev.postbox.core.spi.RelayPublisher;
+import dev.postbox.kafka.internal.ClientSettings;
 import java.time.Duration;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -169,14 +168,10 @@ public final class KafkaRelayPublisher implements RelayPublisher {
 
   /** Builds a {@link KafkaRelayPublisher}; validates at {@link #build()}. Not thread-safe. */
   public static final class Builder {
-    private final Map<String, Object> config = new HashMap<>();
+    private final ClientSettings config;
 
     private Builder(String bootstrapServers) {
-      Objects.requireNonNull(bootstrapServers, "bootstrapServers");
-      if (bootstrapServers.isBlank()) {
-        throw new IllegalArgumentException("bootstrapServers must not be blank");
-      }
-      config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+      config = new ClientSettings(bootstrapServers);
       config.put(ProducerConfig.LINGER_MS_CONFIG, 5);
       config.put(ProducerConfig.BATCH_SIZE_CONFIG, 131_072);
       config.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
@@ -186,8 +181,6 @@ public final class KafkaRelayPublisher implements RelayPublisher {
 
     /** Sets a producer property (for example {@code delivery.timeout.ms}, security settings). */
     public Builder producerProperty(String name, Object value) {
-      Objects.requireNonNull(name, "name");
-      Objects.requireNonNull(value, "value");
       config.put(name, value);
       return this;
     }
@@ -206,25 +199,23 @@ public final class KafkaRelayPublisher implements RelayPublisher {
 
     /** Validates and builds the publisher; the producer is created lazily on the first publish. */
     public KafkaRelayPublisher build() {
-      for (String fixed :
-          List.of(
-              ProducerConfig.ACKS_CONFIG,
-              ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
-              ProducerConfig.TRANSACTIONAL_ID_CONFIG)) {
-        if (config.containsKey(fixed)) {
-          throw new IllegalArgumentException(
-              fixed + " is fixed by the relay (acks=all, idempotence on) and cannot be set");
-        }
-      }
       Object inflight = config.get(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION);
       if (inflight != null && Integer.parseInt(inflight.toString()) > 5) {
         throw new IllegalArgumentException(
             "max.in.flight.requests.per.connection must be <= 5 to keep order, was " + inflight);
       }
-      Map<String, Object> c = new HashMap<>(config);
-      c.put(ProducerConfig.ACKS_CONFIG, "all");
-      c.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
-      return new KafkaRelayPublisher(c);
+      return new KafkaRelayPublisher(
+          config.build(
+              List.of(
+                  ProducerConfig.ACKS_CONFIG,
+                  ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+                  ProducerConfig.TRANSACTIONAL_ID_CONFIG),
+              Map.of(
+                  ProducerConfig.ACKS_CONFIG,
+                  "all",
+                  ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+                  true),
+              "the relay needs acks=all and idempotence"));
     }
   }
 }
