@@ -22,27 +22,12 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 @PostboxTest
-class ConsumerFeaturesIT {
+class ConsumerFeaturesIT extends Subscribers {
 
   record OrderCreated(String key, long seq) {}
-
-  private final List<KafkaSubscriber> subscribers = new ArrayList<>();
-
-  @AfterEach
-  void close() {
-    subscribers.forEach(KafkaSubscriber::close);
-  }
-
-  private KafkaSubscriber start(KafkaSubscriber.Builder b) {
-    KafkaSubscriber s = b.build();
-    subscribers.add(s);
-    s.start();
-    return s;
-  }
 
   @Test
   void batchModeAppliesBatchesInOneTransactionAndFallsBackForAPoisonRecord(PostboxTestContext ctx)

@@ -21,27 +21,12 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 @PostboxTest
-class ConsumerIT {
-
-  private final List<KafkaSubscriber> subscribers = new ArrayList<>();
-
-  @AfterEach
-  void close() {
-    subscribers.forEach(KafkaSubscriber::close);
-  }
-
-  private KafkaSubscriber start(KafkaSubscriber.Builder b) {
-    KafkaSubscriber s = b.build();
-    subscribers.add(s);
-    s.start();
-    return s;
-  }
+class ConsumerIT extends Subscribers {
 
   /** A subscriber whose handler applies the effect the way its guarantee allows. */
   private KafkaSubscriber start(
