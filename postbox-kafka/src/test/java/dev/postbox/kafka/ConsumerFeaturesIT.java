@@ -208,4 +208,46 @@ class ConsumerFeaturesIT extends Subscribers {
               .handler(d -> {}));
     }
   }
+
+  @Test
+  void partitionOrderingRunsOneRecordAtATimePerPartitionInOffsetOrder(PostboxTestContext ctx)
+      throws Exception {
+    String topic = ctx.topic("orders", 3);
+    try (Effects fx = new Effects(ctx.dataSource(), ctx.bootstrapServers())) {
+      List<Message> ms = new ArrayList<>();
+      for (int i = 0; i < 600; i++) {
+        ms.add(
+            Effects.message(topic, "k" + i, i)); // all keys differ: KEY ordering would overlap them
+      }
+      fx.publishAll(ms);
+      Map<Integer, AtomicInteger> running = new java.util.concurrent.ConcurrentHashMap<>();
+      Map<Integer, List<Long>> offsets = new java.util.concurrent.ConcurrentHashMap<>();
+      AtomicInteger overlaps = new AtomicInteger();
+      KafkaSubscriber s =
+          start(
+              KafkaSubscriber.builder(
+                      ctx.bootstrapServers(),
+                      Subscription.builder("by-partition")
+                          .topics(topic)
+                          .ordering(dev.postbox.core.consumer.Ordering.PARTITION)
+                          .concurrency(16)
+                          .build())
+                  .handler(d -> {
+                    AtomicInteger r =
+                        running.computeIfAbsent(d.partition(), p -> new AtomicInteger());
+                    if (r.incrementAndGet() > 1) {
+                      overlaps.incrementAndGet();
+                    }
+                    Thread.yield();
+                    offsets
+                        .computeIfAbsent(d.partition(), p -> new CopyOnWriteArrayList<>())
+                        .add(d.offset());
+                    r.decrementAndGet();
+                  }));
+      await().atMost(Duration.ofSeconds(60)).until(() -> s.stats().applied() == 600);
+      assertThat(overlaps.get()).isZero();
+      offsets.forEach((p, list) -> assertThat(list).as("partition " + p).isSorted());
+      assertThat(offsets.values().stream().mapToInt(List::size).sum()).isEqualTo(600);
+    }
+  }
 }
