@@ -10,6 +10,36 @@ import java.nio.file.Path;
 /**
  * The demo's report. Its JSON keys are a published interface ({@code ./postbox demo --report-json
  * FILE}): keys are only ever added, never renamed or removed.
+ *
+ * <p>The topic figures ({@code committed} to {@code unexpected}) come from a consumer that reads
+ * the whole orders topic; {@code topic_duplicates} includes the second copy of every {@code
+ * order.created}, which the relays publish twice on purpose, and the copies a relay crash adds.
+ *
+ * <p>The inventory figures come from the shop's database after the inventory service stopped (the
+ * source of truth, and it survives the injected crash of the inventory process):
+ *
+ * <ul>
+ *   <li>{@code effects_applied}: distinct message ids in {@code inventory_effects}, the audit row
+ *       the inventory writes in the transaction of each stock deduction; must equal {@code orders};
+ *   <li>{@code duplicate_effects}: rows of {@code inventory_effects} minus distinct message ids
+ *       (that table has no unique constraint, so a message applied twice would show here); must be
+ *       0;
+ *   <li>{@code duplicates_suppressed}: rows of {@code inventory_suppressed}, one per delivery that
+ *       the inventory's inbox recognised as already applied (written as soon as the inbox said so,
+ *       before the delivery's offset could be committed); must be above 0, which proves duplicates
+ *       reached the inventory;
+ *   <li>{@code duplicates_delivered}: finished deliveries of {@code order.created} to the inventory
+ *       (each left one row: an effect or a suppression) minus distinct messages; the topic's
+ *       duplicates plus redeliveries after the inventory's crash. It is {@code
+ *       duplicates_suppressed + duplicate_effects} when all is well;
+ *   <li>{@code stock_expected}: the seeded stock of all products minus the quantities of all
+ *       committed orders; {@code stock_actual}: the sum of the products' stock; must be equal.
+ * </ul>
+ *
+ * <p>{@code ok} requires all of that, the topic checks ({@code missing}, {@code order_violations},
+ * {@code unexpected} all 0) and that the injected crashes fired; {@code inconclusive} is true when
+ * everything held but an armed crash ({@code relay_crashes}, {@code consumer_crashes}) did not
+ * fire.
  */
 public record DemoReport(
     @JsonProperty("orders") long orders,
@@ -28,7 +58,14 @@ public record DemoReport(
     @JsonProperty("publish_latency_ms_p99") double publishLatencyMsP99,
     @JsonProperty("publish_latency_ms_max") double publishLatencyMsMax,
     @JsonProperty("ok") boolean ok,
-    @JsonProperty("inconclusive") boolean inconclusive) {
+    @JsonProperty("inconclusive") boolean inconclusive,
+    @JsonProperty("consumer_crashes") int consumerCrashes,
+    @JsonProperty("duplicates_delivered") long duplicatesDelivered,
+    @JsonProperty("duplicates_suppressed") long duplicatesSuppressed,
+    @JsonProperty("effects_applied") long effectsApplied,
+    @JsonProperty("duplicate_effects") long duplicateEffects,
+    @JsonProperty("stock_expected") long stockExpected,
+    @JsonProperty("stock_actual") long stockActual) {
 
   /** Writes the report as JSON. */
   public void writeJson(Path file) throws IOException {
@@ -43,17 +80,29 @@ public record DemoReport(
   public String toText() {
     return String.join(
         "\n",
-        "Postbox demo: the shop's orders service, outbox relays and a consumer",
+        "Postbox demo: the shop's orders and inventory services, outbox relays and a consumer",
         String.format("  orders committed           %,d (+ %,d backlog)", orders, backlog),
         String.format("  events committed           %,d", committed),
         String.format("  events published (distinct) %,d", published),
         String.format("  events missing             %,d   (must be 0)", missing),
         String.format("  per-key order violations   %,d   (must be 0)", orderViolations),
         String.format(
-            "  duplicates on the topic    %,d   (expected > 0 after a relay crash)",
+            "  duplicates on the topic    %,d   (each order.created is published twice; a relay"
+                + " crash adds more)",
             topicDuplicates),
         String.format("  unexpected events          %,d   (must be 0)", unexpected),
         String.format("  relays / crashes injected  %d / %d", relays, relayCrashes),
+        "  inventory service (EFFECTIVELY_ONCE, its own process)",
+        String.format(
+            "    crashes injected         %d   (between an effect's commit and its offset commit)",
+            consumerCrashes),
+        String.format("    duplicates delivered     %,d", duplicatesDelivered),
+        String.format("    duplicates suppressed    %,d   (must be > 0)", duplicatesSuppressed),
+        String.format(
+            "    effects applied          %,d   (must equal orders committed)", effectsApplied),
+        String.format("    duplicate effects        %,d   (must be 0)", duplicateEffects),
+        String.format(
+            "    stock expected / actual  %,d / %,d   (must be equal)", stockExpected, stockActual),
         String.format("  relay throughput (backlog) %,.0f events/s", relayEventsPerS),
         String.format("  orders placed              %,.0f orders/s", ordersPerS),
         String.format(
@@ -62,6 +111,8 @@ public record DemoReport(
         "  result                     "
             + (ok
                 ? "OK"
-                : inconclusive ? "INCONCLUSIVE (no relay crash fired)" : "INVARIANT BROKEN"));
+                : inconclusive
+                    ? "INCONCLUSIVE (an injected crash did not fire)"
+                    : "INVARIANT BROKEN"));
   }
 }

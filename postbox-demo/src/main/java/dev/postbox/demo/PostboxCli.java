@@ -26,13 +26,19 @@ public final class PostboxCli implements Runnable {
     new CommandLine(this).usage(System.out);
   }
 
-  /** {@code postbox demo}: the shop on embedded PostgreSQL and Kafka, with a relay crash. */
+  /**
+   * {@code postbox demo}: the shop on embedded PostgreSQL and Kafka, with a relay crash and an
+   * inventory crash.
+   */
   @Command(
       name = "demo",
       mixinStandardHelpOptions = true,
       description = {
         "Runs the shop: orders + outbox in one transaction, relay processes (one killed between the broker ack"
             + " and the mark), a consumer; prints what was committed, published, missing and out of order.",
+        "The inventory service consumes order.created effectively once (the relays publish each one twice;"
+            + " its first process is killed between an effect's commit and its offset commit) and deducts"
+            + " stock; the report checks one effect per order and the final stock.",
         "Exit code: 0 all invariants held, 1 an invariant broke, 3 inconclusive (no crash fired)."
       })
   static final class Demo implements Callable<Integer> {
@@ -70,7 +76,8 @@ public final class PostboxCli implements Runnable {
     @Option(
         names = "--timeout",
         defaultValue = "PT3M",
-        description = "Longest wait for the consumer (default: ${DEFAULT-VALUE}).")
+        description =
+            "Longest wait for the consumer, and for the inventory (default: ${DEFAULT-VALUE}).")
     Duration timeout;
 
     @Option(
@@ -81,13 +88,21 @@ public final class PostboxCli implements Runnable {
                 + " (default: ${DEFAULT-VALUE}; 0: no crash).")
     int crashAtBatch;
 
+    @Option(
+        names = "--consumer-crash-at",
+        defaultValue = "300",
+        description =
+            "The first inventory process halts between an effect's commit and its offset commit at"
+                + " this delivery of order.created (default: ${DEFAULT-VALUE}; 0: no crash).")
+    int consumerCrashAt;
+
     @Option(names = "--report-json", description = "Also write the report as JSON to this file.")
     Path reportJson;
 
     @Option(
         names = "--work-dir",
         defaultValue = ".postbox/demo",
-        description = "Where relay logs go (default: ${DEFAULT-VALUE}).")
+        description = "Where relay and inventory logs go (default: ${DEFAULT-VALUE}).")
     Path workDir;
 
     @Override
@@ -97,15 +112,25 @@ public final class PostboxCli implements Runnable {
           || writers < 1
           || relays < 1
           || backlog < 0
-          || crashAtBatch < 0) {
+          || crashAtBatch < 0
+          || consumerCrashAt < 0) {
         throw new CommandLine.ParameterException(
             new CommandLine(this),
-            "orders, customers, writers and relays must be >= 1; backlog >= 0");
+            "orders, customers, writers and relays must be >= 1; backlog, crash-at-batch and"
+                + " consumer-crash-at >= 0");
       }
       DemoReport report =
           new ShopDemo(
                   new ShopDemo.Options(
-                      orders, customers, writers, relays, backlog, crashAtBatch, timeout, workDir),
+                      orders,
+                      customers,
+                      writers,
+                      relays,
+                      backlog,
+                      crashAtBatch,
+                      consumerCrashAt,
+                      timeout,
+                      workDir),
                   System.out)
               .run();
       System.out.println();

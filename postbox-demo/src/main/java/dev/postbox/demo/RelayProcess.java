@@ -3,49 +3,83 @@ package dev.postbox.demo;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.postbox.core.relay.Relay;
+import dev.postbox.core.spi.RelayPublisher;
 import dev.postbox.jdbc.PostgresRelayStore;
 import dev.postbox.kafka.KafkaRelayPublisher;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 
 /**
  * A relay as its own OS process (the way it runs in production: beside the service, or as a
  * sidecar). Arguments: JDBC URL (with the schema), Kafka bootstrap servers, instance id, lease TTL
- * in milliseconds. Runs until killed or terminated; SIGTERM closes it cleanly (marks the batch in
- * flight, releases its lanes).
+ * in milliseconds, then options: {@code --duplicate-publish=TYPE[,TYPE...]} publishes messages of
+ * those types twice on purpose (see {@link DuplicatingPublisher}). Runs until killed or terminated;
+ * SIGTERM closes it cleanly (marks the batch in flight, releases its lanes).
  */
 public final class RelayProcess {
+
+  private static final String DUPLICATE_PUBLISH = "--duplicate-publish=";
 
   private RelayProcess() {}
 
   public static void main(String[] args) throws Exception {
-    if (args.length < 3) {
+    List<String> positional = new ArrayList<>();
+    Set<String> duplicateTypes = Set.of();
+    for (String a : args) {
+      if (a.startsWith(DUPLICATE_PUBLISH)) {
+        duplicateTypes =
+            Set.copyOf(Arrays.asList(a.substring(DUPLICATE_PUBLISH.length()).split(",")));
+      } else {
+        positional.add(a);
+      }
+    }
+    if (positional.size() < 3) {
       System.err.println(
-          "usage: RelayProcess <jdbc-url> <bootstrap-servers> <instance-id> [lease-ttl-ms]");
+          "usage: RelayProcess <jdbc-url> <bootstrap-servers> <instance-id> [lease-ttl-ms]"
+              + " [--duplicate-publish=TYPE[,TYPE...]]");
       System.exit(2);
     }
-    Duration ttl = Duration.ofMillis(args.length > 3 ? Long.parseLong(args[3]) : 10_000);
+    String id = positional.get(2);
+    Duration ttl =
+        Duration.ofMillis(positional.size() > 3 ? Long.parseLong(positional.get(3)) : 10_000);
     HikariConfig hc = new HikariConfig();
-    hc.setJdbcUrl(args[0]);
+    hc.setJdbcUrl(positional.get(0));
     hc.setMaximumPoolSize(4);
-    hc.setPoolName("relay-" + args[2]);
+    hc.setPoolName("relay-" + id);
     HikariDataSource ds = new HikariDataSource(hc);
+    RelayPublisher publisher = KafkaRelayPublisher.builder(positional.get(1)).build();
+    if (!duplicateTypes.isEmpty()) {
+      publisher = new DuplicatingPublisher(publisher, duplicateTypes);
+    }
     Relay relay =
-        Relay.builder(PostgresRelayStore.create(ds), KafkaRelayPublisher.builder(args[1]).build())
-            .instanceId(args[2])
+        Relay.builder(PostgresRelayStore.create(ds), publisher)
+            .instanceId(id)
             .leaseTtl(ttl)
             .pollInterval(Duration.ofMillis(250))
             .build();
     CountDownLatch stopped = new CountDownLatch(1);
+    RelayPublisher p = publisher;
     Runtime.getRuntime()
         .addShutdownHook(
             new Thread(() -> {
               relay.close();
               ds.close();
+              if (p instanceof DuplicatingPublisher d) {
+                System.out.println(
+                    "relay " + id + " stopped; second copies published: " + d.secondCopies());
+              }
               stopped.countDown();
             }));
     relay.start();
-    System.out.println("relay " + args[2] + " started");
+    System.out.println(
+        "relay "
+            + id
+            + " started"
+            + (duplicateTypes.isEmpty() ? "" : "; publishing twice: " + duplicateTypes));
     stopped.await();
   }
 }

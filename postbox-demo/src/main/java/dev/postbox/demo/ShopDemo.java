@@ -35,9 +35,14 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -47,6 +52,13 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * {@code order.created} in the outbox, one transaction) while two relay processes publish them; a
  * consumer reads the topic. One relay is killed between the broker's acknowledgement and the mark;
  * a supervisor restarts it. The report checks that nothing is missing and per-key order held.
+ *
+ * <p>The inventory service ({@link InventoryProcess}, its own process) consumes {@code
+ * order.created} with {@code EFFECTIVELY_ONCE}, deducts stock and writes {@code stock.updated} to
+ * its outbox in the same transaction. The relays publish every {@code order.created} twice on
+ * purpose ({@link DuplicatingPublisher}), and the first inventory process is halted between an
+ * effect's commit and its offset commit; the supervisor restarts it. The report checks, from the
+ * database, that every order had exactly one effect and that the stock is what the orders say.
  */
 final class ShopDemo {
 
@@ -58,18 +70,23 @@ final class ShopDemo {
       int relays,
       int backlog,
       int crashAtBatch,
+      int consumerCrashAt,
       Duration timeout,
       Path workDir) {}
 
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final int WARMUP_ORDERS = 200;
+  private static final int PRODUCTS = 50;
+  private static final long INITIAL_STOCK = 10_000;
 
   private final Options options;
   private final PrintStream out;
   private final DeliveryHistory history = new DeliveryHistory();
+  private final List<Observation> observations = new ArrayList<>(); // guarded by itself
   private final Map<UUID, Long> commitNanos = new ConcurrentHashMap<>();
   private final Map<UUID, Long> receiveNanos = new ConcurrentHashMap<>();
   private final AtomicInteger crashes = new AtomicInteger();
+  private final AtomicInteger consumerCrashes = new AtomicInteger();
 
   ShopDemo(Options options, PrintStream out) {
     this.options = options;
@@ -87,7 +104,10 @@ final class ShopDemo {
 
     String schema = pg.createSchema("shop");
     String topic = "shop.orders." + schema;
+    String stockTopic = "shop.stock." + schema;
+    String inventory = "inventory-" + schema; // group ids are broker-wide; schemas are not
     kafka.createTopic(topic, 6);
+    kafka.createTopic(stockTopic, 3);
     try (HikariDataSource ds = pg.dataSource(schema, options.writers() + 2)) {
       PostboxMigrations.migrate(ds);
       createShopTables(ds);
@@ -97,12 +117,14 @@ final class ShopDemo {
           Thread.ofPlatform()
               .name("shop-consumer")
               .start(() -> consume(kafka.bootstrapServers(), topic, consuming));
-      Supervisor relays = new Supervisor(pg.jdbcUrl(schema), kafka.bootstrapServers());
+      Supervisor supervisor =
+          new Supervisor(
+              pg.jdbcUrl(schema), kafka.bootstrapServers(), topic, stockTopic, inventory);
       try {
-        relays.start();
+        supervisor.start();
 
         // Warm-up: freshly started relay JVMs connect, fetch metadata and JIT-compile on their
-        // first batches.
+        // first batches; the inventory's injected crash usually fires here.
         // These orders are checked like all others but left out of the latency figures.
         placeOrders(ds, topic, WARMUP_ORDERS, false);
         awaitConsumed(WARMUP_ORDERS);
@@ -115,28 +137,43 @@ final class ShopDemo {
             "placed %,d orders in %.1f s with %d writers; waiting for the consumer%n",
             options.orders(), placeSeconds, options.writers());
         awaitConsumed(WARMUP_ORDERS + options.orders());
+        // The inventory is slower than the orders service (it receives every order twice, and it
+        // restarts once); let it catch up so that it does not compete with the relays below.
+        awaitInventory(ds, kafka.bootstrapServers(), inventory, topic, "caught up");
 
         // Phase 2: a backlog written while the relays are paused (SIGSTOP), then drained (relay
         // throughput).
         double relayRate = 0;
         if (options.backlog() > 0) {
-          relays.pauseAll();
+          supervisor.pauseRelays();
           writeBacklog(ds, topic);
           long p2 = System.nanoTime();
-          relays.resumeAll();
+          supervisor.resumeRelays();
           awaitConsumed(WARMUP_ORDERS + options.orders() + options.backlog());
           relayRate = options.backlog() / secondsSince(p2);
           out.printf(
               "backlog of %,d events drained at %,.0f events/s%n", options.backlog(), relayRate);
         }
-        relays.stop();
+        // The backlog's events are not for the inventory (it skips their type); let it read them.
+        awaitInventory(ds, kafka.bootstrapServers(), inventory, topic, "done");
+        supervisor.stop(); // the inventory first (SIGTERM: it commits its offsets), then the relays
         consuming.set(false);
         consumer.join();
 
-        DeliveryHistory.Report h = history.report();
+        DeliveryHistory.Report h = checkObservations();
+        InventoryFigures inv = inventoryFigures(ds);
         double[] lat = latenciesMillis();
-        boolean inconclusive = options.crashAtBatch() > 0 && crashes.get() == 0;
-        boolean ok = h.ok() && !inconclusive;
+        long orders = WARMUP_ORDERS + options.orders();
+        boolean inconclusive =
+            (options.crashAtBatch() > 0 && crashes.get() == 0)
+                || (options.consumerCrashAt() > 0 && consumerCrashes.get() == 0);
+        boolean invariants =
+            h.ok()
+                && inv.effectsApplied() == orders
+                && inv.duplicateEffects() == 0
+                && inv.stockActual() == inv.stockExpected()
+                && inv.duplicatesSuppressed() > 0;
+        boolean ok = invariants && !inconclusive;
         return new DemoReport(
             WARMUP_ORDERS + options.orders(),
             options.backlog(),
@@ -154,9 +191,16 @@ final class ShopDemo {
             percentile(lat, 99),
             lat.length == 0 ? 0 : lat[lat.length - 1],
             ok,
-            inconclusive && h.ok());
+            inconclusive && invariants,
+            consumerCrashes.get(),
+            inv.duplicatesDelivered(),
+            inv.duplicatesSuppressed(),
+            inv.effectsApplied(),
+            inv.duplicateEffects(),
+            inv.stockExpected(),
+            inv.stockActual());
       } finally {
-        relays.stop();
+        supervisor.stop();
         consuming.set(false);
       }
     }
@@ -167,9 +211,31 @@ final class ShopDemo {
         Statement s = c.createStatement()) {
       s.execute("CREATE TABLE customers (id text PRIMARY KEY, orders bigint NOT NULL DEFAULT 0)");
       s.execute(
+          "CREATE TABLE products (sku text PRIMARY KEY, initial_stock bigint NOT NULL,"
+              + " stock bigint NOT NULL)");
+      s.execute(
           "CREATE TABLE orders (id uuid PRIMARY KEY, customer_id text NOT NULL REFERENCES customers,"
               + " seq bigint NOT NULL, amount_cents bigint NOT NULL,"
+              + " sku text NOT NULL REFERENCES products, quantity int NOT NULL,"
               + " created_at timestamptz NOT NULL DEFAULT now())");
+      // The inventory's audit of its effects: deliberately no unique constraint, so that a second
+      // effect of one message would be a second row (counted as a duplicate effect).
+      s.execute(
+          "CREATE TABLE inventory_effects (message_id uuid NOT NULL, order_id uuid NOT NULL,"
+              + " sku text NOT NULL, quantity int NOT NULL, incarnation int NOT NULL,"
+              + " applied_at timestamptz NOT NULL DEFAULT now())");
+      // One row per delivery the inventory's inbox suppressed as a duplicate.
+      s.execute(
+          "CREATE TABLE inventory_suppressed (message_id uuid NOT NULL, incarnation int NOT NULL,"
+              + " suppressed_at timestamptz NOT NULL DEFAULT now())");
+      s.execute(
+          "INSERT INTO products (sku, initial_stock, stock) SELECT 'sku-' || lpad(g::text, 3, '0'), "
+              + INITIAL_STOCK
+              + ", "
+              + INITIAL_STOCK
+              + " FROM generate_series(1, "
+              + PRODUCTS
+              + ") g");
       s.execute(
           "INSERT INTO customers (id) SELECT 'customer-' || g FROM generate_series(1, "
               + options.customers()
@@ -233,30 +299,27 @@ final class ShopDemo {
     }
     UUID orderId = UUID.randomUUID();
     long amount = 100 + random.nextInt(10_000);
+    String sku = String.format("sku-%03d", 1 + random.nextInt(PRODUCTS));
+    int quantity = 1 + random.nextInt(5);
     try (PreparedStatement ps =
         c.prepareStatement(
-            "INSERT INTO orders (id, customer_id, seq, amount_cents) VALUES (?, ?, ?, ?)")) {
+            "INSERT INTO orders (id, customer_id, seq, amount_cents, sku, quantity)"
+                + " VALUES (?, ?, ?, ?, ?, ?)")) {
       ps.setObject(1, orderId);
       ps.setString(2, customer);
       ps.setLong(3, seq);
       ps.setLong(4, amount);
+      ps.setString(5, sku);
+      ps.setInt(6, quantity);
       ps.executeUpdate();
     }
     Message m =
-        Message.builder(topic, "order.created")
+        ShopEvents.TYPES
+            .newMessage(
+                topic, new ShopEvents.OrderCreated(orderId, customer, seq, amount, sku, quantity))
             .key(customer)
             .source("/shop/orders")
             .header("seq", Long.toString(seq))
-            .jsonPayload(
-                "{\"orderId\":\""
-                    + orderId
-                    + "\",\"customerId\":\""
-                    + customer
-                    + "\",\"seq\":"
-                    + seq
-                    + ",\"amountCents\":"
-                    + amount
-                    + "}")
             .build();
     outbox.write(c, m);
     return m;
@@ -323,13 +386,35 @@ final class ShopDemo {
           Message m = KafkaRecords.fromRecord(r);
           JsonNode body = JSON.readTree(m.payload().unsafeBytes());
           receiveNanos.putIfAbsent(m.id(), now);
-          synchronized (history) {
-            history.observed(m.key().orElseThrow(), body.get("seq").asLong(), m.id().toString());
+          synchronized (observations) {
+            observations.add(
+                new Observation(
+                    m.key().orElseThrow(), body.get("seq").asLong(), m.id().toString()));
           }
         }
       }
     } catch (Exception e) {
       out.println("consumer failed: " + e);
+    }
+  }
+
+  /** A message as the consumer saw it, in the order it saw them. */
+  private record Observation(String key, long seq, String id) {}
+
+  /**
+   * Replays the observations into the history once every commit is recorded. (Checking each one as
+   * it arrived raced with the writers: a writer records its order after the commit returns, and the
+   * relay and consumer can be faster, which was then miscounted as an unexpected event.)
+   */
+  private DeliveryHistory.Report checkObservations() {
+    synchronized (history) {
+      synchronized (observations) {
+        for (Observation o : observations) {
+          history.observed(o.key(), o.seq(), o.id());
+        }
+        observations.clear();
+      }
+      return history.report();
     }
   }
 
@@ -368,37 +453,204 @@ final class ShopDemo {
   }
 
   /**
-   * Runs the relay processes and restarts any that dies. The first relay is armed to halt between
-   * the broker's acknowledgement and the mark at the batch given by --crash-at-batch.
+   * Waits until the inventory applied every order and has nothing left to read: every row of the
+   * orders topic is marked published (so both copies are on the topic) and the inventory's
+   * committed offsets reached the end of the topic. So late duplicates are counted too.
+   */
+  private void awaitInventory(
+      HikariDataSource ds, String bootstrap, String group, String topic, String what)
+      throws Exception {
+    long orders = WARMUP_ORDERS + options.orders();
+    long deadline = System.nanoTime() + options.timeout().toNanos();
+    long effects = 0;
+    long lag = -1;
+    Properties p = new Properties();
+    p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    long t0 = System.nanoTime();
+    try (Admin admin = Admin.create(p)) {
+      while (System.nanoTime() < deadline) {
+        effects = queryLong(ds, "SELECT count(DISTINCT message_id) FROM inventory_effects");
+        if (effects >= orders && unpublished(ds, topic) == 0) {
+          lag = lag(admin, group, topic);
+          if (lag == 0) {
+            out.printf(
+                "inventory %s: %,d orders applied, every record read (waited %.1f s)%n",
+                what, effects, secondsSince(t0));
+            return;
+          }
+        }
+        Thread.sleep(200);
+      }
+    }
+    out.printf(
+        "timed out after %s: the inventory applied %,d of %,d orders (records not yet done: %s)%n",
+        options.timeout(), effects, orders, lag < 0 ? "?" : Long.toString(lag));
+  }
+
+  private static long unpublished(HikariDataSource ds, String topic) throws Exception {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT count(*) FROM postbox_outbox"
+                    + " WHERE topic = ? AND published_at IS NULL AND failed_at IS NULL")) {
+      ps.setString(1, topic);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    }
+  }
+
+  /** Records of {@code topic} beyond the group's committed offsets. */
+  private static long lag(Admin admin, String group, String topic) throws Exception {
+    Map<TopicPartition, OffsetAndMetadata> committed =
+        admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+    int partitions =
+        admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions().size();
+    Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+    for (int i = 0; i < partitions; i++) {
+      latest.put(new TopicPartition(topic, i), OffsetSpec.latest());
+    }
+    long lag = 0;
+    for (var end : admin.listOffsets(latest).all().get().entrySet()) {
+      OffsetAndMetadata c = committed.get(end.getKey());
+      lag += end.getValue().offset() - (c == null ? 0 : c.offset());
+    }
+    return lag;
+  }
+
+  /** The inventory's outcome, read from the database (the source of truth), after it stopped. */
+  private record InventoryFigures(
+      long duplicatesDelivered,
+      long duplicatesSuppressed,
+      long effectsApplied,
+      long duplicateEffects,
+      long stockExpected,
+      long stockActual) {}
+
+  private static InventoryFigures inventoryFigures(HikariDataSource ds) throws Exception {
+    long effectRows = queryLong(ds, "SELECT count(*) FROM inventory_effects");
+    long effects = queryLong(ds, "SELECT count(DISTINCT message_id) FROM inventory_effects");
+    return new InventoryFigures(
+        // every finished delivery left one row: an effect, or a suppressed duplicate
+        queryLong(
+            ds,
+            "SELECT count(*) - count(DISTINCT message_id) FROM (SELECT message_id FROM"
+                + " inventory_effects UNION ALL SELECT message_id FROM inventory_suppressed) d"),
+        queryLong(ds, "SELECT count(*) FROM inventory_suppressed"),
+        effects,
+        effectRows - effects,
+        queryLong(
+            ds,
+            "SELECT (SELECT sum(initial_stock) FROM products)"
+                + " - (SELECT coalesce(sum(quantity), 0) FROM orders)"),
+        queryLong(ds, "SELECT sum(stock) FROM products"));
+  }
+
+  private static long queryLong(HikariDataSource ds, String sql) throws Exception {
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery(sql)) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+
+  /**
+   * Runs the relay processes and the inventory process and restarts any that dies. The first relay
+   * is armed to halt between the broker's acknowledgement and the mark at the batch given by
+   * --crash-at-batch; the first inventory process is armed to halt between an effect's commit and
+   * its offset commit at the delivery given by --consumer-crash-at.
    */
   private final class Supervisor {
     private final String jdbcUrl;
     private final String bootstrap;
-    private final List<ChildJvm> children = new ArrayList<>();
+    private final String ordersTopic;
+    private final String stockTopic;
+    private final String inventoryGroup;
+    private final List<Member> members = new ArrayList<>();
     private final AtomicBoolean running = new AtomicBoolean();
+    private int inventoryIncarnations;
     private Thread thread;
 
-    Supervisor(String jdbcUrl, String bootstrap) {
+    Supervisor(
+        String jdbcUrl,
+        String bootstrap,
+        String ordersTopic,
+        String stockTopic,
+        String inventoryGroup) {
       this.jdbcUrl = jdbcUrl;
       this.bootstrap = bootstrap;
+      this.ordersTopic = ordersTopic;
+      this.stockTopic = stockTopic;
+      this.inventoryGroup = inventoryGroup;
+    }
+
+    /** A supervised process. */
+    private final class Member {
+      final String name;
+      final boolean relay;
+      final String crash; // what a halt at its crash point means
+      final AtomicInteger crashes;
+      final Function<Boolean, ChildJvm> launcher; // armed? -> started process
+      ChildJvm jvm;
+
+      Member(
+          String name,
+          boolean relay,
+          String crash,
+          AtomicInteger crashes,
+          Function<Boolean, ChildJvm> launcher) {
+        this.name = name;
+        this.relay = relay;
+        this.crash = crash;
+        this.crashes = crashes;
+        this.launcher = launcher;
+      }
     }
 
     void start() {
       running.set(true);
       for (int i = 0; i < options.relays(); i++) {
-        children.add(launch(i, i == 0 && options.crashAtBatch() > 0));
+        int index = i;
+        members.add(
+            new Member(
+                relayId(i),
+                true,
+                "relay.after-ack-before-mark (acked, not marked)",
+                crashes,
+                armed -> launchRelay(index, armed)));
       }
-      for (ChildJvm c : children) {
-        c.awaitLogLine("started", Duration.ofSeconds(60));
+      members.add(
+          new Member(
+              "inventory",
+              false,
+              "consumer.after-effect-before-offset-commit (effect committed, offset not)",
+              consumerCrashes,
+              this::launchInventory));
+      for (Member m : members) {
+        boolean armed =
+            m.relay
+                ? m.name.equals(relayId(0)) && options.crashAtBatch() > 0
+                : options.consumerCrashAt() > 0;
+        m.jvm = m.launcher.apply(armed);
       }
-      thread = Thread.ofPlatform().name("relay-supervisor").daemon(true).start(this::watch);
+      for (Member m : members) {
+        m.jvm.awaitLogLine("started", Duration.ofSeconds(60));
+      }
+      thread = Thread.ofPlatform().name("supervisor").daemon(true).start(this::watch);
     }
 
-    private ChildJvm launch(int i, boolean armed) {
-      String id = "relay-" + (char) ('a' + i);
+    private static String relayId(int i) {
+      return "relay-" + (char) ('a' + i);
+    }
+
+    private ChildJvm launchRelay(int i, boolean armed) {
+      String id = relayId(i);
       ChildJvm.Builder b =
           ChildJvm.builder(RelayProcess.class)
-              .args(jdbcUrl, bootstrap, id, "3000")
+              .args(
+                  jdbcUrl, bootstrap, id, "3000", "--duplicate-publish=" + ShopEvents.ORDER_CREATED)
               .jvmOptions(
                   "-Xmx256m",
                   "--enable-native-access=ALL-UNNAMED",
@@ -411,24 +663,43 @@ final class ShopDemo {
       return b.start();
     }
 
+    private ChildJvm launchInventory(boolean armed) {
+      int incarnation = ++inventoryIncarnations;
+      ChildJvm.Builder b =
+          ChildJvm.builder(InventoryProcess.class)
+              .args(
+                  jdbcUrl,
+                  bootstrap,
+                  ordersTopic,
+                  stockTopic,
+                  inventoryGroup,
+                  Integer.toString(incarnation))
+              .jvmOptions(
+                  "-Xmx256m",
+                  "--enable-native-access=ALL-UNNAMED",
+                  "-Dorg.slf4j.simpleLogger.log.dev.postbox=debug")
+              .log(options.workDir().resolve("inventory.log"));
+      if (armed) {
+        b.systemProperty(
+            CrashPoints.PROPERTY,
+            "consumer.after-effect-before-offset-commit@" + options.consumerCrashAt());
+      }
+      return b.start();
+    }
+
     private void watch() {
       while (running.get()) {
         synchronized (this) {
-          for (int i = 0; i < children.size(); i++) {
-            ChildJvm c = children.get(i);
-            if (!c.isAlive() && running.get()) {
-              int code = c.exitCode().orElse(-1);
+          for (Member m : members) {
+            if (!m.jvm.isAlive() && running.get()) {
+              int code = m.jvm.exitCode().orElse(-1);
               if (code == CrashPoints.EXIT_CODE) {
-                crashes.incrementAndGet();
-                out.printf(
-                    "relay-%s halted at crash point relay.after-ack-before-mark (acked, not marked); restarting%n",
-                    (char) ('a' + i));
+                m.crashes.incrementAndGet();
+                out.printf("%s halted at crash point %s; restarting%n", m.name, m.crash);
               } else {
-                out.printf(
-                    "relay-%s exited with %d; restarting (log: %s)%n",
-                    (char) ('a' + i), code, c.log());
+                out.printf("%s exited with %d; restarting (log: %s)%n", m.name, code, m.jvm.log());
               }
-              children.set(i, launch(i, false));
+              m.jvm = m.launcher.apply(false);
             }
           }
         }
@@ -440,14 +711,15 @@ final class ShopDemo {
       }
     }
 
-    synchronized void pauseAll() {
-      children.forEach(ChildJvm::pause);
+    synchronized void pauseRelays() {
+      members.stream().filter(m -> m.relay).forEach(m -> m.jvm.pause());
     }
 
-    synchronized void resumeAll() {
-      children.forEach(ChildJvm::resume);
+    synchronized void resumeRelays() {
+      members.stream().filter(m -> m.relay).forEach(m -> m.jvm.resume());
     }
 
+    /** Stops the inventory first (so that it commits its offsets), then the relays. */
     void stop() throws InterruptedException {
       if (!running.getAndSet(false)) {
         return;
@@ -457,11 +729,16 @@ final class ShopDemo {
         thread.join();
       }
       synchronized (this) {
-        for (ChildJvm c : children) {
-          if (c.isPaused()) {
-            c.resume();
+        List<Member> order = new ArrayList<>(members.stream().filter(m -> !m.relay).toList());
+        order.addAll(members.stream().filter(m -> m.relay).toList());
+        for (Member m : order) {
+          if (m.jvm == null) {
+            continue;
           }
-          c.terminate(Duration.ofSeconds(20));
+          if (m.jvm.isPaused()) {
+            m.jvm.resume();
+          }
+          m.jvm.terminate(Duration.ofSeconds(20));
         }
       }
     }

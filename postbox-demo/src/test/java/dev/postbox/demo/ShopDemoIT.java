@@ -14,25 +14,42 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The demo, small: relay processes, one halted between ack and mark, and the published JSON report.
+ * The demo, small: relay processes (one halted between ack and mark, all publishing each
+ * order.created twice), the inventory process (halted once between an effect's commit and its
+ * offset commit) and the published JSON report.
  */
 class ShopDemoIT {
 
   @Test
-  void theShopLosesNothingAndKeepsOrderThroughARelayCrash(@TempDir Path dir) throws Exception {
+  void theShopLosesNothingKeepsOrderAndAppliesEachOrderOnceThroughCrashes(@TempDir Path dir)
+      throws Exception {
     ByteArrayOutputStream log = new ByteArrayOutputStream();
     DemoReport report =
         new ShopDemo(
-                new ShopDemo.Options(600, 30, 3, 2, 2000, 3, Duration.ofMinutes(2), dir),
+                new ShopDemo.Options(600, 30, 3, 2, 2000, 3, 150, Duration.ofMinutes(2), dir),
                 new PrintStream(log, true, StandardCharsets.UTF_8))
             .run();
-    assertThat(report.relayCrashes()).as(log.toString(StandardCharsets.UTF_8)).isEqualTo(1);
+    String output = log.toString(StandardCharsets.UTF_8);
+    assertThat(report.relayCrashes()).as(output).isEqualTo(1);
+    assertThat(report.consumerCrashes()).as(output).isEqualTo(1);
     assertThat(report.missing()).isZero();
     assertThat(report.orderViolations()).isZero();
     assertThat(report.unexpected()).isZero();
     assertThat(report.committed()).isEqualTo(200 + 600 + 2000);
     assertThat(report.published()).isEqualTo(report.committed());
-    assertThat(report.ok()).isTrue();
+    assertThat(report.topicDuplicates())
+        .as("every order.created is published twice")
+        .isGreaterThanOrEqualTo(200 + 600);
+
+    assertThat(report.effectsApplied()).as(output).isEqualTo(report.orders());
+    assertThat(report.duplicateEffects()).isZero();
+    assertThat(report.duplicatesSuppressed()).isGreaterThanOrEqualTo(200 + 600);
+    assertThat(report.duplicatesDelivered())
+        .isEqualTo(report.duplicatesSuppressed() + report.duplicateEffects());
+    assertThat(report.stockActual()).isEqualTo(report.stockExpected());
+    assertThat(report.stockExpected()).isLessThan(50 * 10_000L);
+    assertThat(report.ok()).as(report.toText()).isTrue();
+    assertThat(report.inconclusive()).isFalse();
     assertThat(report.relayEventsPerS()).isPositive();
 
     Path json = dir.resolve("report.json");
@@ -46,9 +63,18 @@ class ShopDemoIT {
           "order_violations",
           "topic_duplicates",
           "relay_events_per_s",
-          "publish_latency_ms_p99"
+          "publish_latency_ms_p99",
+          "relay_crashes",
+          "ok",
+          "effects_applied",
+          "duplicates_suppressed",
+          "duplicate_effects",
+          "stock_expected",
+          "stock_actual"
         }) {
       assertThat(node.has(key)).as(key).isTrue();
     }
+    assertThat(node.get("effects_applied").asLong()).isEqualTo(200 + 600);
+    assertThat(node.get("stock_actual").asLong()).isEqualTo(node.get("stock_expected").asLong());
   }
 }

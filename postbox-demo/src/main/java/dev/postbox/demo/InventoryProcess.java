@@ -1,0 +1,199 @@
+package dev.postbox.demo;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.postbox.core.DeliveryGuarantee;
+import dev.postbox.core.PermanentMessageException;
+import dev.postbox.core.consumer.Delivery;
+import dev.postbox.core.consumer.Subscription;
+import dev.postbox.core.spi.InboxStore;
+import dev.postbox.demo.ShopEvents.OrderCreated;
+import dev.postbox.demo.ShopEvents.StockUpdated;
+import dev.postbox.jdbc.Outbox;
+import dev.postbox.jdbc.PostgresInboxStore;
+import dev.postbox.kafka.KafkaSubscriber;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import javax.sql.DataSource;
+
+/**
+ * The shop's inventory service as its own OS process: consumes {@code order.created} with {@code
+ * EFFECTIVELY_ONCE} and, in the inbox transaction of each order, deducts the stock ({@code stock =
+ * stock - n}: not idempotent, so a second effect would show), records the effect in {@code
+ * inventory_effects} (no unique constraint, so a second effect would be a second row) and writes
+ * {@code stock.updated} (key: the sku) to its outbox, which the relays publish. Other event types
+ * on the topic are ignored (not registered in {@link ShopEvents#TYPES}).
+ *
+ * <p>Every delivery that the inbox suppresses as a duplicate is recorded in {@code
+ * inventory_suppressed} (autocommit) right after the inbox said so, before the delivery can finish
+ * and its offset be committed; so the record survives the demo's crash between the effect commit
+ * and the offset commit, which the in-memory {@code ConsumerStats} of the halted process would not.
+ *
+ * <p>Arguments: JDBC URL (with the schema), Kafka bootstrap servers, orders topic, stock topic,
+ * subscription (consumer group) name, incarnation number (1 for the first process, then 2, 3... for
+ * restarts). Runs until killed or terminated; SIGTERM lets records in flight finish, commits their
+ * offsets and prints the subscription's counters.
+ */
+public final class InventoryProcess {
+
+  private static final int CONCURRENCY = 8;
+
+  private InventoryProcess() {}
+
+  public static void main(String[] args) throws Exception {
+    if (args.length != 6) {
+      System.err.println(
+          "usage: InventoryProcess <jdbc-url> <bootstrap-servers> <orders-topic> <stock-topic>"
+              + " <subscription> <incarnation>");
+      System.exit(2);
+    }
+    String stockTopic = args[3];
+    String name = args[4];
+    int incarnation = Integer.parseInt(args[5]);
+    HikariConfig hc = new HikariConfig();
+    hc.setJdbcUrl(args[0]);
+    hc.setMaximumPoolSize(CONCURRENCY + 2);
+    hc.setPoolName("inventory-" + incarnation);
+    HikariDataSource ds = new HikariDataSource(hc);
+    Outbox outbox = Outbox.postgres();
+    Subscription subscription =
+        Subscription.builder(name)
+            .topics(args[2])
+            .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
+            .eventTypes(ShopEvents.TYPES)
+            .concurrency(CONCURRENCY)
+            .build();
+    KafkaSubscriber subscriber =
+        KafkaSubscriber.builder(args[1], subscription)
+            .inbox(new RecordingInbox(PostgresInboxStore.create(ds), ds, incarnation))
+            // Static membership: a restarted process takes over its predecessor's partitions at
+            // once, instead of waiting for the dead member's session to time out.
+            .consumerProperty("group.instance.id", name + "-1")
+            // a member that dies for good is noticed after 6 s (the broker's minimum), not 45 s
+            .consumerProperty("session.timeout.ms", 6000)
+            .handler(d -> deductStock(d, outbox, stockTopic, incarnation))
+            .build();
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(() -> {
+              subscriber.close();
+              System.out.println(
+                  "inventory incarnation " + incarnation + " stopped: " + subscriber.stats());
+              ds.close();
+              stopped.countDown();
+            }));
+    subscriber.start();
+    System.out.println("inventory " + name + " incarnation " + incarnation + " started");
+    stopped.await(); // SIGTERM runs the hook above; a crash point halts the JVM without it
+  }
+
+  /** The effect of one order, on the inbox transaction's connection. */
+  static void deductStock(Delivery delivery, Outbox outbox, String stockTopic, int incarnation)
+      throws Exception {
+    OrderCreated order = delivery.event(OrderCreated.class);
+    Connection c = delivery.connection().orElseThrow();
+    long stock;
+    try (PreparedStatement ps =
+        c.prepareStatement("UPDATE products SET stock = stock - ? WHERE sku = ? RETURNING stock")) {
+      ps.setInt(1, order.quantity());
+      ps.setString(2, order.sku());
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          throw new PermanentMessageException("unknown sku " + order.sku());
+        }
+        stock = rs.getLong(1);
+      }
+    }
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "INSERT INTO inventory_effects (message_id, order_id, sku, quantity, incarnation)"
+                + " VALUES (?, ?, ?, ?, ?)")) {
+      ps.setObject(1, delivery.message().id());
+      ps.setObject(2, order.orderId());
+      ps.setString(3, order.sku());
+      ps.setInt(4, order.quantity());
+      ps.setInt(5, incarnation);
+      ps.executeUpdate();
+    }
+    outbox.write(
+        c,
+        ShopEvents.TYPES
+            .newMessage(
+                stockTopic,
+                new StockUpdated(order.sku(), -order.quantity(), stock, order.orderId()))
+            .key(order.sku())
+            .source("/shop/inventory")
+            .causedBy(delivery.message())
+            .build());
+  }
+
+  /**
+   * The PostgreSQL inbox, plus a row in {@code inventory_suppressed} for every delivery it
+   * suppresses as a duplicate.
+   */
+  static final class RecordingInbox implements InboxStore {
+    private final InboxStore inbox;
+    private final DataSource dataSource;
+    private final int incarnation;
+
+    RecordingInbox(InboxStore inbox, DataSource dataSource, int incarnation) {
+      this.inbox = inbox;
+      this.dataSource = dataSource;
+      this.incarnation = incarnation;
+    }
+
+    @Override
+    public boolean processOnce(String consumer, UUID messageId, Work work) throws Exception {
+      boolean fresh = inbox.processOnce(consumer, messageId, work);
+      if (!fresh) {
+        recordSuppressed(List.of(messageId));
+      }
+      return fresh;
+    }
+
+    @Override
+    public Set<UUID> processBatch(String consumer, List<UUID> messageIds, BatchWork work)
+        throws Exception {
+      Set<UUID> fresh = inbox.processBatch(consumer, messageIds, work);
+      Set<UUID> unclaimed = new HashSet<>(fresh);
+      recordSuppressed(messageIds.stream().filter(id -> !unclaimed.remove(id)).toList());
+      return fresh;
+    }
+
+    @Override
+    public boolean advanceVersion(Connection connection, String entity, long version)
+        throws Exception {
+      return inbox.advanceVersion(connection, entity, version);
+    }
+
+    @Override
+    public int purge(String consumer, Duration age, int limit) {
+      return inbox.purge(consumer, age, limit);
+    }
+
+    private void recordSuppressed(List<UUID> ids) throws Exception {
+      if (ids.isEmpty()) {
+        return;
+      }
+      try (Connection c = dataSource.getConnection();
+          PreparedStatement ps =
+              c.prepareStatement(
+                  "INSERT INTO inventory_suppressed (message_id, incarnation) VALUES (?, ?)")) {
+        for (UUID id : ids) {
+          ps.setObject(1, id);
+          ps.setInt(2, incarnation);
+          ps.addBatch();
+        }
+        ps.executeBatch();
+      }
+    }
+  }
+}
