@@ -10,6 +10,7 @@ import dev.postbox.core.internal.DeliveryProcessor;
 import dev.postbox.core.internal.DeliveryProcessor.Incoming;
 import dev.postbox.core.internal.KeyedExecutor;
 import dev.postbox.core.internal.OffsetTracker;
+import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.InboxStore;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -34,6 +35,7 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -93,7 +95,12 @@ public final class KafkaSubscriber implements AutoCloseable {
     this.inboxPurgeInterval = b.inboxPurgeInterval;
     this.processor =
         new DeliveryProcessor(
-            b.subscription, b.handler, b.batchHandler, Optional.ofNullable(b.inbox));
+            b.subscription,
+            b.handler,
+            b.batchHandler,
+            Optional.ofNullable(b.inbox),
+            Optional.ofNullable(b.deadLetters),
+            b.clock);
     Map<String, Object> c = new HashMap<>(b.config);
     c.put(ConsumerConfig.GROUP_ID_CONFIG, subscription.name());
     c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
@@ -357,7 +364,18 @@ public final class KafkaSubscriber implements AutoCloseable {
   }
 
   private static Incoming incoming(ConsumerRecord<byte[], byte[]> r) {
-    return new Incoming(r.topic(), r.partition(), r.offset(), () -> KafkaRecords.fromRecord(r));
+    List<DeadLetterStore.Header> headers = new ArrayList<>();
+    for (Header h : r.headers()) {
+      headers.add(new DeadLetterStore.Header(h.key(), h.value()));
+    }
+    return new Incoming(
+        r.topic(),
+        r.partition(),
+        r.offset(),
+        () -> KafkaRecords.fromRecord(r),
+        r.key(),
+        r.value(),
+        List.copyOf(headers));
   }
 
   private static String position(ConsumerRecord<?, ?> r) {
@@ -486,6 +504,8 @@ public final class KafkaSubscriber implements AutoCloseable {
     private MessageHandler handler;
     private BatchHandler batchHandler;
     private InboxStore inbox;
+    private DeadLetterStore deadLetters;
+    private java.time.Clock clock = java.time.Clock.systemUTC();
     private boolean forceInboxRetention;
     private Duration inboxPurgeInterval = Duration.ofMinutes(10);
 
@@ -516,6 +536,22 @@ public final class KafkaSubscriber implements AutoCloseable {
     /** Sets the inbox (required for {@code EFFECTIVELY_ONCE}). */
     public Builder inbox(InboxStore inbox) {
       this.inbox = Objects.requireNonNull(inbox, "inbox");
+      return this;
+    }
+
+    /**
+     * Keeps every given-up record (permanent failures at their first attempt, others when retries
+     * run out) in {@code store}, byte-identical, before its offset may be committed (default: none;
+     * given-up records are only logged).
+     */
+    public Builder deadLetters(DeadLetterStore store) {
+      this.deadLetters = Objects.requireNonNull(store, "store");
+      return this;
+    }
+
+    /** Sets the clock for failure times (default: system UTC). */
+    public Builder clock(java.time.Clock clock) {
+      this.clock = Objects.requireNonNull(clock, "clock");
       return this;
     }
 

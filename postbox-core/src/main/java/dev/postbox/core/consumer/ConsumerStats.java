@@ -13,6 +13,7 @@ package dev.postbox.core.consumer;
  * @param rejected messages rejected at the boundary (tenant, decoding), included in {@code givenUp}
  * @param abandoned records dropped unfinished because their partition was revoked or the consumer
  *     closed (they are redelivered to the next owner)
+ * @param deadLettered given-up records stored in the dead-letter store (0 without one)
  */
 public record ConsumerStats(
     long received,
@@ -23,4 +24,5 @@ public record ConsumerStats(
     long retries,
     long givenUp,
     long rejected,
-    long abandoned) {}
+    long abandoned,
+    long deadLettered) {}

@@ -17,12 +17,18 @@ public sealed interface FailureDecision {
   }
 
   /**
-   * Stop trying: the message is handed to {@link FailureHandler#onGiveUp} (dead letters plug in
-   * there) and the partition moves on.
+   * Stop trying ({@code permanent}: the failure could never succeed, so it was not retried): the
+   * message is handed to {@link FailureHandler#onGiveUp} (dead letters plug in there) and the
+   * partition moves on.
    */
-  record GiveUp(String reason) implements FailureDecision {
+  record GiveUp(String reason, boolean permanent) implements FailureDecision {
     public GiveUp {
       Objects.requireNonNull(reason, "reason");
+    }
+
+    /** Gives up after retrying (not a permanent failure). */
+    public GiveUp(String reason) {
+      this(reason, false);
     }
   }
 }

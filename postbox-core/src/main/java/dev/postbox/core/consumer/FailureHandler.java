@@ -65,7 +65,7 @@ public interface FailureHandler {
     Objects.requireNonNull(backoff, "backoff");
     return (delivery, error) -> {
       if (error instanceof PermanentMessageException) {
-        return new FailureDecision.GiveUp("permanent: " + error);
+        return new FailureDecision.GiveUp("permanent: " + error, true);
       }
       if (delivery.attempt() >= maxAttempts) {
         return new FailureDecision.GiveUp("failed " + maxAttempts + " attempts: " + error);

@@ -12,8 +12,13 @@ import dev.postbox.core.consumer.FailureDecision;
 import dev.postbox.core.consumer.MessageHandler;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.consumer.TenantRejectedException;
+import dev.postbox.core.spi.DeadLetterStore;
+import dev.postbox.core.spi.DeadLetterStore.Classification;
+import dev.postbox.core.spi.DeadLetterStore.NewDeadLetter;
 import dev.postbox.core.spi.InboxStore;
 import java.sql.Connection;
+import java.time.Clock;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -45,12 +50,21 @@ public final class DeliveryProcessor {
    * A record as read: its position and a way to decode it (which may throw {@link
    * DecodingException}).
    */
-  public record Incoming(String topic, int partition, long offset, Supplier<Message> decode) {}
+  public record Incoming(
+      String topic,
+      int partition,
+      long offset,
+      Supplier<Message> decode,
+      byte[] key,
+      byte[] value,
+      List<DeadLetterStore.Header> headers) {}
 
   private final Subscription subscription;
   private final MessageHandler handler;
   private final BatchHandler batchHandler;
   private final Optional<InboxStore> inbox;
+  private final Optional<DeadLetterStore> deadLetters;
+  private final Clock clock;
   private final Set<String> loggedUnknownTypes = ConcurrentHashMap.newKeySet();
 
   final AtomicLong received = new AtomicLong();
@@ -62,13 +76,18 @@ public final class DeliveryProcessor {
   final AtomicLong givenUp = new AtomicLong();
   final AtomicLong rejected = new AtomicLong();
   final AtomicLong abandoned = new AtomicLong();
+  final AtomicLong deadLettered = new AtomicLong();
 
   public DeliveryProcessor(
       Subscription subscription,
       MessageHandler handler,
       BatchHandler batchHandler,
-      Optional<InboxStore> inbox) {
+      Optional<InboxStore> inbox,
+      Optional<DeadLetterStore> deadLetters,
+      Clock clock) {
     this.subscription = subscription;
+    this.deadLetters = deadLetters;
+    this.clock = clock;
     this.handler = handler;
     this.batchHandler = batchHandler;
     this.inbox = inbox;
@@ -102,7 +121,8 @@ public final class DeliveryProcessor {
         retries.get(),
         givenUp.get(),
         rejected.get(),
-        abandoned.get());
+        abandoned.get(),
+        deadLettered.get());
   }
 
   /**
@@ -191,7 +211,13 @@ public final class DeliveryProcessor {
     } catch (DecodingException e) {
       rejected.incrementAndGet();
       givenUp.incrementAndGet();
-      subscription.failureHandler().onUndecodable(in.topic(), in.partition(), in.offset(), e);
+      Instant now = clock.instant();
+      storeDeadLetter(in, null, e, Classification.PERMANENT, 1, now, now);
+      try {
+        subscription.failureHandler().onUndecodable(in.topic(), in.partition(), in.offset(), e);
+      } catch (RuntimeException ex) {
+        log.error("{}: onUndecodable threw; the record is skipped", subscription.name(), ex);
+      }
       return null;
     }
     if (subscription.eventTypes().isPresent()
@@ -218,7 +244,13 @@ public final class DeliveryProcessor {
         TenantRejectedException error = new TenantRejectedException(reason);
         SimpleDelivery d = new SimpleDelivery(in, message, 1, Optional.empty());
         FailureDecision decision = subscription.failureHandler().decide(d, error);
-        giveUp(d, error, decision instanceof FailureDecision.GiveUp g ? g.reason() : reason);
+        Instant now = clock.instant();
+        giveUp(
+            d,
+            error,
+            decision instanceof FailureDecision.GiveUp g ? g.reason() : reason,
+            Classification.PERMANENT,
+            now);
         return null;
       }
     }
@@ -227,6 +259,7 @@ public final class DeliveryProcessor {
 
   private boolean applyWithRetries(
       Incoming in, Message message, MessageHandler h, BooleanSupplier owned) {
+    Instant firstFailure = null;
     for (int attempt = 1; ; attempt++) {
       if (!owned.getAsBoolean()) {
         return false;
@@ -261,10 +294,20 @@ public final class DeliveryProcessor {
         if (delivery == null) {
           delivery = new SimpleDelivery(in, message, attempt, Optional.empty());
         }
+        if (firstFailure == null) {
+          firstFailure = clock.instant(); // our own bookkeeping: never from message headers
+        }
         FailureDecision decision = subscription.failureHandler().decide(delivery, e);
         switch (decision) {
           case FailureDecision.GiveUp g -> {
-            giveUp(delivery, e, g.reason());
+            boolean permanent =
+                g.permanent() || e instanceof dev.postbox.core.PermanentMessageException;
+            giveUp(
+                delivery,
+                e,
+                g.reason(),
+                permanent ? Classification.PERMANENT : Classification.RETRIES_EXHAUSTED,
+                firstFailure);
             return true;
           }
           case FailureDecision.Retry r -> {
@@ -281,12 +324,105 @@ public final class DeliveryProcessor {
     }
   }
 
-  private void giveUp(Delivery d, Throwable error, String reason) {
+  private void giveUp(
+      Delivery d,
+      Throwable error,
+      String reason,
+      Classification classification,
+      Instant firstFailure) {
     givenUp.incrementAndGet();
+    storeDeadLetter(
+        ((SimpleDelivery) d).in,
+        d.message(),
+        error,
+        classification,
+        d.attempt(),
+        firstFailure,
+        clock.instant());
     try {
       subscription.failureHandler().onGiveUp(d, error, reason);
     } catch (RuntimeException e) {
       log.error("{}: onGiveUp threw; the message is skipped", subscription.name(), e);
+    }
+  }
+
+  /**
+   * Keeps the record, byte-identical, in the dead-letter store. Retried until it succeeds: a record
+   * is finished (its offset may be committed) only once its dead letter is safe. A crash before
+   * that redelivers it.
+   */
+  private void storeDeadLetter(
+      Incoming in,
+      Message message,
+      Throwable error,
+      Classification classification,
+      int attempts,
+      Instant firstFailure,
+      Instant lastFailure) {
+    if (deadLetters.isEmpty()) {
+      return;
+    }
+    java.io.StringWriter trace = new java.io.StringWriter();
+    error.printStackTrace(new java.io.PrintWriter(trace));
+    NewDeadLetter letter =
+        new NewDeadLetter(
+            subscription.name(),
+            in.topic(),
+            in.partition(),
+            in.offset(),
+            message == null ? Optional.empty() : Optional.of(message.id()),
+            message == null ? Optional.empty() : Optional.of(message.type()),
+            in.key(),
+            in.value(),
+            in.headers(),
+            classification,
+            error.getClass().getName(),
+            String.valueOf(error.getMessage()),
+            trace.toString(),
+            fingerprint(in.topic(), error),
+            attempts,
+            firstFailure,
+            lastFailure);
+    for (int i = 1; ; i++) {
+      try {
+        deadLetters.get().add(letter);
+        deadLettered.incrementAndGet();
+        return;
+      } catch (RuntimeException e) {
+        log.warn(
+            "{}: storing the dead letter for {}-{}@{} failed (attempt {}); retrying",
+            subscription.name(),
+            in.topic(),
+            in.partition(),
+            in.offset(),
+            i,
+            e);
+        try {
+          Thread.sleep(Math.min(5_000, 100L << Math.min(i, 6)));
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          throw new IllegalStateException("interrupted before the dead letter was stored", ie);
+        }
+      }
+    }
+  }
+
+  /** Groups similar failures: error class, message without numbers and ids, origin topic. */
+  static String fingerprint(String topic, Throwable error) {
+    String msg = String.valueOf(error.getMessage());
+    msg =
+        msg.replaceAll(
+            "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<id>");
+    msg = msg.replaceAll("\\b[0-9a-fA-F]{12,}\\b", "<hex>").replaceAll("[0-9]+", "<n>");
+    try {
+      byte[] d =
+          java.security.MessageDigest.getInstance("SHA-256")
+              .digest(
+                  (error.getClass().getName() + "|" + msg + "|" + topic)
+                      .getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      return java.util.HexFormat.of().formatHex(d, 0, 8);
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
     }
   }
 
