@@ -18,6 +18,7 @@ import dev.postbox.core.spi.DeadLetterStore.NewDeadLetter;
 import dev.postbox.core.spi.InboxStore;
 import java.sql.Connection;
 import java.time.Clock;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -312,15 +313,34 @@ public final class DeliveryProcessor {
           }
           case FailureDecision.Retry r -> {
             retries.incrementAndGet();
-            try {
-              Thread.sleep(r.delay());
-            } catch (InterruptedException ie) {
-              Thread.currentThread().interrupt();
-              return false;
+            if (!waitWhileOwned(r.delay(), owned)) {
+              return false; // revoked or closing while waiting: redelivered to the next owner
             }
           }
         }
       }
+    }
+  }
+
+  /**
+   * Waits {@code delay} in short slices; returns false as soon as the record is no longer owned.
+   */
+  private static boolean waitWhileOwned(Duration delay, BooleanSupplier owned) {
+    long deadline = System.nanoTime() + delay.toNanos();
+    try {
+      while (true) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          return true;
+        }
+        if (!owned.getAsBoolean()) {
+          return false;
+        }
+        Thread.sleep(Duration.ofNanos(Math.min(left, 50_000_000L)));
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
     }
   }
 
