@@ -41,8 +41,8 @@ class DeadLetterIT extends Subscribers {
     }
   }
 
-  private static ProducerRecord<byte[], byte[]> send(String bootstrap, ProducerRecord<byte[], byte[]> r)
-      throws Exception {
+  private static ProducerRecord<byte[], byte[]> send(
+      String bootstrap, ProducerRecord<byte[], byte[]> r) throws Exception {
     Map<String, Object> p = new HashMap<>();
     p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     try (KafkaProducer<byte[], byte[]> producer =
@@ -65,7 +65,14 @@ class DeadLetterIT extends Subscribers {
     Map<String, ProducerRecord<byte[], byte[]>> sent = new HashMap<>();
     sent.put(
         "malformed",
-        send(bs, record(Message.builder(topic, "order.created").key("a").tenant("acme").jsonPayload("{not json").build())));
+        send(
+            bs,
+            record(
+                Message.builder(topic, "order.created")
+                    .key("a")
+                    .tenant("acme")
+                    .jsonPayload("{not json")
+                    .build())));
     sent.put(
         "version",
         send(
@@ -109,13 +116,16 @@ class DeadLetterIT extends Subscribers {
                     .build())));
     ProducerRecord<byte[], byte[]> garbage =
         new ProducerRecord<>(topic, "f".getBytes(StandardCharsets.UTF_8), new byte[] {1, 2, 3});
-    garbage.headers().add("ce_type", "x".getBytes(StandardCharsets.UTF_8)); // no ce_id: not an envelope
+    garbage
+        .headers()
+        .add("ce_type", "x".getBytes(StandardCharsets.UTF_8)); // no ce_id: not an envelope
     garbage.headers().add("dup", new byte[] {9});
     garbage.headers().add("dup", new byte[] {8});
     sent.put("undecodable", send(bs, garbage));
 
     DeadLetterStore store = PostgresDeadLetterStore.create(ctx.dataSource());
-    EventTypes types = EventTypes.builder().register("order.created", 1, OrderCreated.class).build();
+    EventTypes types =
+        EventTypes.builder().register("order.created", 1, OrderCreated.class).build();
     KafkaSubscriber s =
         start(
             KafkaSubscriber.builder(
@@ -129,16 +139,15 @@ class DeadLetterIT extends Subscribers {
                                 3, new Backoff(Duration.ofMillis(10), Duration.ofMillis(10), 1, 0)))
                         .build())
                 .deadLetters(store)
-                .handler(
-                    d -> {
-                      OrderCreated o = d.event(OrderCreated.class);
-                      if (o.sku().equals("nope")) {
-                        throw new ProductMissingException(o.sku());
-                      }
-                      if (o.sku().equals("flaky")) {
-                        throw new IllegalStateException("dependency timed out after 30 ms");
-                      }
-                    }));
+                .handler(d -> {
+                  OrderCreated o = d.event(OrderCreated.class);
+                  if (o.sku().equals("nope")) {
+                    throw new ProductMissingException(o.sku());
+                  }
+                  if (o.sku().equals("flaky")) {
+                    throw new IllegalStateException("dependency timed out after 30 ms");
+                  }
+                }));
     await().atMost(Duration.ofSeconds(60)).until(() -> s.stats().deadLettered() == 6);
     List<DeadLetter> letters = store.query(DeadLetterStore.Query.all(100));
     assertThat(letters).hasSize(6);
@@ -156,7 +165,9 @@ class DeadLetterIT extends Subscribers {
         names.add(h.key());
         values.add(h.value());
       }
-      assertThat(dl.letter().headers()).extracting(DeadLetterStore.Header::name).containsExactlyElementsOf(names);
+      assertThat(dl.letter().headers())
+          .extracting(DeadLetterStore.Header::name)
+          .containsExactlyElementsOf(names);
       for (int i = 0; i < values.size(); i++) {
         assertThat(dl.letter().headers().get(i).value()).isEqualTo(values.get(i));
       }
@@ -169,15 +180,17 @@ class DeadLetterIT extends Subscribers {
         assertThat(dl.letter().errorMessage()).contains("timed out");
       } else {
         assertThat(dl.letter().classification()).as(key).isEqualTo(Classification.PERMANENT);
-        assertThat(dl.letter().attempts()).as(key + ": permanent errors are not retried").isEqualTo(1);
+        assertThat(dl.letter().attempts())
+            .as(key + ": permanent errors are not retried")
+            .isEqualTo(1);
       }
     }
     assertThat(s.stats().retries()).isEqualTo(2);
   }
 
   @Test
-  void aFailingKeyDoesNotHoldBackOtherKeysAndForgedRetryHeadersChangeNothing(
-      PostboxTestContext ctx) throws Exception {
+  void aFailingKeyDoesNotHoldBackOtherKeysAndForgedRetryHeadersChangeNothing(PostboxTestContext ctx)
+      throws Exception {
     String topic = ctx.topic("orders", 1);
     try (Effects fx = new Effects(ctx.dataSource(), ctx.bootstrapServers())) {
       List<Message> ms = new ArrayList<>();
@@ -186,10 +199,13 @@ class DeadLetterIT extends Subscribers {
         ms.add(Effects.message(topic, "healthy-" + (i % 20), i));
       }
       fx.publishAll(ms);
-      // forged retry bookkeeping on otherwise healthy records: nothing may pause, skip or retry them
+      // forged retry bookkeeping on otherwise healthy records: nothing may pause, skip or retry
+      // them
       for (String[] forged :
           new String[][] {
-            {"pb_attempt", "-1"}, {"retry-attempt", "2147483648"}, {"pb_retry_at", "3000-01-01T00:00:00Z"}
+            {"pb_attempt", "-1"},
+            {"retry-attempt", "2147483648"},
+            {"pb_retry_at", "3000-01-01T00:00:00Z"}
           }) {
         ProducerRecord<byte[], byte[]> r = record(Effects.message(topic, "forged", 1000));
         r.headers().add(forged[0], forged[1].getBytes(StandardCharsets.UTF_8));
@@ -204,13 +220,12 @@ class DeadLetterIT extends Subscribers {
                           .failureHandler(
                               (d, e) -> new FailureDecision.Retry(Duration.ofMinutes(10)))
                           .build())
-                  .handler(
-                      d -> {
-                        if (d.message().key().orElseThrow().equals("sick")) {
-                          throw new IllegalStateException("sick dependency");
-                        }
-                        fx.applyAutoCommit("isolated", d);
-                      }));
+                  .handler(d -> {
+                    if (d.message().key().orElseThrow().equals("sick")) {
+                      throw new IllegalStateException("sick dependency");
+                    }
+                    fx.applyAutoCommit("isolated", d);
+                  }));
       // the sick key waits 10 minutes for its retry; everything else must flow meanwhile
       await().atMost(Duration.ofSeconds(60)).until(() -> fx.effects("isolated") == 203);
       assertThat(s.stats().retries()).as("only the sick key retries").isEqualTo(1);
