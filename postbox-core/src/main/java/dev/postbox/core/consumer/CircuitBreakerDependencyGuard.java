@@ -91,8 +91,9 @@ final class CircuitBreakerDependencyGuard implements DependencyGuard {
   }
 
   /**
-   * The wait until a probe is let through; while half open with the probes taken, a tenth of the
-   * open-state wait (at least 10 ms), to look again soon.
+   * The wait until a probe is let through, plus 1 ms (Resilience4j lets it through only strictly
+   * after the open-state wait); while half open with the probes taken, a tenth of the open-state
+   * wait (at least 10 ms), to look again soon.
    */
   private Duration retryAfter(Guarded g) {
     Duration left = Duration.between(clock.instant(), g.openUntil().get());
@@ -100,6 +101,6 @@ final class CircuitBreakerDependencyGuard implements DependencyGuard {
       Duration recheck = waitInOpenState.dividedBy(10);
       return recheck.compareTo(Duration.ofMillis(10)) < 0 ? Duration.ofMillis(10) : recheck;
     }
-    return left;
+    return left.plusMillis(1);
   }
 }
