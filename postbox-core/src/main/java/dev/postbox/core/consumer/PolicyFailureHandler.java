@@ -56,7 +56,7 @@ final class PolicyFailureHandler implements FailureHandler {
     UUID id = delivery.message().id();
     if (policy.classify(error) == FailureClass.PERMANENT) {
       forget(id);
-      return new FailureDecision.GiveUp("permanent: " + error);
+      return new FailureDecision.GiveUp("permanent: " + error, true);
     }
     Optional<DependencyUnavailableException> unavailable = dependencyUnavailable(error);
     Instant now = policy.clock().instant();

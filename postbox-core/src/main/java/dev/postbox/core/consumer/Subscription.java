@@ -19,8 +19,9 @@ import java.util.Set;
  *
  * <p>Defaults: {@link DeliveryGuarantee#AT_LEAST_ONCE}; {@link Ordering#KEY}; concurrency 16; at
  * most 1,000 records in flight (then partitions are paused); batch size 1 (no batching); no tenant
- * requirement; {@link FailureHandler#defaults()}; inbox retention 7 days; shutdown and revocation
- * wait 30 s for records in flight. Immutable and thread-safe.
+ * requirement; {@code FailureHandlers.of(RetryPolicy.defaults())} (3 attempts within 1 min, 100 ms
+ * doubling to 5 s); inbox retention 7 days; shutdown and revocation wait 30 s for records in
+ * flight. Immutable and thread-safe.
  *
  * @param name the consumer group id, also the consumer's name in the inbox
  * @param topics topics to read
@@ -93,10 +94,8 @@ public record Subscription(
           case "tenants" -> b.allowedTenants(Set.copyOf(splitList(value)));
           case "max-attempts" ->
               b.failureHandler(
-                  FailureHandler.retrying(
-                      Integer.parseInt(value),
-                      new dev.postbox.core.Backoff(
-                          Duration.ofMillis(100), Duration.ofSeconds(2), 2, 0.5)));
+                  FailureHandlers.of(
+                      RetryPolicy.builder().maxAttempts(Integer.parseInt(value)).build()));
           case "inbox-retention" -> b.inboxRetention(Duration.parse(value));
           case "shutdown-timeout" -> b.shutdownTimeout(Duration.parse(value));
           default ->
@@ -144,7 +143,7 @@ public record Subscription(
     private int batchSize = 1;
     private Set<String> allowedTenants = Set.of();
     private EventTypes eventTypes;
-    private FailureHandler failureHandler = FailureHandler.defaults();
+    private FailureHandler failureHandler = FailureHandlers.of(RetryPolicy.defaults());
     private Duration inboxRetention = Duration.ofDays(7);
     private Duration shutdownTimeout = Duration.ofSeconds(30);
 
@@ -202,7 +201,7 @@ public record Subscription(
       return this;
     }
 
-    /** Sets the failure handler (default {@link FailureHandler#defaults()}). */
+    /** Sets the failure handler (default {@code FailureHandlers.of(RetryPolicy.defaults())}). */
     public Builder failureHandler(FailureHandler failureHandler) {
       this.failureHandler = Objects.requireNonNull(failureHandler, "failureHandler");
       return this;
