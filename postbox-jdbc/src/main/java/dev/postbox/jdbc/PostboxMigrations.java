@@ -31,7 +31,8 @@ public final class PostboxMigrations {
   /** Flyway history table used by Postbox. */
   public static final String HISTORY_TABLE = "postbox_schema_history";
 
-  private static final List<String> SCRIPTS = List.of("V1__outbox.sql", "V2__inbox.sql");
+  private static final List<String> SCRIPTS =
+      List.of("V1__outbox.sql", "V2__inbox.sql", "V3__dead_letters.sql");
 
   private PostboxMigrations() {}
 

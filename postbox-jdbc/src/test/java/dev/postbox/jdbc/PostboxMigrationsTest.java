@@ -18,17 +18,19 @@ import org.junit.jupiter.api.Test;
 class PostboxMigrationsTest {
 
   @Test
-  void bothMigrationsApplyOnAFreshSchemaOnce(PostboxTestContext ctx) throws Exception {
+  void allMigrationsApplyOnAFreshSchemaOnce(PostboxTestContext ctx) throws Exception {
     DataSource ds = ctx.dataSource();
-    assertThat(PostboxMigrations.migrate(ds)).isEqualTo(2);
+    assertThat(PostboxMigrations.migrate(ds)).isEqualTo(3);
     assertThat(PostboxMigrations.migrate(ds)).as("idempotent").isZero();
     assertThat(exists(ds, "postbox_outbox")).isTrue();
     assertThat(exists(ds, "postbox_inbox")).isTrue();
     assertThat(exists(ds, "postbox_inbox_processed")).as("purge index").isTrue();
     assertThat(exists(ds, "postbox_entity_version")).isTrue();
+    assertThat(exists(ds, "postbox_dead_letter")).isTrue();
+    assertThat(exists(ds, "postbox_replay_audit")).isTrue();
     assertThat(PostboxMigrations.scripts())
         .extracting(PostboxMigrations.Script::name)
-        .containsExactly("V1__outbox.sql", "V2__inbox.sql");
+        .containsExactly("V1__outbox.sql", "V2__inbox.sql", "V3__dead_letters.sql");
   }
 
   @Test
@@ -52,7 +54,8 @@ class PostboxMigrationsTest {
         .isInstanceOf(InboxException.class)
         .hasMessageContaining("PostboxMigrations.migrate");
 
-    assertThat(PostboxMigrations.migrate(ds)).isEqualTo(1);
+    assertThat(PostboxMigrations.migrate(ds)).as("versions 2 and 3").isEqualTo(2);
+    assertThat(exists(ds, "postbox_dead_letter")).isTrue();
     assertThat(PostgresInboxStore.create(ds).processOnce("c", UUID.randomUUID(), c -> {})).isTrue();
   }
 

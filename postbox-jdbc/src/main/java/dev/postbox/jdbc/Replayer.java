@@ -1,0 +1,390 @@
+package dev.postbox.jdbc;
+
+import dev.postbox.core.Message;
+import dev.postbox.core.spi.DeadLetterStore;
+import dev.postbox.core.spi.DeadLetterStore.DeadLetter;
+import dev.postbox.core.spi.DeadLetterStore.Query;
+import dev.postbox.core.spi.DeadLetterStore.Status;
+import dev.postbox.core.spi.Sleeper;
+import dev.postbox.jdbc.internal.PostgresDeadLetterStoreImpl;
+import dev.postbox.jdbc.internal.PostgresDeadLetterStoreImpl.Locked;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.NoSuchElementException;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Function;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Replays dead letters by writing their original message into the {@link Outbox} again: the relay
+ * publishes it reliably, and the consumer's inbox dedupes it if it was applied after all.
+ *
+ * <pre>{@code
+ * Replayer replayer = Replayer.builder(dataSource, deadLetters, kafkaDecoder)
+ *     .by("alice")
+ *     .ratePerSecond(50)
+ *     .build();
+ * ReplayResult result = replayer.replayKey("billing", "order-42");
+ * replayer.discard(17, "order was cancelled by hand");
+ * }</pre>
+ *
+ * <p><b>Decoding.</b> A dead letter keeps the record's bytes; the decoder turns them back into the
+ * {@link Message} (for Kafka records in CloudEvents binary mode, the Kafka module provides it). A
+ * letter whose decoder throws, returns null, or returns a message with a different id than the
+ * letter's is counted failed and stays {@code PENDING}.
+ *
+ * <p><b>One transaction per letter.</b> Each letter is replayed in its own transaction on a
+ * connection of the data source: it locks the letter's row, checks it is still {@code PENDING} and
+ * under the maximum replays, writes the message to the outbox, marks the letter {@code REPLAYED}
+ * (counting the replay) and writes an audit row to {@code postbox_replay_audit}, then commits; so
+ * concurrent replays of one letter write it once, and replaying a letter again writes nothing. The
+ * dead-letter tables must be in the data source's database and current schema (the store passed in
+ * is only used to find letters; its rows are changed through the data source). If the outbox still
+ * holds a published or relay-failed row with the message's id (a message replayed before, or
+ * produced by this database), that row is deleted in the same transaction so the id can be written
+ * again; a pending row makes the write fail (the message is still on its way).
+ *
+ * <p><b>Loops.</b> A letter already replayed {@linkplain Builder#maxReplays(int) maxReplays} times
+ * (the count carries over to new letters of the same message, see {@link PostgresDeadLetterStore})
+ * is skipped and reported, so a message that keeps failing cannot loop.
+ *
+ * <p><b>Rate.</b> Writes are spaced at least {@code 1 / ratePerSecond} apart across all calls of
+ * one replayer, waiting with the injected {@link Sleeper} and measuring with the injected {@link
+ * Clock}. Skipped letters and letters the decoder rejects take no turn.
+ *
+ * <p>Defaults: {@value #DEFAULT_RATE_PER_SECOND} writes per second, at most {@value
+ * #DEFAULT_MAX_REPLAYS} replays per message, the system UTC clock and {@link Sleeper#SYSTEM};
+ * {@link Builder#by(String)} (who replays, for the audit) is required. Thread-safe.
+ */
+public final class Replayer {
+
+  /** Writes per second by default. */
+  public static final double DEFAULT_RATE_PER_SECOND = 100;
+
+  /** How many times a message is replayed at most, by default. */
+  public static final int DEFAULT_MAX_REPLAYS = 3;
+
+  private static final Logger log = LoggerFactory.getLogger(Replayer.class);
+
+  private static final String FREE_MESSAGE_ID =
+      "DELETE FROM postbox_outbox WHERE message_id = ?"
+          + " AND (published_at IS NOT NULL OR failed_at IS NOT NULL)";
+
+  private final DataSource dataSource;
+  private final DeadLetterStore store;
+  private final Function<DeadLetter, Message> decoder;
+  private final Duration interval;
+  private final Clock clock;
+  private final Sleeper sleeper;
+  private final int maxReplays;
+  private final String by;
+  private final Outbox outbox = Outbox.postgres();
+
+  private final ReentrantLock pacing = new ReentrantLock();
+  private Optional<Instant> nextWrite = Optional.empty(); // guarded by pacing
+
+  private Replayer(Builder b) {
+    this.dataSource = b.dataSource;
+    this.store = b.store;
+    this.decoder = b.decoder;
+    this.interval = Duration.ofNanos(Math.max(1, Math.round(1e9 / b.ratePerSecond)));
+    this.clock = b.clock;
+    this.sleeper = b.sleeper;
+    this.maxReplays = b.maxReplays;
+    this.by = b.by.orElseThrow();
+  }
+
+  /**
+   * A builder replaying letters of {@code store} into the outbox of {@code dataSource}, decoding
+   * their messages with {@code decoder}.
+   */
+  public static Builder builder(
+      DataSource dataSource, DeadLetterStore store, Function<DeadLetter, Message> decoder) {
+    return new Builder(dataSource, store, decoder);
+  }
+
+  /**
+   * Replays dead letter {@code id} if it is {@code PENDING}.
+   *
+   * @throws NoSuchElementException if there is no such letter
+   * @throws ReplayInterruptedException if interrupted while waiting for its turn
+   */
+  public ReplayResult replay(long id) {
+    DeadLetter letter =
+        store.find(id).orElseThrow(() -> new NoSuchElementException("no dead letter " + id));
+    Progress p = new Progress();
+    p.add(replayOne(letter, "dead letter " + id, p), id);
+    return p.result();
+  }
+
+  /**
+   * Replays the {@code PENDING} letters among those {@code query} returns, oldest first, paced by
+   * the rate; letters of other statuses are skipped.
+   *
+   * @throws IllegalArgumentException if the query's limit is not between 1 and {@value
+   *     PostgresDeadLetterStore#MAX_LIMIT}
+   * @throws ReplayInterruptedException if interrupted while waiting between writes
+   */
+  public ReplayResult replayQuery(Query query) {
+    List<DeadLetter> letters = store.query(query);
+    String what = "query " + PostgresDeadLetterStoreImpl.describe(query);
+    Progress p = new Progress();
+    for (DeadLetter letter : letters) {
+      p.add(replayOne(letter, "dead letter " + letter.id() + " of " + what, p), letter.id());
+    }
+    return p.result();
+  }
+
+  /**
+   * Replays the {@code PENDING} letters of one key of a consumer (at most {@value
+   * PostgresDeadLetterStore#MAX_LIMIT}), oldest first, in order, paced by the rate. To keep the
+   * key's order, it stops at the first letter that fails: the later ones are reported skipped and
+   * stay {@code PENDING}.
+   *
+   * @param key the record key as UTF-8 text
+   * @throws ReplayInterruptedException if interrupted while waiting between writes
+   */
+  public ReplayResult replayKey(String consumer, String key) {
+    Objects.requireNonNull(consumer, "consumer");
+    Objects.requireNonNull(key, "key");
+    List<DeadLetter> letters =
+        store.query(
+            new Query(
+                Optional.of(consumer),
+                Optional.empty(),
+                Optional.of(key),
+                Optional.empty(),
+                Optional.of(Status.PENDING),
+                Optional.empty(),
+                Optional.empty(),
+                PostgresDeadLetterStore.MAX_LIMIT));
+    String what = "key '" + key + "' of consumer '" + consumer + "'";
+    Progress p = new Progress();
+    boolean stopped = false;
+    for (DeadLetter letter : letters) {
+      if (stopped) {
+        p.skipped.add(letter.id());
+        continue;
+      }
+      Outcome o = replayOne(letter, "dead letter " + letter.id() + " of " + what, p);
+      p.add(o, letter.id());
+      stopped = o == Outcome.FAILED;
+    }
+    return p.result();
+  }
+
+  /**
+   * Discards dead letter {@code id} with {@code reason}, and audits it, in one transaction.
+   *
+   * @throws NoSuchElementException if there is no such letter
+   * @throws IllegalStateException if it is not {@code PENDING}
+   * @throws OutboxException if the database fails
+   */
+  public void discard(long id, String reason) {
+    Objects.requireNonNull(reason, "reason");
+    if (reason.isBlank()) {
+      throw new IllegalArgumentException("reason must not be blank");
+    }
+    String what = "dead letter " + id;
+    outbox.inTransaction(
+        dataSource,
+        tx -> {
+          PostgresDeadLetterStoreImpl.discard(tx.connection(), id, by, reason);
+          PostgresDeadLetterStoreImpl.audit(tx.connection(), by, what, 1, "DISCARD", reason);
+          return null;
+        });
+  }
+
+  private enum Outcome {
+    REPLAYED,
+    SKIPPED,
+    FAILED
+  }
+
+  private Outcome replayOne(DeadLetter letter, String what, Progress p) {
+    if (letter.status() != Status.PENDING) {
+      return Outcome.SKIPPED;
+    }
+    if (letter.replays() >= maxReplays) {
+      log.warn(
+          "not replaying {}: it was replayed {} times already (maximum {})",
+          what,
+          letter.replays(),
+          maxReplays);
+      return Outcome.SKIPPED;
+    }
+    Message message;
+    try {
+      message = decoder.apply(letter);
+    } catch (RuntimeException e) {
+      log.warn("not replaying {}: its message cannot be decoded", what, e);
+      return Outcome.FAILED;
+    }
+    if (message == null) {
+      log.warn("not replaying {}: the decoder returned no message", what);
+      return Outcome.FAILED;
+    }
+    Optional<java.util.UUID> expected = letter.letter().messageId();
+    if (expected.isPresent() && !expected.get().equals(message.id())) {
+      log.warn(
+          "not replaying {}: the decoder returned message {} instead of {}",
+          what,
+          message.id(),
+          expected.get());
+      return Outcome.FAILED;
+    }
+    awaitTurn(p);
+    try {
+      return outbox.inTransaction(
+          dataSource,
+          tx -> {
+            Connection c = tx.connection();
+            Optional<Locked> locked = PostgresDeadLetterStoreImpl.lock(c, letter.id());
+            if (locked.isEmpty()
+                || locked.get().status() != Status.PENDING
+                || locked.get().replays() >= maxReplays) {
+              return Outcome.SKIPPED; // changed since it was read; nothing written
+            }
+            try (PreparedStatement ps = c.prepareStatement(FREE_MESSAGE_ID)) {
+              ps.setObject(1, message.id());
+              ps.executeUpdate();
+            }
+            tx.write(message);
+            PostgresDeadLetterStoreImpl.markReplayed(c, letter.id(), by);
+            PostgresDeadLetterStoreImpl.audit(c, by, what, 1, "REPLAY", null);
+            return Outcome.REPLAYED;
+          });
+    } catch (RuntimeException e) {
+      log.warn("replaying {} (message {}) failed; it stays PENDING", what, message.id(), e);
+      return Outcome.FAILED;
+    }
+  }
+
+  /** Waits until {@link #interval} after the previous write of this replayer. */
+  private void awaitTurn(Progress p) {
+    pacing.lock();
+    try {
+      Instant now = clock.instant();
+      if (nextWrite.isPresent() && now.isBefore(nextWrite.get())) {
+        try {
+          sleeper.sleep(Duration.between(now, nextWrite.get()));
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new ReplayInterruptedException(p.result(), e);
+        }
+        now = nextWrite.get();
+      }
+      nextWrite = Optional.of(now.plus(interval));
+    } finally {
+      pacing.unlock();
+    }
+  }
+
+  /** Ids by outcome, in processing order. Confined to one call. */
+  private static final class Progress {
+    final List<Long> replayed = new ArrayList<>();
+    final List<Long> skipped = new ArrayList<>();
+    final List<Long> failed = new ArrayList<>();
+
+    void add(Outcome o, long id) {
+      switch (o) {
+        case REPLAYED -> replayed.add(id);
+        case SKIPPED -> skipped.add(id);
+        case FAILED -> failed.add(id);
+      }
+    }
+
+    ReplayResult result() {
+      return new ReplayResult(replayed, skipped, failed);
+    }
+  }
+
+  /** Builds a {@link Replayer}. Not thread-safe. */
+  public static final class Builder {
+    private final DataSource dataSource;
+    private final DeadLetterStore store;
+    private final Function<DeadLetter, Message> decoder;
+    private double ratePerSecond = DEFAULT_RATE_PER_SECOND;
+    private Clock clock = Clock.systemUTC();
+    private Sleeper sleeper = Sleeper.SYSTEM;
+    private int maxReplays = DEFAULT_MAX_REPLAYS;
+    private Optional<String> by = Optional.empty();
+
+    private Builder(
+        DataSource dataSource, DeadLetterStore store, Function<DeadLetter, Message> decoder) {
+      this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+      this.store = Objects.requireNonNull(store, "store");
+      this.decoder = Objects.requireNonNull(decoder, "decoder");
+    }
+
+    /**
+     * How many messages per second to write at most (default {@value
+     * Replayer#DEFAULT_RATE_PER_SECOND}; positive and finite).
+     */
+    public Builder ratePerSecond(double ratePerSecond) {
+      this.ratePerSecond = ratePerSecond;
+      return this;
+    }
+
+    /** The clock the rate is measured with (default the system UTC clock). */
+    public Builder clock(Clock clock) {
+      this.clock = Objects.requireNonNull(clock, "clock");
+      return this;
+    }
+
+    /** How the replayer waits between writes (default {@link Sleeper#SYSTEM}). */
+    public Builder sleeper(Sleeper sleeper) {
+      this.sleeper = Objects.requireNonNull(sleeper, "sleeper");
+      return this;
+    }
+
+    /**
+     * How many times one message may be replayed (default {@value Replayer#DEFAULT_MAX_REPLAYS}; at
+     * least 1); a letter replayed that often is skipped.
+     */
+    public Builder maxReplays(int maxReplays) {
+      this.maxReplays = maxReplays;
+      return this;
+    }
+
+    /** Who replays or discards, recorded on the letters and in the audit (required). */
+    public Builder by(String who) {
+      this.by = Optional.of(Objects.requireNonNull(who, "who"));
+      return this;
+    }
+
+    /**
+     * Builds the replayer.
+     *
+     * @throws IllegalStateException if {@link #by(String)} was not called
+     * @throws IllegalArgumentException if who is blank, the rate is not positive and finite, or
+     *     maxReplays is less than 1
+     */
+    public Replayer build() {
+      String who =
+          by.orElseThrow(() ->
+              new IllegalStateException(
+                  "say who replays with by(who): replays and discards are audited"));
+      if (who.isBlank()) {
+        throw new IllegalArgumentException("who must not be blank");
+      }
+      if (!(ratePerSecond > 0) || Double.isInfinite(ratePerSecond)) {
+        throw new IllegalArgumentException(
+            "ratePerSecond must be positive and finite: " + ratePerSecond);
+      }
+      if (maxReplays < 1) {
+        throw new IllegalArgumentException("maxReplays must be at least 1: " + maxReplays);
+      }
+      return new Replayer(this);
+    }
+  }
+}
