@@ -399,7 +399,7 @@ public final class DeliveryProcessor {
             error.getClass().getName(),
             String.valueOf(error.getMessage()),
             trace.toString(),
-            fingerprint(in.topic(), error),
+            dev.postbox.core.DeadLetters.fingerprint(in.topic(), error),
             attempts,
             firstFailure,
             lastFailure);
@@ -424,25 +424,6 @@ public final class DeliveryProcessor {
           throw new IllegalStateException("interrupted before the dead letter was stored", ie);
         }
       }
-    }
-  }
-
-  /** Groups similar failures: error class, message without numbers and ids, origin topic. */
-  static String fingerprint(String topic, Throwable error) {
-    String msg = String.valueOf(error.getMessage());
-    msg =
-        msg.replaceAll(
-            "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<id>");
-    msg = msg.replaceAll("\\b[0-9a-fA-F]{12,}\\b", "<hex>").replaceAll("[0-9]+", "<n>");
-    try {
-      byte[] d =
-          java.security.MessageDigest.getInstance("SHA-256")
-              .digest(
-                  (error.getClass().getName() + "|" + msg + "|" + topic)
-                      .getBytes(java.nio.charset.StandardCharsets.UTF_8));
-      return java.util.HexFormat.of().formatHex(d, 0, 8);
-    } catch (java.security.NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
     }
   }
 
