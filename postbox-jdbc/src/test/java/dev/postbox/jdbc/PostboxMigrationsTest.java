@@ -20,7 +20,7 @@ class PostboxMigrationsTest {
   @Test
   void allMigrationsApplyOnAFreshSchemaOnce(PostboxTestContext ctx) throws Exception {
     DataSource ds = ctx.dataSource();
-    assertThat(PostboxMigrations.migrate(ds)).isEqualTo(3);
+    assertThat(PostboxMigrations.migrate(ds)).isEqualTo(4);
     assertThat(PostboxMigrations.migrate(ds)).as("idempotent").isZero();
     assertThat(exists(ds, "postbox_outbox")).isTrue();
     assertThat(exists(ds, "postbox_inbox")).isTrue();
@@ -54,7 +54,7 @@ class PostboxMigrationsTest {
         .isInstanceOf(InboxException.class)
         .hasMessageContaining("PostboxMigrations.migrate");
 
-    assertThat(PostboxMigrations.migrate(ds)).as("versions 2 and 3").isEqualTo(2);
+    assertThat(PostboxMigrations.migrate(ds)).as("versions 2, 3 and 4").isEqualTo(3);
     assertThat(exists(ds, "postbox_dead_letter")).isTrue();
     assertThat(PostgresInboxStore.create(ds).processOnce("c", UUID.randomUUID(), c -> {})).isTrue();
   }

@@ -12,6 +12,7 @@ import dev.postbox.core.internal.KeyedExecutor;
 import dev.postbox.core.internal.OffsetTracker;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.InboxStore;
+import dev.postbox.core.spi.ParkingStore;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -87,6 +88,8 @@ public final class KafkaSubscriber implements AutoCloseable {
   private final boolean forceInboxRetention;
   private final Duration inboxPurgeInterval;
   private Thread purgeThread;
+  private final boolean parkingEnabled;
+  private Thread unparkThread;
 
   private KafkaSubscriber(Builder b) {
     this.subscription = b.subscription;
@@ -100,7 +103,16 @@ public final class KafkaSubscriber implements AutoCloseable {
             b.batchHandler,
             Optional.ofNullable(b.inbox),
             Optional.ofNullable(b.deadLetters),
+            b.parking == null
+                ? Optional.empty()
+                : Optional.of(
+                    new DeliveryProcessor.Parking(
+                        b.parking,
+                        b.parkingTiers,
+                        b.blockKeyAfterDeadLetter,
+                        KafkaSubscriber::incoming)),
             b.clock);
+    this.parkingEnabled = b.parking != null;
     Map<String, Object> c = new HashMap<>(b.config);
     c.put(ConsumerConfig.GROUP_ID_CONFIG, subscription.name());
     c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
@@ -129,6 +141,10 @@ public final class KafkaSubscriber implements AutoCloseable {
     consumer =
         new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     running = true;
+    if (parkingEnabled) {
+      unparkThread =
+          Thread.ofVirtual().name("postbox-unpark-" + subscription.name()).start(this::unparkLoop);
+    }
     if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
       purgeThread =
           Thread.ofVirtual()
@@ -176,6 +192,13 @@ public final class KafkaSubscriber implements AutoCloseable {
     if (purgeThread != null) {
       purgeThread.interrupt();
     }
+    if (unparkThread != null) {
+      try {
+        unparkThread.join(subscription.shutdownTimeout().toMillis() + 1_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
     executor.close();
     log.info("{} closed: {}", subscription.name(), stats());
   }
@@ -206,6 +229,26 @@ public final class KafkaSubscriber implements AutoCloseable {
                 + ": a message redelivered after its dedupe record was purged would be applied twice."
                 + " Raise inboxRetention to at least the topic's retention.ms, or force it with"
                 + " forceInboxRetention(true) if redelivery of old messages cannot happen.");
+      }
+    }
+  }
+
+  /** Delayed retries of parked keys, off the poll thread and off the hot path. */
+  private void unparkLoop() {
+    while (running) {
+      try {
+        if (processor.drainParked(() -> running) == 0) {
+          Thread.sleep(200);
+        }
+      } catch (InterruptedException e) {
+        return;
+      } catch (RuntimeException e) {
+        log.warn("{}: retrying parked messages failed; will retry", subscription.name(), e);
+        try {
+          Thread.sleep(1_000);
+        } catch (InterruptedException ie) {
+          return;
+        }
       }
     }
   }
@@ -363,6 +406,27 @@ public final class KafkaSubscriber implements AutoCloseable {
     }
   }
 
+  private static Incoming incoming(ParkingStore.ParkedRecord p) {
+    org.apache.kafka.common.header.internals.RecordHeaders headers =
+        new org.apache.kafka.common.header.internals.RecordHeaders();
+    for (DeadLetterStore.Header h : p.headers()) {
+      headers.add(h.name(), h.value());
+    }
+    return incoming(
+        new ConsumerRecord<>(
+            p.topic(),
+            p.partition(),
+            p.offset(),
+            ConsumerRecord.NO_TIMESTAMP,
+            org.apache.kafka.common.record.TimestampType.NO_TIMESTAMP_TYPE,
+            p.key() == null ? ConsumerRecord.NULL_SIZE : p.key().length,
+            p.value() == null ? ConsumerRecord.NULL_SIZE : p.value().length,
+            p.key(),
+            p.value(),
+            headers,
+            Optional.empty()));
+  }
+
   private static Incoming incoming(ConsumerRecord<byte[], byte[]> r) {
     List<DeadLetterStore.Header> headers = new ArrayList<>();
     for (Header h : r.headers()) {
@@ -505,6 +569,10 @@ public final class KafkaSubscriber implements AutoCloseable {
     private BatchHandler batchHandler;
     private InboxStore inbox;
     private DeadLetterStore deadLetters;
+    private ParkingStore parking;
+    private List<Duration> parkingTiers =
+        List.of(Duration.ofSeconds(10), Duration.ofMinutes(1), Duration.ofMinutes(10));
+    private boolean blockKeyAfterDeadLetter;
     private java.time.Clock clock = java.time.Clock.systemUTC();
     private boolean forceInboxRetention;
     private Duration inboxPurgeInterval = Duration.ofMinutes(10);
@@ -546,6 +614,44 @@ public final class KafkaSubscriber implements AutoCloseable {
      */
     public Builder deadLetters(DeadLetterStore store) {
       this.deadLetters = Objects.requireNonNull(store, "store");
+      return this;
+    }
+
+    /**
+     * Turns on ordered parking (default: off; in-place retries then dead letters): a message whose
+     * in-place retries ran out for a transient failure is parked with every later message of its
+     * key, in order, and retried as a sequence after the delay tiers, while other keys flow on.
+     * Needs KEY or PARTITION ordering.
+     */
+    public Builder parking(ParkingStore store) {
+      this.parking = Objects.requireNonNull(store, "store");
+      return this;
+    }
+
+    /**
+     * Sets the delays of the parked retries (default 10 s, 1 min, 10 min); after the last the head
+     * is dead-lettered.
+     */
+    public Builder parkingTiers(Duration... tiers) {
+      if (tiers.length == 0) {
+        throw new IllegalArgumentException("at least one parking tier is required");
+      }
+      for (Duration t : tiers) {
+        if (t.isNegative()) {
+          throw new IllegalArgumentException("parking tiers must not be negative: " + t);
+        }
+      }
+      this.parkingTiers = List.of(tiers);
+      return this;
+    }
+
+    /**
+     * What the rest of a parked key does when its head is dead-lettered: wait for an operator
+     * ({@code true}: block) or go on, with the gap recorded in the dead letters ({@code false}, the
+     * default: skip).
+     */
+    public Builder blockKeyAfterDeadLetter(boolean block) {
+      this.blockKeyAfterDeadLetter = block;
       return this;
     }
 

@@ -14,6 +14,9 @@ package dev.postbox.core.consumer;
  * @param abandoned records dropped unfinished because their partition was revoked or the consumer
  *     closed (they are redelivered to the next owner)
  * @param deadLettered given-up records stored in the dead-letter store (0 without one)
+ * @param parked messages moved to ordered parking (failing heads and the messages of their keys
+ *     behind them)
+ * @param unparked parked messages applied later by the delayed retries
  */
 public record ConsumerStats(
     long received,
@@ -25,4 +28,6 @@ public record ConsumerStats(
     long givenUp,
     long rejected,
     long abandoned,
-    long deadLettered) {}
+    long deadLettered,
+    long parked,
+    long unparked) {}

@@ -16,6 +16,7 @@ import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.DeadLetterStore.Classification;
 import dev.postbox.core.spi.DeadLetterStore.NewDeadLetter;
 import dev.postbox.core.spi.InboxStore;
+import dev.postbox.core.spi.ParkingStore;
 import java.sql.Connection;
 import java.time.Clock;
 import java.time.Duration;
@@ -31,6 +32,7 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
+import java.util.function.Function;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -65,6 +67,7 @@ public final class DeliveryProcessor {
   private final BatchHandler batchHandler;
   private final Optional<InboxStore> inbox;
   private final Optional<DeadLetterStore> deadLetters;
+  private final Optional<Parking> parking;
   private final Clock clock;
   private final Set<String> loggedUnknownTypes = ConcurrentHashMap.newKeySet();
 
@@ -78,6 +81,8 @@ public final class DeliveryProcessor {
   final AtomicLong rejected = new AtomicLong();
   final AtomicLong abandoned = new AtomicLong();
   final AtomicLong deadLettered = new AtomicLong();
+  final AtomicLong parked = new AtomicLong();
+  final AtomicLong unparked = new AtomicLong();
 
   public DeliveryProcessor(
       Subscription subscription,
@@ -85,9 +90,21 @@ public final class DeliveryProcessor {
       BatchHandler batchHandler,
       Optional<InboxStore> inbox,
       Optional<DeadLetterStore> deadLetters,
+      Optional<Parking> parking,
       Clock clock) {
     this.subscription = subscription;
     this.deadLetters = deadLetters;
+    this.parking = parking;
+    if (parking.isPresent()
+        && subscription.ordering() == dev.postbox.core.consumer.Ordering.UNORDERED) {
+      throw new IllegalArgumentException(
+          "ordered parking needs KEY or PARTITION ordering; subscription '"
+              + subscription.name()
+              + "' is UNORDERED");
+    }
+    if (parking.isPresent() && parking.get().tiers().isEmpty()) {
+      throw new IllegalArgumentException("parking needs at least one delay tier");
+    }
     this.clock = clock;
     this.handler = handler;
     this.batchHandler = batchHandler;
@@ -123,7 +140,9 @@ public final class DeliveryProcessor {
         givenUp.get(),
         rejected.get(),
         abandoned.get(),
-        deadLettered.get());
+        deadLettered.get(),
+        parked.get(),
+        unparked.get());
   }
 
   /**
@@ -135,6 +154,9 @@ public final class DeliveryProcessor {
     Message message = admit(in);
     if (message == null) {
       return true;
+    }
+    if (parkBehind(in, message)) {
+      return true; // its key is parked: it waits there, in order, behind the failing message
     }
     MessageHandler h = handler != null ? handler : d -> batchHandler.handle(List.of(d));
     return applyWithRetries(in, message, h, owned);
@@ -265,61 +287,216 @@ public final class DeliveryProcessor {
       if (!owned.getAsBoolean()) {
         return false;
       }
-      SimpleDelivery delivery = null;
-      try {
-        if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
-          int a = attempt;
-          SimpleDelivery[] holder = new SimpleDelivery[1];
-          boolean fresh =
-              inbox
-                  .orElseThrow()
-                  .processOnce(
-                      subscription.name(),
-                      message.id(),
-                      conn -> {
-                        CrashPoints.hit("consumer.after-inbox-insert");
-                        holder[0] = new SimpleDelivery(in, message, a, Optional.of(conn));
-                        h.handle(holder[0]);
-                      });
-          (fresh ? applied : duplicates).incrementAndGet();
-        } else {
-          delivery = new SimpleDelivery(in, message, attempt, Optional.empty());
-          h.handle(delivery);
-          applied.incrementAndGet();
-        }
-        CrashPoints.hit("consumer.after-effect-before-offset-commit");
+      Throwable e = attemptOnce(in, message, h, attempt);
+      if (e == null) {
         return true;
-      } catch (VirtualMachineError e) {
-        throw e;
-      } catch (Throwable e) {
-        if (delivery == null) {
-          delivery = new SimpleDelivery(in, message, attempt, Optional.empty());
-        }
-        if (firstFailure == null) {
-          firstFailure = clock.instant(); // our own bookkeeping: never from message headers
-        }
-        FailureDecision decision = subscription.failureHandler().decide(delivery, e);
-        switch (decision) {
-          case FailureDecision.GiveUp g -> {
-            boolean permanent =
-                g.permanent() || e instanceof dev.postbox.core.PermanentMessageException;
-            giveUp(
-                delivery,
-                e,
-                g.reason(),
-                permanent ? Classification.PERMANENT : Classification.RETRIES_EXHAUSTED,
-                firstFailure);
+      }
+      SimpleDelivery delivery = new SimpleDelivery(in, message, attempt, Optional.empty());
+      if (firstFailure == null) {
+        firstFailure = clock.instant(); // our own bookkeeping: never from message headers
+      }
+      FailureDecision decision = subscription.failureHandler().decide(delivery, e);
+      switch (decision) {
+        case FailureDecision.GiveUp g -> {
+          boolean permanent =
+              g.permanent() || e instanceof dev.postbox.core.PermanentMessageException;
+          if (!permanent && parking.isPresent() && message.key().isPresent()) {
+            // delayed retries off the hot path: park it; later messages of its key follow it there
+            Parking pk = parking.get();
+            pk.store()
+                .park(
+                    subscription.name(),
+                    message.key().get(),
+                    parkedRecord(in),
+                    0,
+                    clock.instant().plus(pk.tiers().get(0)),
+                    String.valueOf(e));
+            parked.incrementAndGet();
             return true;
           }
-          case FailureDecision.Retry r -> {
-            retries.incrementAndGet();
-            if (!waitWhileOwned(r.delay(), owned)) {
-              return false; // revoked or closing while waiting: redelivered to the next owner
-            }
+          giveUp(
+              delivery,
+              e,
+              g.reason(),
+              permanent ? Classification.PERMANENT : Classification.RETRIES_EXHAUSTED,
+              firstFailure);
+          return true;
+        }
+        case FailureDecision.Retry r -> {
+          retries.incrementAndGet();
+          if (!waitWhileOwned(r.delay(), owned)) {
+            return false; // revoked or closing while waiting: redelivered to the next owner
           }
         }
       }
     }
+  }
+
+  /**
+   * One attempt to apply {@code message}; returns null when applied (or suppressed), else the
+   * failure.
+   */
+  private Throwable attemptOnce(Incoming in, Message message, MessageHandler h, int attempt) {
+    try {
+      if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
+        boolean fresh =
+            inbox
+                .orElseThrow()
+                .processOnce(
+                    subscription.name(),
+                    message.id(),
+                    conn -> {
+                      CrashPoints.hit("consumer.after-inbox-insert");
+                      h.handle(new SimpleDelivery(in, message, attempt, Optional.of(conn)));
+                    });
+        (fresh ? applied : duplicates).incrementAndGet();
+      } else {
+        h.handle(new SimpleDelivery(in, message, attempt, Optional.empty()));
+        applied.incrementAndGet();
+      }
+      CrashPoints.hit("consumer.after-effect-before-offset-commit");
+      return null;
+    } catch (VirtualMachineError e) {
+      throw e;
+    } catch (Throwable e) {
+      return e;
+    }
+  }
+
+  // ---------------------------------------------------------------- ordered parking
+
+  /**
+   * Ordered parking settings: the store, the delay tiers of the delayed retries (the head is
+   * retried after tier 1, then tier 2...; after the last it is dead-lettered), whether the rest of
+   * the key then waits ({@code block}) or continues, and how a stored record becomes an {@link
+   * Incoming} again.
+   */
+  public record Parking(
+      ParkingStore store,
+      List<Duration> tiers,
+      boolean block,
+      Function<ParkingStore.ParkedRecord, Incoming> rehydrate) {}
+
+  private static ParkingStore.ParkedRecord parkedRecord(Incoming in) {
+    return new ParkingStore.ParkedRecord(
+        in.topic(), in.partition(), in.offset(), in.key(), in.value(), in.headers());
+  }
+
+  /**
+   * If the message's key has a parked sequence, appends it there (it waits its turn); returns
+   * whether it did.
+   */
+  private boolean parkBehind(Incoming in, Message message) {
+    if (parking.isEmpty() || message.key().isEmpty()) {
+      return false;
+    }
+    if (parking
+        .get()
+        .store()
+        .appendIfParked(subscription.name(), message.key().get(), parkedRecord(in))) {
+      parked.incrementAndGet();
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * Retries the parked sequences that are due: for each leased key, applies its parked messages in
+   * order until one fails (rescheduled for its next tier, or dead-lettered after the last) or the
+   * sequence is empty. Returns how many parked messages were applied.
+   */
+  public int drainParked(BooleanSupplier running) {
+    if (parking.isEmpty()) {
+      return 0;
+    }
+    Parking pk = parking.get();
+    int done = 0;
+    for (String key :
+        pk.store().claimDue(subscription.name(), clock.instant(), Duration.ofMinutes(1), 20)) {
+      if (!running.getAsBoolean()) {
+        pk.store().release(subscription.name(), key);
+        continue;
+      }
+      done += drainKey(pk, key, running);
+    }
+    return done;
+  }
+
+  private int drainKey(Parking pk, String key, BooleanSupplier running) {
+    int done = 0;
+    for (ParkingStore.Parked p : pk.store().sequence(subscription.name(), key)) {
+      if (!running.getAsBoolean()) {
+        pk.store().release(subscription.name(), key);
+        return done;
+      }
+      Incoming in = pk.rehydrate().apply(p.record());
+      Message message = null;
+      Throwable error;
+      try {
+        message = in.decode().get();
+        error = attemptOnce(in, message, handlerForParked(), p.attempts() + 2);
+      } catch (DecodingException e) {
+        error = e;
+      }
+      if (error == null) {
+        pk.store().remove(p.id());
+        unparked.incrementAndGet();
+        done++;
+        continue;
+      }
+      int next = p.attempts() + 1;
+      boolean permanent = error instanceof dev.postbox.core.PermanentMessageException;
+      if (permanent || next >= pk.tiers().size()) {
+        givenUp.incrementAndGet();
+        storeDeadLetter(
+            in,
+            message,
+            error,
+            permanent ? Classification.PERMANENT : Classification.RETRIES_EXHAUSTED,
+            next,
+            p.dueAt(),
+            clock.instant());
+        pk.store().remove(p.id());
+        if (pk.block()) {
+          log.warn(
+              "{}: parked head of key {} dead-lettered; the rest of the key stays parked (block)",
+              subscription.name(),
+              key);
+          List<ParkingStore.Parked> rest = pk.store().sequence(subscription.name(), key);
+          if (!rest.isEmpty()) {
+            pk.store()
+                .reschedule(
+                    subscription.name(),
+                    key,
+                    rest.get(0).id(),
+                    0,
+                    Instant.parse("9999-01-01T00:00:00Z"),
+                    "blocked behind a dead letter: " + error);
+          }
+          return done;
+        }
+        log.warn(
+            "{}: parked message of key {} dead-lettered; the key goes on (the gap is in the dead letters)",
+            subscription.name(),
+            key);
+        continue;
+      }
+      retries.incrementAndGet();
+      pk.store()
+          .reschedule(
+              subscription.name(),
+              key,
+              p.id(),
+              next,
+              clock.instant().plus(pk.tiers().get(next)),
+              String.valueOf(error));
+      return done;
+    }
+    return done;
+  }
+
+  private MessageHandler handlerForParked() {
+    return handler != null ? handler : d -> batchHandler.handle(List.of(d));
   }
 
   /**
