@@ -28,9 +28,11 @@ class PostboxMigrationsTest {
     assertThat(exists(ds, "postbox_entity_version")).isTrue();
     assertThat(exists(ds, "postbox_dead_letter")).isTrue();
     assertThat(exists(ds, "postbox_replay_audit")).isTrue();
+    assertThat(exists(ds, "postbox_parked")).isTrue();
     assertThat(PostboxMigrations.scripts())
         .extracting(PostboxMigrations.Script::name)
-        .containsExactly("V1__outbox.sql", "V2__inbox.sql", "V3__dead_letters.sql");
+        .containsExactly(
+            "V1__outbox.sql", "V2__inbox.sql", "V3__dead_letters.sql", "V4__parking.sql");
   }
 
   @Test
