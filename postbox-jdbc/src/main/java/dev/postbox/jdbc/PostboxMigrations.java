@@ -32,7 +32,12 @@ public final class PostboxMigrations {
   public static final String HISTORY_TABLE = "postbox_schema_history";
 
   private static final List<String> SCRIPTS =
-      List.of("V1__outbox.sql", "V2__inbox.sql", "V3__dead_letters.sql", "V4__parking.sql");
+      List.of(
+          "V1__outbox.sql",
+          "V2__inbox.sql",
+          "V3__dead_letters.sql",
+          "V4__parking.sql",
+          "V5__inbox_payload_fingerprint.sql");
 
   private PostboxMigrations() {}
 

@@ -20,7 +20,7 @@ class PostboxMigrationsTest {
   @Test
   void allMigrationsApplyOnAFreshSchemaOnce(PostboxTestContext ctx) throws Exception {
     DataSource ds = ctx.dataSource();
-    assertThat(PostboxMigrations.migrate(ds)).isEqualTo(4);
+    assertThat(PostboxMigrations.migrate(ds)).isEqualTo(5);
     assertThat(PostboxMigrations.migrate(ds)).as("idempotent").isZero();
     assertThat(exists(ds, "postbox_outbox")).isTrue();
     assertThat(exists(ds, "postbox_inbox")).isTrue();
@@ -32,7 +32,11 @@ class PostboxMigrationsTest {
     assertThat(PostboxMigrations.scripts())
         .extracting(PostboxMigrations.Script::name)
         .containsExactly(
-            "V1__outbox.sql", "V2__inbox.sql", "V3__dead_letters.sql", "V4__parking.sql");
+            "V1__outbox.sql",
+            "V2__inbox.sql",
+            "V3__dead_letters.sql",
+            "V4__parking.sql",
+            "V5__inbox_payload_fingerprint.sql");
   }
 
   @Test
@@ -56,7 +60,7 @@ class PostboxMigrationsTest {
         .isInstanceOf(InboxException.class)
         .hasMessageContaining("PostboxMigrations.migrate");
 
-    assertThat(PostboxMigrations.migrate(ds)).as("versions 2, 3 and 4").isEqualTo(3);
+    assertThat(PostboxMigrations.migrate(ds)).as("versions 2 to 5").isEqualTo(4);
     assertThat(exists(ds, "postbox_dead_letter")).isTrue();
     assertThat(PostgresInboxStore.create(ds).processOnce("c", UUID.randomUUID(), c -> {})).isTrue();
   }

@@ -232,4 +232,38 @@ class DeadLetterIT extends Subscribers {
       assertThat(fx.count("SELECT count(*) FROM effect WHERE msg_key = 'forged'")).isEqualTo(3);
     }
   }
+
+  @Test
+  void theSameIdWithADifferentPayloadIsRecordedAsAConflictNotDeduplicated(PostboxTestContext ctx)
+      throws Exception {
+    String topic = ctx.topic("orders", 1);
+    try (Effects fx = new Effects(ctx.dataSource(), ctx.bootstrapServers())) {
+      Message original = Effects.message(topic, "k", 1);
+      Message sameAgain = original; // a true duplicate
+      Message tampered = original.toBuilder().jsonPayload("{\"key\":\"k\",\"seq\":999}").build();
+      fx.publishAll(List.of(original, sameAgain, tampered));
+      DeadLetterStore store = PostgresDeadLetterStore.create(ctx.dataSource());
+      KafkaSubscriber s =
+          start(
+              KafkaSubscriber.builder(
+                      ctx.bootstrapServers(),
+                      Subscription.builder("conflicts")
+                          .topics(topic)
+                          .guarantee(dev.postbox.core.DeliveryGuarantee.EFFECTIVELY_ONCE)
+                          .build())
+                  .inbox(dev.postbox.jdbc.PostgresInboxStore.create(ctx.dataSource()))
+                  .deadLetters(store)
+                  .handler(d -> Effects.apply(d.connection().orElseThrow(), "conflicts", d)));
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> s.stats().received() == 3 && s.inFlight() == 0);
+      assertThat(fx.effects("conflicts")).isEqualTo(1);
+      assertThat(s.stats().duplicatesSuppressed()).isEqualTo(1);
+      List<DeadLetter> letters = store.query(DeadLetterStore.Query.all(10));
+      assertThat(letters).hasSize(1);
+      assertThat(letters.get(0).letter().classification()).isEqualTo(Classification.CONFLICT);
+      assertThat(letters.get(0).letter().value()).isEqualTo(tampered.payload().bytes());
+      assertThat(letters.get(0).letter().attempts()).isEqualTo(1);
+    }
+  }
 }

@@ -318,7 +318,9 @@ public final class DeliveryProcessor {
               delivery,
               e,
               g.reason(),
-              permanent ? Classification.PERMANENT : Classification.RETRIES_EXHAUSTED,
+              e instanceof MessageConflictException
+                  ? Classification.CONFLICT
+                  : permanent ? Classification.PERMANENT : Classification.RETRIES_EXHAUSTED,
               firstFailure);
           return true;
         }
@@ -332,6 +334,26 @@ public final class DeliveryProcessor {
     }
   }
 
+  /** The same message id arrived with a different payload: never applied silently. */
+  static final class MessageConflictException extends dev.postbox.core.PermanentMessageException {
+    MessageConflictException(Message m) {
+      super(
+          "message "
+              + m.id()
+              + " ("
+              + m.type()
+              + ") was applied before with a different payload; this copy is not applied");
+    }
+  }
+
+  private static byte[] sha256(byte[] bytes) {
+    try {
+      return java.security.MessageDigest.getInstance("SHA-256").digest(bytes);
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
   /**
    * One attempt to apply {@code message}; returns null when applied (or suppressed), else the
    * failure.
@@ -339,17 +361,22 @@ public final class DeliveryProcessor {
   private Throwable attemptOnce(Incoming in, Message message, MessageHandler h, int attempt) {
     try {
       if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
-        boolean fresh =
+        InboxStore.Outcome outcome =
             inbox
                 .orElseThrow()
                 .processOnce(
                     subscription.name(),
                     message.id(),
+                    sha256(message.payload().unsafeBytes()),
                     conn -> {
                       CrashPoints.hit("consumer.after-inbox-insert");
                       h.handle(new SimpleDelivery(in, message, attempt, Optional.of(conn)));
                     });
-        (fresh ? applied : duplicates).incrementAndGet();
+        switch (outcome) {
+          case APPLIED -> applied.incrementAndGet();
+          case DUPLICATE -> duplicates.incrementAndGet();
+          case CONFLICT -> throw new MessageConflictException(message);
+        }
       } else {
         h.handle(new SimpleDelivery(in, message, attempt, Optional.empty()));
         applied.incrementAndGet();

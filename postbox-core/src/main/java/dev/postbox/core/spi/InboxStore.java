@@ -29,6 +29,30 @@ public interface InboxStore {
    */
   boolean processOnce(String consumer, UUID messageId, Work work) throws Exception;
 
+  /** What {@link #processOnce(String, UUID, byte[], Work)} did. */
+  enum Outcome {
+    /** The id was new: recorded, and the work committed with it. */
+    APPLIED,
+    /** The id was recorded before with the same payload: nothing done. */
+    DUPLICATE,
+    /**
+     * The id was recorded before with a different payload: nothing done; the caller treats it as a
+     * conflict.
+     */
+    CONFLICT
+  }
+
+  /**
+   * Like {@link #processOnce(String, UUID, Work)}, and also records {@code payloadSha256}; when the
+   * id was recorded before with a different fingerprint the outcome is {@link Outcome#CONFLICT}
+   * instead of a silent duplicate. The default ignores the fingerprint (stores without one report
+   * no conflicts).
+   */
+  default Outcome processOnce(String consumer, UUID messageId, byte[] payloadSha256, Work work)
+      throws Exception {
+    return processOnce(consumer, messageId, work) ? Outcome.APPLIED : Outcome.DUPLICATE;
+  }
+
   /**
    * In one transaction: records all {@code messageIds} for {@code consumer} in one statement, runs
    * {@code work} with the ids that were not yet recorded (possibly none: then {@code work} is not

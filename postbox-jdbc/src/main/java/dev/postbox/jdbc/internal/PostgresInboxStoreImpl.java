@@ -1,6 +1,7 @@
 package dev.postbox.jdbc.internal;
 
 import dev.postbox.core.spi.InboxStore;
+import dev.postbox.core.spi.InboxStore.Outcome;
 import dev.postbox.jdbc.InboxException;
 import dev.postbox.jdbc.TransactionRequiredException;
 import java.sql.Connection;
@@ -24,6 +25,12 @@ import org.slf4j.LoggerFactory;
 public final class PostgresInboxStoreImpl implements InboxStore {
 
   private static final Logger log = LoggerFactory.getLogger(PostgresInboxStoreImpl.class);
+
+  private static final String CLAIM_WITH_FINGERPRINT =
+      "INSERT INTO postbox_inbox (consumer, message_id, payload_sha256) VALUES (?, ?, ?)"
+          + " ON CONFLICT DO NOTHING";
+  private static final String STORED_FINGERPRINT =
+      "SELECT payload_sha256 FROM postbox_inbox WHERE consumer = ? AND message_id = ?";
 
   private static final String CLAIM =
       "INSERT INTO postbox_inbox (consumer, message_id) VALUES (?, ?) ON CONFLICT DO NOTHING";
@@ -85,6 +92,44 @@ public final class PostgresInboxStoreImpl implements InboxStore {
           }
           work.run(c);
           return new Step<>(true, true);
+        });
+  }
+
+  @Override
+  public Outcome processOnce(String consumer, UUID messageId, byte[] payloadSha256, Work work)
+      throws Exception {
+    requireConsumer(consumer);
+    Objects.requireNonNull(messageId, "messageId");
+    Objects.requireNonNull(payloadSha256, "payloadSha256");
+    Objects.requireNonNull(work, "work");
+    String what = "message " + messageId + " of consumer '" + consumer + "'";
+    return inTransaction(
+        what,
+        c -> {
+          try (PreparedStatement ps = c.prepareStatement(CLAIM_WITH_FINGERPRINT)) {
+            ps.setString(1, consumer);
+            ps.setObject(2, messageId);
+            ps.setBytes(3, payloadSha256);
+            if (ps.executeUpdate() == 1) {
+              work.run(c);
+              return new Step<>(Outcome.APPLIED, true);
+            }
+          } catch (SQLException e) {
+            throw new InboxException("recording " + what + " in the inbox failed", e);
+          }
+          // Taken: the insert waited for the other transaction, so its row is committed and
+          // visible.
+          try (PreparedStatement ps = c.prepareStatement(STORED_FINGERPRINT)) {
+            ps.setString(1, consumer);
+            ps.setObject(2, messageId);
+            try (ResultSet rs = ps.executeQuery()) {
+              byte[] stored = rs.next() ? rs.getBytes(1) : null;
+              boolean conflict = stored != null && !java.util.Arrays.equals(stored, payloadSha256);
+              return new Step<>(conflict ? Outcome.CONFLICT : Outcome.DUPLICATE, false);
+            }
+          } catch (SQLException e) {
+            throw new InboxException("reading the fingerprint of " + what + " failed", e);
+          }
         });
   }
 
