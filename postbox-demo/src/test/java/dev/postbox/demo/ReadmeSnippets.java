@@ -1,16 +1,23 @@
 package dev.postbox.demo;
 
+import dev.postbox.core.Backoff;
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.Message;
+import dev.postbox.core.consumer.FailureHandlers;
 import dev.postbox.core.consumer.Ordering;
+import dev.postbox.core.consumer.RetryPolicy;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.relay.Relay;
+import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.jdbc.Outbox;
 import dev.postbox.jdbc.PostgresInboxStore;
 import dev.postbox.jdbc.PostgresRelayStore;
+import dev.postbox.jdbc.Replayer;
+import dev.postbox.kafka.KafkaDeadLetters;
 import dev.postbox.kafka.KafkaRelayPublisher;
 import dev.postbox.kafka.KafkaSubscriber;
 import java.sql.Connection;
+import java.time.Duration;
 import javax.sql.DataSource;
 
 /**
@@ -65,6 +72,42 @@ final class ReadmeSnippets {
             .build();
     subscriber.start(); // ... subscriber.close() drains, commits and leaves the group
   }
+
+  void failures() {
+    RetryPolicy policy =
+        RetryPolicy.builder()
+            .maxAttempts(5)
+            .maxDuration(Duration.ofMinutes(2)) // bounded by count and by time
+            .backoff(new Backoff(Duration.ofMillis(100), Duration.ofSeconds(5), 2, 0.5))
+            .retryOn(PaymentGatewayBusy.class)
+            .abortOn(InvalidOrder.class)
+            .build();
+    Subscription.builder("inventory")
+        .failureHandler(
+            FailureHandlers.builder()
+                .retryPolicy(policy)
+                .onDeadLetter(event -> alerting.notify(event))
+                .retryBudget(50)
+                .build());
+  }
+
+  void replay(DataSource ds, DeadLetterStore deadLetters) {
+    Replayer replayer =
+        Replayer.builder(ds, deadLetters, KafkaDeadLetters.decoder())
+            .ratePerSecond(100)
+            .by("alice")
+            .build();
+  }
+
+  static final class PaymentGatewayBusy extends RuntimeException {}
+
+  static final class InvalidOrder extends RuntimeException {}
+
+  interface Alerting {
+    void notify(Object event);
+  }
+
+  private final Alerting alerting = event -> {};
 
   record Order(String customerId) {}
 
