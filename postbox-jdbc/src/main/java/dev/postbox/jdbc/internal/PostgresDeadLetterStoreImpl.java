@@ -9,7 +9,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.sql.Timestamp;
 import java.sql.Types;
 import java.time.Duration;
@@ -70,22 +69,8 @@ public final class PostgresDeadLetterStoreImpl implements DeadLetterStore {
 
   public PostgresDeadLetterStoreImpl(DataSource dataSource) {
     this.dataSource = dataSource;
-    try (Connection c = dataSource.getConnection();
-        Statement s = c.createStatement();
-        ResultSet rs =
-            s.executeQuery(
-                "SELECT to_regclass('postbox_dead_letter') IS NOT NULL"
-                    + " AND to_regclass('postbox_replay_audit') IS NOT NULL")) {
-      rs.next();
-      if (!rs.getBoolean(1)) {
-        throw new DeadLetterException(
-            "postbox_dead_letter or postbox_replay_audit is missing in the current schema;"
-                + " run PostboxMigrations.migrate first",
-            null);
-      }
-    } catch (SQLException e) {
-      throw new DeadLetterException("cannot check the dead-letter tables in the current schema", e);
-    }
+    Tables.require(
+        dataSource, DeadLetterException::new, "postbox_dead_letter", "postbox_replay_audit");
   }
 
   /** The data source this store reads and writes. */

@@ -8,7 +8,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.HashSet;
@@ -55,27 +54,11 @@ public final class PostgresInboxStoreImpl implements InboxStore {
           + " FROM postbox_inbox WHERE consumer = ? AND processed_at < now() - make_interval(secs => ?)"
           + " LIMIT ?)";
 
-  /** SQLSTATE in_failed_sql_transaction. */
   private final DataSource dataSource;
 
   public PostgresInboxStoreImpl(DataSource dataSource) {
     this.dataSource = dataSource;
-    try (Connection c = dataSource.getConnection();
-        Statement s = c.createStatement();
-        ResultSet rs =
-            s.executeQuery(
-                "SELECT to_regclass('postbox_inbox') IS NOT NULL"
-                    + " AND to_regclass('postbox_entity_version') IS NOT NULL")) {
-      rs.next();
-      if (!rs.getBoolean(1)) {
-        throw new InboxException(
-            "postbox_inbox or postbox_entity_version is missing in the current schema;"
-                + " run PostboxMigrations.migrate first",
-            null);
-      }
-    } catch (SQLException e) {
-      throw new InboxException("cannot check the inbox tables in the current schema", e);
-    }
+    Tables.require(dataSource, InboxException::new, "postbox_inbox", "postbox_entity_version");
   }
 
   @Override

@@ -50,6 +50,7 @@ public final class PostgresParkingStoreImpl implements ParkingStore {
 
   public PostgresParkingStoreImpl(DataSource dataSource) {
     this.dataSource = dataSource;
+    Tables.require(dataSource, OutboxException::new, "postbox_parked");
   }
 
   @Override

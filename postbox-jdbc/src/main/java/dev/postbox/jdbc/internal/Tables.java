@@ -1,0 +1,37 @@
+package dev.postbox.jdbc.internal;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.function.BiFunction;
+import javax.sql.DataSource;
+
+/** Start-up check shared by the stores: their tables exist in the data source's current schema. */
+final class Tables {
+
+  private Tables() {}
+
+  /** Fails with {@code error} unless every table exists (the migrations have run). */
+  static void require(
+      DataSource dataSource,
+      BiFunction<String, Throwable, RuntimeException> error,
+      String... tables) {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement("SELECT bool_and(to_regclass(t) IS NOT NULL) FROM unnest(?) t")) {
+      ps.setArray(1, c.createArrayOf("text", tables));
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        if (!rs.getBoolean(1)) {
+          throw error.apply(
+              String.join(" or ", tables)
+                  + " is missing in the current schema; run PostboxMigrations.migrate first",
+              null);
+        }
+      }
+    } catch (SQLException e) {
+      throw error.apply("cannot check " + String.join(", ", tables) + " in the current schema", e);
+    }
+  }
+}
