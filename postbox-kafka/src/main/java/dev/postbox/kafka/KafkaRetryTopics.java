@@ -79,6 +79,7 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
   private Thread thread;
   private volatile boolean running;
   private final Map<TopicPartition, Instant> resumeAt = new HashMap<>(); // retry thread only
+  private final Map<TopicPartition, Long> waited = new HashMap<>(); // retry thread only
 
   KafkaRetryTopics(
       String name,
@@ -271,6 +272,7 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
             @Override
             public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
               partitions.forEach(resumeAt::remove);
+              partitions.forEach(waited::remove);
             }
 
             @Override
@@ -321,12 +323,14 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
         return;
       }
       Instant now = clock.instant();
-      Instant due = due(r, tier, now);
+      // the record we paused for has waited its (clamped) time: due now, whatever it says
+      Instant due = Long.valueOf(r.offset()).equals(waited.remove(tp)) ? now : due(r, tier, now);
       if (due.isAfter(now)) {
         // not yet: wait without blocking other partitions, then read it again
         consumer.seek(tp, r.offset());
         consumer.pause(List.of(tp));
         resumeAt.put(tp, due);
+        waited.put(tp, r.offset());
         return;
       }
       retryOne(topic, tier, r);
@@ -336,10 +340,18 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
 
   /**
    * The due time of {@code r}: its header, never later than now + the tier's delay (a forged or
-   * corrupt header cannot stall the partition), and now if absent or unreadable.
+   * corrupt header cannot stall the partition) nor than the record's timestamp + the delay when
+   * that timestamp is not in the future, and now if absent or unreadable.
    */
   private Instant due(ConsumerRecord<byte[], byte[]> r, int tier, Instant now) {
-    Instant latest = now.plus(tiers.get(tier - 1));
+    Duration delay = tiers.get(tier - 1);
+    Instant latest = now.plus(delay);
+    if (r.timestamp() >= 0) {
+      Instant written = Instant.ofEpochMilli(r.timestamp());
+      if (!written.isAfter(now) && written.plus(delay).isBefore(latest)) {
+        latest = written.plus(delay);
+      }
+    }
     Instant due = parseInstant(last(r, DUE)).orElse(now);
     return due.isAfter(latest) ? latest : due;
   }
