@@ -90,12 +90,18 @@ public final class KafkaSubscriber implements AutoCloseable {
   private Thread purgeThread;
   private final boolean parkingEnabled;
   private Thread unparkThread;
+  private final KafkaRetryTopics retryTopics;
 
   private KafkaSubscriber(Builder b) {
     this.subscription = b.subscription;
     this.inbox = Optional.ofNullable(b.inbox);
     this.forceInboxRetention = b.forceInboxRetention;
     this.inboxPurgeInterval = b.inboxPurgeInterval;
+    this.retryTopics =
+        b.retryTiers == null
+            ? null
+            : new KafkaRetryTopics(
+                b.subscription.name(), b.subscription.topics(), b.retryTiers, b.config, b.clock);
     this.processor =
         new DeliveryProcessor(
             b.subscription,
@@ -111,6 +117,7 @@ public final class KafkaSubscriber implements AutoCloseable {
                         b.parkingTiers,
                         b.blockKeyAfterDeadLetter,
                         KafkaSubscriber::incoming)),
+            Optional.ofNullable(retryTopics),
             b.clock);
     this.parkingEnabled = b.parking != null;
     Map<String, Object> c = new HashMap<>(b.config);
@@ -138,9 +145,15 @@ public final class KafkaSubscriber implements AutoCloseable {
     if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
       checkInboxRetention();
     }
+    if (retryTopics != null) {
+      retryTopics.open(processor);
+    }
     consumer =
         new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     running = true;
+    if (retryTopics != null) {
+      retryTopics.start();
+    }
     if (parkingEnabled) {
       unparkThread =
           Thread.ofVirtual().name("postbox-unpark-" + subscription.name()).start(this::unparkLoop);
@@ -200,6 +213,9 @@ public final class KafkaSubscriber implements AutoCloseable {
       }
     }
     executor.close();
+    if (retryTopics != null) {
+      retryTopics.close();
+    }
     log.info("{} closed: {}", subscription.name(), stats());
   }
 
@@ -573,6 +589,7 @@ public final class KafkaSubscriber implements AutoCloseable {
     private List<Duration> parkingTiers =
         List.of(Duration.ofSeconds(10), Duration.ofMinutes(1), Duration.ofMinutes(10));
     private boolean blockKeyAfterDeadLetter;
+    private List<Duration> retryTiers;
     private java.time.Clock clock = java.time.Clock.systemUTC();
     private boolean forceInboxRetention;
     private Duration inboxPurgeInterval = Duration.ofMinutes(10);
@@ -646,6 +663,35 @@ public final class KafkaSubscriber implements AutoCloseable {
     }
 
     /**
+     * Turns on retry topics, the alternative to {@link #parking ordered parking} (default: off): a
+     * message whose in-place retries ran out for a transient failure is produced, byte-identical
+     * with {@code pb_retry_*} headers (attempt, first failure, error, origin, due time), to {@code
+     * <topic>.retry.1} before its offset may be committed, and retried from there by an internal
+     * consumer (group {@code <subscription>.retry}) after {@code tiers[0]}, then from {@code
+     * .retry.2} after {@code tiers[1]}...; after the last tier it goes to {@code <topic>.dlt} (and
+     * to the dead-letter store, if any). Missing retry and dead-letter topics are created at start
+     * with the partition count of their topic.
+     *
+     * <p><b>Order is not kept:</b> a retried message is applied after later messages of its key,
+     * which flow on meanwhile. Use {@link #parking} when order matters.
+     *
+     * <p>Retry headers are trusted only on records read from these retry topics, and even there the
+     * tier is the topic's, and a due time is never later than now plus the tier's delay.
+     */
+    public Builder retryTopics(Duration... tiers) {
+      if (tiers.length == 0) {
+        throw new IllegalArgumentException("at least one retry tier is required");
+      }
+      for (Duration t : tiers) {
+        if (t.isNegative()) {
+          throw new IllegalArgumentException("retry tiers must not be negative: " + t);
+        }
+      }
+      this.retryTiers = List.of(tiers);
+      return this;
+    }
+
+    /**
      * What the rest of a parked key does when its head is dead-lettered: wait for an operator
      * ({@code true}: block) or go on, with the gap recorded in the dead letters ({@code false}, the
      * default: skip).
@@ -702,6 +748,12 @@ public final class KafkaSubscriber implements AutoCloseable {
       if (subscription.batchSize() == 1 && handler == null) {
         throw new IllegalArgumentException(
             "subscription '" + subscription.name() + "' needs a handler");
+      }
+      if (parking != null && retryTiers != null) {
+        throw new IllegalArgumentException(
+            "subscription '"
+                + subscription.name()
+                + "': parking and retryTopics are alternatives; choose one");
       }
       return new KafkaSubscriber(this);
     }

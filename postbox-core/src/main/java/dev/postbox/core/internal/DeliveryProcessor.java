@@ -68,6 +68,7 @@ public final class DeliveryProcessor {
   private final Optional<InboxStore> inbox;
   private final Optional<DeadLetterStore> deadLetters;
   private final Optional<Parking> parking;
+  private final Optional<RetriesExhausted> retriesExhausted;
   private final Clock clock;
   private final Set<String> loggedUnknownTypes = ConcurrentHashMap.newKeySet();
 
@@ -92,9 +93,32 @@ public final class DeliveryProcessor {
       Optional<DeadLetterStore> deadLetters,
       Optional<Parking> parking,
       Clock clock) {
+    this(subscription, handler, batchHandler, inbox, deadLetters, parking, Optional.empty(), clock);
+  }
+
+  /**
+   * Like the other constructor, with a transport hook that takes a message whose in-place retries
+   * of a transient failure ran out (tried instead of parking and dead letters).
+   */
+  public DeliveryProcessor(
+      Subscription subscription,
+      MessageHandler handler,
+      BatchHandler batchHandler,
+      Optional<InboxStore> inbox,
+      Optional<DeadLetterStore> deadLetters,
+      Optional<Parking> parking,
+      Optional<RetriesExhausted> retriesExhausted,
+      Clock clock) {
     this.subscription = subscription;
     this.deadLetters = deadLetters;
     this.parking = parking;
+    this.retriesExhausted = retriesExhausted;
+    if (parking.isPresent() && retriesExhausted.isPresent()) {
+      throw new IllegalArgumentException(
+          "ordered parking and retry topics are alternatives; subscription '"
+              + subscription.name()
+              + "' has both");
+    }
     if (parking.isPresent()
         && subscription.ordering() == dev.postbox.core.consumer.Ordering.UNORDERED) {
       throw new IllegalArgumentException(
@@ -300,6 +324,10 @@ public final class DeliveryProcessor {
         case FailureDecision.GiveUp g -> {
           boolean permanent =
               g.permanent() || e instanceof dev.postbox.core.PermanentMessageException;
+          if (!permanent && retriesExhausted.isPresent()) {
+            // delayed retries elsewhere (retry topics): finished here once handed off
+            return retriesExhausted.get().handOff(in, e, attempt, firstFailure, owned);
+          }
           if (!permanent && parking.isPresent() && message.key().isPresent()) {
             // delayed retries off the hot path: park it; later messages of its key follow it there
             Parking pk = parking.get();
@@ -388,6 +416,65 @@ public final class DeliveryProcessor {
     } catch (Throwable e) {
       return e;
     }
+  }
+
+  // ---------------------------------------------------------------- retries elsewhere
+
+  /**
+   * Takes a message whose in-place retries of a transient failure ran out, for delayed retries
+   * outside the processor (for example Kafka retry topics).
+   */
+  @FunctionalInterface
+  public interface RetriesExhausted {
+    /**
+     * Hands {@code in} off durably; returns {@code true} once it is safe to finish the record
+     * (commit its offset), {@code false} if {@code owned} turned false first (it is redelivered).
+     */
+    boolean handOff(
+        Incoming in, Throwable error, int attempts, Instant firstFailure, BooleanSupplier owned);
+  }
+
+  /**
+   * One delayed attempt at a record that was handed off: admitted (decoded, validated) and applied
+   * like any other, through the inbox for {@code EFFECTIVELY_ONCE}. Returns null when finished
+   * (applied, suppressed, ignored or rejected into the dead letters), else the failure.
+   */
+  public Throwable applyDelayed(Incoming in, int attempt) {
+    Message message = admit(in);
+    if (message == null) {
+      return null;
+    }
+    Throwable e = attemptOnce(in, message, handlerForParked(), attempt);
+    if (e == null) {
+      unparked.incrementAndGet();
+    }
+    return e;
+  }
+
+  /** Gives up a handed-off record after its last delayed attempt: counted and dead-lettered. */
+  public void giveUpDelayed(Incoming in, Throwable error, int attempts, Instant firstFailure) {
+    givenUp.incrementAndGet();
+    Message message = null;
+    try {
+      message = in.decode().get();
+    } catch (RuntimeException ignored) {
+      // kept without id and type
+    }
+    storeDeadLetter(
+        in,
+        message,
+        error,
+        error instanceof dev.postbox.core.PermanentMessageException
+            ? Classification.PERMANENT
+            : Classification.RETRIES_EXHAUSTED,
+        attempts,
+        firstFailure,
+        clock.instant());
+  }
+
+  /** Counts a delayed retry. */
+  public void retried() {
+    retries.incrementAndGet();
   }
 
   // ---------------------------------------------------------------- ordered parking
