@@ -212,6 +212,7 @@ class RetryTopicsIT extends Subscribers {
   @Test
   void parkingAndRetryTopicsAreAlternatives(PostboxTestContext ctx) {
     String topic = ctx.topic("orders", 1);
+    dev.postbox.jdbc.PostboxMigrations.migrate(ctx.dataSource());
     assertThatThrownBy(() ->
             KafkaSubscriber.builder(ctx.bootstrapServers(), subscription("both", topic).build())
                 .handler(d -> {})
