@@ -149,9 +149,10 @@ public record DemoReport(
                 + " no data fix helps)",
             deadLettered, poisonUnfixable),
         String.format(
-            "    keys parked (outage %d s)  %,d   (warehouse down; retried in order after delays)",
-            outageSeconds, parkedKeys),
-        String.format("    parked-key order violations %,d   (must be 0)", parkedOrderViolations),
+            "    keys parked              %,d   (warehouse down %d s: parked, retried in order after"
+                + " delays)",
+            parkedKeys, outageSeconds),
+        String.format("    parked keys out of order %,d   (must be 0)", parkedOrderViolations),
         String.format("  relay throughput (backlog) %,.0f events/s", relayEventsPerS),
         String.format("  orders placed              %,.0f orders/s", ordersPerS),
         String.format(

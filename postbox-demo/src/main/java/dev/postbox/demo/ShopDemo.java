@@ -63,6 +63,14 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * purpose ({@link DuplicatingPublisher}), and the first inventory process is halted between an
  * effect's commit and its offset commit; the supervisor restarts it. The report checks, from the
  * database, that every order had exactly one effect and that the stock is what the orders say.
+ *
+ * <p>Then failures: the warehouse, which the inventory calls for wholesale customers' orders
+ * (behind a circuit breaker), is down for {@link Options#outageSeconds()}; those keys are parked
+ * and drain in order afterwards, while other customers' orders flow on. Poison {@code
+ * order.created} messages on dedicated keys (malformed JSON, schema version 3, orders of a product
+ * the inventory does not know) are dead-lettered; after the "fix" (the product is added) the
+ * unknown-product orders are replayed through the outbox and applied exactly once; the malformed
+ * and unknown-version ones cannot be fixed by data and stay dead-lettered.
  */
 final class ShopDemo {
 
