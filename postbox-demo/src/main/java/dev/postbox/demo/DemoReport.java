@@ -36,10 +36,29 @@ import java.nio.file.Path;
  *       committed orders; {@code stock_actual}: the sum of the products' stock; must be equal.
  * </ul>
  *
+ * <p>The failure figures (poison messages and a warehouse outage, also from the database):
+ *
+ * <ul>
+ *   <li>{@code poison_sent}: poison {@code order.created} written to the outbox, on dedicated keys:
+ *       malformed JSON and schema version 3 (only 1 is registered), which no data fix can repair
+ *       ({@code poison_unfixable}), and orders of a product the inventory does not know yet;
+ *   <li>{@code dead_lettered_before_replay}: distinct messages in {@code postbox_dead_letter} once
+ *       the inventory drained; must equal {@code poison_sent} (nothing else, e.g. no parked
+ *       message, was given up);
+ *   <li>{@code replayed}: distinct messages replayed after the fix (the product is added), through
+ *       the outbox with their original ids; {@code applied_after_replay}: those with exactly one
+ *       effect; must be equal (and all unknown-product orders);
+ *   <li>{@code dead_lettered}: distinct messages still {@code PENDING} in the dead letters at the
+ *       end; must equal {@code poison_unfixable} (they are left for a producer fix or a discard);
+ *   <li>{@code parked_keys}: keys that had messages parked ({@code postbox_parked}) while the
+ *       warehouse was down ({@code outage_seconds}); {@code parked_order_violations}: effects of
+ *       those keys applied after an effect of a later order of the key; must be 0.
+ * </ul>
+ *
  * <p>{@code ok} requires all of that, the topic checks ({@code missing}, {@code order_violations},
  * {@code unexpected} all 0) and that the injected crashes fired; {@code inconclusive} is true when
  * everything held but an armed crash ({@code relay_crashes}, {@code consumer_crashes}) did not
- * fire.
+ * fire, or no key was parked during an outage.
  */
 public record DemoReport(
     @JsonProperty("orders") long orders,
@@ -65,7 +84,16 @@ public record DemoReport(
     @JsonProperty("effects_applied") long effectsApplied,
     @JsonProperty("duplicate_effects") long duplicateEffects,
     @JsonProperty("stock_expected") long stockExpected,
-    @JsonProperty("stock_actual") long stockActual) {
+    @JsonProperty("stock_actual") long stockActual,
+    @JsonProperty("poison_sent") long poisonSent,
+    @JsonProperty("dead_lettered") long deadLettered,
+    @JsonProperty("replayed") long replayed,
+    @JsonProperty("applied_after_replay") long appliedAfterReplay,
+    @JsonProperty("parked_order_violations") long parkedOrderViolations,
+    @JsonProperty("poison_unfixable") long poisonUnfixable,
+    @JsonProperty("dead_lettered_before_replay") long deadLetteredBeforeReplay,
+    @JsonProperty("parked_keys") long parkedKeys,
+    @JsonProperty("outage_seconds") int outageSeconds) {
 
   /** Writes the report as JSON. */
   public void writeJson(Path file) throws IOException {
@@ -103,6 +131,28 @@ public record DemoReport(
         String.format("    duplicate effects        %,d   (must be 0)", duplicateEffects),
         String.format(
             "    stock expected / actual  %,d / %,d   (must be equal)", stockExpected, stockActual),
+        "  poison and a warehouse outage (dedicated keys; the other keys flow on)",
+        String.format(
+            "    poison sent              %,d   (malformed JSON, schema version 3, unknown product)",
+            poisonSent),
+        String.format(
+            "    dead-lettered            %,d   (must equal poison sent)",
+            deadLetteredBeforeReplay),
+        String.format(
+            "    replayed after the fix   %,d   (the unknown product added; replayed via the outbox)",
+            replayed),
+        String.format(
+            "    applied after replay     %,d   (exactly once; must equal replayed)",
+            appliedAfterReplay),
+        String.format(
+            "    still dead-lettered      %,d   (must be %d: malformed JSON and unknown version,"
+                + " no data fix helps)",
+            deadLettered, poisonUnfixable),
+        String.format(
+            "    keys parked              %,d   (warehouse down %d s: parked, retried in order after"
+                + " delays)",
+            parkedKeys, outageSeconds),
+        String.format("    parked keys out of order %,d   (must be 0)", parkedOrderViolations),
         String.format("  relay throughput (backlog) %,.0f events/s", relayEventsPerS),
         String.format("  orders placed              %,.0f orders/s", ordersPerS),
         String.format(
@@ -112,7 +162,7 @@ public record DemoReport(
             + (ok
                 ? "OK"
                 : inconclusive
-                    ? "INCONCLUSIVE (an injected crash did not fire)"
+                    ? "INCONCLUSIVE (an injected crash did not fire, or no key was parked)"
                     : "INVARIANT BROKEN"));
   }
 }

@@ -2,15 +2,21 @@ package dev.postbox.demo;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.postbox.core.Backoff;
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.PermanentMessageException;
 import dev.postbox.core.consumer.Delivery;
+import dev.postbox.core.consumer.DependencyGuard;
+import dev.postbox.core.consumer.FailureHandlers;
+import dev.postbox.core.consumer.RetryPolicy;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.demo.ShopEvents.OrderCreated;
 import dev.postbox.demo.ShopEvents.StockUpdated;
 import dev.postbox.jdbc.Outbox;
+import dev.postbox.jdbc.PostgresDeadLetterStore;
 import dev.postbox.jdbc.PostgresInboxStore;
+import dev.postbox.jdbc.PostgresParkingStore;
 import dev.postbox.kafka.KafkaSubscriber;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -21,6 +27,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeoutException;
 import javax.sql.DataSource;
 
 /**
@@ -36,6 +43,15 @@ import javax.sql.DataSource;
  * and its offset be committed; so the record survives the demo's crash between the effect commit
  * and the offset commit, which the in-memory {@code ConsumerStats} of the halted process would not.
  *
+ * <p>Failure handling: a message the handler rejects for good (a {@link PermanentMessageException}
+ * such as {@link UnknownProductException}, an undecodable payload, an unknown schema version) is
+ * dead-lettered ({@code postbox_dead_letter}) at its first attempt and its key goes on. Orders of
+ * wholesale customers ({@code wholesale-*}) also reserve stock at the warehouse, a dependency
+ * behind a circuit breaker ({@link DependencyGuard}) that times out while {@code warehouse_outage}
+ * says so: such an order is retried in place a few times, then parked with every later order of its
+ * key ({@code postbox_parked}) and retried as a sequence after {@link #PARKING_TIERS}, in order,
+ * while other keys flow on.
+ *
  * <p>Arguments: JDBC URL (with the schema), Kafka bootstrap servers, orders topic, stock topic,
  * subscription (consumer group) name, incarnation number (1 for the first process, then 2, 3... for
  * restarts). Runs until killed or terminated; SIGTERM lets records in flight finish, commits their
@@ -44,6 +60,26 @@ import javax.sql.DataSource;
 public final class InventoryProcess {
 
   private static final int CONCURRENCY = 8;
+
+  /**
+   * Delays of the parked retries: their sum (30 s) outlasts the demo's 20 s warehouse outage, so a
+   * parked key drains (within 6 s of the warehouse's return) instead of being dead-lettered.
+   */
+  static final Duration[] PARKING_TIERS = {
+    Duration.ofSeconds(2),
+    Duration.ofSeconds(4),
+    Duration.ofSeconds(6),
+    Duration.ofSeconds(6),
+    Duration.ofSeconds(6),
+    Duration.ofSeconds(6)
+  };
+
+  /** The order names a product the inventory does not know: no retry can help, only a fix. */
+  static final class UnknownProductException extends PermanentMessageException {
+    UnknownProductException(String sku) {
+      super("unknown product " + sku);
+    }
+  }
 
   private InventoryProcess() {}
 
@@ -59,7 +95,7 @@ public final class InventoryProcess {
     int incarnation = Integer.parseInt(args[5]);
     HikariConfig hc = new HikariConfig();
     hc.setJdbcUrl(args[0]);
-    hc.setMaximumPoolSize(CONCURRENCY + 2);
+    hc.setMaximumPoolSize(2 * CONCURRENCY + 2); // an inbox transaction + a warehouse call each
     hc.setPoolName("inventory-" + incarnation);
     HikariDataSource ds = new HikariDataSource(hc);
     Outbox outbox = Outbox.postgres();
@@ -69,6 +105,19 @@ public final class InventoryProcess {
             .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
             .eventTypes(ShopEvents.TYPES)
             .concurrency(CONCURRENCY)
+            // a few quick in-place attempts; then a transient failure parks the key (below)
+            .failureHandler(
+                FailureHandlers.of(
+                    RetryPolicy.builder()
+                        .maxAttempts(3)
+                        .backoff(new Backoff(Duration.ofMillis(200), Duration.ofSeconds(1), 2, 0.5))
+                        .build()))
+            .build();
+    DependencyGuard guard =
+        DependencyGuard.builder()
+            .minimumCalls(4)
+            .slidingWindowCalls(10)
+            .waitInOpenState(Duration.ofSeconds(2))
             .build();
     KafkaSubscriber subscriber =
         KafkaSubscriber.builder(args[1], subscription)
@@ -78,7 +127,16 @@ public final class InventoryProcess {
             .consumerProperty("group.instance.id", name + "-1")
             // a member that dies for good is noticed after 6 s (the broker's minimum), not 45 s
             .consumerProperty("session.timeout.ms", 6000)
-            .handler(d -> deductStock(d, outbox, stockTopic, incarnation))
+            .deadLetters(PostgresDeadLetterStore.create(ds))
+            .parking(PostgresParkingStore.create(ds))
+            .parkingTiers(PARKING_TIERS)
+            .handler(d -> {
+              OrderCreated order = d.event(OrderCreated.class);
+              if (order.customerId().startsWith(WHOLESALE)) {
+                guard.run("warehouse", () -> reserveAtWarehouse(ds, order));
+              }
+              deductStock(d, outbox, stockTopic, incarnation);
+            })
             .build();
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime()
@@ -95,6 +153,27 @@ public final class InventoryProcess {
     stopped.await(); // SIGTERM runs the hook above; a crash point halts the JVM without it
   }
 
+  /** Customers whose orders are reserved at the warehouse first. */
+  static final String WHOLESALE = "wholesale-";
+
+  /**
+   * The simulated warehouse: times out while the demo's {@code warehouse_outage} row says it is
+   * down (a transient failure, counted by the circuit breaker).
+   */
+  private static void reserveAtWarehouse(DataSource ds, OrderCreated order) throws Exception {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement("SELECT count(*) FROM warehouse_outage WHERE until > now()")) {
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        if (rs.getLong(1) > 0) {
+          Thread.sleep(50); // a slow failure, as timeouts are
+          throw new TimeoutException("warehouse timed out reserving order " + order.orderId());
+        }
+      }
+    }
+  }
+
   /** The effect of one order, on the inbox transaction's connection. */
   static void deductStock(Delivery delivery, Outbox outbox, String stockTopic, int incarnation)
       throws Exception {
@@ -107,7 +186,7 @@ public final class InventoryProcess {
       ps.setString(2, order.sku());
       try (ResultSet rs = ps.executeQuery()) {
         if (!rs.next()) {
-          throw new PermanentMessageException("unknown sku " + order.sku());
+          throw new UnknownProductException(order.sku());
         }
         stock = rs.getLong(1);
       }

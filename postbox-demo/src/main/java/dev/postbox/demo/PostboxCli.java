@@ -39,6 +39,10 @@ public final class PostboxCli implements Runnable {
         "The inventory service consumes order.created effectively once (the relays publish each one twice;"
             + " its first process is killed between an effect's commit and its offset commit) and deducts"
             + " stock; the report checks one effect per order and the final stock.",
+        "Poison messages (malformed JSON, an unknown schema version, orders of an unknown product) land in"
+            + " the dead letters while other keys flow on; the missing product is added and those orders are"
+            + " replayed, applied exactly once. A warehouse the inventory calls is down for a while: its"
+            + " customers' orders are parked and drain in order afterwards.",
         "Exit code: 0 all invariants held, 1 an invariant broke, 3 inconclusive (no crash fired)."
       })
   static final class Demo implements Callable<Integer> {
@@ -96,6 +100,13 @@ public final class PostboxCli implements Runnable {
                 + " this delivery of order.created (default: ${DEFAULT-VALUE}; 0: no crash).")
     int consumerCrashAt;
 
+    @Option(
+        names = "--outage-seconds",
+        defaultValue = "20",
+        description =
+            "How long the warehouse (a dependency of wholesale orders) is down (default: ${DEFAULT-VALUE}; 0: no outage; at most 25).")
+    int outageSeconds;
+
     @Option(names = "--report-json", description = "Also write the report as JSON to this file.")
     Path reportJson;
 
@@ -113,11 +124,14 @@ public final class PostboxCli implements Runnable {
           || relays < 1
           || backlog < 0
           || crashAtBatch < 0
-          || consumerCrashAt < 0) {
+          || consumerCrashAt < 0
+          || outageSeconds < 0
+          || outageSeconds > 25) {
         throw new CommandLine.ParameterException(
             new CommandLine(this),
             "orders, customers, writers and relays must be >= 1; backlog, crash-at-batch and"
-                + " consumer-crash-at >= 0");
+                + " consumer-crash-at >= 0; outage-seconds between 0 and 25 (the inventory's"
+                + " parking tiers add up to 30 s; a longer outage dead-letters parked orders)");
       }
       DemoReport report =
           new ShopDemo(
@@ -130,7 +144,8 @@ public final class PostboxCli implements Runnable {
                       crashAtBatch,
                       consumerCrashAt,
                       timeout,
-                      workDir),
+                      workDir,
+                      outageSeconds),
                   System.out)
               .run();
       System.out.println();

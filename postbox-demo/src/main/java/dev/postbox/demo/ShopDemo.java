@@ -1,12 +1,14 @@
 package dev.postbox.demo;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.postbox.core.CrashPoints;
 import dev.postbox.core.Message;
+import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.jdbc.Outbox;
 import dev.postbox.jdbc.PostboxMigrations;
+import dev.postbox.jdbc.PostgresDeadLetterStore;
+import dev.postbox.jdbc.Replayer;
+import dev.postbox.kafka.KafkaDeadLetters;
 import dev.postbox.kafka.KafkaRecords;
 import dev.postbox.testkit.ChildJvm;
 import dev.postbox.testkit.DeliveryHistory;
@@ -28,6 +30,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Random;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -59,6 +63,14 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * purpose ({@link DuplicatingPublisher}), and the first inventory process is halted between an
  * effect's commit and its offset commit; the supervisor restarts it. The report checks, from the
  * database, that every order had exactly one effect and that the stock is what the orders say.
+ *
+ * <p>Then failures: the warehouse, which the inventory calls for wholesale customers' orders
+ * (behind a circuit breaker), is down for {@link Options#outageSeconds()}; those keys are parked
+ * and drain in order afterwards, while other customers' orders flow on. Poison {@code
+ * order.created} messages on dedicated keys (malformed JSON, schema version 3, orders of a product
+ * the inventory does not know) are dead-lettered; after the "fix" (the product is added) the
+ * unknown-product orders are replayed through the outbox and applied exactly once; the malformed
+ * and unknown-version ones cannot be fixed by data and stay dead-lettered.
  */
 final class ShopDemo {
 
@@ -72,12 +84,46 @@ final class ShopDemo {
       int crashAtBatch,
       int consumerCrashAt,
       Duration timeout,
-      Path workDir) {}
+      Path workDir,
+      int outageSeconds) {
 
-  private static final ObjectMapper JSON = new ObjectMapper();
+    /** The settings before the warehouse outage existed: a 20 s outage. */
+    Options(
+        int orders,
+        int customers,
+        int writers,
+        int relays,
+        int backlog,
+        int crashAtBatch,
+        int consumerCrashAt,
+        Duration timeout,
+        Path workDir) {
+      this(
+          orders,
+          customers,
+          writers,
+          relays,
+          backlog,
+          crashAtBatch,
+          consumerCrashAt,
+          timeout,
+          workDir,
+          DEFAULT_OUTAGE_SECONDS);
+    }
+  }
+
+  /** Default of {@link Options#outageSeconds()}. */
+  static final int DEFAULT_OUTAGE_SECONDS = 20;
+
   private static final int WARMUP_ORDERS = 200;
   private static final int PRODUCTS = 50;
   private static final long INITIAL_STOCK = 10_000;
+  private static final int WHOLESALE_CUSTOMERS = 3;
+  private static final int WHOLESALE_ORDERS = 30; // spread over the wholesale customers, 3 s
+  private static final int MALFORMED = 2;
+  private static final int UNKNOWN_VERSION = 2;
+  private static final int UNKNOWN_PRODUCT = 3;
+  private static final String NEW_SKU = "sku-900"; // ordered before the inventory knows it
 
   private final Options options;
   private final PrintStream out;
@@ -87,6 +133,8 @@ final class ShopDemo {
   private final Map<UUID, Long> receiveNanos = new ConcurrentHashMap<>();
   private final AtomicInteger crashes = new AtomicInteger();
   private final AtomicInteger consumerCrashes = new AtomicInteger();
+  private final AtomicInteger ordersPlaced = new AtomicInteger(); // order rows committed
+  private final Set<String> parkedKeys = ConcurrentHashMap.newKeySet();
 
   ShopDemo(Options options, PrintStream out) {
     this.options = options;
@@ -139,9 +187,18 @@ final class ShopDemo {
         awaitConsumed(WARMUP_ORDERS + options.orders());
         // The inventory is slower than the orders service (it receives every order twice, and it
         // restarts once); let it catch up so that it does not compete with the relays below.
-        awaitInventory(ds, kafka.bootstrapServers(), inventory, topic, "caught up");
+        awaitInventory(
+            ds, kafka.bootstrapServers(), inventory, topic, "caught up", ordersPlaced.get());
 
-        // Phase 2: a backlog written while the relays are paused (SIGSTOP), then drained (relay
+        // Phase 2: poison messages and a warehouse outage. The backlog below is written while the
+        // warehouse is still down.
+        long outageStart = System.nanoTime();
+        Thread parkWatcher =
+            Thread.ofPlatform().name("park-watcher").daemon(true).start(() -> watchParked(ds));
+        Poison poison = injectFailures(ds, topic);
+        awaitOthers(ds, poison.otherOrders(), outageStart);
+
+        // Phase 3: a backlog written while the relays are paused (SIGSTOP), then drained (relay
         // throughput).
         double relayRate = 0;
         if (options.backlog() > 0) {
@@ -149,13 +206,45 @@ final class ShopDemo {
           writeBacklog(ds, topic);
           long p2 = System.nanoTime();
           supervisor.resumeRelays();
-          awaitConsumed(WARMUP_ORDERS + options.orders() + options.backlog());
+          awaitConsumed(committedEvents());
           relayRate = options.backlog() / secondsSince(p2);
           out.printf(
               "backlog of %,d events drained at %,.0f events/s%n", options.backlog(), relayRate);
         }
+        awaitConsumed(committedEvents());
+        long outageLeft =
+            Duration.ofSeconds(options.outageSeconds()).toNanos()
+                - (System.nanoTime() - outageStart);
+        if (outageLeft > 0) {
+          Thread.sleep(Duration.ofNanos(outageLeft));
+        }
+        out.printf(
+            "warehouse back after %d s; other customers' orders placed during the outage: %,d of"
+                + " %,d applied while it was down%n",
+            options.outageSeconds(),
+            applied(ds, poison.otherOrders()),
+            poison.otherOrders().size());
+        // Everything but the unknown-product orders applied, the parked keys drained.
+        awaitInventory(
+            ds,
+            kafka.bootstrapServers(),
+            inventory,
+            topic,
+            "drained after the outage",
+            ordersPlaced.get() - UNKNOWN_PRODUCT);
+        parkWatcher.interrupt();
+        parkWatcher.join();
+        long deadLetteredBeforeReplay = deadLettered(ds);
+        out.printf(
+            "dead-lettered: %d messages (%d poison sent); keys that had parked messages: %s%n",
+            deadLetteredBeforeReplay, poison.ids().size(), new TreeSet<>(parkedKeys));
+        deadLetterReasons(ds).forEach(out::println);
+
+        // Phase 4: the fix (the missing product), then a replay of its dead letters.
+        Replay replay = fixAndReplay(ds, inventory, poison);
         // The backlog's events are not for the inventory (it skips their type); let it read them.
-        awaitInventory(ds, kafka.bootstrapServers(), inventory, topic, "done");
+        awaitInventory(ds, kafka.bootstrapServers(), inventory, topic, "done", ordersPlaced.get());
+        long appliedAfterReplay = appliedOnce(ds, replay.messageIds());
         supervisor.stop(); // the inventory first (SIGTERM: it commits its offsets), then the relays
         consuming.set(false);
         consumer.join();
@@ -163,19 +252,27 @@ final class ShopDemo {
         DeliveryHistory.Report h = checkObservations();
         InventoryFigures inv = inventoryFigures(ds);
         double[] lat = latenciesMillis();
-        long orders = WARMUP_ORDERS + options.orders();
+        long orders = ordersPlaced.get();
+        long deadLettered = deadLettered(ds);
+        long parkedOrderViolations = parkedOrderViolations(ds, parkedKeys);
         boolean inconclusive =
             (options.crashAtBatch() > 0 && crashes.get() == 0)
-                || (options.consumerCrashAt() > 0 && consumerCrashes.get() == 0);
+                || (options.consumerCrashAt() > 0 && consumerCrashes.get() == 0)
+                || (options.outageSeconds() > 0 && parkedKeys.isEmpty());
         boolean invariants =
             h.ok()
                 && inv.effectsApplied() == orders
                 && inv.duplicateEffects() == 0
                 && inv.stockActual() == inv.stockExpected()
-                && inv.duplicatesSuppressed() > 0;
+                && inv.duplicatesSuppressed() > 0
+                && deadLetteredBeforeReplay == poison.ids().size()
+                && deadLettered == poison.unfixable()
+                && replay.replayed() == UNKNOWN_PRODUCT
+                && appliedAfterReplay == replay.replayed()
+                && parkedOrderViolations == 0;
         boolean ok = invariants && !inconclusive;
         return new DemoReport(
-            WARMUP_ORDERS + options.orders(),
+            orders,
             options.backlog(),
             options.relays(),
             h.committed(),
@@ -198,7 +295,16 @@ final class ShopDemo {
             inv.effectsApplied(),
             inv.duplicateEffects(),
             inv.stockExpected(),
-            inv.stockActual());
+            inv.stockActual(),
+            poison.ids().size(),
+            deadLettered,
+            replay.replayed(),
+            appliedAfterReplay,
+            parkedOrderViolations,
+            poison.unfixable(),
+            deadLetteredBeforeReplay,
+            parkedKeys.size(),
+            options.outageSeconds());
       } finally {
         supervisor.stop();
         consuming.set(false);
@@ -216,12 +322,14 @@ final class ShopDemo {
       s.execute(
           "CREATE TABLE orders (id uuid PRIMARY KEY, customer_id text NOT NULL REFERENCES customers,"
               + " seq bigint NOT NULL, amount_cents bigint NOT NULL,"
-              + " sku text NOT NULL REFERENCES products, quantity int NOT NULL,"
+              // no foreign key to products: the orders service sells a product (NEW_SKU) before the
+              // inventory knows it; those orders are dead-lettered until the "fix" adds it
+              + " sku text NOT NULL, quantity int NOT NULL,"
               + " created_at timestamptz NOT NULL DEFAULT now())");
       // The inventory's audit of its effects: deliberately no unique constraint, so that a second
       // effect of one message would be a second row (counted as a duplicate effect).
       s.execute(
-          "CREATE TABLE inventory_effects (message_id uuid NOT NULL, order_id uuid NOT NULL,"
+          "CREATE TABLE inventory_effects (id bigserial, message_id uuid NOT NULL, order_id uuid NOT NULL,"
               + " sku text NOT NULL, quantity int NOT NULL, incarnation int NOT NULL,"
               + " applied_at timestamptz NOT NULL DEFAULT now())");
       // One row per delivery the inventory's inbox suppressed as a duplicate.
@@ -240,11 +348,32 @@ final class ShopDemo {
           "INSERT INTO customers (id) SELECT 'customer-' || g FROM generate_series(1, "
               + options.customers()
               + ") g");
+      // dedicated keys: the wholesale customers (their orders need the warehouse) and the
+      // customers who order the product the inventory does not know yet
+      s.execute(
+          "INSERT INTO customers (id) SELECT '"
+              + InventoryProcess.WHOLESALE
+              + "' || g FROM generate_series(1, "
+              + WHOLESALE_CUSTOMERS
+              + ") g");
+      s.execute(
+          "INSERT INTO customers (id) SELECT 'newsku-' || g FROM generate_series(1, "
+              + UNKNOWN_PRODUCT
+              + ") g");
+      // the simulated warehouse is down while a row here says so (InventoryProcess)
+      s.execute("CREATE TABLE warehouse_outage (until timestamptz NOT NULL)");
     }
   }
 
   /** The orders service: each order is one transaction writing the order row and its event. */
   private void placeOrders(HikariDataSource ds, String topic, int count, boolean measured)
+      throws Exception {
+    placeOrders(ds, topic, count, measured, null);
+  }
+
+  /** Like above; adds the message ids to {@code ids} if not null. */
+  private void placeOrders(
+      HikariDataSource ds, String topic, int count, boolean measured, Set<UUID> ids)
       throws Exception {
     Outbox outbox = Outbox.postgres();
     AtomicInteger next = new AtomicInteger();
@@ -259,10 +388,14 @@ final class ShopDemo {
               String customer = "customer-" + (1 + hotSkewed(random));
               Message m =
                   outbox.inTransaction(
-                      ds, tx -> placeOrder(tx.connection(), outbox, topic, customer, random));
+                      ds, tx -> placeOrder(tx.connection(), outbox, topic, customer, random, null));
+              ordersPlaced.incrementAndGet();
               long seq = Long.parseLong(m.header("seq").orElseThrow());
               if (measured) {
                 commitNanos.put(m.id(), System.nanoTime());
+              }
+              if (ids != null) {
+                ids.add(m.id());
               }
               synchronized (history) {
                 history.committed(customer, seq, m.id().toString());
@@ -285,8 +418,10 @@ final class ShopDemo {
     return random.nextInt(4) == 0 ? random.nextInt(hot) : random.nextInt(options.customers());
   }
 
+  /** One order of {@code customer}, for {@code sku} or, if null, a random product. */
   private static Message placeOrder(
-      Connection c, Outbox outbox, String topic, String customer, Random random) throws Exception {
+      Connection c, Outbox outbox, String topic, String customer, Random random, String sku)
+      throws Exception {
     long seq;
     try (PreparedStatement ps =
         c.prepareStatement(
@@ -299,7 +434,10 @@ final class ShopDemo {
     }
     UUID orderId = UUID.randomUUID();
     long amount = 100 + random.nextInt(10_000);
-    String sku = String.format("sku-%03d", 1 + random.nextInt(PRODUCTS));
+    String product = String.format("sku-%03d", 1 + random.nextInt(PRODUCTS));
+    if (sku != null) {
+      product = sku;
+    }
     int quantity = 1 + random.nextInt(5);
     try (PreparedStatement ps =
         c.prepareStatement(
@@ -309,14 +447,15 @@ final class ShopDemo {
       ps.setString(2, customer);
       ps.setLong(3, seq);
       ps.setLong(4, amount);
-      ps.setString(5, sku);
+      ps.setString(5, product);
       ps.setInt(6, quantity);
       ps.executeUpdate();
     }
     Message m =
         ShopEvents.TYPES
             .newMessage(
-                topic, new ShopEvents.OrderCreated(orderId, customer, seq, amount, sku, quantity))
+                topic,
+                new ShopEvents.OrderCreated(orderId, customer, seq, amount, product, quantity))
             .key(customer)
             .source("/shop/orders")
             .header("seq", Long.toString(seq))
@@ -384,12 +523,11 @@ final class ShopDemo {
         long now = System.nanoTime();
         for (ConsumerRecord<byte[], byte[]> r : records) {
           Message m = KafkaRecords.fromRecord(r);
-          JsonNode body = JSON.readTree(m.payload().unsafeBytes());
+          // the seq header, not the payload: the poison messages' payloads may not even parse
+          long seq = Long.parseLong(m.header("seq").orElseThrow());
           receiveNanos.putIfAbsent(m.id(), now);
           synchronized (observations) {
-            observations.add(
-                new Observation(
-                    m.key().orElseThrow(), body.get("seq").asLong(), m.id().toString()));
+            observations.add(new Observation(m.key().orElseThrow(), seq, m.id().toString()));
           }
         }
       }
@@ -458,9 +596,8 @@ final class ShopDemo {
    * committed offsets reached the end of the topic. So late duplicates are counted too.
    */
   private void awaitInventory(
-      HikariDataSource ds, String bootstrap, String group, String topic, String what)
+      HikariDataSource ds, String bootstrap, String group, String topic, String what, long orders)
       throws Exception {
-    long orders = WARMUP_ORDERS + options.orders();
     long deadline = System.nanoTime() + options.timeout().toNanos();
     long effects = 0;
     long lag = -1;
@@ -470,7 +607,9 @@ final class ShopDemo {
     try (Admin admin = Admin.create(p)) {
       while (System.nanoTime() < deadline) {
         effects = queryLong(ds, "SELECT count(DISTINCT message_id) FROM inventory_effects");
-        if (effects >= orders && unpublished(ds, topic) == 0) {
+        if (effects >= orders
+            && unpublished(ds, topic) == 0
+            && queryLong(ds, "SELECT count(*) FROM postbox_parked") == 0) {
           lag = lag(admin, group, topic);
           if (lag == 0) {
             out.printf(
@@ -517,6 +656,327 @@ final class ShopDemo {
       lag += end.getValue().offset() - (c == null ? 0 : c.offset());
     }
     return lag;
+  }
+
+  private long committedEvents() {
+    synchronized (history) {
+      return history.committedCount();
+    }
+  }
+
+  /**
+   * The poison messages written (message ids), the keys of those a fix can repair, how many no fix
+   * can repair, and the other customers' orders placed during the warehouse outage.
+   */
+  private record Poison(
+      List<UUID> ids, List<String> fixableKeys, int unfixable, Set<UUID> otherOrders) {}
+
+  /**
+   * Takes the warehouse down for the outage, has the wholesale customers (whose orders need it)
+   * order during it while other customers order too, and writes the poison messages: malformed
+   * JSON, an unknown schema version (both from a buggy producer, so they have no order row) and
+   * orders of a product the inventory does not know yet. All poison use dedicated keys ({@code
+   * poison-*}, {@code newsku-*}), one to a few messages each, with their own seq numbers.
+   */
+  private Poison injectFailures(HikariDataSource ds, String topic) throws Exception {
+    Outbox outbox = Outbox.postgres();
+    if (options.outageSeconds() > 0) {
+      try (Connection c = ds.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute(
+            "INSERT INTO warehouse_outage (until) VALUES (now() + interval '"
+                + options.outageSeconds()
+                + " seconds')");
+      }
+      out.printf(
+          "warehouse down for %d s; %d orders of %d wholesale customers need it%n",
+          options.outageSeconds(), WHOLESALE_ORDERS, WHOLESALE_CUSTOMERS);
+    }
+    Set<UUID> others = ConcurrentHashMap.newKeySet();
+    ExecutorService otherCustomers = Executors.newSingleThreadExecutor();
+    Future<?> othersDone =
+        otherCustomers.submit(() -> {
+          placeOrders(ds, topic, Math.max(50, options.orders() / 10), false, others);
+          return null;
+        });
+    Random random = new Random(7);
+    List<UUID> poison = new ArrayList<>();
+    List<String> fixableKeys = new ArrayList<>();
+    for (int i = 0; i < WHOLESALE_ORDERS; i++) {
+      String customer = InventoryProcess.WHOLESALE + (1 + i % WHOLESALE_CUSTOMERS);
+      committed(
+          outbox.inTransaction(
+              ds, tx -> placeOrder(tx.connection(), outbox, topic, customer, random, null)));
+      ordersPlaced.incrementAndGet();
+      if (i == WHOLESALE_ORDERS / 2) {
+        for (int p = 1; p <= MALFORMED; p++) {
+          Message m =
+              Message.builder(topic, ShopEvents.ORDER_CREATED)
+                  .key("poison-malformed-" + p)
+                  .source("/shop/orders")
+                  .header("seq", "1")
+                  .jsonPayload("{\"orderId\": \"" + UUID.randomUUID() + "\", \"customerId\": ")
+                  .build();
+          poison.add(writePoison(ds, outbox, m));
+        }
+        for (int p = 1; p <= UNKNOWN_VERSION; p++) {
+          String key = "poison-v3-" + p;
+          Message m =
+              ShopEvents.TYPES
+                  .newMessage(
+                      topic,
+                      new ShopEvents.OrderCreated(UUID.randomUUID(), key, 1, 100, "sku-001", 1))
+                  .schemaVersion(3)
+                  .key(key)
+                  .source("/shop/orders")
+                  .header("seq", "1")
+                  .build();
+          poison.add(writePoison(ds, outbox, m));
+        }
+        for (int p = 1; p <= UNKNOWN_PRODUCT; p++) {
+          String customer2 = "newsku-" + p;
+          Message m =
+              outbox.inTransaction(
+                  ds, tx -> placeOrder(tx.connection(), outbox, topic, customer2, random, NEW_SKU));
+          ordersPlaced.incrementAndGet();
+          committed(m);
+          poison.add(m.id());
+          fixableKeys.add(customer2);
+        }
+        out.printf(
+            "poison written: %d malformed JSON, %d of schema version 3 (only 1 is known),"
+                + " %d orders of %s (a product the inventory does not know)%n",
+            MALFORMED, UNKNOWN_VERSION, UNKNOWN_PRODUCT, NEW_SKU);
+      }
+      Thread.sleep(100);
+    }
+    othersDone.get();
+    otherCustomers.shutdown();
+    return new Poison(
+        List.copyOf(poison), List.copyOf(fixableKeys), MALFORMED + UNKNOWN_VERSION, others);
+  }
+
+  private UUID writePoison(HikariDataSource ds, Outbox outbox, Message m) {
+    outbox.inTransaction(
+        ds,
+        tx -> {
+          tx.writeAll(List.of(m));
+          return null;
+        });
+    committed(m);
+    return m.id();
+  }
+
+  private void committed(Message m) {
+    synchronized (history) {
+      history.committed(
+          m.key().orElseThrow(), Long.parseLong(m.header("seq").orElseThrow()), m.id().toString());
+    }
+  }
+
+  /** Collects the keys that have parked messages, until interrupted. */
+  private void watchParked(HikariDataSource ds) {
+    while (!Thread.currentThread().isInterrupted()) {
+      try (Connection c = ds.getConnection();
+          Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery("SELECT DISTINCT msg_key FROM postbox_parked")) {
+        while (rs.next()) {
+          parkedKeys.add(rs.getString(1));
+        }
+      } catch (Exception e) {
+        if (Thread.currentThread().isInterrupted()) {
+          return;
+        }
+      }
+      try {
+        Thread.sleep(100);
+      } catch (InterruptedException e) {
+        return;
+      }
+    }
+  }
+
+  /** Distinct messages with a PENDING dead letter. */
+  private static long deadLettered(HikariDataSource ds) throws Exception {
+    return queryLong(
+        ds, "SELECT count(DISTINCT message_id) FROM postbox_dead_letter WHERE status = 'PENDING'");
+  }
+
+  /** One line per dead-lettered message: its key, why and how it was classified. */
+  private static List<String> deadLetterReasons(HikariDataSource ds) throws Exception {
+    List<String> lines = new ArrayList<>();
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT DISTINCT ON (message_id) convert_from(msg_key, 'UTF8'), classification,"
+                    + " regexp_replace(error_class, '.*[.$]', ''), error_message, status"
+                    + " FROM postbox_dead_letter ORDER BY message_id, id")) {
+      while (rs.next()) {
+        String message = rs.getString(4) == null ? "" : rs.getString(4);
+        if (message.length() > 90) {
+          message = message.substring(0, 90) + "...";
+        }
+        lines.add(
+            String.format(
+                "  %-18s %-9s %s: %s", rs.getString(1), rs.getString(2), rs.getString(3), message));
+      }
+    }
+    lines.sort(null);
+    return lines;
+  }
+
+  /** The message ids replayed. */
+  private record Replay(long replayed, List<UUID> messageIds) {}
+
+  /**
+   * The fix: the product the unknown-product orders name is added to the inventory; then their dead
+   * letters are replayed (written to the outbox again with the same ids, at 50/s). The topic
+   * carries every order.created twice, so such a message may have two letters: the later one is
+   * discarded with that reason before the replay (replaying both would write the message to the
+   * outbox twice), and so is any letter still pending whose message was replayed. The malformed and
+   * unknown-version messages cannot be fixed by data: they stay dead-lettered (PENDING), for a
+   * producer fix or an operator's discard.
+   */
+  private Replay fixAndReplay(HikariDataSource ds, String consumer, Poison poison)
+      throws Exception {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "INSERT INTO products (sku, initial_stock, stock) VALUES (?, ?, ?)")) {
+      ps.setString(1, NEW_SKU);
+      ps.setLong(2, INITIAL_STOCK);
+      ps.setLong(3, INITIAL_STOCK);
+      ps.executeUpdate();
+    }
+    DeadLetterStore store = PostgresDeadLetterStore.create(ds);
+    Replayer replayer =
+        Replayer.builder(ds, store, KafkaDeadLetters.decoder())
+            .ratePerSecond(50)
+            .by("demo")
+            .build();
+    List<Long> second = new ArrayList<>();
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT d.id FROM postbox_dead_letter d WHERE d.status = 'PENDING'"
+                    + " AND d.consumer = ? AND convert_from(d.msg_key, 'UTF8') = ANY (?) AND EXISTS"
+                    + " (SELECT 1 FROM postbox_dead_letter f WHERE f.consumer = d.consumer"
+                    + " AND f.message_id = d.message_id AND f.status = 'PENDING' AND f.id < d.id)")) {
+      ps.setString(1, consumer);
+      ps.setArray(2, c.createArrayOf("text", poison.fixableKeys().toArray()));
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          second.add(rs.getLong(1));
+        }
+      }
+    }
+    for (long id : second) {
+      replayer.discard(
+          id, "a second letter of the same message (the topic carries it twice); one is replayed");
+    }
+    int letters = 0;
+    for (String key : poison.fixableKeys()) {
+      letters += replayer.replayKey(consumer, key).replayed().size();
+    }
+    List<Long> leftOver = new ArrayList<>();
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT d.id FROM postbox_dead_letter d WHERE d.status = 'PENDING' AND EXISTS"
+                    + " (SELECT 1 FROM postbox_dead_letter r WHERE r.consumer = d.consumer"
+                    + " AND r.message_id = d.message_id AND r.status = 'REPLAYED')")) {
+      while (rs.next()) {
+        leftOver.add(rs.getLong(1));
+      }
+    }
+    for (long id : leftOver) {
+      replayer.discard(id, "another letter of this message was replayed");
+    }
+    List<UUID> ids = new ArrayList<>();
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT DISTINCT message_id FROM postbox_dead_letter WHERE status = 'REPLAYED'")) {
+      while (rs.next()) {
+        ids.add(rs.getObject(1, UUID.class));
+      }
+    }
+    out.printf(
+        "fix: %s added to the products; replayed %d dead letter(s) = %d message(s) through the"
+            + " outbox at 50/s (%d second letter(s) of a message discarded)%n",
+        NEW_SKU, letters, ids.size(), second.size() + leftOver.size());
+    return new Replay(ids.size(), ids);
+  }
+
+  /** How many of {@code ids} have exactly one effect. */
+  private static long appliedOnce(HikariDataSource ds, List<UUID> ids) throws Exception {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT count(*) FROM (SELECT message_id FROM inventory_effects"
+                    + " WHERE message_id = ANY (?) GROUP BY message_id HAVING count(*) = 1) x")) {
+      ps.setArray(1, c.createArrayOf("uuid", ids.toArray()));
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    }
+  }
+
+  /**
+   * Waits until the other customers' orders placed during the outage are applied (they flow on
+   * while the wholesale keys are parked), so that the backlog below does not compete with them.
+   */
+  private void awaitOthers(HikariDataSource ds, Set<UUID> others, long outageStart)
+      throws Exception {
+    long deadline = System.nanoTime() + options.timeout().toNanos();
+    long applied = 0;
+    while (System.nanoTime() < deadline && (applied = applied(ds, others)) < others.size()) {
+      Thread.sleep(100);
+    }
+    out.printf(
+        "other customers' orders placed meanwhile: %,d of %,d applied %.1f s into the outage%n",
+        applied, others.size(), secondsSince(outageStart));
+  }
+
+  /** How many of {@code ids} have an effect. */
+  private static long applied(HikariDataSource ds, Set<UUID> ids) throws Exception {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT count(DISTINCT message_id) FROM inventory_effects"
+                    + " WHERE message_id = ANY (?)")) {
+      ps.setArray(1, c.createArrayOf("uuid", ids.toArray()));
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    }
+  }
+
+  /**
+   * Per-key order of the inventory's effects for {@code keys}: effects (in the order they were
+   * written, {@code inventory_effects.id}) whose order has a lower seq than an effect of its key
+   * written before it.
+   */
+  private static long parkedOrderViolations(HikariDataSource ds, Set<String> keys)
+      throws Exception {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT count(*) FROM (SELECT o.seq, max(o.seq) OVER (PARTITION BY o.customer_id"
+                    + " ORDER BY e.id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before"
+                    + " FROM inventory_effects e JOIN orders o ON o.id = e.order_id"
+                    + " WHERE o.customer_id = ANY (?)) x WHERE seq < before")) {
+      ps.setArray(1, c.createArrayOf("text", keys.toArray()));
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    }
   }
 
   /** The inventory's outcome, read from the database (the source of truth), after it stopped. */

@@ -16,7 +16,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The demo, small: relay processes (one halted between ack and mark, all publishing each
  * order.created twice), the inventory process (halted once between an effect's commit and its
- * offset commit) and the published JSON report.
+ * offset commit), poison messages (dead-lettered, the fixable ones replayed after the fix), a
+ * warehouse outage of 6 s (wholesale keys parked, drained in order) and the published JSON report.
  */
 class ShopDemoIT {
 
@@ -26,7 +27,7 @@ class ShopDemoIT {
     ByteArrayOutputStream log = new ByteArrayOutputStream();
     DemoReport report =
         new ShopDemo(
-                new ShopDemo.Options(600, 30, 3, 2, 2000, 3, 150, Duration.ofMinutes(2), dir),
+                new ShopDemo.Options(600, 30, 3, 2, 2000, 3, 150, Duration.ofMinutes(2), dir, 6),
                 new PrintStream(log, true, StandardCharsets.UTF_8))
             .run();
     String output = log.toString(StandardCharsets.UTF_8);
@@ -35,7 +36,12 @@ class ShopDemoIT {
     assertThat(report.missing()).isZero();
     assertThat(report.orderViolations()).isZero();
     assertThat(report.unexpected()).isZero();
-    assertThat(report.committed()).isEqualTo(200 + 600 + 2000);
+    // warm-up, orders, other customers' orders during the outage (orders / 10, at least 50),
+    // wholesale orders, unknown-product orders
+    long orders = 200 + 600 + 60 + 30 + 3;
+    assertThat(report.orders()).isEqualTo(orders);
+    // + malformed and schema-version-3 poison (no order rows) + the backlog
+    assertThat(report.committed()).isEqualTo(orders + 4 + 2000);
     assertThat(report.published()).isEqualTo(report.committed());
     assertThat(report.topicDuplicates())
         .as("every order.created is published twice")
@@ -47,10 +53,18 @@ class ShopDemoIT {
     assertThat(report.duplicatesDelivered())
         .isEqualTo(report.duplicatesSuppressed() + report.duplicateEffects());
     assertThat(report.stockActual()).isEqualTo(report.stockExpected());
-    assertThat(report.stockExpected()).isLessThan(50 * 10_000L);
+    assertThat(report.stockExpected()).isLessThan(51 * 10_000L); // 50 products + the one fixed
     assertThat(report.ok()).as(report.toText()).isTrue();
     assertThat(report.inconclusive()).isFalse();
     assertThat(report.relayEventsPerS()).isPositive();
+
+    assertThat(report.poisonSent()).isEqualTo(7);
+    assertThat(report.deadLetteredBeforeReplay()).as(output).isEqualTo(7);
+    assertThat(report.replayed()).as(output).isEqualTo(3);
+    assertThat(report.appliedAfterReplay()).isEqualTo(3);
+    assertThat(report.deadLettered()).as("malformed JSON and schema version 3 stay").isEqualTo(4);
+    assertThat(report.parkedKeys()).as(output).isPositive();
+    assertThat(report.parkedOrderViolations()).isZero();
 
     Path json = dir.resolve("report.json");
     report.writeJson(json);
@@ -70,11 +84,16 @@ class ShopDemoIT {
           "duplicates_suppressed",
           "duplicate_effects",
           "stock_expected",
-          "stock_actual"
+          "stock_actual",
+          "poison_sent",
+          "dead_lettered",
+          "replayed",
+          "applied_after_replay",
+          "parked_order_violations"
         }) {
       assertThat(node.has(key)).as(key).isTrue();
     }
-    assertThat(node.get("effects_applied").asLong()).isEqualTo(200 + 600);
+    assertThat(node.get("effects_applied").asLong()).isEqualTo(orders);
     assertThat(node.get("stock_actual").asLong()).isEqualTo(node.get("stock_expected").asLong());
   }
 }
