@@ -60,6 +60,10 @@ class ParkingIT extends Subscribers {
       // other keys are not held back by the parked one
       await().atMost(Duration.ofSeconds(60)).until(() -> fx.effects("orders") >= 50);
       await().atMost(Duration.ofSeconds(60)).until(() -> fx.effects("orders") == 53);
+      // the last parked row is removed just after its effect commits
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .until(() -> fx.count("SELECT count(*) FROM postbox_parked") == 0);
       assertThat(fx.effectOrder("orders").get("order-7")).containsExactly(1L, 2L, 3L);
       assertThat(createdAttempts.get()).isEqualTo(3);
       assertThat(s.stats().parked()).as("the failing head and the two behind it").isEqualTo(3);
@@ -99,6 +103,9 @@ class ParkingIT extends Subscribers {
                     Effects.apply(d.connection().orElseThrow(), "skipper", d);
                   }));
       await().atMost(Duration.ofSeconds(60)).until(() -> fx.effects("skipper") == 2);
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .until(() -> fx.count("SELECT count(*) FROM postbox_parked") == 0);
       assertThat(fx.effectOrder("skipper").get("k")).containsExactly(2L, 3L);
       assertThat(s.stats().deadLettered()).isEqualTo(1);
       assertThat(fx.count("SELECT count(*) FROM postbox_dead_letter WHERE consumer = 'skipper'"))
