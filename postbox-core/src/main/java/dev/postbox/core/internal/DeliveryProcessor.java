@@ -553,8 +553,8 @@ public final class DeliveryProcessor {
         error = e;
       }
       if (error == null) {
+        unparked.incrementAndGet(); // applied (committed); its parked row goes next
         pk.store().remove(p.id());
-        unparked.incrementAndGet();
         done++;
         continue;
       }
