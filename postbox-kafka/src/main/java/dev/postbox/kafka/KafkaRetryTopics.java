@@ -3,6 +3,7 @@ package dev.postbox.kafka;
 import dev.postbox.core.internal.DeliveryProcessor;
 import dev.postbox.core.internal.DeliveryProcessor.Incoming;
 import dev.postbox.core.spi.DeadLetterStore;
+import dev.postbox.kafka.internal.StoredRecords;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
@@ -36,7 +37,6 @@ import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
-import org.apache.kafka.common.record.TimestampType;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.slf4j.Logger;
@@ -397,27 +397,14 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
         offset = r.offset();
       }
     }
-    RecordHeaders headers = new RecordHeaders();
     List<DeadLetterStore.Header> list = new ArrayList<>();
     for (Header h : r.headers()) {
       if (!OURS.contains(h.key())) {
-        headers.add(h.key(), h.value());
         list.add(new DeadLetterStore.Header(h.key(), h.value()));
       }
     }
     ConsumerRecord<byte[], byte[]> original =
-        new ConsumerRecord<>(
-            topic,
-            partition,
-            offset,
-            r.timestamp(),
-            TimestampType.NO_TIMESTAMP_TYPE,
-            r.key() == null ? ConsumerRecord.NULL_SIZE : r.key().length,
-            r.value() == null ? ConsumerRecord.NULL_SIZE : r.value().length,
-            r.key(),
-            r.value(),
-            headers,
-            Optional.empty());
+        StoredRecords.rebuild(topic, partition, offset, r.timestamp(), r.key(), r.value(), list);
     return new Incoming(
         topic,
         partition,

@@ -13,6 +13,7 @@ import dev.postbox.core.internal.OffsetTracker;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.ParkingStore;
+import dev.postbox.kafka.internal.StoredRecords;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -423,24 +424,15 @@ public final class KafkaSubscriber implements AutoCloseable {
   }
 
   private static Incoming incoming(ParkingStore.ParkedRecord p) {
-    org.apache.kafka.common.header.internals.RecordHeaders headers =
-        new org.apache.kafka.common.header.internals.RecordHeaders();
-    for (DeadLetterStore.Header h : p.headers()) {
-      headers.add(h.name(), h.value());
-    }
     return incoming(
-        new ConsumerRecord<>(
+        StoredRecords.rebuild(
             p.topic(),
             p.partition(),
             p.offset(),
             ConsumerRecord.NO_TIMESTAMP,
-            org.apache.kafka.common.record.TimestampType.NO_TIMESTAMP_TYPE,
-            p.key() == null ? ConsumerRecord.NULL_SIZE : p.key().length,
-            p.value() == null ? ConsumerRecord.NULL_SIZE : p.value().length,
             p.key(),
             p.value(),
-            headers,
-            Optional.empty()));
+            p.headers()));
   }
 
   private static Incoming incoming(ConsumerRecord<byte[], byte[]> r) {
