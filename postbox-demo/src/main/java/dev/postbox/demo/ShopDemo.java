@@ -913,11 +913,18 @@ final class ShopDemo {
 
   /** How many of {@code ids} have exactly one effect. */
   private static long appliedOnce(HikariDataSource ds, List<UUID> ids) throws Exception {
+    return countOf(
+        ds,
+        "SELECT count(*) FROM (SELECT message_id FROM inventory_effects"
+            + " WHERE message_id = ANY (?) GROUP BY message_id HAVING count(*) = 1) x",
+        ids);
+  }
+
+  /** Runs a {@code count(*)} query whose one parameter is the uuid array {@code ids}. */
+  private static long countOf(HikariDataSource ds, String sql, java.util.Collection<UUID> ids)
+      throws Exception {
     try (Connection c = ds.getConnection();
-        PreparedStatement ps =
-            c.prepareStatement(
-                "SELECT count(*) FROM (SELECT message_id FROM inventory_effects"
-                    + " WHERE message_id = ANY (?) GROUP BY message_id HAVING count(*) = 1) x")) {
+        PreparedStatement ps = c.prepareStatement(sql)) {
       ps.setArray(1, c.createArrayOf("uuid", ids.toArray()));
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
@@ -944,17 +951,10 @@ final class ShopDemo {
 
   /** How many of {@code ids} have an effect. */
   private static long applied(HikariDataSource ds, Set<UUID> ids) throws Exception {
-    try (Connection c = ds.getConnection();
-        PreparedStatement ps =
-            c.prepareStatement(
-                "SELECT count(DISTINCT message_id) FROM inventory_effects"
-                    + " WHERE message_id = ANY (?)")) {
-      ps.setArray(1, c.createArrayOf("uuid", ids.toArray()));
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getLong(1);
-      }
-    }
+    return countOf(
+        ds,
+        "SELECT count(DISTINCT message_id) FROM inventory_effects WHERE message_id = ANY (?)",
+        ids);
   }
 
   /**
