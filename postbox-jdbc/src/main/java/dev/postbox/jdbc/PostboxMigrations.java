@@ -37,7 +37,8 @@ public final class PostboxMigrations {
           "V2__inbox.sql",
           "V3__dead_letters.sql",
           "V4__parking.sql",
-          "V5__inbox_payload_fingerprint.sql");
+          "V5__inbox_payload_fingerprint.sql",
+          "V6__outbox_published_position.sql");
 
   private PostboxMigrations() {}
 

@@ -83,7 +83,8 @@ public final class KafkaRelayPublisher implements RelayPublisher {
             record,
             (metadata, error) -> {
               if (error == null) {
-                outcomes[index] = PublishOutcome.ACKNOWLEDGED;
+                outcomes[index] =
+                    new PublishOutcome.Acknowledged(metadata.partition(), metadata.offset());
               } else {
                 outcomes[index] = new PublishOutcome.Failed(error, permanent(error));
                 discard(p, error);

@@ -374,7 +374,7 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
       log.warn(
           "{}: {} failed after the last retry tier; to {}", name, origin, deadLetterTopic(topic));
     } else {
-      processor.retried();
+      processor.retried(in);
     }
     send(topic, next, in, error, firstFailure, origin, () -> running);
   }

@@ -10,6 +10,9 @@ import dev.postbox.core.internal.DeliveryProcessor;
 import dev.postbox.core.internal.DeliveryProcessor.Incoming;
 import dev.postbox.core.internal.KeyedExecutor;
 import dev.postbox.core.internal.OffsetTracker;
+import dev.postbox.core.metrics.MetricName;
+import dev.postbox.core.metrics.PostboxMetrics;
+import dev.postbox.core.metrics.Tags;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.ParkingStore;
@@ -92,6 +95,10 @@ public final class KafkaSubscriber implements AutoCloseable {
   private final boolean parkingEnabled;
   private Thread unparkThread;
   private final KafkaRetryTopics retryTopics;
+  private final PostboxMetrics metrics;
+  private final java.time.Clock clock;
+  private final Map<TopicPartition, Long> lags = new ConcurrentHashMap<>();
+  private final Set<TopicPartition> gauged = ConcurrentHashMap.newKeySet();
 
   private KafkaSubscriber(Builder b) {
     this.subscription = b.subscription;
@@ -119,7 +126,10 @@ public final class KafkaSubscriber implements AutoCloseable {
                         b.blockKeyAfterDeadLetter,
                         KafkaSubscriber::incoming)),
             Optional.ofNullable(retryTopics),
-            b.clock);
+            b.clock,
+            b.metrics);
+    this.metrics = b.metrics;
+    this.clock = b.clock;
     this.parkingEnabled = b.parking != null;
     Map<String, Object> c = new HashMap<>(b.config);
     c.put(ConsumerConfig.GROUP_ID_CONFIG, subscription.name());
@@ -308,6 +318,7 @@ public final class KafkaSubscriber implements AutoCloseable {
         }
         applyBackPressure();
         commitFinished(false);
+        sampleLag();
       }
       shutdown();
     } catch (WakeupException e) {
@@ -323,6 +334,61 @@ public final class KafkaSubscriber implements AutoCloseable {
     } finally {
       stopped.countDown();
     }
+  }
+
+  /** Offset lag per assigned partition, for the gauge (the consumer is poll-thread only). */
+  private void sampleLag() {
+    if (metrics == PostboxMetrics.noop()) {
+      return;
+    }
+    for (TopicPartition tp : assignment) {
+      OptionalLong lag = consumer.currentLag(tp);
+      if (lag.isPresent()) {
+        OffsetTracker t = trackers.get(tp);
+        lags.put(tp, lag.getAsLong() + (t == null ? 0 : t.unfinished()));
+      }
+    }
+  }
+
+  /** Registers the per-partition gauges the first time this instance is assigned a partition. */
+  private void gauge(Collection<TopicPartition> partitions) {
+    if (metrics == PostboxMetrics.noop()) {
+      return;
+    }
+    for (TopicPartition tp : partitions) {
+      if (!gauged.add(tp)) {
+        continue;
+      }
+      Tags tags =
+          Tags.of(
+              "group",
+              subscription.name(),
+              "topic",
+              tp.topic(),
+              "partition",
+              Integer.toString(tp.partition()));
+      metrics.gauge(MetricName.CONSUMER_OLDEST_UNPROCESSED_AGE, tags, () -> oldestAge(tp));
+      metrics.gauge(
+          MetricName.CONSUMER_OFFSET_LAG,
+          tags,
+          () -> assignment.contains(tp) ? lags.getOrDefault(tp, 0L) : Double.NaN);
+    }
+  }
+
+  /**
+   * Seconds since the timestamp of the first unfinished record of {@code tp} (where the committed
+   * offset points); 0 when all read records finished; NaN when the partition is not assigned here.
+   */
+  private double oldestAge(TopicPartition tp) {
+    if (!assignment.contains(tp)) {
+      return Double.NaN;
+    }
+    OffsetTracker t = trackers.get(tp);
+    if (t == null) {
+      return 0;
+    }
+    OptionalLong ts = t.oldestUnfinishedTimestamp();
+    return ts.isEmpty() ? 0 : Math.max(0, clock.millis() - ts.getAsLong()) / 1000.0;
   }
 
   private void shutdown() {
@@ -356,14 +422,14 @@ public final class KafkaSubscriber implements AutoCloseable {
         for (int i = 0; i < rs.size(); i += subscription.batchSize()) {
           List<ConsumerRecord<byte[], byte[]>> chunk =
               rs.subList(i, Math.min(rs.size(), i + subscription.batchSize()));
-          chunk.forEach(r -> tracker.dispatched(r.offset()));
+          chunk.forEach(r -> tracker.dispatched(r.offset(), r.timestamp()));
           inFlight.addAndGet(chunk.size());
           List<ConsumerRecord<byte[], byte[]>> copy = List.copyOf(chunk);
           executor.submit(tp, () -> runBatch(tracker, copy));
         }
       } else {
         for (ConsumerRecord<byte[], byte[]> r : rs) {
-          tracker.dispatched(r.offset());
+          tracker.dispatched(r.offset(), r.timestamp());
           inFlight.incrementAndGet();
           executor.submit(lane(tp, r), () -> runOne(tracker, r));
         }
@@ -557,6 +623,7 @@ public final class KafkaSubscriber implements AutoCloseable {
         consumer.pause(partitions);
       }
       assignment = Set.copyOf(consumer.assignment());
+      gauge(partitions);
       log.debug("{}: assigned {}", subscription.name(), partitions);
     }
 
@@ -585,6 +652,7 @@ public final class KafkaSubscriber implements AutoCloseable {
     private java.time.Clock clock = java.time.Clock.systemUTC();
     private boolean forceInboxRetention;
     private Duration inboxPurgeInterval = Duration.ofMinutes(10);
+    private PostboxMetrics metrics = PostboxMetrics.noop();
 
     private Builder(String bootstrapServers, Subscription subscription) {
       Objects.requireNonNull(bootstrapServers, "bootstrapServers");
@@ -690,6 +758,17 @@ public final class KafkaSubscriber implements AutoCloseable {
      */
     public Builder blockKeyAfterDeadLetter(boolean block) {
       this.blockKeyAfterDeadLetter = block;
+      return this;
+    }
+
+    /**
+     * Sets where the subscriber reports its metrics (default: {@link PostboxMetrics#noop()}):
+     * {@code postbox.consumer.*} per group, topic and partition (processed, failed, retried,
+     * dead-lettered, duplicates suppressed, stale skipped, unknown types, parked, the age of the
+     * oldest unprocessed record, the offset lag) and per topic the handler and end-to-end time.
+     */
+    public Builder metrics(PostboxMetrics metrics) {
+      this.metrics = Objects.requireNonNull(metrics, "metrics");
       return this;
     }
 

@@ -12,6 +12,7 @@ import dev.postbox.core.consumer.FailureDecision;
 import dev.postbox.core.consumer.MessageHandler;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.consumer.TenantRejectedException;
+import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.DeadLetterStore.Classification;
 import dev.postbox.core.spi.DeadLetterStore.NewDeadLetter;
@@ -70,6 +71,7 @@ public final class DeliveryProcessor {
   private final Optional<Parking> parking;
   private final Optional<RetriesExhausted> retriesExhausted;
   private final Clock clock;
+  private final ConsumerMeters meters;
   private final Set<String> loggedUnknownTypes = ConcurrentHashMap.newKeySet();
 
   final AtomicLong received = new AtomicLong();
@@ -96,6 +98,28 @@ public final class DeliveryProcessor {
     this(subscription, handler, batchHandler, inbox, deadLetters, parking, Optional.empty(), clock);
   }
 
+  /** Like the next constructor, without metrics. */
+  public DeliveryProcessor(
+      Subscription subscription,
+      MessageHandler handler,
+      BatchHandler batchHandler,
+      Optional<InboxStore> inbox,
+      Optional<DeadLetterStore> deadLetters,
+      Optional<Parking> parking,
+      Optional<RetriesExhausted> retriesExhausted,
+      Clock clock) {
+    this(
+        subscription,
+        handler,
+        batchHandler,
+        inbox,
+        deadLetters,
+        parking,
+        retriesExhausted,
+        clock,
+        PostboxMetrics.noop());
+  }
+
   /**
    * Like the other constructor, with a transport hook that takes a message whose in-place retries
    * of a transient failure ran out (tried instead of parking and dead letters).
@@ -108,8 +132,10 @@ public final class DeliveryProcessor {
       Optional<DeadLetterStore> deadLetters,
       Optional<Parking> parking,
       Optional<RetriesExhausted> retriesExhausted,
-      Clock clock) {
+      Clock clock,
+      PostboxMetrics metrics) {
     this.subscription = subscription;
+    this.meters = new ConsumerMeters(metrics, subscription.name());
     this.deadLetters = deadLetters;
     this.parking = parking;
     this.retriesExhausted = retriesExhausted;
@@ -226,11 +252,15 @@ public final class DeliveryProcessor {
                     });
         duplicates.addAndGet(admitted.size() - fresh.size());
         applied.addAndGet(fresh.size());
+        Incoming first = admitted.keySet().iterator().next(); // a batch is one partition's
+        meters(first).duplicates.increment(admitted.size() - fresh.size());
+        meters(first).processed.increment(fresh.size());
       } else {
         List<Delivery> ds = new ArrayList<>();
         admitted.forEach((in, m) -> ds.add(new SimpleDelivery(in, m, 1, Optional.empty())));
         batchHandler.handle(ds);
         applied.addAndGet(ds.size());
+        meters(admitted.keySet().iterator().next()).processed.increment(ds.size());
       }
       CrashPoints.hit("consumer.after-effect-before-offset-commit");
       return true;
@@ -270,6 +300,7 @@ public final class DeliveryProcessor {
     if (subscription.eventTypes().isPresent()
         && subscription.eventTypes().get().find(message.type()).isEmpty()) {
       unknownTypes.incrementAndGet();
+      meters(in).unknownTypes.increment();
       if (loggedUnknownTypes.add(message.type())) {
         log.info(
             "{}: ignoring messages of unknown type '{}' (logged once per type; counted)",
@@ -315,6 +346,7 @@ public final class DeliveryProcessor {
       if (e == null) {
         return true;
       }
+      meters(in).failed.increment();
       SimpleDelivery delivery = new SimpleDelivery(in, message, attempt, Optional.empty());
       if (firstFailure == null) {
         firstFailure = clock.instant(); // our own bookkeeping: never from message headers
@@ -340,6 +372,7 @@ public final class DeliveryProcessor {
                     clock.instant().plus(pk.tiers().get(0)),
                     String.valueOf(e));
             parked.incrementAndGet();
+            meters(in).parked.increment();
             return true;
           }
           giveUp(
@@ -354,6 +387,7 @@ public final class DeliveryProcessor {
         }
         case FailureDecision.Retry r -> {
           retries.incrementAndGet();
+          meters(in).retried.increment();
           if (!waitWhileOwned(r.delay(), owned)) {
             return false; // revoked or closing while waiting: redelivered to the next owner
           }
@@ -387,6 +421,16 @@ public final class DeliveryProcessor {
    * failure.
    */
   private Throwable attemptOnce(Incoming in, Message message, MessageHandler h, int attempt) {
+    ConsumerMeters.Timers timers = meters.timers(in.topic());
+    long t0 = System.nanoTime();
+    try {
+      return attemptOnceTimed(in, message, h, attempt);
+    } finally {
+      timers.handler().record(Duration.ofNanos(System.nanoTime() - t0));
+    }
+  }
+
+  private Throwable attemptOnceTimed(Incoming in, Message message, MessageHandler h, int attempt) {
     try {
       if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
         InboxStore.Outcome outcome =
@@ -401,13 +445,16 @@ public final class DeliveryProcessor {
                       h.handle(new SimpleDelivery(in, message, attempt, Optional.of(conn)));
                     });
         switch (outcome) {
-          case APPLIED -> applied.incrementAndGet();
-          case DUPLICATE -> duplicates.incrementAndGet();
+          case APPLIED -> appliedOne(in, message);
+          case DUPLICATE -> {
+            duplicates.incrementAndGet();
+            meters(in).duplicates.increment();
+          }
           case CONFLICT -> throw new MessageConflictException(message);
         }
       } else {
         h.handle(new SimpleDelivery(in, message, attempt, Optional.empty()));
-        applied.incrementAndGet();
+        appliedOne(in, message);
       }
       CrashPoints.hit("consumer.after-effect-before-offset-commit");
       return null;
@@ -416,6 +463,19 @@ public final class DeliveryProcessor {
     } catch (Throwable e) {
       return e;
     }
+  }
+
+  private void appliedOne(Incoming in, Message message) {
+    applied.incrementAndGet();
+    meters(in).processed.increment();
+    meters
+        .timers(in.topic())
+        .endToEnd()
+        .record(Duration.between(message.occurredAt(), clock.instant()));
+  }
+
+  private ConsumerMeters.Partition meters(Incoming in) {
+    return meters.of(in.topic(), in.partition());
   }
 
   // ---------------------------------------------------------------- retries elsewhere
@@ -447,6 +507,8 @@ public final class DeliveryProcessor {
     Throwable e = attemptOnce(in, message, handlerForParked(), attempt);
     if (e == null) {
       unparked.incrementAndGet();
+    } else {
+      meters(in).failed.increment();
     }
     return e;
   }
@@ -475,6 +537,12 @@ public final class DeliveryProcessor {
   /** Counts a delayed retry. */
   public void retried() {
     retries.incrementAndGet();
+  }
+
+  /** Counts a delayed retry of {@code in} (counted under its topic and partition). */
+  public void retried(Incoming in) {
+    retried();
+    meters(in).retried.increment();
   }
 
   // ---------------------------------------------------------------- ordered parking
@@ -509,6 +577,7 @@ public final class DeliveryProcessor {
         .store()
         .appendIfParked(subscription.name(), message.key().get(), parkedRecord(in))) {
       parked.incrementAndGet();
+      meters(in).parked.increment();
       return true;
     }
     return false;
@@ -551,6 +620,9 @@ public final class DeliveryProcessor {
         error = attemptOnce(in, message, handlerForParked(), p.attempts() + 2);
       } catch (DecodingException e) {
         error = e;
+      }
+      if (error != null) {
+        meters(in).failed.increment();
       }
       if (error == null) {
         unparked.incrementAndGet(); // applied (committed); its parked row goes next
@@ -596,6 +668,7 @@ public final class DeliveryProcessor {
         continue;
       }
       retries.incrementAndGet();
+      meters(in).retried.increment();
       pk.store()
           .reschedule(
               subscription.name(),
@@ -698,6 +771,7 @@ public final class DeliveryProcessor {
       try {
         deadLetters.get().add(letter);
         deadLettered.incrementAndGet();
+        meters(in).deadLettered.increment();
         return;
       } catch (RuntimeException e) {
         log.warn(
@@ -793,6 +867,7 @@ public final class DeliveryProcessor {
       }
       if (!newer) {
         stale.incrementAndGet();
+        meters(in).stale.increment();
       }
       return newer;
     }

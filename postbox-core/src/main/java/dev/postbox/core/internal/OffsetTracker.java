@@ -2,7 +2,7 @@ package dev.postbox.core.internal;
 
 import java.time.Duration;
 import java.util.OptionalLong;
-import java.util.TreeSet;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -19,16 +19,22 @@ public final class OffsetTracker {
 
   private final ReentrantLock lock = new ReentrantLock();
   private final Condition idle = lock.newCondition();
-  private final TreeSet<Long> pending = new TreeSet<>();
+  // unfinished offsets and their record timestamps (epoch millis, -1 when unknown)
+  private final TreeMap<Long, Long> pending = new TreeMap<>();
   private long highestDispatched = -1;
   private int running;
   private boolean revoked;
 
   /** A record was handed to a worker. */
   public void dispatched(long offset) {
+    dispatched(offset, -1);
+  }
+
+  /** A record with timestamp {@code timestampMillis} (-1: unknown) was handed to a worker. */
+  public void dispatched(long offset, long timestampMillis) {
     lock.lock();
     try {
-      pending.add(offset);
+      pending.put(offset, timestampMillis);
       highestDispatched = Math.max(highestDispatched, offset);
     } finally {
       lock.unlock();
@@ -66,7 +72,7 @@ public final class OffsetTracker {
     try {
       running--;
       if (finished) {
-        pending.removeAll(offsets);
+        pending.keySet().removeAll(offsets);
       }
       if (running == 0) {
         idle.signalAll();
@@ -115,7 +121,24 @@ public final class OffsetTracker {
       if (highestDispatched < 0) {
         return OptionalLong.empty();
       }
-      return OptionalLong.of(pending.isEmpty() ? highestDispatched + 1 : pending.first());
+      return OptionalLong.of(pending.isEmpty() ? highestDispatched + 1 : pending.firstKey());
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * The timestamp (epoch millis) of the lowest unfinished record, the one the committed offset
+   * points at; empty when every dispatched record finished or its timestamp is unknown.
+   */
+  public OptionalLong oldestUnfinishedTimestamp() {
+    lock.lock();
+    try {
+      if (pending.isEmpty()) {
+        return OptionalLong.empty();
+      }
+      long ts = pending.firstEntry().getValue();
+      return ts < 0 ? OptionalLong.empty() : OptionalLong.of(ts);
     } finally {
       lock.unlock();
     }

@@ -3,6 +3,9 @@ package dev.postbox.core.internal;
 import dev.postbox.core.Backoff;
 import dev.postbox.core.CrashPoints;
 import dev.postbox.core.Message;
+import dev.postbox.core.metrics.MetricName;
+import dev.postbox.core.metrics.PostboxMetrics;
+import dev.postbox.core.metrics.Tags;
 import dev.postbox.core.relay.Relay;
 import dev.postbox.core.relay.RelayListener;
 import dev.postbox.core.spi.LaneLease;
@@ -53,7 +56,9 @@ public final class RelayEngine implements Relay {
       Duration shutdownTimeout,
       Backoff backoff,
       Sleeper sleeper,
-      RelayListener listener) {}
+      RelayListener listener,
+      PostboxMetrics metrics,
+      Duration stuckThreshold) {}
 
   /**
    * Lanes owned and the local deadline (System.nanoTime) before which their leases are surely
@@ -87,12 +92,36 @@ public final class RelayEngine implements Relay {
   private final AtomicLong permanentFailures = new AtomicLong();
   private final AtomicLong fenced = new AtomicLong();
   private final AtomicLong batches = new AtomicLong();
+  private final PostboxMetrics.Counter publishedCounter;
+  private final PostboxMetrics.Counter failuresCounter;
+  // The backlog as last sampled by the heartbeat (null until the first sample, or when the store
+  // cannot tell).
+  private volatile RelayStore.Backlog backlog;
 
   public RelayEngine(Config config, RelayStore store, RelayPublisher publisher) {
     this.config = config;
     this.owner = config.instanceId() + "#" + java.util.UUID.randomUUID().toString().substring(0, 8);
     this.store = store;
     this.publisher = publisher;
+    PostboxMetrics m = config.metrics();
+    Tags tags = Tags.of("instance", config.instanceId());
+    this.publishedCounter = m.counter(MetricName.RELAY_PUBLISHED, tags);
+    this.failuresCounter = m.counter(MetricName.RELAY_PUBLISH_FAILURES, tags);
+    m.gauge(MetricName.RELAY_LANES_OWNED, tags, () -> ownership.leases().size());
+    m.gauge(MetricName.RELAY_PENDING, tags, () -> backlog == null ? Double.NaN : backlog.pending());
+    m.gauge(MetricName.RELAY_LAG_AGE, tags, () -> backlogAgeSeconds());
+    m.gauge(
+        MetricName.RELAY_STUCK,
+        tags,
+        () ->
+            backlog == null
+                ? Double.NaN
+                : backlog.oldestAge().compareTo(config.stuckThreshold()) > 0 ? 1 : 0);
+  }
+
+  private double backlogAgeSeconds() {
+    RelayStore.Backlog b = backlog;
+    return b == null ? Double.NaN : b.oldestAge().toNanos() / 1e9;
   }
 
   @Override
@@ -223,6 +252,19 @@ public final class RelayEngine implements Relay {
     } finally {
       leaseLock.unlock();
     }
+    sampleBacklog();
+  }
+
+  /** Samples the pending rows for the gauges: once per heartbeat, never per batch. */
+  private void sampleBacklog() {
+    if (config.metrics() == PostboxMetrics.noop()) {
+      return;
+    }
+    try {
+      backlog = store.backlog().orElse(null);
+    } catch (RuntimeException e) {
+      log.debug("relay {}: sampling the backlog failed: {}", config.instanceId(), e.toString());
+    }
   }
 
   private void applyReleases() {
@@ -324,15 +366,20 @@ public final class RelayEngine implements Relay {
           "publisher returned " + outcomes.size() + " outcomes for " + batch.size() + " messages");
     }
     List<OutboxRecord> acked = new ArrayList<>(batch.size());
+    List<PublishOutcome.Acknowledged> acks = new ArrayList<>(batch.size());
     List<OutboxRecord> permanent = new ArrayList<>();
     String permanentError = null;
     boolean transientFailure = false;
     for (int i = 0; i < batch.size(); i++) {
       OutboxRecord r = batch.get(i);
       switch (outcomes.get(i)) {
-        case PublishOutcome.Acknowledged a -> acked.add(r);
+        case PublishOutcome.Acknowledged a -> {
+          acked.add(r);
+          acks.add(a);
+        }
         case PublishOutcome.Failed f -> {
           publishFailures.incrementAndGet();
+          failuresCounter.increment();
           notifyListener(() -> config.listener().onPublishFailed(r, f.error(), f.permanent()));
           if (f.permanent()) {
             permanent.add(r);
@@ -345,7 +392,7 @@ public final class RelayEngine implements Relay {
     }
     CrashPoints.hit("relay.after-ack-before-mark");
     if (!acked.isEmpty()) {
-      int marked = store.markPublished(owner, leases, acked, config.retention().isZero());
+      int marked = store.markPublished(owner, leases, acked, acks, config.retention().isZero());
       CrashPoints.hit("relay.after-mark");
       if (log.isDebugEnabled()) {
         log.debug(
@@ -356,6 +403,7 @@ public final class RelayEngine implements Relay {
             (System.nanoTime() - p1) / 1_000_000);
       }
       published.addAndGet(marked);
+      publishedCounter.increment(marked);
       batches.incrementAndGet();
       if (marked < acked.size()) {
         fenced.addAndGet(acked.size() - marked);

@@ -2,6 +2,7 @@ package dev.postbox.core.relay;
 
 import dev.postbox.core.Backoff;
 import dev.postbox.core.internal.RelayEngine;
+import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.RelayPublisher;
 import dev.postbox.core.spi.RelayStore;
 import dev.postbox.core.spi.Sleeper;
@@ -30,7 +31,8 @@ import java.util.UUID;
  * <p><b>Defaults.</b> batch size 500; lease TTL 10 s; heartbeat every TTL/4; poll interval 1 s (the
  * longest wait for new rows when no notification arrives); retention of published rows 1 h (zero
  * deletes them at once); purge every 30 s; backoff after a failed publish {@code 100 ms * 2^n} up
- * to 30 s with 50 % jitter. Configuration is frozen at {@link Builder#build()}. Thread-safe.
+ * to 30 s with 50 % jitter; no metrics ({@link PostboxMetrics#noop()}); a pending row counts as
+ * stuck after 60 s. Configuration is frozen at {@link Builder#build()}. Thread-safe.
  */
 public interface Relay extends AutoCloseable {
 
@@ -85,6 +87,8 @@ public interface Relay extends AutoCloseable {
     private Backoff backoff = new Backoff(Duration.ofMillis(100), Duration.ofSeconds(30), 2, 0.5);
     private Sleeper sleeper = Sleeper.SYSTEM;
     private RelayListener listener = RelayListener.NONE;
+    private PostboxMetrics metrics = PostboxMetrics.noop();
+    private Duration stuckThreshold = Duration.ofSeconds(60);
 
     private Builder(RelayStore store, RelayPublisher publisher) {
       this.store = Objects.requireNonNull(store, "store");
@@ -162,6 +166,26 @@ public interface Relay extends AutoCloseable {
       return this;
     }
 
+    /**
+     * Sets where the relay reports its metrics (default: {@link PostboxMetrics#noop()}): rows
+     * published, publish failures, lanes owned, and, sampled by the heartbeat, the pending rows,
+     * the age of the oldest one and the stuck signal ({@code postbox.relay.*}, tag {@code
+     * instance}).
+     */
+    public Builder metrics(PostboxMetrics metrics) {
+      this.metrics = metrics;
+      return this;
+    }
+
+    /**
+     * Sets the age of the oldest pending row above which the relay reports the outbox as stuck
+     * ({@code postbox.relay.stuck} = 1; default 60 s).
+     */
+    public Builder stuckThreshold(Duration stuckThreshold) {
+      this.stuckThreshold = stuckThreshold;
+      return this;
+    }
+
     /** Validates the configuration and builds the relay (not yet started). */
     public Relay build() {
       if (batchSize < 1 || batchSize > 100_000) {
@@ -184,6 +208,8 @@ public interface Relay extends AutoCloseable {
       Objects.requireNonNull(backoff, "backoff");
       Objects.requireNonNull(sleeper, "sleeper");
       Objects.requireNonNull(listener, "listener");
+      Objects.requireNonNull(metrics, "metrics");
+      requirePositive(stuckThreshold, "stuckThreshold");
       String id = instanceId != null ? instanceId : defaultInstanceId();
       if (id.isBlank()) {
         throw new IllegalArgumentException("instanceId must not be blank");
@@ -200,7 +226,9 @@ public interface Relay extends AutoCloseable {
               shutdownTimeout,
               backoff,
               sleeper,
-              listener),
+              listener,
+              metrics,
+              stuckThreshold),
           store,
           publisher);
     }

@@ -29,8 +29,18 @@ public interface RelayPublisher extends AutoCloseable {
 
   /** What happened to one message. */
   sealed interface PublishOutcome {
-    /** The broker acknowledged the message. */
-    record Acknowledged() implements PublishOutcome {}
+    /**
+     * The broker acknowledged the message.
+     *
+     * @param partition the partition it was appended to, or -1 when the publisher cannot tell
+     * @param offset its offset there, or -1 when the publisher cannot tell
+     */
+    record Acknowledged(int partition, long offset) implements PublishOutcome {
+      /** An acknowledgement without a position. */
+      public Acknowledged() {
+        this(-1, -1);
+      }
+    }
 
     /**
      * The message was not acknowledged.
@@ -41,7 +51,7 @@ public interface RelayPublisher extends AutoCloseable {
      */
     record Failed(Throwable error, boolean permanent) implements PublishOutcome {}
 
-    /** The acknowledged outcome (a shared instance). */
+    /** The acknowledged outcome without a position (a shared instance). */
     PublishOutcome ACKNOWLEDGED = new Acknowledged();
   }
 }

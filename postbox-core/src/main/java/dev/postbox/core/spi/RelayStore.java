@@ -3,6 +3,7 @@ package dev.postbox.core.spi;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Where the relay reads pending outbox rows and keeps lane ownership. {@code postbox-jdbc}
@@ -55,6 +56,20 @@ public interface RelayStore {
   int markPublished(
       String instanceId, Collection<LaneLease> leases, List<OutboxRecord> records, boolean delete);
 
+  /**
+   * Like {@link #markPublished(String, Collection, List, boolean)}, also recording where each row
+   * was published: {@code acks.get(i)} is the broker's acknowledgement of {@code records.get(i)}
+   * (partition and offset; negative when unknown). The default ignores the acknowledgements.
+   */
+  default int markPublished(
+      String instanceId,
+      Collection<LaneLease> leases,
+      List<OutboxRecord> records,
+      List<RelayPublisher.PublishOutcome.Acknowledged> acks,
+      boolean delete) {
+    return markPublished(instanceId, leases, records, delete);
+  }
+
   /** Marks rows as failed for good (they will not be claimed again), keeping the error text. */
   int markFailed(
       String instanceId, Collection<LaneLease> leases, List<OutboxRecord> records, String error);
@@ -70,4 +85,21 @@ public interface RelayStore {
    * Returns whether it was woken by a notification. Stores without notifications simply wait.
    */
   boolean awaitWork(Duration timeout) throws InterruptedException;
+
+  /**
+   * The rows waiting to be published in all lanes and the age of the oldest (on the store's clock),
+   * for metrics; sampled by the relay's heartbeat, so it must be cheap (PostgreSQL reads the
+   * pending index). Empty when the store cannot tell (the default).
+   */
+  default Optional<Backlog> backlog() {
+    return Optional.empty();
+  }
+
+  /**
+   * Pending outbox rows.
+   *
+   * @param pending rows neither published nor failed
+   * @param oldestAge age of the oldest of them, zero when there are none
+   */
+  record Backlog(long pending, Duration oldestAge) {}
 }

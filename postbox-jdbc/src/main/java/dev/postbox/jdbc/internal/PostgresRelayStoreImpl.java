@@ -2,6 +2,7 @@ package dev.postbox.jdbc.internal;
 
 import dev.postbox.core.spi.LaneLease;
 import dev.postbox.core.spi.OutboxRecord;
+import dev.postbox.core.spi.RelayPublisher;
 import dev.postbox.core.spi.RelayStore;
 import dev.postbox.jdbc.OutboxException;
 import java.sql.Connection;
@@ -13,6 +14,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.locks.ReentrantLock;
 import javax.sql.DataSource;
 import org.postgresql.PGConnection;
@@ -63,8 +65,19 @@ public final class PostgresRelayStoreImpl implements RelayStore {
       " FROM postbox_relay_lane l, unnest(?::smallint[], ?::bigint[]) AS mine(lane, epoch)"
           + " WHERE o.position = ANY(?::bigint[]) AND o.lane = l.lane AND l.lane = mine.lane"
           + " AND l.epoch = mine.epoch AND l.owner = ?";
+  // One statement per batch, also recording where each row went: the acknowledgements travel as
+  // three parallel arrays joined on position (no per-row statements, no temporary table).
   private static final String MARK_PUBLISHED =
-      "UPDATE postbox_outbox o SET published_at = now()" + FENCE;
+      "UPDATE postbox_outbox o SET published_at = now(),"
+          + " published_partition = nullif(a.part, -1), published_offset = nullif(a.off, -1)"
+          + " FROM postbox_relay_lane l, unnest(?::smallint[], ?::bigint[]) AS mine(lane, epoch),"
+          + " unnest(?::bigint[], ?::int[], ?::bigint[]) AS a(pos, part, off)"
+          + " WHERE o.position = a.pos AND o.lane = l.lane AND l.lane = mine.lane"
+          + " AND l.epoch = mine.epoch AND l.owner = ?";
+  private static final String BACKLOG =
+      "SELECT (SELECT count(*) FROM postbox_outbox WHERE published_at IS NULL AND failed_at IS NULL),"
+          + " (SELECT extract(epoch FROM clock_timestamp() - created_at) FROM postbox_outbox"
+          + "   WHERE published_at IS NULL AND failed_at IS NULL ORDER BY position LIMIT 1)";
   private static final String DELETE_PUBLISHED =
       "DELETE FROM postbox_outbox o USING postbox_relay_lane l,"
           + " unnest(?::smallint[], ?::bigint[]) AS mine(lane, epoch)"
@@ -242,14 +255,40 @@ public final class PostgresRelayStoreImpl implements RelayStore {
   @Override
   public int markPublished(
       String instanceId, Collection<LaneLease> leases, List<OutboxRecord> records, boolean delete) {
+    return markPublished(instanceId, leases, records, List.of(), delete);
+  }
+
+  @Override
+  public int markPublished(
+      String instanceId,
+      Collection<LaneLease> leases,
+      List<OutboxRecord> records,
+      List<RelayPublisher.PublishOutcome.Acknowledged> acks,
+      boolean delete) {
     if (records.isEmpty()) {
       return 0;
+    }
+    if (!acks.isEmpty() && acks.size() != records.size()) {
+      throw new IllegalArgumentException(
+          acks.size() + " acknowledgements for " + records.size() + " rows");
     }
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(delete ? DELETE_PUBLISHED : MARK_PUBLISHED)) {
       bindLeases(c, ps, 1, leases);
       ps.setArray(3, positions(c, records));
-      ps.setString(4, instanceId);
+      if (delete) {
+        ps.setString(4, instanceId);
+      } else {
+        Integer[] partitions = new Integer[records.size()];
+        Long[] offsets = new Long[records.size()];
+        for (int i = 0; i < partitions.length; i++) {
+          partitions[i] = acks.isEmpty() ? -1 : acks.get(i).partition();
+          offsets[i] = acks.isEmpty() ? -1L : acks.get(i).offset();
+        }
+        ps.setArray(4, c.createArrayOf("int4", partitions));
+        ps.setArray(5, c.createArrayOf("int8", offsets));
+        ps.setString(6, instanceId);
+      }
       return ps.executeUpdate();
     } catch (SQLException e) {
       throw new OutboxException("marking " + records.size() + " outbox rows published failed", e);
@@ -287,6 +326,21 @@ public final class PostgresRelayStoreImpl implements RelayStore {
       return ps.executeUpdate();
     } catch (SQLException e) {
       throw new OutboxException("purging published outbox rows failed", e);
+    }
+  }
+
+  @Override
+  public Optional<Backlog> backlog() {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(BACKLOG);
+        ResultSet rs = ps.executeQuery()) {
+      rs.next();
+      long pending = rs.getLong(1);
+      double age = rs.getDouble(2); // null (no pending row) reads as 0
+      return Optional.of(
+          new Backlog(pending, Duration.ofNanos((long) (Math.max(0, age) * 1_000_000_000L))));
+    } catch (SQLException e) {
+      throw new OutboxException("reading the outbox backlog failed", e);
     }
   }
 
