@@ -1,0 +1,209 @@
+package dev.postbox.jdbc;
+
+import dev.postbox.core.metrics.MetricName;
+import dev.postbox.core.metrics.PostboxMetrics;
+import dev.postbox.core.metrics.Tags;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.ToDoubleFunction;
+import javax.sql.DataSource;
+
+/**
+ * Reads what waits in the Postbox tables, from outside any relay or consumer: pending outbox rows
+ * and the age of the oldest (relay lag as time), whether the outbox is stuck, rows the relay gave
+ * up on, pending dead letters and parked messages with the age of the oldest. It keeps working
+ * while every relay and consumer is stopped, which is exactly when these numbers matter.
+ *
+ * <pre>{@code
+ * OperationsProbe probe = OperationsProbe.postgres(dataSource).bindTo(metrics);
+ * OperationsProbe.Snapshot now = probe.snapshot();
+ * }</pre>
+ *
+ * <p>One SQL statement per reading, on indexes (the outbox's pending and failed partial indexes,
+ * the dead letters' status index); the parked table is read whole (it holds only failing keys).
+ * Ages are measured on the database's clock. Gauges bound with {@link #bindTo} share one reading
+ * that is refreshed when older than the cache time, so one scrape costs one statement.
+ *
+ * <p>Defaults: the data source's current schema; stuck threshold 60 s; cache 1 s. Thread-safe.
+ */
+public final class OperationsProbe {
+
+  private static final String READ =
+      "SELECT"
+          + " (SELECT count(*) FROM postbox_outbox WHERE published_at IS NULL AND failed_at IS NULL),"
+          + " (SELECT extract(epoch FROM clock_timestamp() - created_at) FROM postbox_outbox"
+          + "   WHERE published_at IS NULL AND failed_at IS NULL ORDER BY position LIMIT 1),"
+          + " (SELECT count(*) FROM postbox_outbox WHERE failed_at IS NOT NULL),"
+          + " (SELECT count(*) FROM postbox_dead_letter WHERE status = 'PENDING'),"
+          + " (SELECT extract(epoch FROM clock_timestamp() - first_failure) FROM postbox_dead_letter"
+          + "   WHERE status = 'PENDING' ORDER BY first_failure, id LIMIT 1),"
+          + " (SELECT count(*) FROM postbox_parked),"
+          + " (SELECT count(DISTINCT (consumer, msg_key)) FROM postbox_parked),"
+          + " (SELECT extract(epoch FROM clock_timestamp() - min(parked_at)) FROM postbox_parked)";
+
+  /**
+   * One reading.
+   *
+   * @param outboxPending outbox rows neither published nor failed
+   * @param outboxOldestPendingAge age of the oldest of them (zero when none)
+   * @param outboxStuck whether that age exceeds the stuck threshold
+   * @param outboxFailed rows the relay marked failed for good
+   * @param deadLettersPending dead letters neither replayed nor discarded
+   * @param deadLettersOldestAge time since the first failure of the oldest of them (zero when none)
+   * @param parkedMessages messages waiting in ordered parking
+   * @param parkedKeys keys (per consumer) with a parked sequence
+   * @param parkedOldestAge time since the oldest parked message was parked (zero when none)
+   */
+  public record Snapshot(
+      long outboxPending,
+      Duration outboxOldestPendingAge,
+      boolean outboxStuck,
+      long outboxFailed,
+      long deadLettersPending,
+      Duration deadLettersOldestAge,
+      long parkedMessages,
+      long parkedKeys,
+      Duration parkedOldestAge) {}
+
+  private final DataSource dataSource;
+  private final Duration stuckThreshold;
+  private final Duration cacheFor;
+  private final ReentrantLock lock = new ReentrantLock();
+  private Snapshot cached; // guarded by lock
+  private long cachedAtNanos; // guarded by lock
+
+  private OperationsProbe(DataSource dataSource, Duration stuckThreshold, Duration cacheFor) {
+    this.dataSource = dataSource;
+    this.stuckThreshold = stuckThreshold;
+    this.cacheFor = cacheFor;
+  }
+
+  /** A probe of the Postbox tables in {@code dataSource}'s current schema, with the defaults. */
+  public static OperationsProbe postgres(DataSource dataSource) {
+    return builder(dataSource).build();
+  }
+
+  /** A builder for a probe of {@code dataSource}. */
+  public static Builder builder(DataSource dataSource) {
+    return new Builder(dataSource);
+  }
+
+  /**
+   * Reads the tables now.
+   *
+   * @throws OutboxException if the database fails
+   */
+  public Snapshot snapshot() {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(READ);
+        ResultSet rs = ps.executeQuery()) {
+      rs.next();
+      Duration outboxAge = seconds(rs.getDouble(2));
+      return new Snapshot(
+          rs.getLong(1),
+          outboxAge,
+          outboxAge.compareTo(stuckThreshold) > 0,
+          rs.getLong(3),
+          rs.getLong(4),
+          seconds(rs.getDouble(5)),
+          rs.getLong(6),
+          rs.getLong(7),
+          seconds(rs.getDouble(8)));
+    } catch (SQLException e) {
+      throw new OutboxException("reading the Postbox tables for metrics failed", e);
+    }
+  }
+
+  /**
+   * Registers the {@code postbox.outbox.*}, {@code postbox.deadletters.*} and {@code
+   * postbox.parked.*} gauges (no tags) on {@code metrics}; returns this probe. A gauge read fails
+   * soft: NaN when the database cannot be reached.
+   */
+  public OperationsProbe bindTo(PostboxMetrics metrics) {
+    gauge(metrics, MetricName.OUTBOX_PENDING, Snapshot::outboxPending);
+    gauge(metrics, MetricName.OUTBOX_OLDEST_PENDING_AGE, s -> secs(s.outboxOldestPendingAge()));
+    gauge(metrics, MetricName.OUTBOX_STUCK, s -> s.outboxStuck() ? 1 : 0);
+    gauge(metrics, MetricName.OUTBOX_FAILED, Snapshot::outboxFailed);
+    gauge(metrics, MetricName.DEAD_LETTERS_PENDING, Snapshot::deadLettersPending);
+    gauge(metrics, MetricName.DEAD_LETTERS_OLDEST_AGE, s -> secs(s.deadLettersOldestAge()));
+    gauge(metrics, MetricName.PARKED_MESSAGES, Snapshot::parkedMessages);
+    gauge(metrics, MetricName.PARKED_KEYS, Snapshot::parkedKeys);
+    gauge(metrics, MetricName.PARKED_OLDEST_AGE, s -> secs(s.parkedOldestAge()));
+    return this;
+  }
+
+  private void gauge(PostboxMetrics metrics, MetricName name, ToDoubleFunction<Snapshot> f) {
+    metrics.gauge(
+        name,
+        Tags.empty(),
+        () -> {
+          Snapshot s = cachedSnapshot();
+          return s == null ? Double.NaN : f.applyAsDouble(s);
+        });
+  }
+
+  /** The last reading if younger than the cache time, else a new one; null if the read failed. */
+  private Snapshot cachedSnapshot() {
+    lock.lock();
+    try {
+      if (cached == null || System.nanoTime() - cachedAtNanos > cacheFor.toNanos()) {
+        try {
+          cached = snapshot();
+          cachedAtNanos = System.nanoTime();
+        } catch (OutboxException e) {
+          cached = null;
+        }
+      }
+      return cached;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  private static Duration seconds(double s) {
+    return Duration.ofNanos((long) (Math.max(0, s) * 1_000_000_000L));
+  }
+
+  private static double secs(Duration d) {
+    return d.toNanos() / 1e9;
+  }
+
+  /** Builds an {@link OperationsProbe}. Not thread-safe. */
+  public static final class Builder {
+    private final DataSource dataSource;
+    private Duration stuckThreshold = Duration.ofSeconds(60);
+    private Duration cacheFor = Duration.ofSeconds(1);
+
+    private Builder(DataSource dataSource) {
+      this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+    }
+
+    /** Sets the age of the oldest pending row above which the outbox is stuck (default 60 s). */
+    public Builder stuckThreshold(Duration threshold) {
+      this.stuckThreshold = Objects.requireNonNull(threshold, "threshold");
+      return this;
+    }
+
+    /** Sets how long gauges reuse one reading (default 1 s; zero reads on every gauge read). */
+    public Builder cacheFor(Duration cacheFor) {
+      this.cacheFor = Objects.requireNonNull(cacheFor, "cacheFor");
+      return this;
+    }
+
+    /** Validates and builds the probe. */
+    public OperationsProbe build() {
+      if (stuckThreshold.isNegative() || stuckThreshold.isZero()) {
+        throw new IllegalArgumentException("stuckThreshold must be positive");
+      }
+      if (cacheFor.isNegative()) {
+        throw new IllegalArgumentException("cacheFor must not be negative");
+      }
+      return new OperationsProbe(dataSource, stuckThreshold, cacheFor);
+    }
+  }
+}
