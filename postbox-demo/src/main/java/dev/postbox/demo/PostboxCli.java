@@ -13,7 +13,7 @@ import picocli.CommandLine.Option;
     mixinStandardHelpOptions = true,
     version = "postbox 0.1.0-SNAPSHOT",
     description = "Postbox: messaging that loses nothing and applies nothing twice.",
-    subcommands = {PostboxCli.Demo.class, PostboxCli.Migrate.class})
+    subcommands = {PostboxCli.Demo.class, PostboxCli.Migrate.class, TraceCommand.class})
 public final class PostboxCli implements Runnable {
 
   public static void main(String[] args) {
@@ -192,19 +192,8 @@ public final class PostboxCli implements Runnable {
         }
         return 0;
       }
-      org.postgresql.ds.PGSimpleDataSource ds = new org.postgresql.ds.PGSimpleDataSource();
-      ds.setUrl(jdbcUrl);
-      if (user != null) {
-        ds.setUser(user);
-      }
-      if (passwordEnv != null) {
-        String pw = System.getenv(passwordEnv);
-        if (pw == null) {
-          throw new CommandLine.ParameterException(
-              new CommandLine(this), "environment variable " + passwordEnv + " is not set");
-        }
-        ds.setPassword(pw);
-      }
+      javax.sql.DataSource ds =
+          Databases.dataSource(jdbcUrl, user, passwordEnv, new CommandLine(this));
       int applied = dev.postbox.jdbc.PostboxMigrations.migrate(ds);
       System.out.println("applied " + applied + " migration(s)");
       return 0;

@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.Objects;
 import java.util.Optional;
@@ -87,6 +88,7 @@ public final class Replayer {
   private final Sleeper sleeper;
   private final int maxReplays;
   private final String by;
+  private final io.opentelemetry.api.OpenTelemetry openTelemetry;
   private final Outbox outbox = Outbox.postgres();
 
   private final ReentrantLock pacing = new ReentrantLock();
@@ -101,6 +103,7 @@ public final class Replayer {
     this.sleeper = b.sleeper;
     this.maxReplays = b.maxReplays;
     this.by = b.by.orElseThrow();
+    this.openTelemetry = b.openTelemetry;
   }
 
   /**
@@ -258,7 +261,7 @@ public final class Replayer {
               ps.setObject(1, message.id());
               ps.executeUpdate();
             }
-            tx.write(message);
+            tx.write(traced(message, letter));
             PostgresDeadLetterStoreImpl.markReplayed(c, letter.id(), by);
             PostgresDeadLetterStoreImpl.audit(c, by, what, 1, "REPLAY", null);
             return Outcome.REPLAYED;
@@ -266,6 +269,49 @@ public final class Replayer {
     } catch (RuntimeException e) {
       log.warn("replaying {} (message {}) failed; it stays PENDING", what, message.id(), e);
       return Outcome.FAILED;
+    }
+  }
+
+  /**
+   * The message as replayed: when an OpenTelemetry SDK records, a {@code postbox replay} span is
+   * made in the message's own trace (child of the context it carries) with a link to that original
+   * span context, and the message carries the replay span's context on; without one, the message
+   * keeps the context it had. Either way the replay stays in the message's trace.
+   */
+  private Message traced(Message message, DeadLetter letter) {
+    io.opentelemetry.api.OpenTelemetry otel =
+        openTelemetry != null ? openTelemetry : io.opentelemetry.api.GlobalOpenTelemetry.get();
+    io.opentelemetry.context.Context original =
+        dev.postbox.core.tracing.TraceHeaders.extract(message.headers());
+    io.opentelemetry.api.trace.SpanContext originalSpan =
+        io.opentelemetry.api.trace.Span.fromContext(original).getSpanContext();
+    io.opentelemetry.api.trace.SpanBuilder b =
+        otel.getTracer("dev.postbox")
+            .spanBuilder("postbox replay")
+            .setParent(original)
+            .setSpanKind(io.opentelemetry.api.trace.SpanKind.INTERNAL)
+            .setAttribute("messaging.message.id", message.id().toString())
+            .setAttribute("postbox.dead_letter.id", letter.id())
+            .setAttribute("postbox.consumer", letter.letter().consumer())
+            .setAttribute("postbox.replayed_by", by);
+    if (originalSpan.isValid()) {
+      b.addLink(
+          originalSpan,
+          io.opentelemetry.api.common.Attributes.of(
+              io.opentelemetry.api.common.AttributeKey.stringKey("postbox.link"), "replay_of"));
+    }
+    io.opentelemetry.api.trace.Span span = b.startSpan();
+    try {
+      Map<String, String> headers =
+          dev.postbox.core.tracing.TraceHeaders.replaced(message.headers(), original.with(span));
+      if (headers == message.headers()) {
+        return message;
+      }
+      Message.Builder mb = message.toBuilder();
+      headers.forEach(mb::header);
+      return mb.build();
+    } finally {
+      span.end();
     }
   }
 
@@ -318,6 +364,7 @@ public final class Replayer {
     private Sleeper sleeper = Sleeper.SYSTEM;
     private int maxReplays = DEFAULT_MAX_REPLAYS;
     private Optional<String> by = Optional.empty();
+    private io.opentelemetry.api.OpenTelemetry openTelemetry;
 
     private Builder(
         DataSource dataSource, DeadLetterStore store, Function<DeadLetter, Message> decoder) {
@@ -353,6 +400,15 @@ public final class Replayer {
      */
     public Builder maxReplays(int maxReplays) {
       this.maxReplays = maxReplays;
+      return this;
+    }
+
+    /**
+     * Sets the OpenTelemetry that makes the replay spans (default: {@code
+     * GlobalOpenTelemetry.get()}, a no-op until an SDK is installed).
+     */
+    public Builder openTelemetry(io.opentelemetry.api.OpenTelemetry openTelemetry) {
+      this.openTelemetry = Objects.requireNonNull(openTelemetry, "openTelemetry");
       return this;
     }
 

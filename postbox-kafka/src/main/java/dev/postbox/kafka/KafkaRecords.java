@@ -5,6 +5,7 @@ import static dev.postbox.kafka.internal.HeaderText.quote;
 import dev.postbox.core.DecodingException;
 import dev.postbox.core.Message;
 import dev.postbox.core.Payload;
+import dev.postbox.core.tracing.TraceHeaders;
 import dev.postbox.kafka.internal.HeaderText;
 import java.time.Instant;
 import java.util.HashMap;
@@ -57,6 +58,10 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
  *       <td>absent = {@value Payload#OCTET_STREAM}</td></tr>
  *   <tr><td>payload bytes</td><td>record value</td><td>always, possibly empty (never a
  *       tombstone)</td><td>{@code null} = empty</td></tr>
+ *   <tr><td>trace context (headers {@code traceparent}, {@code tracestate})</td><td>the
+ *       plain W3C headers and {@value #CE_TRACEPARENT}, {@value #CE_TRACESTATE} (the distributed
+ *       tracing extension), same values</td><td>when present</td><td>the plain headers; if absent,
+ *       the extension's</td></tr>
  *   <tr><td>headers</td><td>plain Kafka headers, same names, UTF-8 values</td><td>each</td>
  *       <td>every header not named {@code ce_*}, {@code pb_*} or {@code content-type} (any
  *       case); headers with a {@code null} value are skipped</td></tr>
@@ -133,6 +138,15 @@ public final class KafkaRecords {
   /** Header of the tenant (extension {@code tenant}). */
   public static final String CE_TENANT = "ce_tenant";
 
+  /**
+   * Header of the creation trace context (CloudEvents distributed-tracing extension {@code
+   * traceparent}), written with the same value as the W3C {@code traceparent} header.
+   */
+  public static final String CE_TRACEPARENT = "ce_traceparent";
+
+  /** Header of the creation trace state (distributed-tracing extension {@code tracestate}). */
+  public static final String CE_TRACESTATE = "ce_tracestate";
+
   /** Header of the payload content type. */
   public static final String CONTENT_TYPE = "content-type";
 
@@ -169,6 +183,12 @@ public final class KafkaRecords {
     for (var h : message.headers().entrySet()) {
       headers.add(h.getKey(), HeaderText.bytes(h.getValue()));
     }
+    message
+        .header(TraceHeaders.TRACEPARENT)
+        .ifPresent(v -> headers.add(CE_TRACEPARENT, HeaderText.bytes(v)));
+    message
+        .header(TraceHeaders.TRACESTATE)
+        .ifPresent(v -> headers.add(CE_TRACESTATE, HeaderText.bytes(v)));
     return new ProducerRecord<>(
         message.topic(), null, null, key, message.payload().bytes(), headers);
   }
@@ -208,6 +228,8 @@ public final class KafkaRecords {
       String causationId = null;
       String tenant = null;
       String contentType = null;
+      String ceTraceparent = null;
+      String ceTracestate = null;
       Map<String, String> app = new HashMap<>();
       Headers headers = record.headers();
       if (headers != null) {
@@ -229,6 +251,8 @@ public final class KafkaRecords {
             case CE_CAUSATIONID -> causationId = text(name, v);
             case CE_TENANT -> tenant = text(name, v);
             case CONTENT_TYPE -> contentType = text(name, v);
+            case CE_TRACEPARENT -> ceTraceparent = text(name, v);
+            case CE_TRACESTATE -> ceTracestate = text(name, v);
             default -> {
               if (v != null && !reserved(name)) {
                 app.put(name, text(name, v));
@@ -271,6 +295,13 @@ public final class KafkaRecords {
         occurredAt = Instant.ofEpochMilli(record.timestamp());
       } else {
         throw fail("missing header " + CE_TIME + " and the record has no timestamp", null);
+      }
+      if (ceTraceparent != null && !app.containsKey(TraceHeaders.TRACEPARENT)) {
+        // only the CloudEvents extension (another CloudEvents producer): same context
+        app.put(TraceHeaders.TRACEPARENT, ceTraceparent);
+        if (ceTracestate != null) {
+          app.put(TraceHeaders.TRACESTATE, ceTracestate);
+        }
       }
       String key = partitionKey;
       if (key == null || key.isEmpty()) {

@@ -127,7 +127,8 @@ public final class KafkaSubscriber implements AutoCloseable {
                         KafkaSubscriber::incoming)),
             Optional.ofNullable(retryTopics),
             b.clock,
-            b.metrics);
+            b.metrics,
+            b.openTelemetry);
     this.metrics = b.metrics;
     this.clock = b.clock;
     this.parkingEnabled = b.parking != null;
@@ -653,6 +654,7 @@ public final class KafkaSubscriber implements AutoCloseable {
     private boolean forceInboxRetention;
     private Duration inboxPurgeInterval = Duration.ofMinutes(10);
     private PostboxMetrics metrics = PostboxMetrics.noop();
+    private io.opentelemetry.api.OpenTelemetry openTelemetry;
 
     private Builder(String bootstrapServers, Subscription subscription) {
       Objects.requireNonNull(bootstrapServers, "bootstrapServers");
@@ -769,6 +771,17 @@ public final class KafkaSubscriber implements AutoCloseable {
      */
     public Builder metrics(PostboxMetrics metrics) {
       this.metrics = Objects.requireNonNull(metrics, "metrics");
+      return this;
+    }
+
+    /**
+     * Sets the OpenTelemetry that makes the processing spans (default: {@code
+     * GlobalOpenTelemetry.get()}, a no-op until an SDK is installed). Each processing attempt is
+     * one CONSUMER span, a child of the trace context the message carries, current while the
+     * handler runs (so messages the handler writes to the outbox continue the trace).
+     */
+    public Builder openTelemetry(io.opentelemetry.api.OpenTelemetry openTelemetry) {
+      this.openTelemetry = Objects.requireNonNull(openTelemetry, "openTelemetry");
       return this;
     }
 

@@ -18,6 +18,14 @@ import dev.postbox.core.spi.DeadLetterStore.Classification;
 import dev.postbox.core.spi.DeadLetterStore.NewDeadLetter;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.ParkingStore;
+import dev.postbox.core.tracing.TraceHeaders;
+import io.opentelemetry.api.GlobalOpenTelemetry;
+import io.opentelemetry.api.OpenTelemetry;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.StatusCode;
+import io.opentelemetry.api.trace.Tracer;
+import io.opentelemetry.context.Scope;
 import java.sql.Connection;
 import java.time.Clock;
 import java.time.Duration;
@@ -72,6 +80,8 @@ public final class DeliveryProcessor {
   private final Optional<RetriesExhausted> retriesExhausted;
   private final Clock clock;
   private final ConsumerMeters meters;
+  private final OpenTelemetry openTelemetry;
+  private volatile Tracer tracer;
   private final Set<String> loggedUnknownTypes = ConcurrentHashMap.newKeySet();
 
   final AtomicLong received = new AtomicLong();
@@ -134,6 +144,36 @@ public final class DeliveryProcessor {
       Optional<RetriesExhausted> retriesExhausted,
       Clock clock,
       PostboxMetrics metrics) {
+    this(
+        subscription,
+        handler,
+        batchHandler,
+        inbox,
+        deadLetters,
+        parking,
+        retriesExhausted,
+        clock,
+        metrics,
+        null);
+  }
+
+  /**
+   * The full constructor: {@code metrics} receives the consumer metrics, {@code openTelemetry}
+   * (null: {@link GlobalOpenTelemetry}, looked up at the first attempt) makes one span per
+   * processing attempt.
+   */
+  public DeliveryProcessor(
+      Subscription subscription,
+      MessageHandler handler,
+      BatchHandler batchHandler,
+      Optional<InboxStore> inbox,
+      Optional<DeadLetterStore> deadLetters,
+      Optional<Parking> parking,
+      Optional<RetriesExhausted> retriesExhausted,
+      Clock clock,
+      PostboxMetrics metrics,
+      OpenTelemetry openTelemetry) {
+    this.openTelemetry = openTelemetry;
     this.subscription = subscription;
     this.meters = new ConsumerMeters(metrics, subscription.name());
     this.deadLetters = deadLetters;
@@ -422,12 +462,47 @@ public final class DeliveryProcessor {
    */
   private Throwable attemptOnce(Incoming in, Message message, MessageHandler h, int attempt) {
     ConsumerMeters.Timers timers = meters.timers(in.topic());
+    Span span = startSpan(in, message, attempt);
+    ProcessingMdc.put(subscription.name(), in, message, attempt, span);
     long t0 = System.nanoTime();
-    try {
-      return attemptOnceTimed(in, message, h, attempt);
+    Throwable error = null;
+    try (Scope ignored = span.makeCurrent()) {
+      error = attemptOnceTimed(in, message, h, attempt);
+      return error;
     } finally {
       timers.handler().record(Duration.ofNanos(System.nanoTime() - t0));
+      if (error != null) {
+        span.recordException(error);
+        span.setStatus(StatusCode.ERROR, error.getClass().getSimpleName());
+      }
+      span.end();
+      ProcessingMdc.clear();
     }
+  }
+
+  /**
+   * One CONSUMER span per processing attempt, a child of the context the message carries (the
+   * producer's), named and tagged after the OpenTelemetry messaging conventions.
+   */
+  private Span startSpan(Incoming in, Message message, int attempt) {
+    Tracer t = tracer;
+    if (t == null) {
+      OpenTelemetry otel = openTelemetry != null ? openTelemetry : GlobalOpenTelemetry.get();
+      tracer = t = otel.getTracer("dev.postbox");
+    }
+    return t.spanBuilder("process " + in.topic())
+        .setParent(TraceHeaders.extract(message.headers()))
+        .setSpanKind(SpanKind.CONSUMER)
+        .setAttribute("messaging.system", "kafka")
+        .setAttribute("messaging.operation.type", "process")
+        .setAttribute("messaging.destination.name", in.topic())
+        .setAttribute("messaging.destination.partition.id", Integer.toString(in.partition()))
+        .setAttribute("messaging.kafka.offset", in.offset())
+        .setAttribute("messaging.consumer.group.name", subscription.name())
+        .setAttribute("messaging.message.id", message.id().toString())
+        .setAttribute("postbox.type", message.type())
+        .setAttribute("postbox.attempt", attempt)
+        .startSpan();
   }
 
   private Throwable attemptOnceTimed(Incoming in, Message message, MessageHandler h, int attempt) {

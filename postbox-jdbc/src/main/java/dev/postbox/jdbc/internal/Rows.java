@@ -40,7 +40,10 @@ final class Rows {
     ps.setString(i++, m.correlationId().orElse(null));
     ps.setString(i++, m.causationId().orElse(null));
     ps.setString(i++, m.tenant().orElse(null));
-    ps.setString(i++, m.headers().isEmpty() ? null : toJson(m.headers()));
+    // The writing transaction's trace context (if an OpenTelemetry SDK records one) goes with the
+    // row.
+    Map<String, String> headers = dev.postbox.core.tracing.TraceHeaders.withCurrent(m.headers());
+    ps.setString(i++, headers.isEmpty() ? null : toJson(headers));
     ps.setString(i++, m.payload().contentType());
     ps.setBytes(i, m.payload().unsafeBytes());
   }

@@ -1,0 +1,122 @@
+package dev.postbox.demo;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.postbox.jdbc.MessageTrace;
+import dev.postbox.jdbc.MessageTracer;
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.Callable;
+import javax.sql.DataSource;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * {@code postbox trace MESSAGE_ID --pg-url URL}: what the Postbox tables recorded about one
+ * message, in time order. Read-only.
+ */
+@Command(
+    name = "trace",
+    mixinStandardHelpOptions = true,
+    description = {
+      "Prints what the postbox_* tables recorded about one message, oldest first: written to the"
+          + " outbox, published (topic, partition, offset), failed and dead-lettered by a consumer,"
+          + " parked, replayed or discarded, processed (inbox). Read-only.",
+      "Exit code: 0 found, 4 no table knows the message."
+    })
+final class TraceCommand implements Callable<Integer> {
+
+  @Parameters(index = "0", paramLabel = "MESSAGE_ID", description = "The message id (a UUID).")
+  String messageId;
+
+  @Option(
+      names = "--pg-url",
+      required = true,
+      description =
+          "The database, for example jdbc:postgresql://localhost:5432/shop (postgresql://... also"
+              + " works).")
+  String pgUrl;
+
+  @Option(
+      names = "--schema",
+      description = "Schema of the postbox_* tables (default: the connection's current schema).")
+  String schema;
+
+  @Option(names = "--user", description = "Database user (default: from the URL).")
+  String user;
+
+  @Option(
+      names = "--password-env",
+      description = "Name of the environment variable holding the password.")
+  String passwordEnv;
+
+  @Option(names = "--json", description = "Print the trace as JSON.")
+  boolean json;
+
+  @Override
+  public Integer call() throws Exception {
+    UUID id;
+    try {
+      id = UUID.fromString(messageId);
+    } catch (IllegalArgumentException e) {
+      throw new CommandLine.ParameterException(
+          new CommandLine(this), "MESSAGE_ID must be a UUID, was '" + messageId + "'");
+    }
+    DataSource ds = Databases.dataSource(pgUrl, user, passwordEnv, new CommandLine(this));
+    MessageTracer tracer =
+        schema == null ? MessageTracer.postgres(ds) : MessageTracer.postgres(ds, schema);
+    MessageTrace trace = tracer.trace(id);
+    if (json) {
+      System.out.println(toJson(trace));
+    } else {
+      print(trace, System.out);
+    }
+    return trace.found() ? 0 : 4;
+  }
+
+  /** The trace as JSON: {@code message_id}, {@code steps} (see {@link #steps}), {@code notes}. */
+  static String toJson(MessageTrace trace) throws Exception {
+    Map<String, Object> out = new LinkedHashMap<>();
+    out.put("message_id", trace.messageId().toString());
+    out.put("steps", steps(trace));
+    out.put("notes", trace.notes());
+    return new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(out);
+  }
+
+  /**
+   * The steps as JSON-ready maps: {@code at}, {@code step}, {@code by}, {@code detail}, attributes.
+   */
+  static List<Map<String, Object>> steps(MessageTrace trace) {
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (MessageTrace.Step s : trace.steps()) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("at", s.at().toString());
+      m.put("step", s.step());
+      m.put("by", s.by());
+      m.put("detail", s.detail());
+      m.put("attributes", new java.util.TreeMap<>(s.attributes()));
+      out.add(m);
+    }
+    return out;
+  }
+
+  /** The trace as a table for people. */
+  static void print(MessageTrace trace, PrintStream out) {
+    out.println("message " + trace.messageId());
+    if (!trace.found()) {
+      out.println("  no postbox table knows this message");
+    }
+    for (MessageTrace.Step s : trace.steps()) {
+      out.printf("  %-27s %-14s %-18s %s%n", s.at(), s.step(), s.by(), s.detail());
+    }
+    for (String n : trace.notes()) {
+      out.println("  note: " + n);
+    }
+  }
+}
