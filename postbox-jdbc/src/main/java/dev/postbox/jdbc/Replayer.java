@@ -261,8 +261,10 @@ public final class Replayer {
               ps.setObject(1, message.id());
               ps.executeUpdate();
             }
-            tx.write(traced(message, letter));
+            // marked first, so the trace reads "replayed" before the row it wrote (same
+            // transaction)
             PostgresDeadLetterStoreImpl.markReplayed(c, letter.id(), by);
+            tx.write(traced(message, letter));
             PostgresDeadLetterStoreImpl.audit(c, by, what, 1, "REPLAY", null);
             return Outcome.REPLAYED;
           });
