@@ -6,6 +6,8 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
 
 /**
  * The demo's report. Its JSON keys are a published interface ({@code ./postbox demo --report-json
@@ -55,6 +57,15 @@ import java.nio.file.Path;
  *       those keys applied after an effect of a later order of the key; must be 0.
  * </ul>
  *
+ * <p>Observability: {@code metrics} is the demo's Prometheus scrape endpoint (its own gauges and
+ * those of the relay and inventory processes, see {@link DemoMetrics}) as scraped at the end,
+ * series ({@code name{labels}}) to value, without histogram buckets; it includes {@code
+ * postbox_consumer_duplicates_suppressed_total}, {@code
+ * postbox_group_oldest_unprocessed_age_seconds} and the relay lag {@code
+ * postbox_outbox_oldest_pending_age_seconds}. {@code trace_example} is the trace ({@code ./postbox
+ * trace}) of one replayed message: its steps, oldest first, each with {@code at}, {@code step},
+ * {@code by}, {@code detail} and {@code attributes}.
+ *
  * <p>{@code ok} requires all of that, the topic checks ({@code missing}, {@code order_violations},
  * {@code unexpected} all 0) and that the injected crashes fired; {@code inconclusive} is true when
  * everything held but an armed crash ({@code relay_crashes}, {@code consumer_crashes}) did not
@@ -93,7 +104,14 @@ public record DemoReport(
     @JsonProperty("poison_unfixable") long poisonUnfixable,
     @JsonProperty("dead_lettered_before_replay") long deadLetteredBeforeReplay,
     @JsonProperty("parked_keys") long parkedKeys,
-    @JsonProperty("outage_seconds") int outageSeconds) {
+    @JsonProperty("outage_seconds") int outageSeconds,
+    @JsonProperty("metrics") Map<String, Double> metrics,
+    @JsonProperty("trace_example") List<Map<String, Object>> traceExample) {
+
+  public DemoReport {
+    metrics = java.util.Collections.unmodifiableMap(new java.util.TreeMap<>(metrics));
+    traceExample = List.copyOf(traceExample);
+  }
 
   /** Writes the report as JSON. */
   public void writeJson(Path file) throws IOException {

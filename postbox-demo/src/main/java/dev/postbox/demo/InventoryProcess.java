@@ -10,6 +10,7 @@ import dev.postbox.core.consumer.DependencyGuard;
 import dev.postbox.core.consumer.FailureHandlers;
 import dev.postbox.core.consumer.RetryPolicy;
 import dev.postbox.core.consumer.Subscription;
+import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.demo.ShopEvents.OrderCreated;
 import dev.postbox.demo.ShopEvents.StockUpdated;
@@ -130,6 +131,7 @@ public final class InventoryProcess {
             .deadLetters(PostgresDeadLetterStore.create(ds))
             .parking(PostgresParkingStore.create(ds))
             .parkingTiers(PARKING_TIERS)
+            .metrics(MetricsEndpoint.forChildProcess().orElse(PostboxMetrics.noop()))
             .handler(d -> {
               OrderCreated order = d.event(OrderCreated.class);
               if (order.customerId().startsWith(WHOLESALE)) {

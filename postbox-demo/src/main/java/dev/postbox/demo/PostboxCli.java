@@ -107,6 +107,14 @@ public final class PostboxCli implements Runnable {
             "How long the warehouse (a dependency of wholesale orders) is down (default: ${DEFAULT-VALUE}; 0: no outage; at most 25).")
     int outageSeconds;
 
+    @Option(
+        names = "--metrics-port",
+        defaultValue = "0",
+        description =
+            "Port of the Prometheus scrape endpoint served while the demo runs (default: a free"
+                + " port; the URL is printed at start).")
+    int metricsPort;
+
     @Option(names = "--report-json", description = "Also write the report as JSON to this file.")
     Path reportJson;
 
@@ -145,7 +153,8 @@ public final class PostboxCli implements Runnable {
                       consumerCrashAt,
                       timeout,
                       workDir,
-                      outageSeconds),
+                      outageSeconds,
+                      metricsPort),
                   System.out)
               .run();
       System.out.println();

@@ -2,6 +2,7 @@ package dev.postbox.demo;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.relay.Relay;
 import dev.postbox.core.spi.RelayPublisher;
 import dev.postbox.jdbc.PostgresRelayStore;
@@ -60,6 +61,7 @@ public final class RelayProcess {
             .instanceId(id)
             .leaseTtl(ttl)
             .pollInterval(Duration.ofMillis(250))
+            .metrics(MetricsEndpoint.forChildProcess().orElse(PostboxMetrics.noop()))
             .build();
     CountDownLatch stopped = new CountDownLatch(1);
     RelayPublisher p = publisher;

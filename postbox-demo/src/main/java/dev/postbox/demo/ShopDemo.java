@@ -4,6 +4,8 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.postbox.core.CrashPoints;
 import dev.postbox.core.Message;
 import dev.postbox.core.spi.DeadLetterStore;
+import dev.postbox.jdbc.MessageTrace;
+import dev.postbox.jdbc.MessageTracer;
 import dev.postbox.jdbc.Outbox;
 import dev.postbox.jdbc.PostboxMigrations;
 import dev.postbox.jdbc.PostgresDeadLetterStore;
@@ -85,7 +87,34 @@ final class ShopDemo {
       int consumerCrashAt,
       Duration timeout,
       Path workDir,
-      int outageSeconds) {
+      int outageSeconds,
+      int metricsPort) {
+
+    /** The settings before the scrape endpoint existed: a free port. */
+    Options(
+        int orders,
+        int customers,
+        int writers,
+        int relays,
+        int backlog,
+        int crashAtBatch,
+        int consumerCrashAt,
+        Duration timeout,
+        Path workDir,
+        int outageSeconds) {
+      this(
+          orders,
+          customers,
+          writers,
+          relays,
+          backlog,
+          crashAtBatch,
+          consumerCrashAt,
+          timeout,
+          workDir,
+          outageSeconds,
+          0);
+    }
 
     /** The settings before the warehouse outage existed: a 20 s outage. */
     Options(
@@ -135,6 +164,7 @@ final class ShopDemo {
   private final AtomicInteger consumerCrashes = new AtomicInteger();
   private final AtomicInteger ordersPlaced = new AtomicInteger(); // order rows committed
   private final Set<String> parkedKeys = ConcurrentHashMap.newKeySet();
+  private DemoMetrics metrics; // the scrape endpoint, while run() runs
 
   ShopDemo(Options options, PrintStream out) {
     this.options = options;
@@ -159,6 +189,8 @@ final class ShopDemo {
     try (HikariDataSource ds = pg.dataSource(schema, options.writers() + 2)) {
       PostboxMigrations.migrate(ds);
       createShopTables(ds);
+      metrics = DemoMetrics.start(options.metricsPort(), ds, kafka.bootstrapServers(), inventory);
+      out.printf("metrics: %s (Prometheus text format)%n", metrics.url());
 
       AtomicBoolean consuming = new AtomicBoolean(true);
       Thread consumer =
@@ -245,6 +277,8 @@ final class ShopDemo {
         // The backlog's events are not for the inventory (it skips their type); let it read them.
         awaitInventory(ds, kafka.bootstrapServers(), inventory, topic, "done", ordersPlaced.get());
         long appliedAfterReplay = appliedOnce(ds, replay.messageIds());
+        Map<String, Double> scraped = metrics.snapshot(); // while the children still serve
+        List<Map<String, Object>> traceExample = traceExample(ds, replay.messageIds());
         supervisor.stop(); // the inventory first (SIGTERM: it commits its offsets), then the relays
         consuming.set(false);
         consumer.join();
@@ -304,12 +338,28 @@ final class ShopDemo {
             poison.unfixable(),
             deadLetteredBeforeReplay,
             parkedKeys.size(),
-            options.outageSeconds());
+            options.outageSeconds(),
+            scraped,
+            traceExample);
       } finally {
         supervisor.stop();
         consuming.set(false);
+        if (metrics != null) {
+          metrics.close();
+        }
       }
     }
+  }
+
+  /** The trace of the first replayed message (printed, and a list of steps for the report). */
+  private List<Map<String, Object>> traceExample(HikariDataSource ds, List<UUID> replayed) {
+    if (replayed.isEmpty()) {
+      return List.of();
+    }
+    MessageTrace trace = MessageTracer.postgres(ds).trace(replayed.get(0));
+    out.println("trace of a replayed message (./postbox trace " + trace.messageId() + "):");
+    TraceCommand.print(trace, out);
+    return TraceCommand.steps(trace);
   }
 
   private void createShopTables(HikariDataSource ds) throws Exception {
@@ -1115,6 +1165,7 @@ final class ShopDemo {
                   "-Xmx256m",
                   "--enable-native-access=ALL-UNNAMED",
                   "-Dorg.slf4j.simpleLogger.log.dev.postbox=debug")
+              .systemProperty(MetricsEndpoint.PORT_PROPERTY, Integer.toString(metrics.portFor(id)))
               .log(options.workDir().resolve(id + ".log"));
       if (armed) {
         b.systemProperty(
@@ -1138,6 +1189,8 @@ final class ShopDemo {
                   "-Xmx256m",
                   "--enable-native-access=ALL-UNNAMED",
                   "-Dorg.slf4j.simpleLogger.log.dev.postbox=debug")
+              .systemProperty(
+                  MetricsEndpoint.PORT_PROPERTY, Integer.toString(metrics.portFor("inventory")))
               .log(options.workDir().resolve("inventory.log"));
       if (armed) {
         b.systemProperty(

@@ -220,7 +220,7 @@ public final class MessageTracer {
           d.put("error", error);
           d.put("last_failure", instant(rs, 11).toString());
           d.put("status", rs.getString(12));
-          d.put("replays_before", Integer.toString(rs.getInt(13)));
+          d.put("replays", Integer.toString(rs.getInt(13)));
           steps.add(
               new Ranked(
                   new Step(
