@@ -82,7 +82,7 @@ public final class MessageTracer {
     } catch (SQLException e) {
       throw new OutboxException("tracing message " + id + " failed", e);
     }
-    steps.sort(Comparator.comparing((Ranked r) -> r.step.at()).thenComparingInt(r -> r.rank));
+    steps.sort(Comparator.comparing((Ranked r) -> sortAt(r, steps)).thenComparingInt(r -> r.rank));
     if (!steps.isEmpty()) {
       notes.add(
           "in-place retries of a message that then succeeded, and consumers without an inbox,"
@@ -94,6 +94,31 @@ public final class MessageTracer {
 
   /** A step and its place among steps at the same instant (the order things happen). */
   private record Ranked(Step step, int rank) {}
+
+  /**
+   * When a step sorts. {@code published_at} is when the relay marked the row, after the broker's
+   * acknowledgement, and a fast consumer may commit its effect (inbox {@code processed_at}) before
+   * that mark: such an effect sorts right after the publication it must have come from.
+   */
+  private static Instant sortAt(Ranked r, List<Ranked> all) {
+    Instant at = r.step.at();
+    if (!r.step.step().equals("processed")) {
+      return at;
+    }
+    Instant written = null;
+    Instant published = null;
+    for (Ranked o : all) {
+      switch (o.step.step()) {
+        case "written" -> written = o.step.at();
+        case "published" -> published = o.step.at();
+        default -> {}
+      }
+    }
+    if (written != null && published != null && !at.isBefore(written) && at.isBefore(published)) {
+      return published;
+    }
+    return at;
+  }
 
   private void outbox(Connection c, UUID id, List<Ranked> steps, List<String> notes)
       throws SQLException {

@@ -20,7 +20,7 @@ class PostboxMigrationsTest {
   @Test
   void allMigrationsApplyOnAFreshSchemaOnce(PostboxTestContext ctx) throws Exception {
     DataSource ds = ctx.dataSource();
-    assertThat(PostboxMigrations.migrate(ds)).isEqualTo(5);
+    assertThat(PostboxMigrations.migrate(ds)).isEqualTo(6);
     assertThat(PostboxMigrations.migrate(ds)).as("idempotent").isZero();
     assertThat(exists(ds, "postbox_outbox")).isTrue();
     assertThat(exists(ds, "postbox_inbox")).isTrue();
@@ -61,7 +61,7 @@ class PostboxMigrationsTest {
         .isInstanceOf(InboxException.class)
         .hasMessageContaining("PostboxMigrations.migrate");
 
-    assertThat(PostboxMigrations.migrate(ds)).as("versions 2 to 5").isEqualTo(4);
+    assertThat(PostboxMigrations.migrate(ds)).as("versions 2 to 6").isEqualTo(5);
     assertThat(exists(ds, "postbox_dead_letter")).isTrue();
     assertThat(PostgresInboxStore.create(ds).processOnce("c", UUID.randomUUID(), c -> {})).isTrue();
   }

@@ -181,8 +181,8 @@ public enum MetricName {
   DEAD_LETTERS_PENDING(
       "postbox.deadletters.pending",
       Kind.GAUGE,
-      "messages",
-      "Dead letters neither replayed nor discarded"),
+      "letters",
+      "Dead letters neither replayed nor discarded (a message delivered twice may have two)"),
   DEAD_LETTERS_OLDEST_AGE(
       "postbox.deadletters.oldest.age",
       Kind.GAUGE,
