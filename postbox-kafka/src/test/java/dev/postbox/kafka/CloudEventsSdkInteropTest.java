@@ -47,7 +47,14 @@ class CloudEventsSdkInteropTest {
     assertThat(e.getData().toBytes()).isEqualTo(m.payload().bytes());
     assertThat(e.getExtensionNames())
         .containsExactlyInAnyOrder(
-            "schemaversion", "partitionkey", "correlationid", "causationid", "tenant");
+            "schemaversion",
+            "partitionkey",
+            "correlationid",
+            "causationid",
+            "tenant",
+            "traceparent");
+    // the trace context reaches the SDK as the distributed-tracing extension
+    assertThat(e.getExtension("traceparent")).isEqualTo(m.header("traceparent").orElseThrow());
     assertThat(e.getExtension("schemaversion")).isEqualTo("3");
     assertThat(e.getExtension("partitionkey")).isEqualTo("Zürich-客户-42");
     assertThat(e.getExtension("correlationid")).isEqualTo("corr-1");
@@ -111,9 +118,11 @@ class CloudEventsSdkInteropTest {
     assertThat(m.causationId()).contains("cause-9");
     assertThat(m.tenant()).contains("globex");
     assertThat(m.payload()).isEqualTo(Payload.json("{\"invoice\":\"i-9\"}"));
-    // ce_traceparent and ce_subject are CloudEvents attributes we do not map: ignored, and
-    // they do not turn into application headers
-    assertThat(m.headers()).isEmpty();
+    // ce_subject is a CloudEvents attribute we do not map: ignored, no application header; the
+    // distributed-tracing extension becomes the message's trace context
+    assertThat(m.headers())
+        .containsOnly(
+            Map.entry("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"));
   }
 
   @Test
@@ -152,7 +161,8 @@ class CloudEventsSdkInteropTest {
 
     Message back = KafkaRecords.fromRecord(consumed(rewritten));
 
-    // the SDK drops plain application headers (they are not CloudEvents attributes)
+    // the SDK drops plain application headers (they are not CloudEvents attributes); the trace
+    // context survives as the distributed-tracing extension
     Message withoutHeaders =
         new Message(
             m.id(),
@@ -165,7 +175,7 @@ class CloudEventsSdkInteropTest {
             m.correlationId(),
             m.causationId(),
             m.tenant(),
-            Map.of(),
+            Map.of("traceparent", m.header("traceparent").orElseThrow()),
             m.payload());
     assertThat(back).isEqualTo(withoutHeaders);
   }

@@ -150,6 +150,9 @@ class KafkaRecordsTest {
                 Map.entry("ce_tenant", "acme"),
                 Map.entry("content-type", "application/json; charset=utf-8"),
                 Map.entry("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+                // the trace context again as the distributed-tracing extension, same value
+                Map.entry(
+                    "ce_traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
                 Map.entry("X-Mixed-Case", "wert ✓"),
                 Map.entry("empty", "")));
   }
@@ -162,7 +165,7 @@ class KafkaRecordsTest {
 
     assertThat(names).doesNotHaveDuplicates();
     assertThat(names.stream().filter(n -> n.toLowerCase().startsWith("ce_")))
-        .hasSize(10)
+        .hasSize(11)
         .allMatch(n -> n.matches("ce_[a-z0-9]{1,20}"), "ce_ + lower-case alphanumeric, <= 20");
     assertThat(names).contains("content-type").doesNotContain("ce_datacontenttype");
     // application headers keep their names and never enter the ce_/pb_ namespaces
@@ -257,7 +260,6 @@ class KafkaRecordsTest {
     Map<String, String> h = validHeaders();
     h.put("ce_subject", "s");
     h.put("ce_dataschema", "https://schemas.example/order");
-    h.put("ce_traceparent", "00-abc");
     h.put("ce_somethingnew", "x");
     h.put("CE_ID", "not-a-uuid-but-not-ours-either"); // binding names are lower case
     h.put("pb_attempt", "3");
@@ -269,6 +271,24 @@ class KafkaRecordsTest {
     assertThat(m.id()).isEqualTo(ID);
     assertThat(m.headers()).containsExactly(Map.entry("app", "1"));
     assertThat(m.payload().contentType()).isEqualTo(Payload.OCTET_STREAM);
+  }
+
+  @Test
+  void readsTheTraceContextFromTheDistributedTracingExtensionWhenThePlainHeaderIsAbsent() {
+    Map<String, String> h = validHeaders();
+    h.put("ce_traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    h.put("ce_tracestate", "vendor=1");
+
+    assertThat(KafkaRecords.fromRecord(record(h, null)).headers())
+        .containsOnly(
+            Map.entry("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+            Map.entry("tracestate", "vendor=1"));
+
+    h.put("traceparent", "00-11111111111111111111111111111111-2222222222222222-01");
+    assertThat(KafkaRecords.fromRecord(record(h, null)).headers())
+        .as("the plain W3C header wins; the extension is not mixed in")
+        .containsOnly(
+            Map.entry("traceparent", "00-11111111111111111111111111111111-2222222222222222-01"));
   }
 
   @Test
