@@ -90,7 +90,10 @@ final class DemoMetrics implements AutoCloseable {
     }
     Map<String, Family> families = new LinkedHashMap<>();
     merge(families, registry.scrape(), null);
-    new TreeMap<>(children).forEach((process, port) -> merge(families, fetch(port), process));
+    // the children in parallel: one that is busy or paused costs one timeout, not one each
+    Map<String, java.util.concurrent.CompletableFuture<String>> bodies = new TreeMap<>();
+    children.forEach((process, port) -> bodies.put(process, fetch(port)));
+    bodies.forEach((process, body) -> merge(families, body.join(), process));
     StringBuilder out = new StringBuilder();
     for (Family f : families.values()) {
       f.header.forEach(h -> out.append(h).append('\n'));
@@ -122,21 +125,16 @@ final class DemoMetrics implements AutoCloseable {
     return out;
   }
 
-  private String fetch(int port) {
-    try {
-      HttpResponse<String> r =
-          http.send(
-              HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics"))
-                  .timeout(Duration.ofSeconds(1))
-                  .build(),
-              HttpResponse.BodyHandlers.ofString());
-      return r.statusCode() == 200 ? r.body() : "";
-    } catch (IOException e) {
-      return ""; // paused (SIGSTOP), restarting or gone: left out of this scrape
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return "";
-    }
+  /** A child's exposition; empty when it does not answer within 3 s. */
+  private java.util.concurrent.CompletableFuture<String> fetch(int port) {
+    return http.sendAsync(
+            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics"))
+                .timeout(Duration.ofSeconds(3))
+                .build(),
+            HttpResponse.BodyHandlers.ofString())
+        .thenApply(r -> r.statusCode() == 200 ? r.body() : "")
+        // paused (SIGSTOP), restarting or gone: left out of this scrape
+        .exceptionally(e -> "");
   }
 
   /** One metric family: its {@code # HELP}/{@code # TYPE} lines and samples. */
