@@ -1,0 +1,521 @@
+package dev.postbox.verify;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.postbox.jdbc.PostboxMigrations;
+import dev.postbox.testkit.KafkaBroker;
+import dev.postbox.testkit.PostgresServer;
+import dev.postbox.verify.Fleet.Child;
+import dev.postbox.verify.Fleet.Role;
+import dev.postbox.verify.HistoryChecker.Findings;
+import dev.postbox.verify.Scenario.Fault;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.sql.Timestamp;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.SplittableRandom;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+
+/**
+ * A fault-injection campaign: PostgreSQL (its own process, synchronous commit on), a Kafka broker
+ * (its own JVM), a producer application, two relays and three consumers (each its own JVM,
+ * restarted by a supervisor after each death), and the scenarios run one after the other on that
+ * system. Each scenario: start the producer, inject its faults for a while, heal everything, drain,
+ * and check the whole history, counting what the scenario's business transactions show.
+ *
+ * <p>Not thread-safe; run one campaign at a time.
+ */
+final class Campaign implements AutoCloseable {
+
+  /** How a campaign runs. */
+  record Settings(
+      long seed,
+      Duration phase,
+      int minRounds,
+      long targetInjections,
+      Duration recoveryBound,
+      double rate,
+      List<String> only,
+      Path dir) {}
+
+  static final int PARTITIONS = 6;
+  static final int KEYS = 400;
+  static final int HOT_KEYS = 8;
+  static final int RELAYS = 2;
+  static final int CONSUMERS = 3;
+  static final int LEASE_MS = 3_000;
+  static final int SESSION_MS = 6_000;
+  static final int IDLE_IN_TX_MS = 4_000;
+  static final String GROUP = "verify-consumers";
+
+  private final Settings settings;
+  private final PrintStream out;
+  private final FaultLog log;
+  private PostgresServer pg;
+  private KafkaBroker kafka;
+  private HikariDataSource ds;
+  private Admin admin;
+  private TopicReader reader;
+  private HistoryChecker checker;
+  private Fleet fleet;
+  private Child producer;
+  private String topic;
+  private volatile int phase;
+
+  Campaign(Settings settings, PrintStream out) {
+    this.settings = settings;
+    this.out = out;
+    this.log = new FaultLog(settings.dir().resolve("faults.log"));
+  }
+
+  /** Runs every scenario; returns one result per scenario name (rounds merged). */
+  List<ScenarioResult> run() throws Exception {
+    setUp();
+    List<Scenario> scenarios =
+        Scenario.all().stream()
+            .filter(s -> settings.only().isEmpty() || settings.only().contains(s.name()))
+            .toList();
+    Map<String, ScenarioResult> results = new LinkedHashMap<>();
+    long injections = 0;
+    int round = 0;
+    while (round < settings.minRounds() || injections < settings.targetInjections()) {
+      round++;
+      for (Scenario s : scenarios) {
+        ScenarioResult r = runScenario(s, round);
+        injections += r.injections();
+        results.merge(s.name(), r, ScenarioResult::merge);
+        out.printf(
+            "%s round %d: %d injections, %d messages, %d violations, recovery %d ms%s (total"
+                + " injections %d)%n",
+            s.name(),
+            round,
+            r.injections(),
+            r.findings().messages(),
+            r.findings().violations(),
+            r.maxRecoveryMs(),
+            r.inconclusive() ? ", INCONCLUSIVE " + r.inconclusiveReasons() : "",
+            injections);
+        out.flush();
+      }
+    }
+    return List.copyOf(results.values());
+  }
+
+  private void setUp() throws Exception {
+    Path dir = settings.dir();
+    out.println("postbox verify: seed " + settings.seed() + ", report directory " + dir);
+    pg =
+        PostgresServer.builder()
+            .directory(dir.resolve("postgres"))
+            .serverConfig("track_commit_timestamp", "on")
+            .build();
+    pg.start();
+    kafka =
+        KafkaBroker.builder()
+            .dataDirectory(dir.resolve("kafka"))
+            .maxHeap("384m")
+            .jvmOptions("-XX:+UseSerialGC")
+            .build();
+    kafka.start();
+    String schema = pg.createSchema("verify");
+    ds = pg.dataSource(schema, 4);
+    PostboxMigrations.migrate(ds);
+    try (Connection c = ds.getConnection();
+        Statement st = c.createStatement()) {
+      st.execute("CREATE TABLE verify_keys (key text PRIMARY KEY, seq bigint NOT NULL DEFAULT 0)");
+      st.execute(
+          "CREATE TABLE verify_business (message_id uuid PRIMARY KEY, key text NOT NULL, seq bigint"
+              + " NOT NULL, phase int NOT NULL, producer text NOT NULL, committed_at timestamptz"
+              + " NOT NULL DEFAULT clock_timestamp())");
+      st.execute(
+          "CREATE TABLE verify_rolled_back (message_id uuid PRIMARY KEY, key text NOT NULL, phase"
+              + " int NOT NULL)");
+      // deliberately no unique constraint on message_id: a second effect stays visible
+      st.execute(
+          "CREATE TABLE verify_effect (id bigserial PRIMARY KEY, message_id uuid NOT NULL, key text"
+              + " NOT NULL, seq bigint NOT NULL, instance text NOT NULL, part int NOT NULL, off"
+              + " bigint NOT NULL, applied_at timestamptz NOT NULL DEFAULT clock_timestamp())");
+      st.execute("CREATE INDEX verify_effect_message ON verify_effect (message_id)");
+      st.execute(
+          "CREATE TABLE verify_assignment (id bigserial PRIMARY KEY, instance text NOT NULL, part"
+              + " int NOT NULL, assigned_at timestamptz NOT NULL DEFAULT clock_timestamp())");
+      st.execute(
+          "INSERT INTO verify_keys (key) SELECT 'key-' || lpad(i::text, 4, '0') FROM"
+              + " generate_series(0, "
+              + (KEYS - 1)
+              + ") i");
+    }
+    topic = "verify-" + Long.toUnsignedString(settings.seed(), 36);
+    kafka.createTopic(topic, PARTITIONS);
+    Properties ap = new Properties();
+    ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+    ap.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000);
+    ap.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 15_000);
+    admin = Admin.create(ap);
+    reader = new TopicReader(kafka.bootstrapServers(), topic, PARTITIONS);
+    checker = new HistoryChecker(ds, admin, reader, topic, PARTITIONS, GROUP, log);
+    fleet = new Fleet(log);
+    String jdbcUrl = pg.jdbcUrl(schema);
+    String bootstrap = kafka.bootstrapServers();
+    Path logs = dir.resolve("logs");
+    producer =
+        fleet.add(
+            "producer",
+            Role.PRODUCER,
+            (incarnation, instance) ->
+                Fleet.jvm(ProducerMain.class, logs.resolve("producer.log"), "128m")
+                    .args(
+                        jdbcUrl,
+                        topic,
+                        instance,
+                        Integer.toString(phase),
+                        Double.toString(settings.rate()),
+                        "4",
+                        Integer.toString(KEYS),
+                        Integer.toString(HOT_KEYS),
+                        Long.toString(settings.seed() * 1_000_003L + phase * 1_009L + incarnation),
+                        "20"));
+    for (int i = 0; i < RELAYS; i++) {
+      String name = "relay-" + (char) ('a' + i);
+      fleet.add(
+          name,
+          Role.RELAY,
+          (incarnation, instance) ->
+              Fleet.jvm(RelayMain.class, logs.resolve(name + ".log"), "128m")
+                  .args(jdbcUrl, bootstrap, instance, Integer.toString(LEASE_MS), "100"));
+    }
+    for (int i = 1; i <= CONSUMERS; i++) {
+      String name = "consumer-" + i;
+      fleet.add(
+          name,
+          Role.CONSUMER,
+          (incarnation, instance) ->
+              Fleet.jvm(ConsumerMain.class, logs.resolve(name + ".log"), "160m")
+                  .args(
+                      jdbcUrl,
+                      bootstrap,
+                      topic,
+                      GROUP,
+                      instance,
+                      Integer.toString(SESSION_MS),
+                      Integer.toString(IDLE_IN_TX_MS)));
+    }
+    for (Child c : fleet.children()) {
+      if (c.role != Role.PRODUCER) {
+        fleet.want(c);
+      }
+    }
+    fleet.awaitStarted(Duration.ofMinutes(2));
+    out.println(
+        "started: PostgreSQL, Kafka broker, "
+            + RELAYS
+            + " relays, "
+            + CONSUMERS
+            + " consumers (topic "
+            + topic
+            + ", "
+            + PARTITIONS
+            + " partitions)");
+  }
+
+  private ScenarioResult runScenario(Scenario s, int round) throws Exception {
+    phase++;
+    log.beginScenario(s.name() + "#" + round);
+    long scenarioSeed = settings.seed() ^ (s.name().hashCode() * 0x9E3779B97F4A7C15L) ^ round;
+    Map<String, SplittableRandom> armRandoms = new TreeMap<>();
+    fleet.armer(c -> arm(s, c, armRandoms, scenarioSeed));
+    // re-arm the running processes whose role this scenario arms
+    List<Thread> rearm = new ArrayList<>();
+    for (Child c : fleet.children()) {
+      if (c.role != Role.PRODUCER
+          && s.crashPoints().stream().anyMatch(p -> Scenario.roleOf(p) == c.role)) {
+        rearm.add(Thread.ofPlatform().start(() -> fleet.stop(c, "re-arm", true)));
+      }
+    }
+    for (Thread t : rearm) {
+      t.join();
+    }
+    fleet.want(producer);
+    AtomicBoolean stop = new AtomicBoolean();
+    List<Thread> injectors = new ArrayList<>();
+    for (Fault f : s.external()) {
+      SplittableRandom r = new SplittableRandom(scenarioSeed * 31 + f.ordinal());
+      injectors.add(
+          Thread.ofPlatform().name("inject-" + f.kind).start(() -> injectLoop(f, r, stop)));
+    }
+    long end = System.nanoTime() + settings.phase().toNanos();
+    while (System.nanoTime() < end) {
+      Thread.sleep(1_000);
+      checker.auditOffsets();
+    }
+    stop.set(true);
+    for (Thread t : injectors) {
+      t.join();
+    }
+    // heal: no more arming, producer stopped, armed processes restarted unarmed, servers up
+    fleet.armer(c -> Optional.empty());
+    fleet.stop(producer, "end of phase", false);
+    List<Thread> heal = new ArrayList<>();
+    for (Child c : fleet.children()) {
+      if (c.role != Role.PRODUCER && (!c.armed.isEmpty() || !c.alive())) {
+        heal.add(Thread.ofPlatform().start(() -> fleet.stop(c, "heal", true)));
+      }
+    }
+    for (Thread t : heal) {
+      t.join();
+    }
+    if (!kafka.isRunning()) {
+      kafka.start();
+    }
+    if (!pg.isRunning()) {
+      pg.start();
+    }
+    fleet.awaitStarted(Duration.ofMinutes(2));
+    long healed = System.nanoTime();
+    log.note("healed", "all processes up, broker and PostgreSQL up; draining");
+    boolean drained = false;
+    long recoveryDeadline = healed + settings.recoveryBound().toNanos();
+    while (System.nanoTime() < recoveryDeadline) {
+      if (checker.drained()) {
+        drained = true;
+        break;
+      }
+      Thread.sleep(250);
+    }
+    long recoveryMs = (System.nanoTime() - healed) / 1_000_000;
+    if (!drained) {
+      // keep waiting (the bound is exceeded, a violation) so the rest of the checks see the end
+      long more = System.nanoTime() + settings.recoveryBound().toNanos();
+      while (System.nanoTime() < more && !checker.drained()) {
+        Thread.sleep(500);
+      }
+      log.note("recovery-bound-exceeded", "not drained " + recoveryMs + " ms after the heal");
+    }
+    log.note("drained", recoveryMs + " ms after the heal");
+    Findings f = checker.check(phase);
+    Map<String, Integer> fired = log.fired();
+    Map<String, Integer> notFired = log.notFired();
+    List<String> reasons = new ArrayList<>();
+    for (String p : s.crashPoints()) {
+      if (fired.getOrDefault(p, 0) == 0) {
+        reasons.add(p + " never fired");
+      }
+    }
+    for (Fault x : s.external()) {
+      if (fired.getOrDefault(x.kind, 0) == 0) {
+        reasons.add(x.kind + " never fired");
+      }
+      if (notFired.getOrDefault(x.kind, 0) > 0) {
+        reasons.add(notFired.get(x.kind) + " scheduled " + x.kind + " did not fire");
+      }
+    }
+    int injections = fired.values().stream().mapToInt(Integer::intValue).sum();
+    return new ScenarioResult(
+        s.name(),
+        1,
+        injections,
+        fired,
+        notFired,
+        f,
+        recoveryMs,
+        !drained,
+        log.unexpectedExits(),
+        reasons);
+  }
+
+  private Optional<String> arm(
+      Scenario s, Child c, Map<String, SplittableRandom> randoms, long scenarioSeed) {
+    List<String> points =
+        s.crashPoints().stream().filter(p -> Scenario.roleOf(p) == c.role).toList();
+    if (points.isEmpty()) {
+      return Optional.empty();
+    }
+    SplittableRandom r;
+    synchronized (randoms) {
+      r = randoms.computeIfAbsent(c.name, n -> new SplittableRandom(scenarioSeed ^ n.hashCode()));
+    }
+    synchronized (r) {
+      if (r.nextDouble() >= s.armProbability()) {
+        return Optional.empty();
+      }
+      String p = points.get(r.nextInt(points.size()));
+      return Optional.of(p + "@" + (1 + r.nextInt(Scenario.maxHits(p))));
+    }
+  }
+
+  private void injectLoop(Fault f, SplittableRandom r, AtomicBoolean stop) {
+    while (!stop.get()) {
+      long wait = interval(f, r);
+      long until = System.nanoTime() + wait * 1_000_000;
+      while (!stop.get() && System.nanoTime() < until) {
+        sleep(100);
+      }
+      if (stop.get()) {
+        return;
+      }
+      try {
+        inject(f, r);
+      } catch (RuntimeException e) {
+        log.notFired(f.kind, "-", "failed: " + e);
+      }
+      checker.auditOffsets();
+    }
+  }
+
+  private static long interval(Fault f, SplittableRandom r) {
+    return switch (f) {
+      case KILL_9 -> 1_500 + r.nextInt(2_500);
+      case PAUSE_RELAY -> 2_000 + r.nextInt(3_000);
+      case PAUSE_CONSUMER -> 3_000 + r.nextInt(3_000);
+      case BROKER_RESTART -> 7_000 + r.nextInt(6_000);
+      case POSTGRES_RESTART -> 8_000 + r.nextInt(6_000);
+      case POSTGRES_TERMINATE -> 2_000 + r.nextInt(3_000);
+    };
+  }
+
+  private void inject(Fault f, SplittableRandom r) {
+    switch (f) {
+      case KILL_9 -> {
+        List<Child> targets =
+            fleet.children().stream().filter(c -> c.wanted && c.alive() && !c.paused).toList();
+        if (targets.isEmpty()) {
+          log.note("kill-9-skipped", "no running process");
+          return;
+        }
+        Child c = targets.get(r.nextInt(targets.size()));
+        String who = c.toString();
+        if (fleet.kill(c)) {
+          log.fired(f.kind, who, "SIGKILL; process gone");
+        } else {
+          log.note("kill-9-skipped", who + " was not running any more");
+        }
+      }
+      case PAUSE_RELAY, PAUSE_CONSUMER -> {
+        Role role = f == Fault.PAUSE_RELAY ? Role.RELAY : Role.CONSUMER;
+        long ms = role == Role.RELAY ? LEASE_MS + 1_500 : SESSION_MS + 2_500;
+        List<Child> targets =
+            fleet.children().stream()
+                .filter(c -> c.role == role && c.wanted && c.alive() && !c.paused)
+                .toList();
+        if (targets.isEmpty()) {
+          log.note(f.kind + "-skipped", "no running process");
+          return;
+        }
+        Child c = targets.get(r.nextInt(targets.size()));
+        String who = c.toString();
+        if (!fleet.pause(c)) {
+          log.note(f.kind + "-skipped", who + " was not running any more");
+          return;
+        }
+        long t0 = System.nanoTime();
+        sleep(ms);
+        long stoppedMs = (System.nanoTime() - t0) / 1_000_000;
+        if (fleet.resume(c)) {
+          log.fired(f.kind, who, "SIGSTOP for " + stoppedMs + " ms, then SIGCONT");
+        } else {
+          log.notFired(f.kind, who, "not alive at SIGCONT");
+        }
+        checker.auditOffsets();
+      }
+      case BROKER_RESTART -> {
+        kafka.kill();
+        boolean down = !kafka.isRunning();
+        long t0 = System.nanoTime();
+        kafka.start();
+        if (down && kafka.isRunning()) {
+          log.fired(
+              f.kind,
+              "kafka",
+              "kill -9, back after " + (System.nanoTime() - t0) / 1_000_000 + " ms");
+        } else {
+          log.notFired(f.kind, "kafka", "down=" + down + " running=" + kafka.isRunning());
+        }
+      }
+      case POSTGRES_RESTART -> {
+        Optional<Instant> before = postmasterStart();
+        long t0 = System.nanoTime();
+        pg.restart();
+        Optional<Instant> after = Optional.empty();
+        for (int i = 0; i < 100 && after.isEmpty(); i++) {
+          after = postmasterStart();
+          if (after.isEmpty()) {
+            sleep(100);
+          }
+        }
+        if (before.isPresent() && after.isPresent() && after.get().isAfter(before.get())) {
+          log.fired(
+              f.kind,
+              "postgres",
+              "stopped (fast) and started, back after "
+                  + (System.nanoTime() - t0) / 1_000_000
+                  + " ms");
+        } else {
+          log.notFired(f.kind, "postgres", "start time before " + before + ", after " + after);
+        }
+      }
+      case POSTGRES_TERMINATE -> {
+        int n = pg.terminateBackends(ChildSupport.APPLICATION_PREFIX + "%");
+        if (n > 0) {
+          log.fired(f.kind, "postgres", n + " sessions of the processes terminated");
+        } else {
+          log.note(f.kind + "-skipped", "no session to terminate");
+        }
+      }
+    }
+  }
+
+  private Optional<Instant> postmasterStart() {
+    try (Connection c = ds.getConnection();
+        Statement st = c.createStatement();
+        ResultSet rs = st.executeQuery("SELECT pg_postmaster_start_time()")) {
+      rs.next();
+      Timestamp t = rs.getTimestamp(1);
+      return Optional.of(t.toInstant());
+    } catch (Exception e) {
+      return Optional.empty();
+    }
+  }
+
+  private static void sleep(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  @Override
+  public void close() {
+    if (fleet != null) {
+      fleet.close();
+    }
+    if (reader != null) {
+      reader.close();
+    }
+    if (admin != null) {
+      admin.close(Duration.ofSeconds(2));
+    }
+    if (ds != null) {
+      ds.close();
+    }
+    if (kafka != null) {
+      kafka.close();
+    }
+    if (pg != null) {
+      pg.close();
+    }
+    log.close();
+  }
+}
