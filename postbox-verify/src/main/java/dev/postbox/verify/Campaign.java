@@ -122,12 +122,7 @@ final class Campaign implements AutoCloseable {
             .serverConfig("track_commit_timestamp", "on")
             .build();
     pg.start();
-    kafka =
-        KafkaBroker.builder()
-            .dataDirectory(dir.resolve("kafka"))
-            .maxHeap("384m")
-            .jvmOptions("-XX:+UseSerialGC")
-            .build();
+    kafka = KafkaBroker.builder().dataDirectory(dir.resolve("kafka")).maxHeap("384m").build();
     kafka.start();
     String schema = pg.createSchema("verify");
     ds = pg.dataSource(schema, 4);
@@ -175,7 +170,7 @@ final class Campaign implements AutoCloseable {
             "producer",
             Role.PRODUCER,
             (incarnation, instance) ->
-                Fleet.jvm(ProducerMain.class, logs.resolve("producer.log"), "128m")
+                Fleet.jvm(ProducerMain.class, logs, "producer", "128m")
                     .args(
                         jdbcUrl,
                         topic,
@@ -193,7 +188,7 @@ final class Campaign implements AutoCloseable {
           name,
           Role.RELAY,
           (incarnation, instance) ->
-              Fleet.jvm(RelayMain.class, logs.resolve(name + ".log"), "128m")
+              Fleet.jvm(RelayMain.class, logs, name, "128m")
                   .args(jdbcUrl, bootstrap, instance, Integer.toString(LEASE_MS), "100"));
     }
     for (int i = 1; i <= CONSUMERS; i++) {
@@ -202,7 +197,7 @@ final class Campaign implements AutoCloseable {
           name,
           Role.CONSUMER,
           (incarnation, instance) ->
-              Fleet.jvm(ConsumerMain.class, logs.resolve(name + ".log"), "160m")
+              Fleet.jvm(ConsumerMain.class, logs, name, "160m")
                   .args(
                       jdbcUrl,
                       bootstrap,
@@ -235,6 +230,7 @@ final class Campaign implements AutoCloseable {
     log.beginScenario(s.name() + "#" + round);
     long scenarioSeed = settings.seed() ^ (s.name().hashCode() * 0x9E3779B97F4A7C15L) ^ round;
     Map<String, SplittableRandom> armRandoms = new TreeMap<>();
+    rotation.clear();
     fleet.armer(c -> arm(s, c, armRandoms, scenarioSeed));
     // re-arm the running processes whose role this scenario arms
     List<Thread> rearm = new ArrayList<>();
@@ -335,6 +331,8 @@ final class Campaign implements AutoCloseable {
         reasons);
   }
 
+  private final Map<String, Integer> rotation = new java.util.concurrent.ConcurrentHashMap<>();
+
   private Optional<String> arm(
       Scenario s, Child c, Map<String, SplittableRandom> randoms, long scenarioSeed) {
     List<String> points =
@@ -350,7 +348,9 @@ final class Campaign implements AutoCloseable {
       if (r.nextDouble() >= s.armProbability()) {
         return Optional.empty();
       }
-      String p = points.get(r.nextInt(points.size()));
+      // round robin from a seeded start, so every point of the role fires early and evenly
+      int next = rotation.merge(c.name, r.nextInt(points.size()), (a, b) -> a + 1);
+      String p = points.get(next % points.size());
       return Optional.of(p + "@" + (1 + r.nextInt(Scenario.maxHits(p))));
     }
   }

@@ -247,9 +247,9 @@ final class Fleet implements AutoCloseable {
   }
 
   /** Common JVM options of the children: small heaps, quick start. */
-  static ChildJvm.Builder jvm(Class<?> main, Path log, String heap) {
+  static ChildJvm.Builder jvm(Class<?> main, Path dir, String name, String heap) {
     return ChildJvm.builder(main)
-        .log(log)
+        .log(dir.resolve(name + ".log"))
         .jvmOptions(
             "-Xmx" + heap,
             "-Xss512k",

@@ -26,6 +26,10 @@ import picocli.CommandLine.Option;
     })
 public final class VerifyCli implements Callable<Integer> {
 
+  /** Held so that its level sticks (java.util.logging keeps loggers weakly). */
+  private static final java.util.logging.Logger FLYWAY_LOG =
+      java.util.logging.Logger.getLogger("org.flywaydb");
+
   @Option(
       names = "--quick",
       description = "One short round of every scenario (a few minutes; what CI runs).")
@@ -73,7 +77,30 @@ public final class VerifyCli implements Callable<Integer> {
           "Report directory: fault log, process logs, data (default: target/verify/<time>-<seed>).")
   Path dir;
 
+  /** The settings of {@code --quick} with the defaults (what CI runs). */
+  static Campaign.Settings quickSettings(long seed, Path dir) {
+    VerifyCli cli = new VerifyCli();
+    cli.quick = true;
+    return cli.settings(seed, dir);
+  }
+
+  Campaign.Settings settings(long s, Path d) {
+    return new Campaign.Settings(
+        s,
+        Duration.ofSeconds(phaseSeconds != null ? phaseSeconds : quick ? 20 : 60),
+        rounds,
+        injections != null ? injections : quick ? 0 : 2000,
+        Duration.ofSeconds(recoveryBoundSeconds),
+        rate,
+        scenarios,
+        d.toAbsolutePath());
+  }
+
   public static void main(String[] args) {
+    if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
+      System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+    }
+    FLYWAY_LOG.setLevel(java.util.logging.Level.WARNING);
     System.exit(new CommandLine(new VerifyCli()).execute(args));
   }
 
@@ -93,16 +120,7 @@ public final class VerifyCli implements Callable<Integer> {
                         .format(started)
                     + "-"
                     + s);
-    Campaign.Settings settings =
-        new Campaign.Settings(
-            s,
-            Duration.ofSeconds(phaseSeconds != null ? phaseSeconds : quick ? 20 : 60),
-            rounds,
-            injections != null ? injections : quick ? 0 : 2000,
-            Duration.ofSeconds(recoveryBoundSeconds),
-            rate,
-            scenarios,
-            d.toAbsolutePath());
+    Campaign.Settings settings = settings(s, d);
     Report report;
     try (Campaign campaign = new Campaign(settings, System.out)) {
       List<ScenarioResult> results = campaign.run();
