@@ -30,10 +30,10 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 
 /**
  * A fault-injection campaign: PostgreSQL (its own process, synchronous commit on), a Kafka broker
- * (its own JVM), a producer application, two relays and three consumers (each its own JVM,
- * restarted by a supervisor after each death), and the scenarios run one after the other on that
- * system. Each scenario: start the producer, inject its faults for a while, heal everything, drain,
- * and check the whole history, counting what the scenario's business transactions show.
+ * (its own JVM), two producer application instances, two relays and three consumers (each its own
+ * JVM, restarted by a supervisor after each death), and the scenarios run one after the other on
+ * that system. Each scenario: start the producer, inject its faults for a while, heal everything,
+ * drain, and check the whole history, counting what the scenario's business transactions show.
  *
  * <p>Not thread-safe; run one campaign at a time.
  */
@@ -53,6 +53,7 @@ final class Campaign implements AutoCloseable {
   static final int PARTITIONS = 6;
   static final int KEYS = 400;
   static final int HOT_KEYS = 8;
+  static final int PRODUCERS = 2;
   static final int RELAYS = 2;
   static final int CONSUMERS = 3;
   static final int LEASE_MS = 3_000;
@@ -70,7 +71,7 @@ final class Campaign implements AutoCloseable {
   private TopicReader reader;
   private HistoryChecker checker;
   private Fleet fleet;
-  private Child producer;
+  private final List<Child> producers = new ArrayList<>();
   private String topic;
   private volatile int phase;
 
@@ -165,23 +166,31 @@ final class Campaign implements AutoCloseable {
     String jdbcUrl = pg.jdbcUrl(schema);
     String bootstrap = kafka.bootstrapServers();
     Path logs = dir.resolve("logs");
-    producer =
-        fleet.add(
-            "producer",
-            Role.PRODUCER,
-            (incarnation, instance) ->
-                Fleet.jvm(ProducerMain.class, logs, "producer", "128m")
-                    .args(
-                        jdbcUrl,
-                        topic,
-                        instance,
-                        Integer.toString(phase),
-                        Double.toString(settings.rate()),
-                        "4",
-                        Integer.toString(KEYS),
-                        Integer.toString(HOT_KEYS),
-                        Long.toString(settings.seed() * 1_000_003L + phase * 1_009L + incarnation),
-                        "20"));
+    for (int i = 0; i < PRODUCERS; i++) {
+      String name = "producer-" + (char) ('a' + i);
+      int index = i;
+      producers.add(
+          fleet.add(
+              name,
+              Role.PRODUCER,
+              (incarnation, instance) ->
+                  Fleet.jvm(ProducerMain.class, logs, name, "128m")
+                      .args(
+                          jdbcUrl,
+                          topic,
+                          instance,
+                          Integer.toString(phase),
+                          Double.toString(settings.rate() / PRODUCERS),
+                          "3",
+                          Integer.toString(KEYS),
+                          Integer.toString(HOT_KEYS),
+                          Long.toString(
+                              settings.seed() * 1_000_003L
+                                  + phase * 1_009L
+                                  + index * 101L
+                                  + incarnation),
+                          "20")));
+    }
     for (int i = 0; i < RELAYS; i++) {
       String name = "relay-" + (char) ('a' + i);
       fleet.add(
@@ -193,6 +202,9 @@ final class Campaign implements AutoCloseable {
     }
     for (int i = 1; i <= CONSUMERS; i++) {
       String name = "consumer-" + i;
+      // consumers 1 and 2 are static members (a restart takes their partitions back at once); the
+      // last one is dynamic, so its restarts make the group rebalance and revoke partitions
+      boolean staticMember = i < CONSUMERS;
       fleet.add(
           name,
           Role.CONSUMER,
@@ -205,7 +217,8 @@ final class Campaign implements AutoCloseable {
                       GROUP,
                       instance,
                       Integer.toString(SESSION_MS),
-                      Integer.toString(IDLE_IN_TX_MS)));
+                      Integer.toString(IDLE_IN_TX_MS),
+                      staticMember ? name : ""));
     }
     for (Child c : fleet.children()) {
       if (c.role != Role.PRODUCER) {
@@ -243,7 +256,7 @@ final class Campaign implements AutoCloseable {
     for (Thread t : rearm) {
       t.join();
     }
-    fleet.want(producer);
+    producers.forEach(fleet::want);
     AtomicBoolean stop = new AtomicBoolean();
     List<Thread> injectors = new ArrayList<>();
     for (Fault f : s.external()) {
@@ -262,7 +275,9 @@ final class Campaign implements AutoCloseable {
     }
     // heal: no more arming, producer stopped, armed processes restarted unarmed, servers up
     fleet.armer(c -> Optional.empty());
-    fleet.stop(producer, "end of phase", false);
+    for (Child p : producers) {
+      fleet.stop(p, "end of phase", false);
+    }
     List<Thread> heal = new ArrayList<>();
     for (Child c : fleet.children()) {
       if (c.role != Role.PRODUCER && (!c.armed.isEmpty() || !c.alive())) {
@@ -376,12 +391,12 @@ final class Campaign implements AutoCloseable {
 
   private static long interval(Fault f, SplittableRandom r) {
     return switch (f) {
-      case KILL_9 -> 1_500 + r.nextInt(2_500);
-      case PAUSE_RELAY -> 2_000 + r.nextInt(3_000);
-      case PAUSE_CONSUMER -> 3_000 + r.nextInt(3_000);
-      case BROKER_RESTART -> 7_000 + r.nextInt(6_000);
-      case POSTGRES_RESTART -> 8_000 + r.nextInt(6_000);
-      case POSTGRES_TERMINATE -> 2_000 + r.nextInt(3_000);
+      case KILL_9 -> 1_000 + r.nextInt(1_500);
+      case PAUSE_RELAY -> 1_000 + r.nextInt(2_000);
+      case PAUSE_CONSUMER -> 2_000 + r.nextInt(2_000);
+      case BROKER_RESTART -> 8_000 + r.nextInt(5_000);
+      case POSTGRES_RESTART -> 7_000 + r.nextInt(5_000);
+      case POSTGRES_TERMINATE -> 700 + r.nextInt(1_300);
     };
   }
 

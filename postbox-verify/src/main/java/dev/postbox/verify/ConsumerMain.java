@@ -31,7 +31,7 @@ import org.apache.kafka.common.TopicPartition;
  * on it, and by a watcher as soon as the assignment is seen.
  *
  * <p>Arguments: JDBC URL, bootstrap servers, topic, group, instance id, session timeout ms,
- * idle-in-transaction timeout ms (0: none).
+ * idle-in-transaction timeout ms (0: none), and optionally a static group member id.
  */
 public final class ConsumerMain {
 
@@ -67,8 +67,13 @@ public final class ConsumerMain {
                         .backoff(new Backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2, 0.5))
                         .build()))
             .build();
+    KafkaSubscriber.Builder builder = KafkaSubscriber.builder(args[1], subscription);
+    if (args.length > 7 && !args[7].isEmpty()) {
+      // static membership: a restarted process takes its predecessor's partitions back at once
+      builder.consumerProperty("group.instance.id", args[7]);
+    }
     KafkaSubscriber subscriber =
-        KafkaSubscriber.builder(args[1], subscription)
+        builder
             .inbox(PostgresInboxStore.create(ds))
             .deadLetters(PostgresDeadLetterStore.create(ds))
             .consumerProperty("session.timeout.ms", sessionMs)

@@ -86,8 +86,8 @@ record Scenario(String name, List<String> crashPoints, double armProbability, Se
           "relay.mid-batch",
           "relay.after-ack-before-mark",
           "relay.after-mark" ->
-          5;
-      default -> 30;
+          3;
+      default -> 15;
     };
   }
 
