@@ -27,6 +27,8 @@ import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.common.GroupState;
 
 /**
  * A fault-injection campaign: PostgreSQL (its own process, synchronous commit on), a Kafka broker
@@ -256,6 +258,7 @@ final class Campaign implements AutoCloseable {
     for (Thread t : rearm) {
       t.join();
     }
+    awaitGroupStable(Duration.ofSeconds(60));
     producers.forEach(fleet::want);
     AtomicBoolean stop = new AtomicBoolean();
     List<Thread> injectors = new ArrayList<>();
@@ -264,10 +267,14 @@ final class Campaign implements AutoCloseable {
       injectors.add(
           Thread.ofPlatform().name("inject-" + f.kind).start(() -> injectLoop(f, r, stop)));
     }
-    long end = System.nanoTime() + settings.phase().toNanos();
+    // crash points need process restarts to fire again: their scenarios get more time
+    Duration phaseTime =
+        s.external().isEmpty() ? settings.phase().multipliedBy(8).dividedBy(5) : settings.phase();
+    long end = System.nanoTime() + phaseTime.toNanos();
     while (System.nanoTime() < end) {
-      Thread.sleep(1_000);
+      // sample the committed offsets all through the faults (the injectors never wait for it)
       checker.auditOffsets();
+      Thread.sleep(500);
     }
     stop.set(true);
     for (Thread t : injectors) {
@@ -385,18 +392,17 @@ final class Campaign implements AutoCloseable {
       } catch (RuntimeException e) {
         log.notFired(f.kind, "-", "failed: " + e);
       }
-      checker.auditOffsets();
     }
   }
 
   private static long interval(Fault f, SplittableRandom r) {
     return switch (f) {
-      case KILL_9 -> 1_000 + r.nextInt(1_500);
-      case PAUSE_RELAY -> 1_000 + r.nextInt(2_000);
-      case PAUSE_CONSUMER -> 2_000 + r.nextInt(2_000);
+      case KILL_9 -> 700 + r.nextInt(1_300);
+      case PAUSE_RELAY -> 500 + r.nextInt(1_500);
+      case PAUSE_CONSUMER -> 1_000 + r.nextInt(2_000);
       case BROKER_RESTART -> 8_000 + r.nextInt(5_000);
-      case POSTGRES_RESTART -> 7_000 + r.nextInt(5_000);
-      case POSTGRES_TERMINATE -> 700 + r.nextInt(1_300);
+      case POSTGRES_RESTART -> 6_000 + r.nextInt(4_000);
+      case POSTGRES_TERMINATE -> 500 + r.nextInt(1_000);
     };
   }
 
@@ -442,7 +448,6 @@ final class Campaign implements AutoCloseable {
         } else {
           log.notFired(f.kind, who, "not alive at SIGCONT");
         }
-        checker.auditOffsets();
       }
       case BROKER_RESTART -> {
         kafka.kill();
@@ -489,6 +494,31 @@ final class Campaign implements AutoCloseable {
         }
       }
     }
+  }
+
+  /**
+   * Waits until the consumer group is stable with every consumer a member, so that a scenario's
+   * time is spent on faults, not on the rebalance its re-armed processes started.
+   */
+  private void awaitGroupStable(Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (System.nanoTime() < deadline) {
+      try {
+        ConsumerGroupDescription g =
+            admin
+                .describeConsumerGroups(List.of(GROUP))
+                .describedGroups()
+                .get(GROUP)
+                .get(10, java.util.concurrent.TimeUnit.SECONDS);
+        if (g.groupState() == GroupState.STABLE && g.members().size() == CONSUMERS) {
+          return;
+        }
+      } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+        // broker busy: ask again
+      }
+      Thread.sleep(200);
+    }
+    log.note("group-not-stable", "consumer group not stable after " + timeout + "; going on");
   }
 
   private Optional<Instant> postmasterStart() {

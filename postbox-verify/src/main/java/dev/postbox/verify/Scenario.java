@@ -64,7 +64,7 @@ record Scenario(String name, List<String> crashPoints, double armProbability, Se
             List.of(),
             0,
             Set.of(Fault.POSTGRES_RESTART, Fault.POSTGRES_TERMINATE)),
-        new Scenario("mixed", allCrashPoints(), 0.5, Set.of(Fault.values())));
+        new Scenario("mixed", allCrashPoints(), 1.0, Set.of(Fault.values())));
   }
 
   /** Which process role a crash point lives in. */
