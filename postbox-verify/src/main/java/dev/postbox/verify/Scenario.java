@@ -55,7 +55,7 @@ record Scenario(String name, List<String> crashPoints, double armProbability, Se
     return List.of(
         new Scenario("producer-crash-points", PRODUCER_POINTS, 1.0, Set.of()),
         new Scenario("relay-crash-points", RELAY_POINTS, 1.0, Set.of()),
-        new Scenario("consumer-crash-points", CONSUMER_POINTS, 0.7, Set.of()),
+        new Scenario("consumer-crash-points", CONSUMER_POINTS, 1.0, Set.of()),
         new Scenario("kill-9", List.of(), 0, Set.of(Fault.KILL_9)),
         new Scenario("pauses", List.of(), 0, Set.of(Fault.PAUSE_RELAY, Fault.PAUSE_CONSUMER)),
         new Scenario("broker-restart", List.of(), 0, Set.of(Fault.BROKER_RESTART)),
@@ -87,7 +87,8 @@ record Scenario(String name, List<String> crashPoints, double armProbability, Se
           "relay.after-ack-before-mark",
           "relay.after-mark" ->
           3;
-      default -> 15;
+      case "outbox.before-commit", "outbox.after-commit" -> 10;
+      default -> 6;
     };
   }
 

@@ -125,7 +125,19 @@ public final class VerifyCli implements Callable<Integer> {
     Campaign.Settings settings = settings(s, d);
     Report report;
     try (Campaign campaign = new Campaign(settings, System.out)) {
-      List<ScenarioResult> results = campaign.run();
+      List<ScenarioResult> results =
+          campaign.run(sofar -> {
+            // the report so far, rewritten after each scenario (a stopped campaign keeps it)
+            Report partial =
+                new Report(s, sofar, started, Duration.between(started, Instant.now()));
+            try (java.io.PrintStream ps =
+                new java.io.PrintStream(d.resolve("report-so-far.txt").toFile(), "UTF-8")) {
+              partial.printText(ps);
+              partial.writeJson(d.resolve("report-so-far.json"));
+            } catch (java.io.IOException e) {
+              throw new java.io.UncheckedIOException(e);
+            }
+          });
       report = new Report(s, results, started, Duration.between(started, Instant.now()));
     }
     report.printText(System.out);
