@@ -45,7 +45,9 @@ final class HistoryChecker {
       long zombieApplies,
       long rolledBackPublished,
       long rolledBackApplied,
-      long offsetViolations) {
+      long offsetViolations,
+      long offsetSamples,
+      long offsetRecordsChecked) {
 
     long violations() {
       return lost
@@ -67,6 +69,10 @@ final class HistoryChecker {
   private final FaultLog log;
   private final Map<Integer, Long> audited = new HashMap<>();
   private long offsetViolations;
+  private long offsetSamples;
+  private long offsetRecordsChecked;
+  private long reportedOffsetSamples;
+  private long reportedOffsetRecordsChecked;
   private long reportedOffsetViolations;
   private long reportedPhantomPublished;
   private long reportedPhantomApplied;
@@ -161,6 +167,8 @@ final class HistoryChecker {
         }
       }
       audited.putAll(upTo);
+      offsetSamples++;
+      offsetRecordsChecked += toCheck.size();
       return true;
     } catch (Exception e) {
       return false;
@@ -309,7 +317,11 @@ final class HistoryChecker {
               zombieApplies,
               phantomPublished - reportedPhantomPublished,
               phantomApplied - reportedPhantomApplied,
-              offsetViolations - reportedOffsetViolations);
+              offsetViolations - reportedOffsetViolations,
+              offsetSamples - reportedOffsetSamples,
+              offsetRecordsChecked - reportedOffsetRecordsChecked);
+      reportedOffsetSamples = offsetSamples;
+      reportedOffsetRecordsChecked = offsetRecordsChecked;
       reportedPhantomPublished = phantomPublished;
       reportedPhantomApplied = phantomApplied;
       reportedOffsetViolations = offsetViolations;

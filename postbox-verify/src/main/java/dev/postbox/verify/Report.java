@@ -135,6 +135,8 @@ final class Report {
       s.put("stale_republishes", f.staleRepublishes());
       s.put("order_violations", f.orderViolations());
       s.put("offset_violations", f.offsetViolations());
+      s.put("offset_samples", f.offsetSamples());
+      s.put("offset_records_checked", f.offsetRecordsChecked());
       s.put("zombie_applies", f.zombieApplies());
       s.put("rolled_back_published", f.rolledBackPublished());
       s.put("rolled_back_applied", f.rolledBackApplied());
