@@ -146,31 +146,7 @@ final class Campaign implements AutoCloseable {
     String schema = pg.createSchema("verify");
     ds = pg.dataSource(schema, 4);
     PostboxMigrations.migrate(ds);
-    try (Connection c = ds.getConnection();
-        Statement st = c.createStatement()) {
-      st.execute("CREATE TABLE verify_keys (key text PRIMARY KEY, seq bigint NOT NULL DEFAULT 0)");
-      st.execute(
-          "CREATE TABLE verify_business (message_id uuid PRIMARY KEY, key text NOT NULL, seq bigint"
-              + " NOT NULL, phase int NOT NULL, producer text NOT NULL, committed_at timestamptz"
-              + " NOT NULL DEFAULT clock_timestamp())");
-      st.execute(
-          "CREATE TABLE verify_rolled_back (message_id uuid PRIMARY KEY, key text NOT NULL, phase"
-              + " int NOT NULL)");
-      // deliberately no unique constraint on message_id: a second effect stays visible
-      st.execute(
-          "CREATE TABLE verify_effect (id bigserial PRIMARY KEY, message_id uuid NOT NULL, key text"
-              + " NOT NULL, seq bigint NOT NULL, instance text NOT NULL, part int NOT NULL, off"
-              + " bigint NOT NULL, applied_at timestamptz NOT NULL DEFAULT clock_timestamp())");
-      st.execute("CREATE INDEX verify_effect_message ON verify_effect (message_id)");
-      st.execute(
-          "CREATE TABLE verify_assignment (id bigserial PRIMARY KEY, instance text NOT NULL, part"
-              + " int NOT NULL, assigned_at timestamptz NOT NULL DEFAULT clock_timestamp())");
-      st.execute(
-          "INSERT INTO verify_keys (key) SELECT 'key-' || lpad(i::text, 4, '0') FROM"
-              + " generate_series(0, "
-              + (KEYS - 1)
-              + ") i");
-    }
+    HarnessSchema.create(ds, KEYS);
     topic = "verify-" + Long.toUnsignedString(settings.seed(), 36);
     kafka.createTopic(topic, PARTITIONS);
     Properties ap = new Properties();

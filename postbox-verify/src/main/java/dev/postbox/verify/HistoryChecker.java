@@ -348,6 +348,9 @@ final class HistoryChecker {
         String k = rs.getString(1);
         long seq = rs.getLong(2);
         int p = rs.getInt(3);
+        if (rs.wasNull()) {
+          continue; // not a committed business transaction: counted as rolled back, applied
+        }
         if (!k.equals(key)) {
           key = k;
           max = 0;
