@@ -16,9 +16,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.stream.Collectors;
+import java.util.List;
 import javax.sql.DataSource;
 import org.apache.kafka.common.TopicPartition;
 
@@ -26,9 +24,9 @@ import org.apache.kafka.common.TopicPartition;
  * A consumer of the campaign, as its own OS process: {@code EFFECTIVELY_ONCE}, per-key order; the
  * handler writes one row into {@code verify_effect} (no unique constraint on the message id, so a
  * second effect of a message stays visible) on the inbox transaction's connection, with this
- * incarnation's instance id and the record's partition and offset. Every partition this instance is
- * assigned is recorded in {@code verify_assignment} (autocommit) before the first effect it applies
- * on it, and by a watcher as soon as the assignment is seen.
+ * incarnation's instance id and the record's partition and offset. Every assignment this instance
+ * receives is recorded in {@code verify_assignment} (autocommit, with its generation) by {@link
+ * RecordingAssignor}, before any record of it is handled.
  *
  * <p>Arguments: JDBC URL, bootstrap servers, topic, group, instance id, session timeout ms,
  * idle-in-transaction timeout ms (0: none), and optionally a static group member id.
@@ -49,7 +47,8 @@ public final class ConsumerMain {
             instance,
             12,
             idleTxMs > 0 ? "SET idle_in_transaction_session_timeout = " + idleTxMs : "");
-    Assignments assignments = new Assignments(ds, instance);
+    RecordingAssignor.recorder(
+        (partitions, generation) -> record(ds, instance, partitions, generation));
     Subscription subscription =
         Subscription.builder(args[3])
             .topics(args[2])
@@ -79,8 +78,8 @@ public final class ConsumerMain {
             .consumerProperty("session.timeout.ms", sessionMs)
             .consumerProperty("heartbeat.interval.ms", Math.max(500, sessionMs / 4))
             .consumerProperty("client.id", instance)
+            .consumerProperty("partition.assignment.strategy", RecordingAssignor.class.getName())
             .handler(d -> {
-              assignments.recorded(d.partition());
               JsonNode body = JSON.readTree(d.message().payload().unsafeBytes());
               Connection c = d.connection().orElseThrow();
               try (PreparedStatement ps =
@@ -98,73 +97,41 @@ public final class ConsumerMain {
             })
             .build();
     subscriber.start();
-    Thread watcher =
-        Thread.ofPlatform()
-            .daemon(true)
-            .name("assignment-watcher")
-            .start(() -> {
-              while (true) {
-                try {
-                  assignments.update(
-                      subscriber.assignment().stream()
-                          .map(TopicPartition::partition)
-                          .collect(Collectors.toSet()));
-                  Thread.sleep(100);
-                } catch (InterruptedException e) {
-                  return;
-                } catch (RuntimeException e) {
-                  // PostgreSQL down: the handler records before applying anyway
-                }
-              }
-            });
     System.out.println("consumer " + instance + " started");
     ChildSupport.runUntilTerminated(() -> {
-      watcher.interrupt();
       subscriber.close();
       ds.close();
     });
   }
 
-  /** The partitions this instance holds, each recorded once per assignment. */
-  static final class Assignments {
-    private final DataSource ds;
-    private final String instance;
-    private final Set<Integer> recorded = ConcurrentHashMap.newKeySet();
-
-    Assignments(DataSource ds, String instance) {
-      this.ds = ds;
-      this.instance = instance;
-    }
-
-    /** Records {@code partition} unless recorded for the current assignment. */
-    void recorded(int partition) throws SQLException {
-      if (recorded.contains(partition)) {
-        return;
-      }
-      synchronized (this) {
-        if (recorded.contains(partition)) {
-          return;
-        }
-        try (Connection c = ds.getConnection();
-            PreparedStatement ps =
-                c.prepareStatement(
-                    "INSERT INTO verify_assignment (instance, part) VALUES (?, ?)")) {
+  /**
+   * Records an assignment (autocommit) on the poll thread, before any record of it is handled;
+   * retries while PostgreSQL is away (the poll thread waits, as it would for a slow rebalance).
+   */
+  private static void record(
+      DataSource ds, String instance, List<TopicPartition> partitions, int generation) {
+    for (int attempt = 0; ; attempt++) {
+      try (Connection c = ds.getConnection();
+          PreparedStatement ps =
+              c.prepareStatement(
+                  "INSERT INTO verify_assignment (instance, part, generation) VALUES (?, ?, ?)")) {
+        for (TopicPartition tp : partitions) {
           ps.setString(1, instance);
-          ps.setInt(2, partition);
-          ps.executeUpdate();
+          ps.setInt(2, tp.partition());
+          ps.setInt(3, generation);
+          ps.addBatch();
         }
-        recorded.add(partition);
-      }
-    }
-
-    /** Forgets partitions no longer assigned; records new ones. */
-    void update(Set<Integer> current) {
-      recorded.removeIf(p -> !current.contains(p));
-      for (int p : current) {
+        ps.executeBatch();
+        return;
+      } catch (SQLException e) {
+        if (attempt > 300) {
+          throw new IllegalStateException("cannot record assignment " + partitions, e);
+        }
         try {
-          recorded(p);
-        } catch (SQLException e) {
-          throw new IllegalStateException(e);
+          Thread.sleep(100);
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          throw new IllegalStateException(ie);
         }
       }
     }

@@ -33,7 +33,8 @@ final class HarnessSchema {
       st.execute("CREATE INDEX verify_effect_message ON verify_effect (message_id)");
       st.execute(
           "CREATE TABLE verify_assignment (id bigserial PRIMARY KEY, instance text NOT NULL, part"
-              + " int NOT NULL, assigned_at timestamptz NOT NULL DEFAULT clock_timestamp())");
+              + " int NOT NULL, generation int NOT NULL DEFAULT -1, assigned_at timestamptz NOT NULL"
+              + " DEFAULT clock_timestamp())");
       st.execute(
           "INSERT INTO verify_keys (key) SELECT 'key-' || lpad(i::text, 4, '0') FROM"
               + " generate_series(0, "

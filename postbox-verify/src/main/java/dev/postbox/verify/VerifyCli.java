@@ -19,7 +19,7 @@ import picocli.CommandLine.Option;
     name = "verify",
     mixinStandardHelpOptions = true,
     description = {
-      "Runs PostgreSQL, a Kafka broker, a producer, 2 relays and 3 consumers as separate processes,"
+      "Runs PostgreSQL, a Kafka broker, 2 producers, 2 relays and 3 consumers as separate processes,"
           + " injects crash points, kill -9, SIGSTOP pauses, broker and PostgreSQL restarts, heals,"
           + " drains and checks the history (nothing lost, nothing applied twice, per-key order,"
           + " offsets, zombies, recovery time)."
@@ -52,7 +52,8 @@ public final class VerifyCli implements Callable<Integer> {
 
   @Option(
       names = "--phase-seconds",
-      description = "How long each scenario injects faults per round (default: 25 quick, 60).")
+      description =
+          "How long each scenario injects faults per round (default: 25 with --quick, else 90; crash-point scenarios get 1.6 times as long).")
   Integer phaseSeconds;
 
   @Option(names = "--rounds", description = "At least this many rounds (default 1).")
@@ -60,7 +61,7 @@ public final class VerifyCli implements Callable<Integer> {
 
   @Option(
       names = "--rate",
-      description = "Business transactions per second of the producer (default: 40).")
+      description = "Business transactions per second of the producers together (default: 40).")
   double rate = 40;
 
   @Option(
@@ -87,7 +88,7 @@ public final class VerifyCli implements Callable<Integer> {
   Campaign.Settings settings(long s, Path d) {
     return new Campaign.Settings(
         s,
-        Duration.ofSeconds(phaseSeconds != null ? phaseSeconds : quick ? 25 : 60),
+        Duration.ofSeconds(phaseSeconds != null ? phaseSeconds : quick ? 25 : 90),
         rounds,
         injections != null ? injections : quick ? 0 : 2000,
         Duration.ofSeconds(recoveryBoundSeconds),
