@@ -50,7 +50,8 @@ final class Campaign implements AutoCloseable {
       Duration recoveryBound,
       double rate,
       List<String> only,
-      Path dir) {}
+      Path dir,
+      int minFires) {}
 
   static final int PARTITIONS = 6;
   static final int KEYS = 400;
@@ -266,8 +267,12 @@ final class Campaign implements AutoCloseable {
     // crash points need process restarts to fire again: their scenarios get more time
     Duration phaseTime =
         s.external().isEmpty() ? settings.phase().multipliedBy(8).dividedBy(5) : settings.phase();
-    long end = System.nanoTime() + phaseTime.toNanos();
-    while (System.nanoTime() < end) {
+    long start = System.nanoTime();
+    long end = start + phaseTime.toNanos();
+    // with minFires, the phase goes on (up to 6 times as long) until every fault it schedules
+    // fired that often, so a slow machine gets a longer phase instead of an inconclusive one
+    long latest = start + phaseTime.multipliedBy(settings.minFires() > 0 ? 6 : 1).toNanos();
+    while (System.nanoTime() < end || (System.nanoTime() < latest && !enoughFired(s))) {
       // sample the committed offsets all through the faults (the injectors never wait for it)
       checker.auditOffsets();
       Thread.sleep(500);
@@ -351,6 +356,22 @@ final class Campaign implements AutoCloseable {
         reasons);
   }
 
+  /** Whether every fault {@code s} schedules fired {@code minFires} times (mixed: see below). */
+  private boolean enoughFired(Scenario s) {
+    Map<String, Integer> fired = log.fired();
+    int min = settings.minFires();
+    for (Fault f : s.external()) {
+      if (fired.getOrDefault(f.kind, 0) < Math.min(min, 1)) {
+        return false;
+      }
+    }
+    if (s.external().isEmpty()) {
+      return s.crashPoints().stream().allMatch(p -> fired.getOrDefault(p, 0) >= min);
+    }
+    return s.crashPoints().isEmpty()
+        || s.crashPoints().stream().mapToInt(p -> fired.getOrDefault(p, 0)).sum() >= min;
+  }
+
   private final Map<String, Integer> rotation = new java.util.concurrent.ConcurrentHashMap<>();
 
   private Optional<String> arm(
@@ -381,8 +402,11 @@ final class Campaign implements AutoCloseable {
   }
 
   private void injectLoop(Fault f, SplittableRandom r, double spacing, AtomicBoolean stop) {
+    boolean first = true;
     while (!stop.get()) {
-      long wait = (long) (interval(f, r) * spacing);
+      // the first fault of a kind comes early, so that even a short phase sees every kind
+      long wait = (long) (interval(f, r) * spacing * (first ? 0.4 : 1.0));
+      first = false;
       long until = System.nanoTime() + wait * 1_000_000;
       while (!stop.get() && System.nanoTime() < until) {
         sleep(100);

@@ -32,7 +32,10 @@ public final class VerifyCli implements Callable<Integer> {
 
   @Option(
       names = "--quick",
-      description = "One short round of every scenario (a few minutes; what CI runs).")
+      description =
+          "One short round of every scenario (a few minutes; what CI runs): a scenario goes on"
+              + " (up to 6 times its phase) until each of its crash points fired twice and each"
+              + " of its other faults once.")
   boolean quick;
 
   @Option(
@@ -94,7 +97,8 @@ public final class VerifyCli implements Callable<Integer> {
         Duration.ofSeconds(recoveryBoundSeconds),
         rate,
         scenarios,
-        d.toAbsolutePath());
+        d.toAbsolutePath(),
+        quick ? 2 : 0);
   }
 
   public static void main(String[] args) {
