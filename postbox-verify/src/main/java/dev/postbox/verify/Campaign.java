@@ -342,6 +342,9 @@ final class Campaign implements AutoCloseable {
         reasons.add(notFired.get(x.kind) + " scheduled " + x.kind + " did not fire");
       }
     }
+    if (f.messages() == 0) {
+      reasons.add("no business transaction committed during the faults");
+    }
     int injections = fired.values().stream().mapToInt(Integer::intValue).sum();
     return new ScenarioResult(
         s.name(),
