@@ -440,7 +440,7 @@ final class Campaign implements AutoCloseable {
     switch (f) {
       case KILL_9 -> {
         List<Child> targets =
-            fleet.children().stream().filter(c -> c.wanted && c.alive() && !c.paused).toList();
+            fleet.children().stream().filter(c -> c.wanted && !c.paused && c.working()).toList();
         if (targets.isEmpty()) {
           log.note("kill-9-skipped", "no running process");
           return;
@@ -458,7 +458,7 @@ final class Campaign implements AutoCloseable {
         long ms = role == Role.RELAY ? LEASE_MS + 1_500 : SESSION_MS + 2_500;
         List<Child> targets =
             fleet.children().stream()
-                .filter(c -> c.role == role && c.wanted && c.alive() && !c.paused)
+                .filter(c -> c.role == role && c.wanted && !c.paused && c.working())
                 .toList();
         if (targets.isEmpty()) {
           log.note(f.kind + "-skipped", "no running process");

@@ -54,6 +54,20 @@ final class Fleet implements AutoCloseable {
       return j != null && j.isAlive();
     }
 
+    /** Alive and past its start-up (it printed its start line): a process doing its work. */
+    boolean working() {
+      ChildJvm j = jvm;
+      if (j == null || !j.isAlive()) {
+        return false;
+      }
+      try {
+        j.awaitLogLine(" started", Duration.ofMillis(1));
+        return true;
+      } catch (RuntimeException e) {
+        return false;
+      }
+    }
+
     @Override
     public String toString() {
       ChildJvm j = jvm;
