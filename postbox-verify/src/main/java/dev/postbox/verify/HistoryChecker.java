@@ -261,18 +261,7 @@ final class HistoryChecker {
                   + " b.phase = "
                   + phase
                   + " GROUP BY e.message_id) x");
-      long zombieApplies =
-          count(
-              c,
-              "SELECT count(*) FROM verify_effect e JOIN verify_business b ON b.message_id ="
-                  + " e.message_id WHERE b.phase = "
-                  + phase
-                  + " AND EXISTS (SELECT 1 FROM verify_assignment o WHERE o.part = e.part AND"
-                  + " o.instance <> e.instance AND o.assigned_at <"
-                  + " pg_xact_commit_timestamp(e.xmin) AND o.assigned_at > (SELECT"
-                  + " max(a.assigned_at) FROM verify_assignment a WHERE a.part = e.part AND"
-                  + " a.instance = e.instance AND a.assigned_at <="
-                  + " pg_xact_commit_timestamp(e.xmin)))");
+      long zombieApplies = count(c, zombieSql(phase));
       long phantomApplied =
           count(
               c,
@@ -327,6 +316,22 @@ final class HistoryChecker {
       reportedOffsetViolations = offsetViolations;
       return f;
     }
+  }
+
+  /**
+   * Effects of {@code phase} applied by a process on a partition after another process had been
+   * assigned that partition in a later generation than this process's own latest assignment of it
+   * (recorded before the effect committed). Generations, not clock times, order assignments: a
+   * process resumed from a pause may record a stale generation's assignment after the newer one.
+   */
+  static String zombieSql(int phase) {
+    return "SELECT count(*) FROM verify_effect e JOIN verify_business b ON b.message_id ="
+        + " e.message_id WHERE b.phase = "
+        + phase
+        + " AND EXISTS (SELECT 1 FROM verify_assignment o WHERE o.part = e.part AND o.instance <>"
+        + " e.instance AND o.assigned_at < pg_xact_commit_timestamp(e.xmin) AND o.generation >"
+        + " (SELECT max(a.generation) FROM verify_assignment a WHERE a.part = e.part AND"
+        + " a.instance = e.instance AND a.assigned_at <= pg_xact_commit_timestamp(e.xmin)))";
   }
 
   /**
