@@ -476,7 +476,9 @@ final class Campaign implements AutoCloseable {
         if (fleet.resume(c)) {
           log.fired(f.kind, who, "SIGSTOP for " + stoppedMs + " ms, then SIGCONT");
         } else {
-          log.notFired(f.kind, who, "not alive at SIGCONT");
+          // it died while stopped (of an earlier fault's consequence, e.g. a start-up that
+          // found PostgreSQL restarting): preempted, like an armed crash point ended by a kill
+          log.note(f.kind + "-preempted", who + " was not alive at SIGCONT");
         }
       }
       case BROKER_RESTART -> {
