@@ -432,7 +432,7 @@ final class Campaign implements AutoCloseable {
       case PAUSE_CONSUMER -> 500 + r.nextInt(1_000);
       case BROKER_RESTART -> 10_000 + r.nextInt(8_000);
       case POSTGRES_RESTART -> 6_000 + r.nextInt(4_000);
-      case POSTGRES_TERMINATE -> 300 + r.nextInt(700);
+      case POSTGRES_TERMINATE -> 1_000 + r.nextInt(1_500);
     };
   }
 
