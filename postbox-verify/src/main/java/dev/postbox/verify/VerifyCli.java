@@ -98,7 +98,7 @@ public final class VerifyCli implements Callable<Integer> {
         rate,
         scenarios,
         d.toAbsolutePath(),
-        quick ? 2 : 0);
+        quick ? 2 : 1);
   }
 
   public static void main(String[] args) {
