@@ -1,5 +1,6 @@
 package dev.postbox.kafka;
 
+import dev.postbox.core.CrashPoints;
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.consumer.BatchHandler;
 import dev.postbox.core.consumer.ConsumerStats;
@@ -596,6 +597,10 @@ public final class KafkaSubscriber implements AutoCloseable {
         if (c.isPresent() && c.getAsLong() > committed.getOrDefault(tp, -1L)) {
           offsets.put(tp, new OffsetAndMetadata(c.getAsLong()));
         }
+      }
+      if (!partitions.isEmpty()) {
+        // in-flight work of the revoked partitions is finished, its offsets not committed yet
+        CrashPoints.hit("consumer.during-rebalance");
       }
       if (subscription.guarantee() != DeliveryGuarantee.AT_MOST_ONCE) {
         commit(offsets, true);

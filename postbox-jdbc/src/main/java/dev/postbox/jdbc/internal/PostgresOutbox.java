@@ -1,5 +1,6 @@
 package dev.postbox.jdbc.internal;
 
+import dev.postbox.core.CrashPoints;
 import dev.postbox.core.Message;
 import dev.postbox.jdbc.Outbox;
 import dev.postbox.jdbc.OutboxException;
@@ -125,7 +126,9 @@ public final class PostgresOutbox implements Outbox {
         if (refused != null) {
           throw refused; // rolled back below: a swallowed failure must not look like a commit
         }
+        CrashPoints.hit("outbox.before-commit");
         c.commit();
+        CrashPoints.hit("outbox.after-commit");
         return result;
       } catch (Throwable t) {
         try {

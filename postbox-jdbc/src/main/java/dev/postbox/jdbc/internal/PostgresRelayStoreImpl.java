@@ -109,8 +109,13 @@ public final class PostgresRelayStoreImpl implements RelayStore {
       this.schema = rs.getString(1);
       this.laneCount = rs.getInt(2);
     } catch (SQLException e) {
+      // only a missing table means the migrations have not run; anything else (the database
+      // restarting, refusing connections) must not send the operator to migrate
       throw new OutboxException(
-          "cannot read postbox_relay_lane in the current schema; run PostboxMigrations.migrate first",
+          "42P01".equals(e.getSQLState())
+              ? "postbox_relay_lane is missing in the current schema; run"
+                  + " PostboxMigrations.migrate first"
+              : "cannot read postbox_relay_lane: " + e.getMessage(),
           e);
     }
     if (laneCount != Lanes.COUNT) {

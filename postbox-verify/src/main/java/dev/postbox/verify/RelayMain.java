@@ -1,0 +1,40 @@
+package dev.postbox.verify;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.postbox.core.relay.Relay;
+import dev.postbox.jdbc.PostgresRelayStore;
+import dev.postbox.kafka.KafkaRelayPublisher;
+import java.time.Duration;
+
+/**
+ * A relay of the campaign, as its own OS process. Arguments: JDBC URL (with schema), bootstrap
+ * servers, instance id, lease TTL in ms, batch size. Prints {@code started} when running.
+ */
+public final class RelayMain {
+
+  private RelayMain() {}
+
+  public static void main(String[] args) throws Exception {
+    String id = args[2];
+    HikariDataSource ds = ChildSupport.dataSource(args[0], id, 3, "");
+    Relay relay =
+        Relay.builder(
+                PostgresRelayStore.create(ds),
+                KafkaRelayPublisher.builder(args[1])
+                    .producerProperty("delivery.timeout.ms", 30_000)
+                    .producerProperty("request.timeout.ms", 10_000)
+                    .build())
+            .instanceId(id)
+            .leaseTtl(Duration.ofMillis(Long.parseLong(args[3])))
+            .batchSize(Integer.parseInt(args[4]))
+            .pollInterval(Duration.ofMillis(200))
+            .shutdownTimeout(Duration.ofSeconds(10))
+            .build();
+    relay.start();
+    System.out.println("relay " + id + " started");
+    ChildSupport.runUntilTerminated(() -> {
+      relay.close();
+      ds.close();
+    });
+  }
+}

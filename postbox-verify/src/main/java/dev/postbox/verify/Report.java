@@ -1,0 +1,158 @@
+package dev.postbox.verify;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.postbox.verify.HistoryChecker.Findings;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/** The campaign's report: a text table and JSON (a published interface: keep keys stable). */
+final class Report {
+
+  /** Exit codes. */
+  static final int OK = 0;
+
+  static final int VIOLATION = 1;
+  static final int INCONCLUSIVE = 3;
+
+  private final long seed;
+  private final List<ScenarioResult> results;
+  private final Instant started;
+  private final Duration took;
+
+  Report(long seed, List<ScenarioResult> results, Instant started, Duration took) {
+    this.seed = seed;
+    this.results = results;
+    this.started = started;
+    this.took = took;
+  }
+
+  boolean violated() {
+    return results.stream().anyMatch(r -> r.violations() > 0);
+  }
+
+  boolean inconclusive() {
+    return results.stream().anyMatch(ScenarioResult::inconclusive);
+  }
+
+  int exitCode() {
+    return violated() ? VIOLATION : inconclusive() ? INCONCLUSIVE : OK;
+  }
+
+  String result() {
+    return violated() ? "VIOLATION" : inconclusive() ? "INCONCLUSIVE" : "OK";
+  }
+
+  void printText(PrintStream out) {
+    out.println();
+    out.printf("Postbox verify: seed %d, started %s, took %d s%n", seed, started, took.toSeconds());
+    String fmt = "%-22s %6s %8s %5s %6s %6s %7s %6s %6s %6s %6s %6s %9s  %s%n";
+    out.printf(
+        fmt,
+        "scenario",
+        "rounds",
+        "messages",
+        "lost",
+        "dupeff",
+        "topdup",
+        "stale",
+        "order",
+        "offset",
+        "zombie",
+        "rb-pub",
+        "rb-app",
+        "recov-ms",
+        "injections (fired per kind)");
+    long total = 0;
+    Map<String, Integer> perKind = new TreeMap<>();
+    for (ScenarioResult r : results) {
+      Findings f = r.findings();
+      total += r.injections();
+      r.faultsFired().forEach((k, v) -> perKind.merge(k, v, Integer::sum));
+      out.printf(
+          fmt,
+          r.name(),
+          r.rounds(),
+          f.messages(),
+          f.lost(),
+          f.duplicateEffects(),
+          f.topicDuplicates(),
+          f.staleRepublishes(),
+          f.orderViolations(),
+          f.offsetViolations(),
+          f.zombieApplies(),
+          f.rolledBackPublished(),
+          f.rolledBackApplied(),
+          r.maxRecoveryMs() + (r.recoveryBoundExceeded() ? "!" : ""),
+          r.injections() + " " + r.faultsFired());
+      if (r.inconclusive()) {
+        out.println("    INCONCLUSIVE: " + r.inconclusiveReasons());
+      }
+    }
+    out.printf("total injections fired: %d %s%n", total, perKind);
+    out.println(
+        "lost, dupeff (duplicate effects), order, offset (committed offset past an unfinished"
+            + " record), zombie (applied after a successor took over), rb-pub/rb-app (rolled-back"
+            + " message published/applied) must be 0; topdup and stale (republished after a later"
+            + " one of its key) are measured only.");
+    out.println("result: " + result());
+  }
+
+  void writeJson(Path file) throws IOException {
+    Map<String, Object> root = new LinkedHashMap<>();
+    root.put("seed", seed);
+    root.put("ok", exitCode() == OK);
+    root.put("result", result());
+    root.put("started", started.toString());
+    root.put("duration_s", took.toSeconds());
+    long total = 0;
+    List<Map<String, Object>> scenarios = new ArrayList<>();
+    for (ScenarioResult r : results) {
+      Findings f = r.findings();
+      total += r.injections();
+      Map<String, Object> s = new LinkedHashMap<>();
+      s.put("name", r.name());
+      s.put("rounds", r.rounds());
+      s.put("injections", r.injections());
+      s.put("faults_fired", r.faultsFired());
+      s.put("faults_not_fired", r.faultsNotFired());
+      s.put("messages", f.messages());
+      s.put("rolled_back", f.rolledBack());
+      s.put("lost", f.lost());
+      s.put("dead_lettered", f.deadLettered());
+      s.put("duplicate_effects", f.duplicateEffects());
+      s.put("topic_records", f.topicRecords());
+      s.put("topic_duplicates", f.topicDuplicates());
+      s.put("stale_republishes", f.staleRepublishes());
+      s.put("order_violations", f.orderViolations());
+      s.put("offset_violations", f.offsetViolations());
+      s.put("offset_samples", f.offsetSamples());
+      s.put("offset_records_checked", f.offsetRecordsChecked());
+      s.put("zombie_applies", f.zombieApplies());
+      s.put("rolled_back_published", f.rolledBackPublished());
+      s.put("rolled_back_applied", f.rolledBackApplied());
+      s.put("max_recovery_ms", r.maxRecoveryMs());
+      s.put("recovery_bound_exceeded", r.recoveryBoundExceeded());
+      s.put("unexpected_exits", r.unexpectedExits());
+      s.put("inconclusive", r.inconclusive());
+      s.put("inconclusive_reasons", r.inconclusiveReasons());
+      s.put("ok", r.violations() == 0 && !r.inconclusive());
+      scenarios.add(s);
+    }
+    root.put("injections", total);
+    root.put("scenarios", scenarios);
+    if (file.getParent() != null) {
+      Files.createDirectories(file.getParent());
+    }
+    new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(file.toFile(), root);
+  }
+}

@@ -1,0 +1,99 @@
+package dev.postbox.verify;
+
+import java.util.List;
+import java.util.Set;
+
+/**
+ * One scenario of the campaign: which crash points its processes are armed with, and which faults
+ * are injected from outside.
+ *
+ * @param name the name in the report
+ * @param crashPoints the crash points armed (each new incarnation of a process whose role has some
+ *     is armed with one of them, at a seeded hit count)
+ * @param armProbability the probability that a new incarnation is armed at all
+ * @param external faults injected from outside the processes
+ */
+record Scenario(String name, List<String> crashPoints, double armProbability, Set<Fault> external) {
+
+  /** Faults the harness injects from outside. */
+  enum Fault {
+    KILL_9("kill-9"),
+    PAUSE_RELAY("pause-relay"),
+    PAUSE_CONSUMER("pause-consumer"),
+    BROKER_RESTART("broker-kill-restart"),
+    POSTGRES_RESTART("postgres-restart"),
+    POSTGRES_TERMINATE("pg-terminate-backend");
+
+    final String kind;
+
+    Fault(String kind) {
+      this.kind = kind;
+    }
+  }
+
+  static final List<String> RELAY_POINTS =
+      List.of(
+          "relay.after-claim",
+          "relay.mid-batch",
+          "relay.after-ack-before-mark",
+          "relay.after-mark");
+  static final List<String> CONSUMER_POINTS =
+      List.of(
+          "consumer.after-inbox-insert",
+          "consumer.after-effect-before-offset-commit",
+          "consumer.during-rebalance");
+  static final List<String> PRODUCER_POINTS =
+      List.of("outbox.before-commit", "outbox.after-commit");
+
+  /** Every crash point of the product, in report order. */
+  static List<String> allCrashPoints() {
+    return concat(PRODUCER_POINTS, RELAY_POINTS, CONSUMER_POINTS);
+  }
+
+  /** The scenarios, in campaign order. */
+  static List<Scenario> all() {
+    return List.of(
+        new Scenario("producer-crash-points", PRODUCER_POINTS, 1.0, Set.of()),
+        new Scenario("relay-crash-points", RELAY_POINTS, 1.0, Set.of()),
+        new Scenario("consumer-crash-points", CONSUMER_POINTS, 1.0, Set.of()),
+        new Scenario("kill-9", List.of(), 0, Set.of(Fault.KILL_9)),
+        new Scenario("pauses", List.of(), 0, Set.of(Fault.PAUSE_RELAY, Fault.PAUSE_CONSUMER)),
+        new Scenario("broker-restart", List.of(), 0, Set.of(Fault.BROKER_RESTART)),
+        new Scenario(
+            "postgres-restart",
+            List.of(),
+            0,
+            Set.of(Fault.POSTGRES_RESTART, Fault.POSTGRES_TERMINATE)),
+        new Scenario("mixed", allCrashPoints(), 1.0, Set.of(Fault.values())));
+  }
+
+  /** Which process role a crash point lives in. */
+  static Fleet.Role roleOf(String point) {
+    if (point.startsWith("relay.")) {
+      return Fleet.Role.RELAY;
+    }
+    if (point.startsWith("consumer.")) {
+      return Fleet.Role.CONSUMER;
+    }
+    return Fleet.Role.PRODUCER;
+  }
+
+  /** The highest hit count a crash point is armed at (small enough to fire under the load). */
+  static int maxHits(String point) {
+    return switch (point) {
+      case "consumer.during-rebalance" -> 1;
+      case "relay.after-claim",
+          "relay.mid-batch",
+          "relay.after-ack-before-mark",
+          "relay.after-mark" ->
+          3;
+      case "outbox.before-commit", "outbox.after-commit" -> 10;
+      default -> 6;
+    };
+  }
+
+  @SafeVarargs
+  private static List<String> concat(List<String>... lists) {
+    return java.util.Arrays.stream(lists).flatMap(List::stream).toList();
+  }
+}

@@ -1,0 +1,71 @@
+package dev.postbox.verify;
+
+import dev.postbox.verify.HistoryChecker.Findings;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * What one scenario (all its rounds) injected and what the history check found.
+ *
+ * @param inconclusiveReasons why the scenario cannot count as a pass (a scheduled fault that did
+ *     not fire); empty when conclusive
+ */
+record ScenarioResult(
+    String name,
+    int rounds,
+    int injections,
+    Map<String, Integer> faultsFired,
+    Map<String, Integer> faultsNotFired,
+    Findings findings,
+    long maxRecoveryMs,
+    boolean recoveryBoundExceeded,
+    int unexpectedExits,
+    List<String> inconclusiveReasons) {
+
+  boolean inconclusive() {
+    return !inconclusiveReasons.isEmpty();
+  }
+
+  long violations() {
+    return findings.violations() + (recoveryBoundExceeded ? 1 : 0);
+  }
+
+  ScenarioResult merge(ScenarioResult o) {
+    Map<String, Integer> fired = new TreeMap<>(faultsFired);
+    o.faultsFired.forEach((k, v) -> fired.merge(k, v, Integer::sum));
+    Map<String, Integer> notFired = new TreeMap<>(faultsNotFired);
+    o.faultsNotFired.forEach((k, v) -> notFired.merge(k, v, Integer::sum));
+    Findings a = findings;
+    Findings b = o.findings;
+    List<String> reasons = new ArrayList<>(inconclusiveReasons);
+    reasons.addAll(o.inconclusiveReasons);
+    return new ScenarioResult(
+        name,
+        rounds + o.rounds,
+        injections + o.injections,
+        fired,
+        notFired,
+        new Findings(
+            a.messages() + b.messages(),
+            a.rolledBack() + b.rolledBack(),
+            a.lost() + b.lost(),
+            a.deadLettered() + b.deadLettered(),
+            a.duplicateEffects() + b.duplicateEffects(),
+            a.topicRecords() + b.topicRecords(),
+            a.topicDuplicates() + b.topicDuplicates(),
+            a.staleRepublishes() + b.staleRepublishes(),
+            a.orderViolations() + b.orderViolations(),
+            a.zombieApplies() + b.zombieApplies(),
+            a.rolledBackPublished() + b.rolledBackPublished(),
+            a.rolledBackApplied() + b.rolledBackApplied(),
+            a.offsetViolations() + b.offsetViolations(),
+            a.offsetSamples() + b.offsetSamples(),
+            a.offsetRecordsChecked() + b.offsetRecordsChecked()),
+        Math.max(maxRecoveryMs, o.maxRecoveryMs),
+        recoveryBoundExceeded || o.recoveryBoundExceeded,
+        unexpectedExits + o.unexpectedExits,
+        reasons);
+  }
+}

@@ -1,0 +1,156 @@
+package dev.postbox.verify;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code ./postbox verify}: the fault-injection campaign. Exit code 0 when every scenario passed, 1
+ * on a violation, 3 when inconclusive (a scheduled fault did not fire), 2 on a usage error.
+ */
+@Command(
+    name = "verify",
+    mixinStandardHelpOptions = true,
+    description = {
+      "Runs PostgreSQL, a Kafka broker, 2 producers, 2 relays and 3 consumers as separate processes,"
+          + " injects crash points, kill -9, SIGSTOP pauses, broker and PostgreSQL restarts, heals,"
+          + " drains and checks the history (nothing lost, nothing applied twice, per-key order,"
+          + " offsets, zombies, recovery time)."
+    })
+public final class VerifyCli implements Callable<Integer> {
+
+  /** Held so that its level sticks (java.util.logging keeps loggers weakly). */
+  private static final java.util.logging.Logger FLYWAY_LOG =
+      java.util.logging.Logger.getLogger("org.flywaydb");
+
+  @Option(
+      names = "--quick",
+      description =
+          "One short round of every scenario (a few minutes; what CI runs): a scenario goes on"
+              + " (up to 6 times its phase) until each of its crash points fired twice and each"
+              + " of its other faults once.")
+  boolean quick;
+
+  @Option(
+      names = "--seed",
+      description = "Seed of the load and the fault schedule (default: random).")
+  Long seed;
+
+  @Option(names = "--report-json", description = "Also write the report as JSON to this file.")
+  Path reportJson;
+
+  @Option(
+      names = "--injections",
+      description =
+          "Keep running rounds of the scenarios until this many faults fired (default: 2000; 0"
+              + " with --quick).")
+  Long injections;
+
+  @Option(
+      names = "--phase-seconds",
+      description =
+          "How long each scenario injects faults per round (default: 25 with --quick, else 90; crash-point scenarios get 1.6 times as long).")
+  Integer phaseSeconds;
+
+  @Option(names = "--rounds", description = "At least this many rounds (default 1).")
+  int rounds = 1;
+
+  @Option(
+      names = "--rate",
+      description = "Business transactions per second of the producers together (default: 40).")
+  double rate = 40;
+
+  @Option(
+      names = "--recovery-bound-seconds",
+      description = "Longest allowed time from the heal until everything is applied (default 120).")
+  int recoveryBoundSeconds = 120;
+
+  @Option(names = "--scenarios", split = ",", description = "Only these scenarios (default: all).")
+  List<String> scenarios = List.of();
+
+  @Option(
+      names = "--dir",
+      description =
+          "Report directory: fault log, process logs, data (default: target/verify/<time>-<seed>).")
+  Path dir;
+
+  /** The settings of {@code --quick} with the defaults (what CI runs). */
+  static Campaign.Settings quickSettings(long seed, Path dir) {
+    VerifyCli cli = new VerifyCli();
+    cli.quick = true;
+    return cli.settings(seed, dir);
+  }
+
+  Campaign.Settings settings(long s, Path d) {
+    return new Campaign.Settings(
+        s,
+        Duration.ofSeconds(phaseSeconds != null ? phaseSeconds : quick ? 25 : 90),
+        rounds,
+        injections != null ? injections : quick ? 0 : 2000,
+        Duration.ofSeconds(recoveryBoundSeconds),
+        rate,
+        scenarios,
+        d.toAbsolutePath(),
+        quick ? 2 : 1);
+  }
+
+  public static void main(String[] args) {
+    if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
+      System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+      // the harness's own clients see every broker restart; that is expected, not news
+      System.setProperty("org.slf4j.simpleLogger.log.org.apache.kafka", "error");
+    }
+    FLYWAY_LOG.setLevel(java.util.logging.Level.WARNING);
+    System.exit(new CommandLine(new VerifyCli()).execute(args));
+  }
+
+  @Override
+  public Integer call() throws Exception {
+    long s =
+        seed != null ? seed : Math.abs(new java.security.SecureRandom().nextLong() % 1_000_000);
+    Instant started = Instant.now();
+    Path d =
+        dir != null
+            ? dir
+            : Path.of(
+                "target",
+                "verify",
+                DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")
+                        .withZone(ZoneOffset.UTC)
+                        .format(started)
+                    + "-"
+                    + s);
+    Campaign.Settings settings = settings(s, d);
+    Report report;
+    try (Campaign campaign = new Campaign(settings, System.out)) {
+      List<ScenarioResult> results =
+          campaign.run(sofar -> {
+            // the report so far, rewritten after each scenario (a stopped campaign keeps it)
+            Report partial =
+                new Report(s, sofar, started, Duration.between(started, Instant.now()));
+            try (java.io.PrintStream ps =
+                new java.io.PrintStream(d.resolve("report-so-far.txt").toFile(), "UTF-8")) {
+              partial.printText(ps);
+              partial.writeJson(d.resolve("report-so-far.json"));
+            } catch (java.io.IOException e) {
+              throw new java.io.UncheckedIOException(e);
+            }
+          });
+      report = new Report(s, results, started, Duration.between(started, Instant.now()));
+    }
+    report.printText(System.out);
+    report.writeJson(d.resolve("report.json"));
+    if (reportJson != null) {
+      report.writeJson(reportJson);
+    }
+    System.out.println("fault log and process logs: " + d.toAbsolutePath());
+    return report.exitCode();
+  }
+}

@@ -1,0 +1,189 @@
+package dev.postbox.verify;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.postbox.jdbc.PostboxMigrations;
+import dev.postbox.kafka.KafkaRecords;
+import dev.postbox.testkit.PostboxTest;
+import dev.postbox.testkit.PostboxTestContext;
+import dev.postbox.testkit.PostgresServer;
+import dev.postbox.verify.HistoryChecker.Findings;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Properties;
+import java.util.UUID;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The history checker finds every kind of violation it claims to: a history written by hand with
+ * one lost effect, two duplicate effects, one effect out of key order, one applied and one
+ * published rolled-back message, one committed offset past a record without effect and one effect
+ * applied by a process after another was assigned its partition.
+ */
+@PostboxTest
+class HistoryCheckerIT {
+
+  private static final String GROUP = "checker-it";
+
+  @Test
+  void findsEveryKindOfViolation(PostboxTestContext ctx) throws Exception {
+    Path dir = Files.createTempDirectory("history-checker-it");
+    // its own server: the checker reads commit timestamps (track_commit_timestamp=on)
+    try (PostgresServer pg =
+            PostgresServer.builder().serverConfig("track_commit_timestamp", "on").build();
+        FaultLog log = new FaultLog(dir.resolve("faults.log"))) {
+      pg.start();
+      String topic = ctx.topic("checker", 1);
+      try (HikariDataSource ds = pg.dataSource(pg.createSchema("checker"), 2);
+          Admin admin = admin(ctx);
+          TopicReader reader = new TopicReader(ctx.bootstrapServers(), topic, 1)) {
+        PostboxMigrations.migrate(ds);
+        HarnessSchema.create(ds, 4);
+        UUID m1 = business(ds, "a", 1);
+        UUID m2 = business(ds, "a", 2);
+        UUID m3 = business(ds, "b", 1);
+        UUID m4 = business(ds, "b", 2); // never applied: lost
+        UUID m5 = UUID.randomUUID(); // rolled back, yet published and applied
+        exec(ds, "INSERT INTO verify_rolled_back VALUES ('" + m5 + "', 'c', 1)");
+        UUID m6 = business(ds, "c", 1);
+
+        assign(ds, "A", 0, 1);
+        effect(ds, m2, "a", 2, "A");
+        effect(ds, m1, "a", 1, "A"); // out of order
+        effect(ds, m3, "b", 1, "A");
+        effect(ds, m3, "b", 1, "A"); // duplicate
+        effect(ds, m5, "c", 9, "A"); // rolled back, applied
+        assign(ds, "B", 0, 3);
+        assign(ds, "C", 0, 2); // a stale generation recorded late (a resumed process): no zombie
+        effect(ds, m6, "c", 1, "A"); // after B took partition 0: zombie
+        effect(ds, m6, "c", 1, "B"); // B applies after C's late stale record: no zombie (a dup)
+
+        try (KafkaProducer<byte[], byte[]> producer = producer(ctx)) {
+          for (Object[] r :
+              new Object[][] {
+                {m1, "a", 1},
+                {m2, "a", 2},
+                {m1, "a", 1},
+                {m3, "b", 1},
+                {m3, "b", 1},
+                {m4, "b", 2},
+                {m5, "c", 9},
+                {m6, "c", 1}
+              }) {
+            ProducerRecord<byte[], byte[]> pr =
+                new ProducerRecord<>(
+                    topic,
+                    0,
+                    ((String) r[1]).getBytes(StandardCharsets.UTF_8),
+                    ("{\"key\":\"" + r[1] + "\",\"seq\":" + r[2] + "}")
+                        .getBytes(StandardCharsets.UTF_8));
+            pr.headers().add(KafkaRecords.CE_ID, r[0].toString().getBytes(StandardCharsets.UTF_8));
+            producer.send(pr).get();
+          }
+        }
+        admin
+            .alterConsumerGroupOffsets(
+                GROUP, Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata(8)))
+            .all()
+            .get();
+        assertThat(reader.awaitPositions(Map.of(0, 8L), Duration.ofSeconds(30))).isTrue();
+
+        HistoryChecker checker = new HistoryChecker(ds, admin, reader, topic, 1, GROUP, log);
+        Findings f = checker.check(1);
+
+        assertThat(f.messages()).isEqualTo(5);
+        assertThat(f.rolledBack()).isEqualTo(1);
+        assertThat(f.lost()).isEqualTo(1);
+        assertThat(f.duplicateEffects()).isEqualTo(2); // m3 twice by A, m6 by A and by B
+        assertThat(f.orderViolations()).isEqualTo(1);
+        assertThat(f.zombieApplies()).isEqualTo(1);
+        assertThat(f.rolledBackApplied()).isEqualTo(1);
+        assertThat(f.rolledBackPublished()).isEqualTo(1);
+        assertThat(f.offsetViolations()).isEqualTo(1); // m4, offset 5
+        assertThat(f.offsetRecordsChecked()).isEqualTo(8);
+        assertThat(f.topicRecords()).isEqualTo(7);
+        assertThat(f.topicDuplicates()).isEqualTo(2);
+        assertThat(f.staleRepublishes()).isEqualTo(1);
+        assertThat(checker.drained()).isFalse();
+      }
+    }
+  }
+
+  private static UUID business(HikariDataSource ds, String key, long seq) throws Exception {
+    UUID id = UUID.randomUUID();
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "INSERT INTO verify_business (message_id, key, seq, phase, producer)"
+                    + " VALUES (?, ?, ?, 1, 'p')")) {
+      ps.setObject(1, id);
+      ps.setString(2, key);
+      ps.setLong(3, seq);
+      ps.executeUpdate();
+    }
+    return id;
+  }
+
+  private static void effect(HikariDataSource ds, UUID id, String key, long seq, String instance)
+      throws Exception {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "INSERT INTO verify_effect (message_id, key, seq, instance, part, off)"
+                    + " VALUES (?, ?, ?, ?, 0, 0)")) {
+      ps.setObject(1, id);
+      ps.setString(2, key);
+      ps.setLong(3, seq);
+      ps.setString(4, instance);
+      ps.executeUpdate();
+    }
+  }
+
+  private static void assign(HikariDataSource ds, String instance, int part, int generation)
+      throws Exception {
+    exec(
+        ds,
+        "INSERT INTO verify_assignment (instance, part, generation) VALUES ('"
+            + instance
+            + "', "
+            + part
+            + ", "
+            + generation
+            + ")");
+  }
+
+  private static void exec(HikariDataSource ds, String sql) throws Exception {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.executeUpdate();
+    }
+  }
+
+  private static Admin admin(PostboxTestContext ctx) {
+    Properties p = new Properties();
+    p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, ctx.bootstrapServers());
+    return Admin.create(p);
+  }
+
+  private static KafkaProducer<byte[], byte[]> producer(PostboxTestContext ctx) {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, ctx.bootstrapServers());
+    p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+    p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+    return new KafkaProducer<>(p);
+  }
+}
