@@ -17,6 +17,7 @@ import dev.postbox.core.metrics.Tags;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.ParkingStore;
+import dev.postbox.kafka.internal.MembershipFence;
 import dev.postbox.kafka.internal.StoredRecords;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -32,6 +33,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -73,6 +75,7 @@ import org.slf4j.LoggerFactory;
 public final class KafkaSubscriber implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(KafkaSubscriber.class);
+  private static final Duration VERIFY_TIMEOUT = Duration.ofSeconds(2);
 
   private final Subscription subscription;
   private final DeliveryProcessor processor;
@@ -100,6 +103,7 @@ public final class KafkaSubscriber implements AutoCloseable {
   private final java.time.Clock clock;
   private final Map<TopicPartition, Long> lags = new ConcurrentHashMap<>();
   private final Set<TopicPartition> gauged = ConcurrentHashMap.newKeySet();
+  private final MembershipFence fence;
 
   private KafkaSubscriber(Builder b) {
     this.subscription = b.subscription;
@@ -137,6 +141,7 @@ public final class KafkaSubscriber implements AutoCloseable {
     c.put(ConsumerConfig.GROUP_ID_CONFIG, subscription.name());
     c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
     this.config = c;
+    this.fence = new MembershipFence(MembershipFence.thresholdFor(c), System::nanoTime);
     this.executor = new KeyedExecutor("postbox-" + subscription.name(), subscription.concurrency());
   }
 
@@ -311,12 +316,16 @@ public final class KafkaSubscriber implements AutoCloseable {
       consumer.subscribe(subscription.topics(), new Rebalance());
       while (running) {
         ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(50));
+        boolean verify = fence.polled();
         if (!records.isEmpty()) {
           processor.received(records.count());
           if (subscription.guarantee() == DeliveryGuarantee.AT_MOST_ONCE) {
             commitBeforeHandling(records);
           }
           dispatch(records);
+        }
+        if (verify) {
+          verifyMembership(); // after dispatch: the trackers hold what this poll returned
         }
         applyBackPressure();
         commitFinished(false);
@@ -336,6 +345,55 @@ public final class KafkaSubscriber implements AutoCloseable {
     } finally {
       stopped.countDown();
     }
+  }
+
+  /**
+   * The poll loop stalled longer than the fence allows (a process pause, a long rebalance): proves
+   * this member still belongs to the group before workers start more records, with a synchronous
+   * commit of offsets that are safe to commit (the lowest unfinished record, or the fetch position
+   * of a partition with nothing dispatched). The coordinator rejects it from a member of an older
+   * generation; the consumer then rejoins in its next poll, where the lost partitions' trackers are
+   * revoked and their records never start here. Poll thread only.
+   */
+  private void verifyMembership() {
+    if (subscription.guarantee() == DeliveryGuarantee.AT_MOST_ONCE) {
+      fence.verified(); // offsets were committed before handling: a zombie cannot duplicate
+      return;
+    }
+    try {
+      Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+      for (TopicPartition tp : consumer.assignment()) {
+        OffsetTracker t = trackers.get(tp);
+        OptionalLong c = t == null ? OptionalLong.empty() : t.committable();
+        long offset = c.isPresent() ? c.getAsLong() : consumer.position(tp, VERIFY_TIMEOUT);
+        offsets.put(tp, new OffsetAndMetadata(offset));
+      }
+      if (!offsets.isEmpty()) {
+        consumer.commitSync(offsets, VERIFY_TIMEOUT);
+        offsets.forEach((tp, o) -> committed.put(tp, o.offset()));
+      }
+      fence.verified();
+      log.info(
+          "{}: poll loop stalled; group membership confirmed for {}",
+          subscription.name(),
+          offsets.keySet());
+    } catch (WakeupException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      log.warn(
+          "{}: poll loop stalled and membership not confirmed ({}); records wait for the group",
+          subscription.name(),
+          e.toString());
+    }
+  }
+
+  /** Whether a worker may (still) work on a record of {@code tracker}'s partition. */
+  private BooleanSupplier owned(OffsetTracker tracker) {
+    if (subscription.guarantee() == DeliveryGuarantee.AT_MOST_ONCE) {
+      return () -> !closing && !tracker.revoked();
+    }
+    return () ->
+        !closing && fence.awaitFresh(() -> closing || tracker.revoked()) && !tracker.revoked();
   }
 
   /** Offset lag per assigned partition, for the gauge (the consumer is poll-thread only). */
@@ -457,7 +515,7 @@ public final class KafkaSubscriber implements AutoCloseable {
       }
       boolean finished = false;
       try {
-        finished = processor.process(incoming(r), () -> !closing && !tracker.revoked());
+        finished = processor.process(incoming(r), owned(tracker));
       } catch (RuntimeException e) {
         log.error("{}: unexpected failure at {}", subscription.name(), position(r), e);
       } finally {
@@ -478,7 +536,7 @@ public final class KafkaSubscriber implements AutoCloseable {
       try {
         List<Incoming> batch = new ArrayList<>(rs.size());
         rs.forEach(r -> batch.add(incoming(r)));
-        finished = processor.processBatch(batch, () -> !closing && !tracker.revoked());
+        finished = processor.processBatch(batch, owned(tracker));
       } catch (RuntimeException e) {
         log.error(
             "{}: unexpected batch failure at {}", subscription.name(), position(rs.get(0)), e);

@@ -1,0 +1,137 @@
+package dev.postbox.kafka.internal;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
+import java.util.function.LongSupplier;
+
+/**
+ * Keeps workers from starting a record while this process may have been out of the consumer group
+ * without knowing it yet.
+ *
+ * <p>A process that is stopped (SIGSTOP, a long GC pause, a frozen VM) for longer than its session
+ * timeout is removed from the group and its partitions go to another member. When it resumes, its
+ * worker threads run before its poll thread has heard from the coordinator: records it fetched
+ * before the pause would be applied after the successor took over (a zombie apply). Kafka's
+ * consumer has no API that tells a worker "the group still holds this partition", and its own
+ * liveness checks run on the poll and heartbeat threads, so this is our own: the poll thread
+ * reports every return from {@code poll()}; a gap between two returns longer than the threshold
+ * (chosen below the session timeout) means the process may have been evicted, and workers wait
+ * until the poll thread proved the membership with a broker-checked offset commit (which fails for
+ * a member of an old generation) or the partition was revoked or lost.
+ *
+ * <p>What it does not cover: a record whose transaction was already open when the process stopped
+ * (bound that with the database's {@code idle_in_transaction_session_timeout}, below the session
+ * timeout), and the part of a record's processing between this check and its commit.
+ *
+ * <p>Thread-safe: {@link #polled()} and {@link #verified()} are called by the poll thread, {@link
+ * #awaitFresh} by workers.
+ */
+public final class MembershipFence {
+
+  private static final long SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
+
+  private final long thresholdNanos;
+  private final LongSupplier nanoTime;
+  private final ReentrantLock lock = new ReentrantLock();
+  private final Condition changed = lock.newCondition();
+  // written by the poll thread; a worker reads lastPoll before suspect (see fresh())
+  private volatile long lastPoll;
+  private volatile boolean suspect;
+
+  /**
+   * A fence that suspects the membership after a gap of more than {@code threshold} between two
+   * polls; {@code nanoTime} is the monotonic clock ({@code System::nanoTime} outside tests).
+   */
+  public MembershipFence(Duration threshold, LongSupplier nanoTime) {
+    if (threshold.isNegative() || threshold.isZero()) {
+      throw new IllegalArgumentException("threshold must be positive, was " + threshold);
+    }
+    this.thresholdNanos = threshold.toNanos();
+    this.nanoTime = nanoTime;
+    this.lastPoll = nanoTime.getAsLong();
+  }
+
+  /**
+   * The threshold for a consumer with these settings: half of what is left of the session timeout
+   * after one heartbeat interval (the coordinator may have last heard from the member one interval
+   * before it stopped), and at least 100 ms. With Kafka's defaults (45 s, 3 s): 21 s.
+   */
+  public static Duration thresholdFor(Map<String, Object> consumerConfig) {
+    long session = millis(consumerConfig.get("session.timeout.ms"), 45_000);
+    long heartbeat = millis(consumerConfig.get("heartbeat.interval.ms"), 3_000);
+    return Duration.ofMillis(Math.max(100, (session - heartbeat) / 2));
+  }
+
+  private static long millis(Object value, long otherwise) {
+    if (value == null) {
+      return otherwise;
+    }
+    return value instanceof Number n ? n.longValue() : Long.parseLong(value.toString().trim());
+  }
+
+  /**
+   * Poll thread: {@code poll()} returned. Returns whether the membership must be verified (the gap
+   * since the previous return was too long, now or before, and no verification succeeded since).
+   */
+  public boolean polled() {
+    long now = nanoTime.getAsLong();
+    if (now - lastPoll > thresholdNanos) {
+      suspect = true; // before lastPoll moves, so a worker that sees the new lastPoll sees this
+    }
+    lastPoll = now;
+    signal();
+    return suspect;
+  }
+
+  /** Poll thread: a broker-checked commit after the last {@link #polled()} succeeded. */
+  public void verified() {
+    suspect = false;
+    signal();
+  }
+
+  /** Whether the last poll is recent and no gap is unverified. */
+  public boolean fresh() {
+    long last = lastPoll;
+    boolean s = suspect;
+    return !s && nanoTime.getAsLong() - last <= thresholdNanos;
+  }
+
+  /**
+   * Worker: waits until the membership is {@link #fresh()} (returns {@code true}) or {@code gone}
+   * is true (returns {@code false}: the record must not start).
+   */
+  public boolean awaitFresh(BooleanSupplier gone) {
+    while (true) {
+      if (gone.getAsBoolean()) {
+        return false;
+      }
+      if (fresh()) {
+        return true;
+      }
+      lock.lock();
+      try {
+        if (!fresh()) {
+          changed.awaitNanos(SLICE_NANOS);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return false;
+      } finally {
+        lock.unlock();
+      }
+    }
+  }
+
+  private void signal() {
+    lock.lock();
+    try {
+      changed.signalAll();
+    } finally {
+      lock.unlock();
+    }
+  }
+}
