@@ -181,13 +181,7 @@ public final class PostboxCli implements Runnable {
         description = "For example jdbc:postgresql://localhost:5432/shop?currentSchema=orders")
     String jdbcUrl;
 
-    @Option(names = "--user", description = "Database user (default: from the URL).")
-    String user;
-
-    @Option(
-        names = "--password-env",
-        description = "Name of the environment variable holding the password.")
-    String passwordEnv;
+    @CommandLine.Mixin DatabaseLogin login = new DatabaseLogin();
 
     @Option(names = "--print-sql", description = "Print the SQL scripts instead of applying them.")
     boolean printSql;
@@ -201,8 +195,7 @@ public final class PostboxCli implements Runnable {
         }
         return 0;
       }
-      javax.sql.DataSource ds =
-          Databases.dataSource(jdbcUrl, user, passwordEnv, new CommandLine(this));
+      javax.sql.DataSource ds = login.dataSource(jdbcUrl);
       int applied = dev.postbox.jdbc.PostboxMigrations.migrate(ds);
       System.out.println("applied " + applied + " migration(s)");
       return 0;

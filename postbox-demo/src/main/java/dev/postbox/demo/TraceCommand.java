@@ -14,8 +14,11 @@ import java.util.concurrent.Callable;
 import javax.sql.DataSource;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code postbox trace MESSAGE_ID --pg-url URL}: what the Postbox tables recorded about one
@@ -48,13 +51,9 @@ final class TraceCommand implements Callable<Integer> {
       description = "Schema of the postbox_* tables (default: the connection's current schema).")
   String schema;
 
-  @Option(names = "--user", description = "Database user (default: from the URL).")
-  String user;
+  @Mixin DatabaseLogin login = new DatabaseLogin();
 
-  @Option(
-      names = "--password-env",
-      description = "Name of the environment variable holding the password.")
-  String passwordEnv;
+  @Spec CommandSpec spec;
 
   @Option(names = "--json", description = "Print the trace as JSON.")
   boolean json;
@@ -66,9 +65,9 @@ final class TraceCommand implements Callable<Integer> {
       id = UUID.fromString(messageId);
     } catch (IllegalArgumentException e) {
       throw new CommandLine.ParameterException(
-          new CommandLine(this), "MESSAGE_ID must be a UUID, was '" + messageId + "'");
+          spec.commandLine(), "MESSAGE_ID must be a UUID, was '" + messageId + "'");
     }
-    DataSource ds = Databases.dataSource(pgUrl, user, passwordEnv, new CommandLine(this));
+    DataSource ds = login.dataSource(pgUrl);
     MessageTracer tracer =
         schema == null ? MessageTracer.postgres(ds) : MessageTracer.postgres(ds, schema);
     MessageTrace trace = tracer.trace(id);

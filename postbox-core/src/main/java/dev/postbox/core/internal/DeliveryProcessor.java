@@ -97,70 +97,10 @@ public final class DeliveryProcessor {
   final AtomicLong parked = new AtomicLong();
   final AtomicLong unparked = new AtomicLong();
 
-  public DeliveryProcessor(
-      Subscription subscription,
-      MessageHandler handler,
-      BatchHandler batchHandler,
-      Optional<InboxStore> inbox,
-      Optional<DeadLetterStore> deadLetters,
-      Optional<Parking> parking,
-      Clock clock) {
-    this(subscription, handler, batchHandler, inbox, deadLetters, parking, Optional.empty(), clock);
-  }
-
-  /** Like the next constructor, without metrics. */
-  public DeliveryProcessor(
-      Subscription subscription,
-      MessageHandler handler,
-      BatchHandler batchHandler,
-      Optional<InboxStore> inbox,
-      Optional<DeadLetterStore> deadLetters,
-      Optional<Parking> parking,
-      Optional<RetriesExhausted> retriesExhausted,
-      Clock clock) {
-    this(
-        subscription,
-        handler,
-        batchHandler,
-        inbox,
-        deadLetters,
-        parking,
-        retriesExhausted,
-        clock,
-        PostboxMetrics.noop());
-  }
-
   /**
-   * Like the other constructor, with a transport hook that takes a message whose in-place retries
-   * of a transient failure ran out (tried instead of parking and dead letters).
-   */
-  public DeliveryProcessor(
-      Subscription subscription,
-      MessageHandler handler,
-      BatchHandler batchHandler,
-      Optional<InboxStore> inbox,
-      Optional<DeadLetterStore> deadLetters,
-      Optional<Parking> parking,
-      Optional<RetriesExhausted> retriesExhausted,
-      Clock clock,
-      PostboxMetrics metrics) {
-    this(
-        subscription,
-        handler,
-        batchHandler,
-        inbox,
-        deadLetters,
-        parking,
-        retriesExhausted,
-        clock,
-        metrics,
-        null);
-  }
-
-  /**
-   * The full constructor: {@code metrics} receives the consumer metrics, {@code openTelemetry}
-   * (null: {@link GlobalOpenTelemetry}, looked up at the first attempt) makes one span per
-   * processing attempt.
+   * A processor for {@code subscription}: {@code metrics} receives the consumer metrics, {@code
+   * openTelemetry} (null: {@link GlobalOpenTelemetry}, looked up at the first attempt) makes one
+   * span per processing attempt.
    */
   public DeliveryProcessor(
       Subscription subscription,
