@@ -78,6 +78,8 @@ final class Campaign implements AutoCloseable {
   private final List<Child> producers = new ArrayList<>();
   private String topic;
   private volatile int phase;
+  // with minFires, a phase also goes on until this many business transactions committed in it
+  private static final int MIN_COMMITTED = 50;
 
   Campaign(Settings settings, PrintStream out) {
     this.settings = settings;
@@ -270,7 +272,8 @@ final class Campaign implements AutoCloseable {
     long start = System.nanoTime();
     long end = start + phaseTime.toNanos();
     // with minFires, the phase goes on (up to 6 times as long) until every fault it schedules
-    // fired that often, so a slow machine gets a longer phase instead of an inconclusive one
+    // fired that often and some business transactions committed, so a slow machine gets a longer
+    // phase instead of an inconclusive one
     long latest = start + phaseTime.multipliedBy(settings.minFires() > 0 ? 6 : 1).toNanos();
     while (System.nanoTime() < end || (System.nanoTime() < latest && !enoughFired(s))) {
       // sample the committed offsets all through the faults (the injectors never wait for it)
@@ -363,6 +366,9 @@ final class Campaign implements AutoCloseable {
   private boolean enoughFired(Scenario s) {
     Map<String, Integer> fired = log.fired();
     int min = settings.minFires();
+    if (min > 0 && checker.committedIn(phase) < MIN_COMMITTED) {
+      return false; // a phase in which (almost) nothing committed proves (almost) nothing
+    }
     for (Fault f : s.external()) {
       if (fired.getOrDefault(f.kind, 0) < Math.min(min, 1)) {
         return false;
