@@ -115,34 +115,7 @@ final class ShopDemo {
           outageSeconds,
           0);
     }
-
-    /** The settings before the warehouse outage existed: a 20 s outage. */
-    Options(
-        int orders,
-        int customers,
-        int writers,
-        int relays,
-        int backlog,
-        int crashAtBatch,
-        int consumerCrashAt,
-        Duration timeout,
-        Path workDir) {
-      this(
-          orders,
-          customers,
-          writers,
-          relays,
-          backlog,
-          crashAtBatch,
-          consumerCrashAt,
-          timeout,
-          workDir,
-          DEFAULT_OUTAGE_SECONDS);
-    }
   }
-
-  /** Default of {@link Options#outageSeconds()}. */
-  static final int DEFAULT_OUTAGE_SECONDS = 20;
 
   private static final int WARMUP_ORDERS = 200;
   private static final int PRODUCTS = 50;
