@@ -69,12 +69,22 @@ final class DeadLetterTestData {
 
   /** The same letter, failed last at {@code lastFailure}. */
   static NewDeadLetter lastFailedAt(NewDeadLetter l, Instant lastFailure) {
+    return copy(l, l.messageId(), lastFailure);
+  }
+
+  /** The same letter, for the message {@code messageId}. */
+  static NewDeadLetter withMessageId(NewDeadLetter l, java.util.UUID messageId) {
+    return copy(l, java.util.Optional.of(messageId), l.lastFailure());
+  }
+
+  private static NewDeadLetter copy(
+      NewDeadLetter l, java.util.Optional<java.util.UUID> messageId, Instant lastFailure) {
     return new NewDeadLetter(
         l.consumer(),
         l.topic(),
         l.partition(),
         l.offset(),
-        l.messageId(),
+        messageId,
         l.type(),
         l.key(),
         l.value(),

@@ -90,25 +90,7 @@ class MessageTracerTest {
     DeadLetterStore dead = PostgresDeadLetterStore.create(ctx.dataSource());
     DeadLetterStore.NewDeadLetter l =
         DeadLetterTestData.letter("billing", "orders", "k-9", "fp", Instant.now().minusSeconds(5));
-    dead.add(
-        new DeadLetterStore.NewDeadLetter(
-            l.consumer(),
-            l.topic(),
-            l.partition(),
-            l.offset(),
-            java.util.Optional.of(id),
-            l.type(),
-            l.key(),
-            l.value(),
-            l.headers(),
-            l.classification(),
-            l.errorClass(),
-            l.errorMessage(),
-            l.stackTrace(),
-            l.fingerprint(),
-            l.attempts(),
-            l.firstFailure(),
-            l.lastFailure()));
+    dead.add(DeadLetterTestData.withMessageId(l, id));
 
     // A connection whose current schema is another one: the tracer names the schema.
     PGSimpleDataSource other = new PGSimpleDataSource();
