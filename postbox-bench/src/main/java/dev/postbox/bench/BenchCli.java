@@ -34,6 +34,13 @@ public final class BenchCli implements Callable<Integer> {
       description = "Also write the Markdown table.")
   Optional<Path> reportMd = Optional.empty();
 
+  @Option(
+      names = "--only",
+      split = ",",
+      paramLabel = "GROUP",
+      description = "Run only these groups: relay, write, consumer, latency, keys, heap.")
+  java.util.List<String> only = BenchRunner.GROUPS;
+
   @Option(names = "--jmh", description = "Run the JMH micro-benchmarks (codec, envelope mapping).")
   boolean jmh;
 
@@ -50,7 +57,11 @@ public final class BenchCli implements Callable<Integer> {
       return 0;
     }
     BenchReport report =
-        new BenchRunner(quick ? BenchConfig.quickMode() : BenchConfig.fullMode(), System.err).run();
+        new BenchRunner(
+                quick ? BenchConfig.quickMode() : BenchConfig.fullMode(),
+                System.err,
+                java.util.Set.copyOf(only))
+            .run();
     String md = report.toMarkdown() + "\n" + report.notesMarkdown();
     System.out.println();
     System.out.print(md);

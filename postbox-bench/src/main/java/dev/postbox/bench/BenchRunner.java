@@ -14,6 +14,7 @@ import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * Runs every benchmark of the issue in one process, side by side, on the test kit's infrastructure,
@@ -21,24 +22,51 @@ import java.util.Objects;
  */
 public final class BenchRunner {
 
+  /** The benchmark groups, in the order they run. */
+  public static final List<String> GROUPS =
+      List.of("relay", "write", "consumer", "latency", "keys", "heap");
+
   private final BenchConfig config;
   private final PrintStream log;
+  private final Set<String> groups;
   private final List<Measurement> results = new ArrayList<>();
 
+  /** A runner of every group. */
   public BenchRunner(BenchConfig config, PrintStream log) {
+    this(config, log, Set.copyOf(GROUPS));
+  }
+
+  /** A runner of some {@link #GROUPS} only (for working on one benchmark). */
+  public BenchRunner(BenchConfig config, PrintStream log, Set<String> groups) {
     this.config = Objects.requireNonNull(config, "config");
     this.log = Objects.requireNonNull(log, "log");
+    this.groups = Set.copyOf(groups);
+    if (!GROUPS.containsAll(this.groups)) {
+      throw new IllegalArgumentException("unknown groups " + groups + "; known: " + GROUPS);
+    }
   }
 
   /** Runs everything; the report lists the measurements in the order they were taken. */
   public BenchReport run() throws Exception {
     try (BenchEnv env = BenchEnv.start()) {
-      relay(env);
-      write(env);
-      consumers(env);
-      latency(env);
-      keyOrder(env);
-      record(new HeapBench(env, config).run());
+      if (groups.contains("relay")) {
+        relay(env);
+      }
+      if (groups.contains("write")) {
+        write(env);
+      }
+      if (groups.contains("consumer")) {
+        consumers(env);
+      }
+      if (groups.contains("latency")) {
+        latency(env);
+      }
+      if (groups.contains("keys")) {
+        keyOrder(env);
+      }
+      if (groups.contains("heap")) {
+        record(new HeapBench(env, config).run());
+      }
     }
     return new BenchReport(LocalDate.now(), cores(), memoryGb(), config.quick(), results);
   }

@@ -13,14 +13,12 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
 import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
@@ -124,14 +122,7 @@ public final class BenchEnv implements AutoCloseable {
    * 5 ms, 128 KiB batches, lz4), so the raw producer runs with the same settings.
    */
   public Map<String, Object> producerConfig() {
-    Map<String, Object> p = new HashMap<>();
-    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
-    p.put(ProducerConfig.ACKS_CONFIG, "all");
-    p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
-    p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
-    p.put(ProducerConfig.BATCH_SIZE_CONFIG, 131_072);
-    p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
-    return p;
+    return ProducerSettings.forBootstrap(bootstrap());
   }
 
   /** A producer with {@link #producerConfig()}. The caller closes it. */

@@ -11,21 +11,8 @@ import com.gruelbox.transactionoutbox.TransactionOutboxListener;
 import dev.postbox.bench.BenchConfig;
 import dev.postbox.bench.Measurement;
 import dev.postbox.bench.internal.BenchEnv.Db;
-import dev.postbox.testkit.PostgresServer;
-import io.debezium.embedded.Connect;
-import io.debezium.engine.DebeziumEngine;
-import io.debezium.engine.RecordChangeEvent;
-import io.debezium.engine.format.ChangeEventFormat;
-import java.net.URI;
 import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -33,13 +20,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.connect.data.Struct;
-import org.apache.kafka.connect.source.SourceRecord;
 
 /**
  * The peer relays, doing the same publish as Postbox's relay in the same run: gruelbox
  * transaction-outbox as a polling outbox, and Debezium's embedded PostgreSQL connector reading the
- * Postbox outbox table (the CDC baseline). Both publish with the same producer settings.
+ * Postbox outbox table (the CDC baseline, in {@link DebeziumPeer}). Both publish with the same
+ * producer settings.
  */
 public final class PeerRelays {
 
@@ -116,116 +102,9 @@ public final class PeerRelays {
     }
   }
 
-  /** Debezium: the embedded PostgreSQL connector (pgoutput) streaming new outbox rows to Kafka. */
-  public Measurement debezium() throws Exception {
-    int n = config.relayEvents();
-    Db db = env.database("debezium", 4);
-    String topic = env.topic("debezium", 6);
-    AtomicLong acked = new AtomicLong();
-    AtomicLong firstSeen = new AtomicLong();
-    String slot = "bench_" + db.schema().toLowerCase();
-    ExecutorService runner = Executors.newSingleThreadExecutor();
-    try (KafkaProducer<byte[], byte[]> producer = env.producer();
-        DebeziumEngine<RecordChangeEvent<SourceRecord>> engine =
-            DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
-                .using(debeziumProperties(env.postgres(), db.schema(), slot))
-                .notifying((records, committer) -> {
-                  firstSeen.compareAndSet(0, System.nanoTime());
-                  List<java.util.concurrent.Future<?>> sent = new ArrayList<>();
-                  for (RecordChangeEvent<SourceRecord> r : records) {
-                    Struct after = after(r.record());
-                    if (after != null) {
-                      sent.add(producer.send(toRecord(after)));
-                    }
-                  }
-                  Futures.awaitAll(sent);
-                  for (RecordChangeEvent<SourceRecord> r : records) {
-                    committer.markProcessed(r);
-                  }
-                  committer.markBatchFinished();
-                  acked.addAndGet(countRows(records));
-                })
-                .build()) {
-      runner.execute(engine);
-      awaitSlotActive(db, slot);
-      BenchEnv.seedOutbox(db, topic, n);
-      BenchEnv.awaitCount("debezium", acked::get, n, Duration.ofSeconds(60));
-      return Measurement.of("debezium_events_per_s", Rate.since(firstSeen.get(), n), "events/s")
-          .note(
-              "Debezium "
-                  + n
-                  + " outbox inserts streamed (pgoutput) and sent to Kafka, from the first change"
-                  + " event to the last ack; publishes the payload with key and id only (less work"
-                  + " than the relay's CloudEvents mapping), rows are not deleted");
-    } finally {
-      runner.shutdownNow();
-      runner.awaitTermination(30, TimeUnit.SECONDS);
-    }
-  }
-
-  private static long countRows(List<RecordChangeEvent<SourceRecord>> records) {
-    return records.stream().filter(r -> after(r.record()) != null).count();
-  }
-
-  private static Struct after(SourceRecord record) {
-    if (!(record.value() instanceof Struct value) || value.schema().field("after") == null) {
-      return null;
-    }
-    return value.getStruct("after");
-  }
-
-  private static ProducerRecord<byte[], byte[]> toRecord(Struct after) {
-    String key = after.getString("msg_key");
-    ProducerRecord<byte[], byte[]> record =
-        new ProducerRecord<>(
-            after.getString("topic"),
-            key == null ? null : key.getBytes(StandardCharsets.UTF_8),
-            after.getBytes("payload"));
-    record.headers().add("ce_id", after.getString("message_id").getBytes(StandardCharsets.UTF_8));
-    return record;
-  }
-
-  private static Properties debeziumProperties(PostgresServer pg, String schema, String slot) {
-    URI uri = URI.create(pg.jdbcUrl().substring("jdbc:".length()));
-    Properties p = new Properties();
-    p.setProperty("name", "bench-debezium");
-    p.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
-    p.setProperty("offset.storage", InMemoryOffsetStore.class.getName());
-    p.setProperty("offset.flush.interval.ms", "60000");
-    p.setProperty("database.hostname", uri.getHost());
-    p.setProperty("database.port", Integer.toString(uri.getPort()));
-    p.setProperty("database.user", pg.user());
-    p.setProperty("database.password", pg.password().orElse(""));
-    p.setProperty("database.dbname", uri.getPath().substring(1));
-    p.setProperty("topic.prefix", "bench");
-    p.setProperty("plugin.name", "pgoutput");
-    p.setProperty("slot.name", slot);
-    p.setProperty("slot.drop.on.stop", "true");
-    p.setProperty("publication.name", slot + "_pub");
-    p.setProperty("publication.autocreate.mode", "filtered");
-    p.setProperty("table.include.list", schema + ".postbox_outbox");
-    p.setProperty("snapshot.mode", "no_data");
-    return p;
-  }
-
-  private static void awaitSlotActive(Db db, String slot) throws InterruptedException {
-    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-    while (System.nanoTime() < deadline) {
-      try (Connection c = db.dataSource().getConnection();
-          PreparedStatement ps =
-              c.prepareStatement("SELECT active FROM pg_replication_slots WHERE slot_name = ?")) {
-        ps.setString(1, slot);
-        try (ResultSet rs = ps.executeQuery()) {
-          if (rs.next() && rs.getBoolean(1)) {
-            return;
-          }
-        }
-      } catch (SQLException e) {
-        throw new IllegalStateException("cannot read pg_replication_slots", e);
-      }
-      Thread.sleep(50);
-    }
-    throw new IllegalStateException("Debezium did not start streaming from slot " + slot);
+  /** Debezium: see {@link DebeziumPeer}. */
+  public Measurement debezium() throws InterruptedException {
+    return new DebeziumPeer(env, config).run();
   }
 
   /** The call gruelbox records and replays: one synchronous, acknowledged send. */
