@@ -48,14 +48,14 @@ public record BenchConfig(
   public static BenchConfig quickMode() {
     return new BenchConfig(
         true,
-        20_000,
-        2_000,
-        Duration.ofSeconds(3),
         10_000,
+        1_000,
         Duration.ofSeconds(3),
-        300,
-        10_000,
-        100_000);
+        5_000,
+        Duration.ofSeconds(2),
+        200,
+        5_000,
+        50_000);
   }
 
   /** The full mode behind {@code docs/benchmarks.md}. */

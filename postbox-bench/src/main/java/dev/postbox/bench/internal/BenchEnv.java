@@ -133,7 +133,15 @@ public final class BenchEnv implements AutoCloseable {
 
   /** Puts {@code n} benchmark messages on {@code topic} (not timed: the consumers' backlog). */
   public void fillTopic(String topic, int n) {
-    try (KafkaProducer<byte[], byte[]> producer = producer()) {
+    // Not idempotent: on this broker a fresh topic's first appends sometimes fail with
+    // NotLeaderOrFollower, and the idempotent producer's retry then stalls on
+    // OutOfOrderSequence. One request in flight keeps the order; a retry may duplicate a record,
+    // which the consumer benchmarks count like any other.
+    Map<String, Object> config = producerConfig();
+    config.put("enable.idempotence", false);
+    config.put("max.in.flight.requests.per.connection", 1);
+    try (KafkaProducer<byte[], byte[]> producer =
+        new KafkaProducer<>(config, new ByteArraySerializer(), new ByteArraySerializer())) {
       List<Future<?>> pending = new ArrayList<>();
       for (int i = 0; i < n; i++) {
         pending.add(producer.send(KafkaRecords.toRecord(message(topic, i))));

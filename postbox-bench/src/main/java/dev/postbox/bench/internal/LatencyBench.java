@@ -26,9 +26,9 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * End-to-end latency from the business commit to the consumer's effect commit, at fixed offered
  * rates (open loop: 16 writers issue transactions on a schedule; a writer that falls behind sends
- * at once, and the achieved rate is reported). One relay instance and one AT_LEAST_ONCE consumer
- * whose effect is one auto-commit INSERT; both run in this JVM, so the two instants come from the
- * same clock.
+ * at once, and the achieved rate is reported). One relay instance (defaults) and one AT_LEAST_ONCE
+ * consumer whose effect is one auto-commit INSERT; both run in this JVM, so the two instants come
+ * from the same clock.
  */
 public final class LatencyBench {
 
@@ -59,7 +59,6 @@ public final class LatencyBench {
             Relay.builder(
                     PostgresRelayStore.create(db.dataSource()),
                     KafkaRelayPublisher.builder(env.bootstrap()).build())
-                .retention(Duration.ZERO)
                 .build();
         KafkaSubscriber consumer = consumer(db, topic, applied)) {
       relay.start();
@@ -72,6 +71,8 @@ public final class LatencyBench {
       for (int rate : RATES) {
         committed.clear();
         applied.clear();
+        BenchEnv.execute(
+            db.dataSource(), "DELETE FROM postbox_outbox WHERE published_at IS NOT NULL");
         long t0 = System.nanoTime();
         offer(tx, rate, config.latencyPhase(), committed);
         double achieved = Rate.since(t0, committed.size());
@@ -85,7 +86,8 @@ public final class LatencyBench {
                 + Math.round(achieved)
                 + " tx/s ("
                 + ms.length
-                + " events)";
+                + " events); insert to published (the relay's part): "
+                + relayShare(db);
         achievedNote.append(k).append(": ").append(Math.round(achieved)).append("/s; ");
         out.add(Measurement.of("e2e_" + k + "_p50_ms", percentile(ms, 0.50), "ms").note(note));
         Measurement p99 =
@@ -159,6 +161,23 @@ public final class LatencyBench {
     }
     for (Thread t : writers) {
       t.join();
+    }
+  }
+
+  /** Insert-to-publish percentiles of the phase's rows (the relay's part of the latency). */
+  private static String relayShare(Db db) {
+    String sql =
+        "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY d), percentile_cont(0.99) WITHIN GROUP"
+            + " (ORDER BY d) FROM (SELECT extract(epoch FROM published_at - created_at) * 1000 AS d"
+            + " FROM postbox_outbox WHERE published_at IS NOT NULL) t";
+    try (Connection c = db.dataSource().getConnection();
+        PreparedStatement ps = c.prepareStatement(sql);
+        java.sql.ResultSet rs = ps.executeQuery()) {
+      rs.next();
+      return String.format(
+          java.util.Locale.ROOT, "p50 %.1f ms, p99 %.1f ms", rs.getDouble(1), rs.getDouble(2));
+    } catch (SQLException e) {
+      throw new IllegalStateException("cannot read publish times", e);
     }
   }
 
