@@ -41,7 +41,10 @@ public final class BenchCli implements Callable<Integer> {
       description = "Run only these groups: relay, write, consumer, latency, keys, heap.")
   java.util.List<String> only = BenchRunner.GROUPS;
 
-  @Option(names = "--jmh", description = "Run the JMH micro-benchmarks (codec, envelope mapping).")
+  @Option(
+      names = "--jmh",
+      description =
+          "Run the JMH micro-benchmarks (codec, envelope mapping; 1 fork, 3 x 1 s warm-up, 5 x 1 s).")
   boolean jmh;
 
   public static void main(String[] args) {
@@ -53,7 +56,9 @@ public final class BenchCli implements Callable<Integer> {
   public Integer call() throws Exception {
     if (jmh) {
       org.openjdk.jmh.Main.main(
-          new String[] {"dev.postbox.bench.jmh", "-f", "1", "-wi", "2", "-i", "3"});
+          new String[] {
+            "dev.postbox.bench.jmh", "-f", "1", "-wi", "3", "-w", "1s", "-i", "5", "-r", "1s"
+          });
       return 0;
     }
     BenchReport report =
