@@ -85,6 +85,29 @@ public final class BenchEnv implements AutoCloseable {
     return topic;
   }
 
+  /**
+   * A new topic that no benchmark consumer reads, with one probe record written to each partition
+   * before it is returned. On this broker the first appends to a fresh topic sometimes fail with
+   * NotLeaderOrFollower, after which an idempotent producer can stall for its whole delivery
+   * timeout on OutOfOrderSequence; the probes (not idempotent) take that hit outside the timed
+   * part.
+   */
+  public String primedTopic(String prefix, int partitions) {
+    String topic = topic(prefix, partitions);
+    try (KafkaProducer<byte[], byte[]> producer =
+        new KafkaProducer<>(fillConfig(), new ByteArraySerializer(), new ByteArraySerializer())) {
+      List<Future<?>> probes = new ArrayList<>();
+      for (int p = 0; p < partitions; p++) {
+        probes.add(
+            producer.send(
+                new org.apache.kafka.clients.producer.ProducerRecord<>(
+                    topic, p, null, "probe".getBytes(java.nio.charset.StandardCharsets.UTF_8))));
+      }
+      Futures.awaitAll(probes);
+    }
+    return topic;
+  }
+
   /** The {@code i}-th benchmark message for {@code topic}: key {@code i mod 1000}, 200 bytes. */
   public static Message message(String topic, long i) {
     return Message.builder(topic, "order.created")
@@ -137,11 +160,8 @@ public final class BenchEnv implements AutoCloseable {
     // NotLeaderOrFollower, and the idempotent producer's retry then stalls on
     // OutOfOrderSequence. One request in flight keeps the order; a retry may duplicate a record,
     // which the consumer benchmarks count like any other.
-    Map<String, Object> config = producerConfig();
-    config.put("enable.idempotence", false);
-    config.put("max.in.flight.requests.per.connection", 1);
     try (KafkaProducer<byte[], byte[]> producer =
-        new KafkaProducer<>(config, new ByteArraySerializer(), new ByteArraySerializer())) {
+        new KafkaProducer<>(fillConfig(), new ByteArraySerializer(), new ByteArraySerializer())) {
       List<Future<?>> pending = new ArrayList<>();
       for (int i = 0; i < n; i++) {
         pending.add(producer.send(KafkaRecords.toRecord(message(topic, i))));
@@ -151,6 +171,14 @@ public final class BenchEnv implements AutoCloseable {
       }
       Futures.awaitAll(pending);
     }
+  }
+
+  /** Not idempotent, one request in flight (order kept): for untimed fills and probes. */
+  private Map<String, Object> fillConfig() {
+    Map<String, Object> config = producerConfig();
+    config.put("enable.idempotence", false);
+    config.put("max.in.flight.requests.per.connection", 1);
+    return config;
   }
 
   /** Runs SQL statements in auto-commit mode. */

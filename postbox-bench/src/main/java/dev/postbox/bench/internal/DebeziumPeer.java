@@ -59,7 +59,7 @@ public final class DebeziumPeer {
   Measurement run() throws InterruptedException {
     int n = config.relayEvents();
     Db db = env.database("debezium", 4);
-    String topic = env.topic("debezium", 6);
+    String topic = env.primedTopic("debezium", 6);
     String slot = "bench_" + db.schema().toLowerCase(java.util.Locale.ROOT);
     URI uri = URI.create(env.postgres().jdbcUrl().substring("jdbc:".length()));
     try (ChildJvm child =

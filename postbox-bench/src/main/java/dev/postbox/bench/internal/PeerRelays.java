@@ -45,7 +45,7 @@ public final class PeerRelays {
   public Measurement gruelbox() throws InterruptedException {
     int n = config.peerRelayEvents();
     Db db = env.database("gruelbox", 8);
-    String topic = env.topic("gruelbox", 6);
+    String topic = env.primedTopic("gruelbox", 6);
     ExecutorService workers = Executors.newFixedThreadPool(4);
     AtomicLong done = new AtomicLong();
     HeldSubmitter submitter = new HeldSubmitter(workers);

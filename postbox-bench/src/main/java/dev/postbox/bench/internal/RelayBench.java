@@ -68,7 +68,7 @@ public final class RelayBench {
 
   private double drain(int instances, int n) throws InterruptedException {
     Db db = env.database("relay" + instances, 4 * instances);
-    String topic = env.topic("relay", 6);
+    String topic = env.primedTopic("relay", 6);
     BenchEnv.seedOutbox(db, topic, n);
     List<Relay> relays = new ArrayList<>();
     for (int i = 0; i < instances; i++) {
@@ -97,7 +97,7 @@ public final class RelayBench {
   /** The raw producer: the same records and producer settings, no database. */
   public Measurement rawProducer() {
     int n = config.relayEvents();
-    String topic = env.topic("raw", 6);
+    String topic = env.primedTopic("raw", 6);
     List<Message> messages = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
       messages.add(BenchEnv.message(topic, i));
