@@ -38,7 +38,8 @@ public final class PostboxMigrations {
           "V3__dead_letters.sql",
           "V4__parking.sql",
           "V5__inbox_payload_fingerprint.sql",
-          "V6__outbox_published_position.sql");
+          "V6__outbox_published_position.sql",
+          "V7__notify_only_idle_relays.sql");
 
   private PostboxMigrations() {}
 

@@ -20,7 +20,7 @@ class PostboxMigrationsTest {
   @Test
   void allMigrationsApplyOnAFreshSchemaOnce(PostboxTestContext ctx) throws Exception {
     DataSource ds = ctx.dataSource();
-    assertThat(PostboxMigrations.migrate(ds)).isEqualTo(6);
+    assertThat(PostboxMigrations.migrate(ds)).isEqualTo(7);
     assertThat(PostboxMigrations.migrate(ds)).as("idempotent").isZero();
     assertThat(exists(ds, "postbox_outbox")).isTrue();
     assertThat(exists(ds, "postbox_inbox")).isTrue();
@@ -37,7 +37,8 @@ class PostboxMigrationsTest {
             "V3__dead_letters.sql",
             "V4__parking.sql",
             "V5__inbox_payload_fingerprint.sql",
-            "V6__outbox_published_position.sql");
+            "V6__outbox_published_position.sql",
+            "V7__notify_only_idle_relays.sql");
   }
 
   @Test
@@ -61,7 +62,7 @@ class PostboxMigrationsTest {
         .isInstanceOf(InboxException.class)
         .hasMessageContaining("PostboxMigrations.migrate");
 
-    assertThat(PostboxMigrations.migrate(ds)).as("versions 2 to 6").isEqualTo(5);
+    assertThat(PostboxMigrations.migrate(ds)).as("versions 2 to 7").isEqualTo(6);
     assertThat(exists(ds, "postbox_dead_letter")).isTrue();
     assertThat(PostgresInboxStore.create(ds).processOnce("c", UUID.randomUUID(), c -> {})).isTrue();
   }

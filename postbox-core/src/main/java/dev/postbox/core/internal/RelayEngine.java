@@ -299,6 +299,7 @@ public final class RelayEngine implements Relay {
 
   private void publishLoop() {
     int failures = 0;
+    boolean idle = true; // a new instance row starts idle (V7 default)
     long nextPurge = System.nanoTime();
     while (running) {
       try {
@@ -317,8 +318,18 @@ public final class RelayEngine implements Relay {
             purge(leases);
             nextPurge = System.nanoTime() + config.purgeInterval().toNanos();
           }
+          if (!idle) {
+            // from now on writers wake us; claim once more for rows committed before the mark
+            store.markIdle(owner, true);
+            idle = true;
+            continue;
+          }
           store.awaitWork(config.pollInterval());
           continue;
+        }
+        if (idle) {
+          store.markIdle(owner, false); // busy: writers need not notify while we drain
+          idle = false;
         }
         if (System.nanoTime() - ownership.validUntilNanos() >= 0) {
           continue; // our lease may have lapsed while we claimed: do not publish on a stale lease

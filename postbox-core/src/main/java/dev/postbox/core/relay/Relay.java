@@ -28,11 +28,11 @@ import java.util.UUID;
  * reach its fair share {@code ceil(64 / live instances)}). Lanes are given up only between batches,
  * after their in-flight rows were marked.
  *
- * <p><b>Defaults.</b> batch size 500; lease TTL 10 s; heartbeat every TTL/4; poll interval 1 s (the
- * longest wait for new rows when no notification arrives); retention of published rows 1 h (zero
- * deletes them at once); purge every 30 s; backoff after a failed publish {@code 100 ms * 2^n} up
- * to 30 s with 50 % jitter; no metrics ({@link PostboxMetrics#noop()}); a pending row counts as
- * stuck after 60 s. Configuration is frozen at {@link Builder#build()}. Thread-safe.
+ * <p><b>Defaults.</b> batch size 2,000; lease TTL 10 s; heartbeat every TTL/4; poll interval 1 s
+ * (the longest wait for new rows when no notification arrives); retention of published rows 1 h
+ * (zero deletes them at once); purge every 30 s; backoff after a failed publish {@code 100 ms *
+ * 2^n} up to 30 s with 50 % jitter; no metrics ({@link PostboxMetrics#noop()}); a pending row
+ * counts as stuck after 60 s. Configuration is frozen at {@link Builder#build()}. Thread-safe.
  */
 public interface Relay extends AutoCloseable {
 
@@ -77,7 +77,7 @@ public interface Relay extends AutoCloseable {
     private final RelayStore store;
     private final RelayPublisher publisher;
     private String instanceId;
-    private int batchSize = 500;
+    private int batchSize = 2_000;
     private Duration leaseTtl = Duration.ofSeconds(10);
     private Duration heartbeatInterval;
     private Duration pollInterval = Duration.ofSeconds(1);
@@ -104,7 +104,7 @@ public interface Relay extends AutoCloseable {
       return this;
     }
 
-    /** Sets the most rows claimed and published in one batch (default 500). */
+    /** Sets the most rows claimed and published in one batch (default 2,000). */
     public Builder batchSize(int batchSize) {
       this.batchSize = batchSize;
       return this;

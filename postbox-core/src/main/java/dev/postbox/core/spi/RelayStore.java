@@ -87,6 +87,15 @@ public interface RelayStore {
   boolean awaitWork(Duration timeout) throws InterruptedException;
 
   /**
+   * Records whether {@code instanceId} is waiting for work ({@code idle}) or publishing. The relay
+   * marks itself idle after a claim found nothing (and claims once more before it waits, so rows
+   * committed before the mark are not left waiting for the poll), and busy when a claim finds rows
+   * again. A store whose inserts wake relays (PostgreSQL's {@code NOTIFY}) uses it to wake them
+   * only while one waits: a notification serialises the writers' commits. Default: does nothing.
+   */
+  default void markIdle(String instanceId, boolean idle) {}
+
+  /**
    * The rows waiting to be published in all lanes and the age of the oldest (on the store's clock),
    * for metrics; sampled by the relay's heartbeat, so it must be cheap (PostgreSQL reads the
    * pending index). Empty when the store cannot tell (the default).

@@ -48,6 +48,8 @@ public final class PostgresRelayStoreImpl implements RelayStore {
           + " WHERE l.lane = mine.lane AND l.epoch = mine.epoch AND l.owner = ?";
   private static final String RELEASE_ALL =
       "UPDATE postbox_relay_lane SET owner = NULL, lease_until = '-infinity' WHERE owner = ?";
+  private static final String MARK_IDLE =
+      "UPDATE postbox_relay_instance SET idle = ? WHERE instance_id = ? AND idle <> ?";
   private static final String UNREGISTER =
       "DELETE FROM postbox_relay_instance WHERE instance_id = ?";
   private static final String VALID_LANES =
@@ -346,6 +348,30 @@ public final class PostgresRelayStoreImpl implements RelayStore {
           new Backlog(pending, Duration.ofNanos((long) (Math.max(0, age) * 1_000_000_000L))));
     } catch (SQLException e) {
       throw new OutboxException("reading the outbox backlog failed", e);
+    }
+  }
+
+  @Override
+  public void markIdle(String instanceId, boolean idle) {
+    try (Connection c = dataSource.getConnection()) {
+      c.setAutoCommit(false);
+      try (Statement s = c.createStatement();
+          PreparedStatement ps = c.prepareStatement(MARK_IDLE)) {
+        // a hint for the insert trigger, not state to keep across a crash: no WAL flush wait
+        s.execute("SET LOCAL synchronous_commit TO off");
+        ps.setBoolean(1, idle);
+        ps.setString(2, instanceId);
+        ps.setBoolean(3, idle);
+        ps.executeUpdate();
+        c.commit();
+      } catch (SQLException e) {
+        c.rollback();
+        throw e;
+      } finally {
+        c.setAutoCommit(true);
+      }
+    } catch (SQLException e) {
+      throw new OutboxException("marking the relay " + (idle ? "idle" : "busy") + " failed", e);
     }
   }
 

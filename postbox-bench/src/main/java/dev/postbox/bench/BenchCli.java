@@ -1,0 +1,81 @@
+package dev.postbox.bench;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code ./postbox bench [--quick] [--report-json FILE] [--report-md FILE]}: runs the side-by-side
+ * benchmarks and prints the Markdown table (figure, baseline measured in the same run, ratio,
+ * target, met). {@code --jmh} runs the JMH micro-benchmarks (codec, envelope mapping) instead. Exit
+ * code 0 after a complete run (targets missed do not change it), 1 if a benchmark failed.
+ */
+@Command(
+    name = "bench",
+    mixinStandardHelpOptions = true,
+    description =
+        "Side-by-side benchmarks: relay, outbox writes, consumers, end-to-end latency, key"
+            + " concurrency and heap, against the physical limits and peers, in one run.")
+public final class BenchCli implements Callable<Integer> {
+
+  @Option(names = "--quick", description = "Small sizes (CI, ~2-3 minutes).")
+  boolean quick;
+
+  @Option(names = "--report-json", paramLabel = "FILE", description = "Also write the JSON report.")
+  Optional<Path> reportJson = Optional.empty();
+
+  @Option(
+      names = "--report-md",
+      paramLabel = "FILE",
+      description = "Also write the Markdown table.")
+  Optional<Path> reportMd = Optional.empty();
+
+  @Option(
+      names = "--only",
+      split = ",",
+      paramLabel = "GROUP",
+      description = "Run only these groups: relay, write, consumer, latency, keys, heap.")
+  java.util.List<String> only = BenchRunner.GROUPS;
+
+  @Option(
+      names = "--jmh",
+      description =
+          "Run the JMH micro-benchmarks (codec, envelope mapping; 1 fork, 3 x 1 s warm-up, 5 x 1 s).")
+  boolean jmh;
+
+  public static void main(String[] args) {
+    int code = new CommandLine(new BenchCli()).execute(args);
+    System.exit(code);
+  }
+
+  @Override
+  public Integer call() throws Exception {
+    if (jmh) {
+      org.openjdk.jmh.Main.main(
+          new String[] {
+            "dev.postbox.bench.jmh", "-f", "1", "-wi", "3", "-w", "1s", "-i", "5", "-r", "1s"
+          });
+      return 0;
+    }
+    BenchReport report =
+        new BenchRunner(
+                quick ? BenchConfig.quickMode() : BenchConfig.fullMode(),
+                System.err,
+                java.util.Set.copyOf(only))
+            .run();
+    String md = report.toMarkdown() + "\n" + report.notesMarkdown();
+    System.out.println();
+    System.out.print(md);
+    if (reportJson.isPresent()) {
+      Files.writeString(reportJson.get(), report.toJson());
+    }
+    if (reportMd.isPresent()) {
+      Files.writeString(reportMd.get(), md);
+    }
+    return 0;
+  }
+}

@@ -1,0 +1,150 @@
+package dev.postbox.bench;
+
+import dev.postbox.bench.internal.BenchEnv;
+import dev.postbox.bench.internal.ConsumerBench;
+import dev.postbox.bench.internal.HeapBench;
+import dev.postbox.bench.internal.LatencyBench;
+import dev.postbox.bench.internal.PeerRelays;
+import dev.postbox.bench.internal.RelayBench;
+import dev.postbox.bench.internal.WriteBench;
+import dev.postbox.core.consumer.Ordering;
+import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * Runs every benchmark of the issue in one process, side by side, on the test kit's infrastructure,
+ * and returns the report. Progress goes to {@code log}. Not thread-safe: one run at a time.
+ */
+public final class BenchRunner {
+
+  /** The benchmark groups, in the order they run. */
+  public static final List<String> GROUPS =
+      List.of("relay", "write", "consumer", "latency", "keys", "heap");
+
+  private final BenchConfig config;
+  private final PrintStream log;
+  private final Set<String> groups;
+  private final List<Measurement> results = new ArrayList<>();
+
+  /** A runner of every group. */
+  public BenchRunner(BenchConfig config, PrintStream log) {
+    this(config, log, Set.copyOf(GROUPS));
+  }
+
+  /** A runner of some {@link #GROUPS} only (for working on one benchmark). */
+  public BenchRunner(BenchConfig config, PrintStream log, Set<String> groups) {
+    this.config = Objects.requireNonNull(config, "config");
+    this.log = Objects.requireNonNull(log, "log");
+    this.groups = Set.copyOf(groups);
+    if (!GROUPS.containsAll(this.groups)) {
+      throw new IllegalArgumentException("unknown groups " + groups + "; known: " + GROUPS);
+    }
+  }
+
+  /** Runs everything; the report lists the measurements in the order they were taken. */
+  public BenchReport run() throws Exception {
+    try (BenchEnv env = BenchEnv.start()) {
+      if (groups.contains("relay")) {
+        relay(env);
+      }
+      if (groups.contains("write")) {
+        write(env);
+      }
+      if (groups.contains("consumer")) {
+        consumers(env);
+      }
+      if (groups.contains("latency")) {
+        latency(env);
+      }
+      if (groups.contains("keys")) {
+        keyOrder(env);
+      }
+      if (groups.contains("heap")) {
+        record(new HeapBench(env, config).run());
+      }
+    }
+    return new BenchReport(LocalDate.now(), cores(), memoryGb(), config.quick(), results);
+  }
+
+  private void relay(BenchEnv env) throws Exception {
+    RelayBench relay = new RelayBench(env, config);
+    PeerRelays peers = new PeerRelays(env, config);
+    relay.warmUp();
+    Measurement ceiling = record(relay.drainCeiling());
+    Measurement raw = record(relay.rawProducer());
+    Measurement one = record(relay.relay(1).against(ceiling));
+    record(relay.relay(2).against(ceiling));
+    RelayBench.ratios(one, ceiling, raw).forEach(this::record);
+    Measurement gruelbox = record(peers.gruelbox());
+    Measurement debezium = record(peers.debezium());
+    Measurement best = gruelbox.value() >= debezium.value() ? gruelbox : debezium;
+    record(
+        Measurement.of("relay_vs_best_peer", one.value() / best.value(), "x")
+            .target(Target.atLeast(3))
+            .note("relay_1_instance_events_per_s / " + best.name()));
+  }
+
+  private void write(BenchEnv env) throws Exception {
+    List<Measurement> both = new WriteBench(env, config).run();
+    Measurement plain = record(both.get(0));
+    record(both.get(1).against(plain).target(Target.atLeast(0.8)));
+  }
+
+  private void consumers(BenchEnv env) throws Exception {
+    ConsumerBench c = new ConsumerBench(env, config);
+    c.prepare();
+    Measurement alo = record(c.atLeastOnce());
+    record(c.effectivelyOnceSingle().against(alo));
+    Measurement batch = record(c.effectivelyOnceBatch().against(alo).target(Target.atLeast(0.8)));
+    Measurement spring = record(c.springKafka());
+    record(
+        Measurement.of("consumer_eo_batch_vs_spring_kafka", batch.value() / spring.value(), "x")
+            .target(Target.atLeast(3))
+            .note("consumer_eo_batch_per_s / spring_kafka_jdbc_per_s"));
+  }
+
+  private void latency(BenchEnv env) throws Exception {
+    new LatencyBench(env, config).run().forEach(this::record);
+  }
+
+  private void keyOrder(BenchEnv env) throws Exception {
+    ConsumerBench c = new ConsumerBench(env, config);
+    Measurement partition = record(c.keyOrder(Ordering.PARTITION));
+    record(c.keyOrder(Ordering.KEY).against(partition).target(Target.atLeast(50)));
+    record(c.keyOrder(Ordering.UNORDERED).against(partition));
+  }
+
+  private Measurement record(Measurement m) {
+    results.add(m);
+    log.printf(
+        "bench: %-36s %14s %s%s%n",
+        m.name(),
+        Measurement.format(m.value()),
+        m.unit(),
+        m.ratio().isPresent()
+            ? "  ("
+                + Measurement.format(m.ratio().getAsDouble())
+                + "x "
+                + m.baselineName().get()
+                + ")"
+            : "");
+    return m;
+  }
+
+  private static int cores() {
+    return Runtime.getRuntime().availableProcessors();
+  }
+
+  private static double memoryGb() {
+    if (ManagementFactory.getOperatingSystemMXBean()
+        instanceof com.sun.management.OperatingSystemMXBean os) {
+      return os.getTotalMemorySize() / (1024.0 * 1024 * 1024);
+    }
+    return 0;
+  }
+}

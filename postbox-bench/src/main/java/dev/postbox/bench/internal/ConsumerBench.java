@@ -1,0 +1,244 @@
+package dev.postbox.bench.internal;
+
+import dev.postbox.bench.BenchConfig;
+import dev.postbox.bench.Measurement;
+import dev.postbox.bench.internal.BenchEnv.Db;
+import dev.postbox.core.DeliveryGuarantee;
+import dev.postbox.core.consumer.Delivery;
+import dev.postbox.core.consumer.Ordering;
+import dev.postbox.core.consumer.Subscription;
+import dev.postbox.jdbc.PostgresInboxStore;
+import dev.postbox.kafka.KafkaSubscriber;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import javax.sql.DataSource;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.springframework.kafka.core.DefaultKafkaConsumerFactory;
+import org.springframework.kafka.listener.ConcurrentMessageListenerContainer;
+import org.springframework.kafka.listener.ContainerProperties;
+import org.springframework.kafka.listener.DefaultErrorHandler;
+import org.springframework.kafka.listener.MessageListener;
+import org.springframework.util.backoff.FixedBackOff;
+
+/**
+ * Consumer throughput with a one-row PostgreSQL effect per message (AT_LEAST_ONCE without dedupe,
+ * EFFECTIVELY_ONCE single and batch, and Spring Kafka's listener container with a JDBC effect per
+ * record), and key-ordered concurrency (one partition, 1,000 keys, 5 ms of simulated I/O per
+ * message, in partition order, key order and unordered).
+ */
+public final class ConsumerBench {
+
+  /** Partitions of the consumer throughput topic (Spring runs one listener thread each). */
+  static final int PARTITIONS = 6;
+
+  private static final String INSERT_EFFECT = "INSERT INTO bench_effect VALUES (?, ?, ?)";
+  private static final AtomicInteger GROUPS = new AtomicInteger();
+
+  private final BenchEnv env;
+  private final BenchConfig config;
+  private Db db;
+  private String topic;
+
+  public ConsumerBench(BenchEnv env, BenchConfig config) {
+    this.env = env;
+    this.config = config;
+  }
+
+  /** Fills the topic once (not timed) and warms up the consumer path. */
+  public void prepare() throws InterruptedException {
+    db = env.database("consumer", 40);
+    topic = env.topic("consumer", PARTITIONS);
+    env.fillTopic(topic, config.consumerEvents());
+    run("warmup", topic, alo(), Math.min(config.consumerEvents(), 5_000), b -> withEffect(b));
+  }
+
+  /** AT_LEAST_ONCE, no dedupe: each message's effect in its own auto-commit statement. */
+  public Measurement atLeastOnce() throws InterruptedException {
+    double rate = run("alo", topic, alo(), config.consumerEvents(), this::withEffect);
+    return Measurement.of("consumer_alo_per_s", rate, "msgs/s")
+        .note("concurrency 32 (key order), one INSERT per message on a pooled connection");
+  }
+
+  /** EFFECTIVELY_ONCE, one message per inbox transaction. */
+  public Measurement effectivelyOnceSingle() throws InterruptedException {
+    Subscription.Builder s = base("eo1").guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE);
+    double rate =
+        run(
+            "eo_single",
+            topic,
+            s,
+            config.consumerEvents(),
+            b ->
+                b.inbox(PostgresInboxStore.create(db.dataSource()))
+                    .handler(d -> insert(d.connection().orElseThrow(), "eo1", d)));
+    return Measurement.of("consumer_eo_single_per_s", rate, "msgs/s")
+        .note("inbox record + effect in one transaction per message");
+  }
+
+  /** EFFECTIVELY_ONCE, batches of 100 messages of one partition per inbox transaction. */
+  public Measurement effectivelyOnceBatch() throws InterruptedException {
+    Subscription.Builder s =
+        base("eob").guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE).batchSize(100);
+    double rate =
+        run(
+            "eo_batch",
+            topic,
+            s,
+            config.consumerEvents(),
+            b ->
+                b.inbox(PostgresInboxStore.create(db.dataSource()))
+                    .batchHandler(deliveries -> {
+                      Connection c = deliveries.get(0).connection().orElseThrow();
+                      try (PreparedStatement ps = c.prepareStatement(INSERT_EFFECT)) {
+                        for (Delivery d : deliveries) {
+                          bind(ps, "eob", d);
+                          ps.addBatch();
+                        }
+                        ps.executeBatch();
+                      }
+                    }));
+    return Measurement.of("consumer_eo_batch_per_s", rate, "msgs/s")
+        .note("batches of up to 100: inbox records + effects in one transaction per batch");
+  }
+
+  /**
+   * Spring Kafka's listener container (one thread per partition), {@code DefaultErrorHandler}, a
+   * JDBC effect per record in auto-commit, offsets committed per poll batch (its default).
+   */
+  public Measurement springKafka() throws InterruptedException {
+    AtomicLong applied = new AtomicLong();
+    DataSource ds = db.dataSource();
+    Map<String, Object> props = new HashMap<>();
+    props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, env.bootstrap());
+    props.put(ConsumerConfig.GROUP_ID_CONFIG, "bench-spring-" + GROUPS.incrementAndGet());
+    props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+    props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    ContainerProperties cp = new ContainerProperties(topic);
+    cp.setMessageListener(
+        (MessageListener<byte[], byte[]>)
+            record -> {
+              try (Connection c = ds.getConnection();
+                  PreparedStatement ps = c.prepareStatement(INSERT_EFFECT)) {
+                ps.setString(1, "spring");
+                ps.setObject(2, java.util.UUID.nameUUIDFromBytes(recordId(record)));
+                ps.setString(3, new String(record.key(), java.nio.charset.StandardCharsets.UTF_8));
+                ps.executeUpdate();
+              } catch (SQLException e) {
+                throw new IllegalStateException(e);
+              }
+              applied.incrementAndGet();
+            });
+    ConcurrentMessageListenerContainer<byte[], byte[]> container =
+        new ConcurrentMessageListenerContainer<>(
+            new DefaultKafkaConsumerFactory<>(
+                props, new ByteArrayDeserializer(), new ByteArrayDeserializer()),
+            cp);
+    container.setConcurrency(PARTITIONS);
+    container.setCommonErrorHandler(new DefaultErrorHandler(new FixedBackOff(100, 2)));
+    long t0 = System.nanoTime();
+    container.start();
+    try {
+      BenchEnv.awaitCount(
+          "spring-kafka", applied::get, config.consumerEvents(), Duration.ofSeconds(60));
+      return Measurement.of(
+              "spring_kafka_jdbc_per_s", Rate.since(t0, config.consumerEvents()), "msgs/s")
+          .note(
+              "ConcurrentMessageListenerContainer, concurrency "
+                  + PARTITIONS
+                  + ", DefaultErrorHandler, one INSERT per record (auto-commit)");
+    } finally {
+      container.stop();
+    }
+  }
+
+  /** Key-ordered concurrency: one partition, 1,000 keys, a handler that waits 5 ms. */
+  public Measurement keyOrder(Ordering ordering) throws InterruptedException {
+    int n =
+        ordering == Ordering.PARTITION ? config.keyOrderPartitionEvents() : config.keyOrderEvents();
+    String t = env.topic("keys", 1);
+    env.fillTopic(t, n);
+    Subscription.Builder s =
+        Subscription.builder("bench-keys-" + ordering + "-" + GROUPS.incrementAndGet())
+            .topics(t)
+            .ordering(ordering)
+            .concurrency(1_000)
+            .maxInFlight(5_000);
+    double rate = run("keys", t, s, n, b -> b.handler(d -> Thread.sleep(5)));
+    String name =
+        switch (ordering) {
+          case PARTITION -> "key_order_partition_per_s";
+          case KEY -> "key_order_key_per_s";
+          case UNORDERED -> "key_order_unordered_per_s";
+        };
+    return Measurement.of(name, rate, "msgs/s")
+        .note(n + " messages, 1 partition, 1,000 keys, 5 ms sleep each, concurrency 1,000");
+  }
+
+  private Subscription.Builder alo() {
+    return base("alo");
+  }
+
+  private Subscription.Builder base(String what) {
+    return Subscription.builder("bench-" + what + "-" + GROUPS.incrementAndGet())
+        .topics(topic)
+        .concurrency(32);
+  }
+
+  private KafkaSubscriber.Builder withEffect(KafkaSubscriber.Builder b) {
+    DataSource ds = db.dataSource();
+    return b.handler(d -> {
+      try (Connection c = ds.getConnection()) {
+        insert(c, "alo", d);
+      }
+    });
+  }
+
+  /** Consumes {@code n} messages of {@code topic} from the start: messages/s. */
+  private double run(
+      String what,
+      String topic,
+      Subscription.Builder subscription,
+      int n,
+      Consumer<KafkaSubscriber.Builder> wiring)
+      throws InterruptedException {
+    KafkaSubscriber.Builder b = KafkaSubscriber.builder(env.bootstrap(), subscription.build());
+    wiring.accept(b);
+    long t0 = System.nanoTime();
+    try (KafkaSubscriber s = b.build()) {
+      s.start();
+      BenchEnv.awaitCount(
+          what,
+          () -> s.stats().applied() + s.stats().duplicatesSuppressed(),
+          n,
+          Duration.ofSeconds(60));
+      return Rate.since(t0, n);
+    }
+  }
+
+  private static byte[] recordId(ConsumerRecord<byte[], byte[]> record) {
+    return (record.topic() + "/" + record.partition() + "/" + record.offset())
+        .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+  }
+
+  private static void insert(Connection c, String consumer, Delivery d) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(INSERT_EFFECT)) {
+      bind(ps, consumer, d);
+      ps.executeUpdate();
+    }
+  }
+
+  private static void bind(PreparedStatement ps, String consumer, Delivery d) throws SQLException {
+    ps.setString(1, consumer);
+    ps.setObject(2, d.message().id());
+    ps.setString(3, d.message().key().orElse(null));
+  }
+}

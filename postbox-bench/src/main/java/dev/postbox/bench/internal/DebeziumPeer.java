@@ -1,0 +1,228 @@
+package dev.postbox.bench.internal;
+
+import dev.postbox.bench.BenchConfig;
+import dev.postbox.bench.Measurement;
+import dev.postbox.bench.internal.BenchEnv.Db;
+import dev.postbox.testkit.ChildJvm;
+import io.debezium.embedded.Connect;
+import io.debezium.engine.DebeziumEngine;
+import io.debezium.engine.RecordChangeEvent;
+import io.debezium.engine.format.ChangeEventFormat;
+import java.io.File;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.connect.data.Struct;
+import org.apache.kafka.connect.source.SourceRecord;
+
+/**
+ * The CDC baseline: Debezium's embedded PostgreSQL connector (pgoutput) streaming new rows of the
+ * Postbox outbox table to Kafka with the same producer settings.
+ *
+ * <p>It runs in a child JVM: Debezium 3.6 brings Kafka Connect 4.3, which needs kafka-clients 4.3
+ * (4.4, the project's version, moved classes Connect uses), so the child's class path swaps in the
+ * kafka-clients jar that the build copies to {@code target/peer-lib}. The parent starts it, waits
+ * until its replication slot is active, writes the rows, and reads the child's result line.
+ */
+public final class DebeziumPeer {
+
+  private static final String RESULT = "DEBEZIUM-RESULT ";
+
+  private final BenchEnv env;
+  private final BenchConfig config;
+
+  DebeziumPeer(BenchEnv env, BenchConfig config) {
+    this.env = env;
+    this.config = config;
+  }
+
+  /** Runs the child, writes the rows, returns events/s from the first change event to last ack. */
+  Measurement run() throws InterruptedException {
+    int n = config.relayEvents();
+    Db db = env.database("debezium", 4);
+    String topic = env.primedTopic("debezium", 6);
+    String slot = "bench_" + db.schema().toLowerCase(java.util.Locale.ROOT);
+    URI uri = URI.create(env.postgres().jdbcUrl().substring("jdbc:".length()));
+    try (ChildJvm child =
+        ChildJvm.builder(DebeziumPeer.class)
+            .classPath(childClassPath())
+            .jvmOptions("-Xmx512m")
+            .args(
+                uri.getHost(),
+                Integer.toString(uri.getPort()),
+                uri.getPath().substring(1),
+                env.postgres().user(),
+                env.postgres().password().orElse(""),
+                db.schema(),
+                slot,
+                env.bootstrap(),
+                Integer.toString(n))
+            .build()) {
+      child.start();
+      awaitSlotActive(db, slot, child);
+      BenchEnv.seedOutbox(db, topic, n);
+      String line = child.awaitLogLine(l -> l.startsWith(RESULT), Duration.ofMinutes(5));
+      double rate = Double.parseDouble(line.substring(RESULT.length()).trim());
+      return Measurement.of("debezium_events_per_s", rate, "events/s")
+          .note(
+              "Debezium embedded (child JVM) "
+                  + n
+                  + " outbox inserts streamed (pgoutput) and sent to Kafka, first change event to"
+                  + " last ack; publishes payload, key and id only (less work than the relay's"
+                  + " CloudEvents mapping); rows are not deleted");
+    }
+  }
+
+  /** This JVM's class path with the kafka-clients jar replaced by the one Connect 4.3 needs. */
+  private static String childClassPath() {
+    Path peerLib;
+    try {
+      Path code =
+          Path.of(DebeziumPeer.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+      peerLib = code.getParent().resolve("peer-lib");
+    } catch (URISyntaxException e) {
+      throw new IllegalStateException(e);
+    }
+    List<String> clients;
+    try (Stream<Path> files = Files.list(peerLib)) {
+      clients = files.map(Path::toString).filter(f -> f.contains("kafka-clients")).toList();
+    } catch (java.io.IOException e) {
+      throw new IllegalStateException(
+          peerLib + " is missing: build postbox-bench with Maven (it copies kafka-clients there)",
+          e);
+    }
+    String own =
+        Stream.of(System.getProperty("java.class.path").split(File.pathSeparator))
+            .filter(e -> !Path.of(e).getFileName().toString().startsWith("kafka-clients-"))
+            .collect(Collectors.joining(File.pathSeparator));
+    return String.join(File.pathSeparator, clients) + File.pathSeparator + own;
+  }
+
+  private static void awaitSlotActive(Db db, String slot, ChildJvm child)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
+    while (System.nanoTime() < deadline) {
+      if (!child.isAlive()) {
+        throw new IllegalStateException("the Debezium child exited:\n" + child.logTail(40));
+      }
+      try (Connection c = db.dataSource().getConnection();
+          PreparedStatement ps =
+              c.prepareStatement("SELECT active FROM pg_replication_slots WHERE slot_name = ?")) {
+        ps.setString(1, slot);
+        try (ResultSet rs = ps.executeQuery()) {
+          if (rs.next() && rs.getBoolean(1)) {
+            return;
+          }
+        }
+      } catch (SQLException e) {
+        throw new IllegalStateException("cannot read pg_replication_slots", e);
+      }
+      Thread.sleep(50);
+    }
+    throw new IllegalStateException("Debezium did not start streaming:\n" + child.logTail(40));
+  }
+
+  /**
+   * The child: host, port, database, user, password, schema, slot, bootstrap, events. Streams the
+   * outbox table's inserts to Kafka until {@code events} were acknowledged, then prints {@code
+   * DEBEZIUM-RESULT eventsPerSecond} and exits.
+   */
+  public static void main(String[] args) throws Exception {
+    long n = Long.parseLong(args[8]);
+    AtomicLong acked = new AtomicLong();
+    AtomicLong firstSeen = new AtomicLong();
+    ExecutorService runner = Executors.newSingleThreadExecutor();
+    try (KafkaProducer<byte[], byte[]> producer =
+            new KafkaProducer<>(
+                ProducerSettings.forBootstrap(args[7]),
+                new ByteArraySerializer(),
+                new ByteArraySerializer());
+        DebeziumEngine<RecordChangeEvent<SourceRecord>> engine =
+            DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
+                .using(properties(args))
+                .notifying((records, committer) -> {
+                  firstSeen.compareAndSet(0, System.nanoTime());
+                  List<Future<?>> sent = new ArrayList<>();
+                  for (RecordChangeEvent<SourceRecord> r : records) {
+                    Struct after = after(r.record());
+                    if (after != null) {
+                      sent.add(producer.send(toRecord(after)));
+                    }
+                  }
+                  Futures.awaitAll(sent);
+                  for (RecordChangeEvent<SourceRecord> r : records) {
+                    committer.markProcessed(r);
+                  }
+                  committer.markBatchFinished();
+                  acked.addAndGet(records.stream().filter(r -> after(r.record()) != null).count());
+                })
+                .build()) {
+      runner.execute(engine);
+      while (acked.get() < n) {
+        Thread.sleep(5);
+      }
+      System.out.println(RESULT + Rate.since(firstSeen.get(), n));
+      System.out.flush();
+    }
+    Runtime.getRuntime().halt(0);
+  }
+
+  private static Struct after(SourceRecord record) {
+    if (!(record.value() instanceof Struct value) || value.schema().field("after") == null) {
+      return null;
+    }
+    return value.getStruct("after");
+  }
+
+  private static ProducerRecord<byte[], byte[]> toRecord(Struct after) {
+    String key = after.getString("msg_key");
+    ProducerRecord<byte[], byte[]> record =
+        new ProducerRecord<>(
+            after.getString("topic"),
+            key == null ? null : key.getBytes(StandardCharsets.UTF_8),
+            after.getBytes("payload"));
+    record.headers().add("ce_id", after.getString("message_id").getBytes(StandardCharsets.UTF_8));
+    return record;
+  }
+
+  private static Properties properties(String[] a) {
+    Properties p = new Properties();
+    p.setProperty("name", "bench-debezium");
+    p.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
+    p.setProperty("offset.storage", "org.apache.kafka.connect.storage.MemoryOffsetBackingStore");
+    p.setProperty("offset.flush.interval.ms", "60000");
+    p.setProperty("database.hostname", a[0]);
+    p.setProperty("database.port", a[1]);
+    p.setProperty("database.dbname", a[2]);
+    p.setProperty("database.user", a[3]);
+    p.setProperty("database.password", a[4]);
+    p.setProperty("topic.prefix", "bench");
+    p.setProperty("plugin.name", "pgoutput");
+    p.setProperty("slot.name", a[6]);
+    p.setProperty("slot.drop.on.stop", "true");
+    p.setProperty("publication.name", a[6] + "_pub");
+    p.setProperty("publication.autocreate.mode", "filtered");
+    p.setProperty("table.include.list", a[5] + ".postbox_outbox");
+    p.setProperty("snapshot.mode", "no_data");
+    return p;
+  }
+}
