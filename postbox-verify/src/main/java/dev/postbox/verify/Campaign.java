@@ -64,6 +64,8 @@ final class Campaign implements AutoCloseable {
   static final int IDLE_IN_TX_MS = 4_000;
   static final String GROUP = "verify-consumers";
   static final String DYNAMIC_MEMBER = "consumer-" + CONSUMERS;
+  // how often a phase whose consumer waits for a revocation nudges the group (after a quarter)
+  private static final Duration NUDGE_INTERVAL = Duration.ofSeconds(20);
 
   private final Settings settings;
   private final PrintStream out;
@@ -275,9 +277,14 @@ final class Campaign implements AutoCloseable {
     // fired that often and some business transactions committed, so a slow machine gets a longer
     // phase instead of an inconclusive one
     long latest = start + phaseTime.multipliedBy(settings.minFires() > 0 ? 6 : 1).toNanos();
+    long nextNudge = start + phaseTime.toNanos() / 4;
     while (System.nanoTime() < end || (System.nanoTime() < latest && !enoughFired(s))) {
       // sample the committed offsets all through the faults (the injectors never wait for it)
       checker.auditOffsets();
+      if (System.nanoTime() - nextNudge >= 0 && waitingForRevocation()) {
+        nudgeRebalance();
+        nextNudge = System.nanoTime() + NUDGE_INTERVAL.toNanos();
+      }
       Thread.sleep(500);
     }
     stop.set(true);
@@ -363,6 +370,30 @@ final class Campaign implements AutoCloseable {
   }
 
   /** Whether every fault {@code s} schedules fired {@code minFires} times (mixed: see below). */
+  /** Whether a running consumer is armed to crash in a revocation (and so waits for one). */
+  private boolean waitingForRevocation() {
+    return fleet.children().stream()
+        .anyMatch(c -> c.alive() && c.armed.startsWith("consumer.during-rebalance@"));
+  }
+
+  /**
+   * Makes the group move partitions away from the static members: the dynamic member leaves cleanly
+   * (its partitions go to them) and starts again (it takes some back: a revocation). Its crash
+   * restarts alone may never do that: a member that comes back within the session timeout gets its
+   * predecessor's partitions from the sticky assignor and nobody else's move.
+   */
+  private void nudgeRebalance() {
+    fleet.children().stream()
+        .filter(c -> c.name.equals(DYNAMIC_MEMBER) && c.alive())
+        .findFirst()
+        .ifPresent(c -> {
+          log.note("rebalance-nudge", c.instance() + " restarted cleanly (SIGTERM)");
+          Thread.ofPlatform()
+              .name("rebalance-nudge")
+              .start(() -> fleet.stop(c, "rebalance nudge", true));
+        });
+  }
+
   private boolean enoughFired(Scenario s) {
     Map<String, Integer> fired = log.fired();
     int min = settings.minFires();
