@@ -30,9 +30,16 @@ public final class PostgresRelayStoreImpl implements RelayStore {
   private static final String HEARTBEAT =
       "INSERT INTO postbox_relay_instance (instance_id, seen_at) VALUES (?, now())"
           + " ON CONFLICT (instance_id) DO UPDATE SET seen_at = now()";
+  // A dead instance's row may be locked by a transaction its process left open when it was paused
+  // (a heartbeat or an idle mark): skip it rather than wait for that process, and count only the
+  // instances seen within the TTL, so a paused one neither blocks nor shrinks the fair share.
   private static final String FORGET_DEAD =
-      "DELETE FROM postbox_relay_instance WHERE seen_at < now() - make_interval(secs => ?)";
-  private static final String COUNT_LIVE = "SELECT count(*) FROM postbox_relay_instance";
+      "DELETE FROM postbox_relay_instance WHERE instance_id IN (SELECT instance_id"
+          + " FROM postbox_relay_instance WHERE seen_at < now() - make_interval(secs => ?)"
+          + " FOR UPDATE SKIP LOCKED)";
+  private static final String COUNT_LIVE =
+      "SELECT count(*) FROM postbox_relay_instance"
+          + " WHERE seen_at >= now() - make_interval(secs => ?)";
   private static final String RENEW =
       "UPDATE postbox_relay_lane SET lease_until = now() + make_interval(secs => ?)"
           + " WHERE owner = ? RETURNING lane, epoch";
@@ -145,10 +152,12 @@ public final class PostgresRelayStoreImpl implements RelayStore {
           ps.executeUpdate();
         }
         int live;
-        try (PreparedStatement ps = c.prepareStatement(COUNT_LIVE);
-            ResultSet rs = ps.executeQuery()) {
-          rs.next();
-          live = rs.getInt(1);
+        try (PreparedStatement ps = c.prepareStatement(COUNT_LIVE)) {
+          ps.setDouble(1, seconds(ttl));
+          try (ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            live = rs.getInt(1);
+          }
         }
         c.commit();
         return Math.max(1, live);
