@@ -140,35 +140,51 @@ public final class PostgresRelayStoreImpl implements RelayStore {
 
   @Override
   public int heartbeat(String instanceId, Duration ttl) {
+    return inTransaction(
+        "relay heartbeat failed",
+        c -> {
+          try (PreparedStatement ps = c.prepareStatement(HEARTBEAT)) {
+            ps.setString(1, instanceId);
+            ps.executeUpdate();
+          }
+          try (PreparedStatement ps = c.prepareStatement(FORGET_DEAD)) {
+            ps.setDouble(1, seconds(ttl));
+            ps.executeUpdate();
+          }
+          try (PreparedStatement ps = c.prepareStatement(COUNT_LIVE)) {
+            ps.setDouble(1, seconds(ttl));
+            try (ResultSet rs = ps.executeQuery()) {
+              rs.next();
+              return Math.max(1, rs.getInt(1));
+            }
+          }
+        });
+  }
+
+  /** SQL work on a connection; may throw. */
+  @FunctionalInterface
+  private interface SqlWork<T> {
+    T apply(Connection c) throws SQLException;
+  }
+
+  /**
+   * Runs {@code work} in one transaction of its own; a failure rolls back and says {@code what}.
+   */
+  private <T> T inTransaction(String what, SqlWork<T> work) {
     try (Connection c = dataSource.getConnection()) {
       c.setAutoCommit(false);
       try {
-        try (PreparedStatement ps = c.prepareStatement(HEARTBEAT)) {
-          ps.setString(1, instanceId);
-          ps.executeUpdate();
-        }
-        try (PreparedStatement ps = c.prepareStatement(FORGET_DEAD)) {
-          ps.setDouble(1, seconds(ttl));
-          ps.executeUpdate();
-        }
-        int live;
-        try (PreparedStatement ps = c.prepareStatement(COUNT_LIVE)) {
-          ps.setDouble(1, seconds(ttl));
-          try (ResultSet rs = ps.executeQuery()) {
-            rs.next();
-            live = rs.getInt(1);
-          }
-        }
+        T result = work.apply(c);
         c.commit();
-        return Math.max(1, live);
-      } catch (SQLException e) {
+        return result;
+      } catch (SQLException | RuntimeException e) {
         c.rollback();
         throw e;
       } finally {
         c.setAutoCommit(true);
       }
     } catch (SQLException e) {
-      throw new OutboxException("relay heartbeat failed", e);
+      throw new OutboxException(what, e);
     }
   }
 
@@ -362,26 +378,19 @@ public final class PostgresRelayStoreImpl implements RelayStore {
 
   @Override
   public void markIdle(String instanceId, boolean idle) {
-    try (Connection c = dataSource.getConnection()) {
-      c.setAutoCommit(false);
-      try (Statement s = c.createStatement();
-          PreparedStatement ps = c.prepareStatement(MARK_IDLE)) {
-        // a hint for the insert trigger, not state to keep across a crash: no WAL flush wait
-        s.execute("SET LOCAL synchronous_commit TO off");
-        ps.setBoolean(1, idle);
-        ps.setString(2, instanceId);
-        ps.setBoolean(3, idle);
-        ps.executeUpdate();
-        c.commit();
-      } catch (SQLException e) {
-        c.rollback();
-        throw e;
-      } finally {
-        c.setAutoCommit(true);
-      }
-    } catch (SQLException e) {
-      throw new OutboxException("marking the relay " + (idle ? "idle" : "busy") + " failed", e);
-    }
+    inTransaction(
+        "marking the relay " + (idle ? "idle" : "busy") + " failed",
+        c -> {
+          try (Statement s = c.createStatement();
+              PreparedStatement ps = c.prepareStatement(MARK_IDLE)) {
+            // a hint for the insert trigger, not state to keep across a crash: no WAL flush wait
+            s.execute("SET LOCAL synchronous_commit TO off");
+            ps.setBoolean(1, idle);
+            ps.setString(2, instanceId);
+            ps.setBoolean(3, idle);
+            return ps.executeUpdate();
+          }
+        });
   }
 
   @Override
