@@ -39,7 +39,8 @@ public final class PostboxMigrations {
           "V4__parking.sql",
           "V5__inbox_payload_fingerprint.sql",
           "V6__outbox_published_position.sql",
-          "V7__notify_only_idle_relays.sql");
+          "V7__notify_only_idle_relays.sql",
+          "V8__static_notify_check.sql");
 
   private PostboxMigrations() {}
 

@@ -82,7 +82,10 @@ public interface RelayStore {
 
   /**
    * Blocks until new rows may be pending (a notification arrived) or {@code timeout} passed.
-   * Returns whether it was woken by a notification. Stores without notifications simply wait.
+   * Returns whether it was woken because rows may be pending. Stores without notifications simply
+   * wait. A store that wakes relays only while they are idle (see {@link #markIdle}) must also wake
+   * for the writers that saw the relay busy but commit after its idle mark (PostgreSQL: it watches
+   * the transactions in progress at the mark and returns when one ends).
    */
   boolean awaitWork(Duration timeout) throws InterruptedException;
 

@@ -57,6 +57,11 @@ public final class PostgresRelayStoreImpl implements RelayStore {
       "UPDATE postbox_relay_lane SET owner = NULL, lease_until = '-infinity' WHERE owner = ?";
   private static final String MARK_IDLE =
       "UPDATE postbox_relay_instance SET idle = ? WHERE instance_id = ? AND idle <> ?";
+  // Transaction ids as text: pgjdbc has no Java type for xid8.
+  private static final String RUNNING_XIDS =
+      "SELECT array_agg(x::text) FROM pg_snapshot_xip(pg_current_snapshot()) x";
+  private static final String STILL_RUNNING =
+      "SELECT array_agg(x) FROM unnest(?::text[]) t(x) WHERE pg_xact_status(x::xid8) = 'in progress'";
   private static final String UNREGISTER =
       "DELETE FROM postbox_relay_instance WHERE instance_id = ?";
   private static final String VALID_LANES =
@@ -106,6 +111,8 @@ public final class PostgresRelayStoreImpl implements RelayStore {
   private final String schema;
   private final ReentrantLock listenLock = new ReentrantLock();
   private Connection listenConnection;
+  // Transactions that were running when this relay marked itself idle (guarded by listenLock).
+  private WriterWatch writers = WriterWatch.NONE;
 
   public PostgresRelayStoreImpl(DataSource dataSource, boolean notifications) {
     this.dataSource = dataSource;
@@ -391,6 +398,49 @@ public final class PostgresRelayStoreImpl implements RelayStore {
             return ps.executeUpdate();
           }
         });
+    if (idle && notifications) {
+      watchWritersRunningNow();
+    } else {
+      listenLock.lock();
+      try {
+        writers = WriterWatch.NONE;
+      } finally {
+        listenLock.unlock();
+      }
+    }
+  }
+
+  /**
+   * Notes the transactions in progress right after the idle mark committed. A writer whose insert
+   * trigger read the relay as busy read it before that commit, so it was running then: it is one of
+   * these (or already committed, and the next claim sees its rows). Until they end, {@link
+   * #awaitWork} polls their status and reports work when any ends, so their rows are not left for
+   * the poll interval. (Writers at REPEATABLE READ or SERIALIZABLE read the mark with their
+   * transaction's first snapshot and may still be missed: their rows wait for the poll.)
+   */
+  private void watchWritersRunningNow() {
+    listenLock.lock();
+    try {
+      if (listenConnection == null) {
+        openListener();
+      }
+      if (listenConnection == null) {
+        writers = WriterWatch.NONE;
+        return;
+      }
+      try (Statement s = listenConnection.createStatement();
+          ResultSet rs = s.executeQuery(RUNNING_XIDS)) {
+        rs.next();
+        java.sql.Array a = rs.getArray(1);
+        writers = a == null ? WriterWatch.NONE : WriterWatch.of((Object[]) a.getArray());
+      }
+    } catch (SQLException e) {
+      log.warn("LISTEN connection broke; polling until it is reopened", e);
+      writers = WriterWatch.NONE;
+      closeListener();
+    } finally {
+      listenLock.unlock();
+    }
   }
 
   @Override
@@ -408,11 +458,31 @@ public final class PostgresRelayStoreImpl implements RelayStore {
         Thread.sleep(timeout); // could not listen: poll
         return false;
       }
-      int millis = (int) Math.max(1, Math.min(Integer.MAX_VALUE, timeout.toMillis()));
-      PGNotification[] got = listenConnection.unwrap(PGConnection.class).getNotifications(millis);
+      PGConnection pg = listenConnection.unwrap(PGConnection.class);
+      long deadline = System.nanoTime() + timeout.toNanos();
+      long step = WriterWatch.FIRST_STEP_MILLIS;
+      while (!writers.isEmpty()) {
+        long left = (deadline - System.nanoTime()) / 1_000_000;
+        if (left <= 0) {
+          return false;
+        }
+        PGNotification[] got = pg.getNotifications((int) Math.max(1, Math.min(step, left)));
+        if (got != null && got.length > 0) {
+          return true;
+        }
+        WriterWatch still = writers.stillRunning(listenConnection, STILL_RUNNING);
+        if (still.size() < writers.size()) {
+          writers = still;
+          return true; // a writer that may have missed us ended: claim again
+        }
+        step = Math.min(step * 2, WriterWatch.MAX_STEP_MILLIS);
+      }
+      long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000);
+      PGNotification[] got = pg.getNotifications((int) Math.min(Integer.MAX_VALUE, left));
       return got != null && got.length > 0;
     } catch (SQLException e) {
       log.warn("LISTEN connection broke; polling until it is reopened", e);
+      writers = WriterWatch.NONE;
       closeListener();
       return false;
     } finally {
@@ -484,5 +554,42 @@ public final class PostgresRelayStoreImpl implements RelayStore {
 
   private static double seconds(Duration d) {
     return d.toNanos() / 1e9;
+  }
+
+  /** Transaction ids (as text) being watched for their end; immutable. */
+  private record WriterWatch(String[] xids) {
+    static final WriterWatch NONE = new WriterWatch(new String[0]);
+    static final long FIRST_STEP_MILLIS = 2;
+    static final long MAX_STEP_MILLIS = 100;
+
+    static WriterWatch of(Object[] xids) {
+      if (xids == null || xids.length == 0) {
+        return NONE;
+      }
+      String[] copy = new String[xids.length];
+      for (int i = 0; i < xids.length; i++) {
+        copy[i] = String.valueOf(xids[i]);
+      }
+      return new WriterWatch(copy);
+    }
+
+    boolean isEmpty() {
+      return xids.length == 0;
+    }
+
+    int size() {
+      return xids.length;
+    }
+
+    WriterWatch stillRunning(Connection c, String sql) throws SQLException {
+      try (PreparedStatement ps = c.prepareStatement(sql)) {
+        ps.setArray(1, c.createArrayOf("text", xids));
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          java.sql.Array a = rs.getArray(1);
+          return a == null ? NONE : of((Object[]) a.getArray());
+        }
+      }
+    }
   }
 }
