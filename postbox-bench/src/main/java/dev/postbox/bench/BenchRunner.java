@@ -92,7 +92,11 @@ public final class BenchRunner {
   private void write(BenchEnv env) throws Exception {
     List<Measurement> both = new WriteBench(env, config).run();
     Measurement plain = record(both.get(0));
-    record(both.get(1).against(plain).target(Target.atLeast(0.8)));
+    Measurement outbox = record(both.get(1).against(plain).target(Target.atLeast(0.8)));
+    Measurement bare = record(both.get(2).against(plain));
+    record(
+        Measurement.of("outbox_write_vs_bare_row", outbox.value() / bare.value(), "x")
+            .note("outbox_write_tx_per_s / bare_row_write_tx_per_s"));
   }
 
   private void consumers(BenchEnv env) throws Exception {

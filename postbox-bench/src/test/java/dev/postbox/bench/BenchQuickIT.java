@@ -30,6 +30,8 @@ class BenchQuickIT {
           "relay_vs_best_peer",
           "business_only_tx_per_s",
           "outbox_write_tx_per_s",
+          "bare_row_write_tx_per_s",
+          "outbox_write_vs_bare_row",
           "consumer_alo_per_s",
           "consumer_eo_single_per_s",
           "consumer_eo_batch_per_s",

@@ -73,7 +73,9 @@ public final class BenchEnv implements AutoCloseable {
         "CREATE TABLE bench_order (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
             + " customer text NOT NULL, amount integer NOT NULL,"
             + " created_at timestamptz NOT NULL DEFAULT now())",
-        "CREATE TABLE bench_effect (consumer text NOT NULL, message_id uuid NOT NULL, k text)");
+        "CREATE TABLE bench_effect (consumer text NOT NULL, message_id uuid NOT NULL, k text)",
+        // the outbox row's columns without its indexes, constraints and trigger (WriteBench)
+        "CREATE TABLE bench_bare_row (LIKE postbox_outbox INCLUDING DEFAULTS INCLUDING IDENTITY)");
     return new Db(schema, ds);
   }
 

@@ -41,29 +41,40 @@ public final class WriteBench {
     BusinessTx withOutbox =
         new BusinessTx(
             env.database("write_outbox", CLIENTS), Optional.of(Outbox.postgres()), "bench.write");
+    BusinessTx bareRow =
+        new BusinessTx(env.database("write_bare", CLIENTS), Optional.empty(), "bench.write")
+            .withBareRow();
+    List<BusinessTx> variants = List.of(plain, withOutbox, bareRow);
     java.time.Duration round = config.writeDuration().dividedBy(ROUNDS);
-    plain.runFor(CLIENTS, round); // warm-up
-    withOutbox.runFor(CLIENTS, round);
-    long[] commits = new long[2];
-    long[] nanos = new long[2];
+    for (BusinessTx v : variants) {
+      v.runFor(CLIENTS, round); // warm-up
+    }
+    long[] commits = new long[variants.size()];
+    long[] nanos = new long[variants.size()];
     for (int r = 0; r < ROUNDS; r++) {
-      for (int i = 0; i < 2; i++) {
-        int which = (r % 2 == 0) ? i : 1 - i; // ABBA: neither always goes first
+      for (int i = 0; i < variants.size(); i++) {
+        int which = (r + i) % variants.size(); // rotate: none always goes first
         long t0 = System.nanoTime();
-        commits[which] += (which == 0 ? plain : withOutbox).runFor(CLIENTS, round);
+        commits[which] += variants.get(which).runFor(CLIENTS, round);
         nanos[which] += System.nanoTime() - t0;
       }
     }
     Measurement business =
         Measurement.of("business_only_tx_per_s", commits[0] / (nanos[0] / 1e9), "tx/s")
-            .note("8 clients: INSERT order, commit (synchronous_commit=on); rounds alternate");
+            .note("8 clients: INSERT order, commit (synchronous_commit=on); rounds rotate");
     Measurement outbox =
         Measurement.of("outbox_write_tx_per_s", commits[1] / (nanos[1] / 1e9), "tx/s")
             .note(
                 "8 clients: INSERT order + Outbox.write (key lock, 200 B message), commit; no"
                     + " relay registered, so the insert trigger sends no NOTIFY (as while relays"
                     + " are draining)");
-    return List.of(business, outbox);
+    Measurement bare =
+        Measurement.of("bare_row_write_tx_per_s", commits[2] / (nanos[2] / 1e9), "tx/s")
+            .note(
+                "8 clients: INSERT order + INSERT of the same outbox row's columns into a table"
+                    + " without index, key lock or trigger, commit: what any same-transaction"
+                    + " outbox pays for a second statement and its row on this machine");
+    return List.of(business, outbox, bare);
   }
 
   /**
@@ -73,15 +84,25 @@ public final class WriteBench {
   static final class BusinessTx {
     private static final String INSERT_ORDER =
         "INSERT INTO bench_order (customer, amount) VALUES (?, ?)";
+    private static final String INSERT_BARE_ROW =
+        "INSERT INTO bench_bare_row (message_id, topic, msg_key, lane, type, schema_version,"
+            + " occurred_at, source, content_type, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     private final Db db;
     private final Optional<Outbox> outbox; // empty: business only
     private final String topic;
     private final AtomicLong seq = new AtomicLong();
+    private boolean bareRow; // also insert the message's columns into bench_bare_row
 
     BusinessTx(Db db, Optional<Outbox> outbox, String topic) {
       this.db = db;
       this.outbox = outbox;
       this.topic = topic;
+    }
+
+    /** Also inserts each message's outbox columns into {@code bench_bare_row} (no outbox). */
+    BusinessTx withBareRow() {
+      this.bareRow = true;
+      return this;
     }
 
     /** A connection for one client, auto-commit off. The caller closes it. */
@@ -104,9 +125,28 @@ public final class WriteBench {
         dev.postbox.core.Message m = BenchEnv.message(topic, i);
         outbox.get().write(c, m);
         id = Optional.of(m.id());
+      } else if (bareRow) {
+        insertBareRow(c, BenchEnv.message(topic, i));
       }
       c.commit();
       return id;
+    }
+
+    private static void insertBareRow(Connection c, dev.postbox.core.Message m)
+        throws SQLException {
+      try (PreparedStatement ps = c.prepareStatement(INSERT_BARE_ROW)) {
+        ps.setObject(1, m.id());
+        ps.setString(2, m.topic());
+        ps.setString(3, m.key().orElse(null));
+        ps.setShort(4, (short) Math.floorMod(m.key().orElse("").hashCode(), 64));
+        ps.setString(5, m.type());
+        ps.setInt(6, m.schemaVersion());
+        ps.setTimestamp(7, java.sql.Timestamp.from(m.occurredAt()));
+        ps.setString(8, m.source());
+        ps.setString(9, m.payload().contentType());
+        ps.setBytes(10, m.payload().unsafeBytes());
+        ps.executeUpdate();
+      }
     }
 
     /** Runs {@code clients} threads committing back to back for {@code d}; returns commits. */
