@@ -59,10 +59,19 @@ public final class KafkaRelayPublisher implements RelayPublisher {
 
   @Override
   public List<PublishOutcome> publish(List<Message> messages) throws InterruptedException {
+    return send(messages).outcomes();
+  }
+
+  /**
+   * Hands the records to the producer and returns; {@link PendingPublish#outcomes()} flushes what
+   * still lingers and waits for the acknowledgements (at most the delivery timeout plus 30 s).
+   */
+  @Override
+  public PendingPublish send(List<Message> messages) {
     int n = messages.size();
     PublishOutcome[] outcomes = new PublishOutcome[n];
     if (n == 0) {
-      return List.of();
+      return List::of;
     }
     Producer<byte[], byte[]> p = producer();
     CountDownLatch done = new CountDownLatch(n);
@@ -103,22 +112,27 @@ public final class KafkaRelayPublisher implements RelayPublisher {
         }
       }
     }
-    try {
-      p.flush();
-    } catch (RuntimeException e) {
-      log.debug("flush after a discarded producer: {}", e.toString());
-    }
-    long deliveryMs =
-        Long.parseLong(config.get(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG).toString());
-    if (!done.await(deliveryMs + 30_000, TimeUnit.MILLISECONDS)) {
-      discard(p, new IllegalStateException("no outcome within the delivery timeout"));
-    }
-    for (int i = 0; i < n; i++) {
-      if (outcomes[i] == null) { // only if the producer never reported: treat as not acknowledged
-        outcomes[i] = new PublishOutcome.Failed(new IllegalStateException("no outcome"), false);
+    return () -> {
+      try {
+        p.flush(); // send what lingers now that the relay waits for it
+      } catch (RuntimeException e) {
+        log.debug("flush after a discarded producer: {}", e.toString());
       }
-    }
-    return Arrays.asList(outcomes);
+      long deliveryMs =
+          Long.parseLong(config.get(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG).toString());
+      if (!done.await(deliveryMs + 30_000, TimeUnit.MILLISECONDS)) {
+        discard(p, new IllegalStateException("no outcome within the delivery timeout"));
+      }
+      PublishOutcome[] out = new PublishOutcome[n];
+      for (int i = 0; i < n; i++) {
+        // null only if the producer never reported: treat as not acknowledged
+        out[i] =
+            outcomes[i] != null
+                ? outcomes[i]
+                : new PublishOutcome.Failed(new IllegalStateException("no outcome"), false);
+      }
+      return Arrays.asList(out);
+    };
   }
 
   @Override

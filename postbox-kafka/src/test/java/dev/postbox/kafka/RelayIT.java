@@ -185,9 +185,11 @@ class RelayIT {
         shop.readAndCheck(ctx.bootstrapServers(), Duration.ofSeconds(60));
     assertThat(report.missing()).isZero();
     assertThat(report.orderViolations()).isZero();
+    // The relay sends batch 3 while it marks batch 2 (pipelined), so the crash before that mark
+    // may leave batch 3 on the topic too: both are published again, with the same ids.
     assertThat(report.duplicates())
-        .as("the unmarked batch is published again, same ids")
-        .isEqualTo(50);
+        .as("the unmarked batch (and the one sent meanwhile) published again, same ids")
+        .isBetween(50L, 100L);
     await().atMost(Duration.ofSeconds(30)).until(() -> shop.pendingRows() == 0);
   }
 

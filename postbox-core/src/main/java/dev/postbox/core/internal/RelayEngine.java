@@ -297,80 +297,188 @@ public final class RelayEngine implements Relay {
 
   // ---------------------------------------------------------------- publishing
 
+  /**
+   * A batch handed to the publisher and not yet settled (marked): the relay claims the next batch
+   * and marks the previous one while it is in flight.
+   */
+  private record InFlight(
+      Collection<LaneLease> leases,
+      List<OutboxRecord> batch,
+      RelayPublisher.PendingPublish pending,
+      long sentNanos) {
+    Set<Long> positions() {
+      Set<Long> p = new java.util.HashSet<>(batch.size() * 2);
+      for (OutboxRecord r : batch) {
+        p.add(r.position());
+      }
+      return p;
+    }
+  }
+
+  /**
+   * Claims, publishes and marks in a pipeline: while batch n is in flight to the broker, the loop
+   * claims batch n+1 (leaving out n's rows, still pending), waits for n's outcomes, sends n+1 if
+   * every row of n was acknowledged or failed permanently, and only then marks n. So batches are
+   * never in flight together, and a transient failure in n stops n+1 from being sent (it is dropped
+   * unsent and claimed again, after n's failed rows, once the backoff is over): no row of a key
+   * goes out ahead of an earlier row of that key that was not acknowledged. A crash after n+1 was
+   * sent and before n was marked republishes both, in position order (duplicates, as for a crash
+   * between acknowledgement and mark).
+   */
   private void publishLoop() {
     int failures = 0;
     boolean idle = true; // a new instance row starts idle (V7 default)
     long nextPurge = System.nanoTime();
-    while (running) {
-      try {
-        applyReleases();
-        Ownership own = ownership;
-        if (own.leases().isEmpty() || System.nanoTime() - own.validUntilNanos() >= 0) {
-          store.awaitWork(config.pollInterval());
-          continue;
-        }
-        Collection<LaneLease> leases = own.leases().values();
-        long c0 = System.nanoTime();
-        List<OutboxRecord> batch = store.claim(owner, leases, config.batchSize());
-        claimNanos = System.nanoTime() - c0;
-        if (batch.isEmpty()) {
-          if (System.nanoTime() - nextPurge >= 0) {
-            purge(leases);
-            nextPurge = System.nanoTime() + config.purgeInterval().toNanos();
-          }
-          if (!idle) {
-            // from now on writers wake us; claim once more for rows committed before the mark
-            store.markIdle(owner, true);
-            idle = true;
+    InFlight flying = null;
+    try {
+      while (running) {
+        try {
+          if (flying != null && (!releaseRequested.isEmpty() || !leasesValid(ownership))) {
+            // a lane is never handed over (nor a lapsed lease renewed) with one of its rows in
+            // flight
+            InFlight done = flying;
+            flying = null;
+            failures = afterSettling(settle(done, done.pending().outcomes()), failures);
             continue;
           }
-          store.awaitWork(config.pollInterval());
-          continue;
-        }
-        if (idle) {
-          store.markIdle(owner, false); // busy: writers need not notify while we drain
-          idle = false;
-        }
-        if (System.nanoTime() - ownership.validUntilNanos() >= 0) {
-          continue; // our lease may have lapsed while we claimed: do not publish on a stale lease
-        }
-        CrashPoints.hit("relay.after-claim");
-        boolean transientFailure = publishBatch(leases, batch);
-        if (transientFailure) {
-          failures++;
-          config.sleeper().sleep(config.backoff().delay(failures, ThreadLocalRandom.current()));
-        } else {
-          failures = 0;
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return;
-      } catch (RuntimeException e) {
-        failures++;
-        log.warn(
-            "relay {}: cycle failed (attempt {}); backing off", config.instanceId(), failures, e);
-        try {
-          config.sleeper().sleep(config.backoff().delay(failures, ThreadLocalRandom.current()));
-        } catch (InterruptedException ie) {
+          applyReleases();
+          Ownership own = ownership;
+          if (!leasesValid(own)) {
+            store.awaitWork(config.pollInterval());
+            continue;
+          }
+          Collection<LaneLease> leases = own.leases().values();
+          long c0 = System.nanoTime();
+          List<OutboxRecord> batch =
+              store.claim(
+                  owner,
+                  leases,
+                  config.batchSize(),
+                  flying == null ? Set.of() : flying.positions());
+          claimNanos = System.nanoTime() - c0;
+          if (!batch.isEmpty() && idle) {
+            store.markIdle(owner, false); // busy: writers need not notify while we drain
+            idle = false;
+          }
+          if (flying != null) {
+            InFlight done = flying;
+            flying = null;
+            List<PublishOutcome> outcomes = done.pending().outcomes();
+            if (!batch.isEmpty() && !anyTransientFailure(outcomes) && leasesValid(ownership)) {
+              flying = send(leases, batch); // n+1 goes out while n is marked
+            }
+            failures = afterSettling(settle(done, outcomes), failures);
+            if (flying != null || !batch.isEmpty()) {
+              continue; // sent, or dropped unsent after a failure or a lapsed lease: claim again
+            }
+          }
+          if (batch.isEmpty()) {
+            if (System.nanoTime() - nextPurge >= 0) {
+              purge(leases);
+              nextPurge = System.nanoTime() + config.purgeInterval().toNanos();
+            }
+            if (!idle) {
+              // from now on writers wake us; claim once more for rows committed before the mark
+              store.markIdle(owner, true);
+              idle = true;
+              continue;
+            }
+            store.awaitWork(config.pollInterval());
+            continue;
+          }
+          if (!leasesValid(ownership)) {
+            continue; // our lease may have lapsed while we claimed: do not publish on a stale lease
+          }
+          flying = send(leases, batch);
+        } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
           return;
+        } catch (RuntimeException e) {
+          failures++;
+          log.warn(
+              "relay {}: cycle failed (attempt {}); backing off", config.instanceId(), failures, e);
+          flying = abandon(flying);
+          try {
+            config.sleeper().sleep(config.backoff().delay(failures, ThreadLocalRandom.current()));
+          } catch (InterruptedException ie) {
+            Thread.currentThread().interrupt();
+            return;
+          }
+        }
+      }
+    } finally {
+      if (flying != null && !Thread.currentThread().isInterrupted()) {
+        try {
+          settle(flying, flying.pending().outcomes()); // a clean stop leaves nothing to republish
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        } catch (RuntimeException e) {
+          log.warn(
+              "relay {}: marking the last batch at stop failed; its rows are published again",
+              config.instanceId(),
+              e);
         }
       }
     }
   }
 
-  /**
-   * Publishes one claimed batch and marks the outcome; returns whether a transient failure
-   * occurred.
-   */
-  private boolean publishBatch(Collection<LaneLease> leases, List<OutboxRecord> batch)
+  private static boolean leasesValid(Ownership own) {
+    return !own.leases().isEmpty() && System.nanoTime() - own.validUntilNanos() < 0;
+  }
+
+  private static boolean anyTransientFailure(List<PublishOutcome> outcomes) {
+    for (PublishOutcome o : outcomes) {
+      if (o instanceof PublishOutcome.Failed f && !f.permanent()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Backs off after a transient failure; returns the new count of consecutive failures. */
+  private int afterSettling(boolean transientFailure, int failures) throws InterruptedException {
+    if (!transientFailure) {
+      return 0;
+    }
+    config.sleeper().sleep(config.backoff().delay(failures + 1, ThreadLocalRandom.current()));
+    return failures + 1;
+  }
+
+  private InFlight send(Collection<LaneLease> leases, List<OutboxRecord> batch)
       throws InterruptedException {
+    CrashPoints.hit("relay.after-claim");
     List<Message> messages = new ArrayList<>(batch.size());
     for (OutboxRecord r : batch) {
       messages.add(r.message());
     }
     long p0 = System.nanoTime();
-    List<PublishOutcome> outcomes = publisher.publish(messages);
+    return new InFlight(List.copyOf(leases), batch, publisher.send(messages), p0);
+  }
+
+  /**
+   * After a failed cycle: waits for the batch in flight, if any, and leaves its rows pending (they
+   * are claimed and published again). Returns null.
+   */
+  private InFlight abandon(InFlight flying) {
+    if (flying != null) {
+      try {
+        flying.pending().outcomes();
+      } catch (InterruptedException ie) {
+        Thread.currentThread().interrupt();
+      } catch (RuntimeException ignored) {
+        // its rows stay pending either way
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Marks the outcome of one batch whose publish is complete; returns whether a transient failure
+   * occurred.
+   */
+  private boolean settle(InFlight done, List<PublishOutcome> outcomes) {
+    Collection<LaneLease> leases = done.leases();
+    List<OutboxRecord> batch = done.batch();
     long p1 = System.nanoTime();
     if (outcomes.size() != batch.size()) {
       throw new IllegalStateException(
@@ -407,10 +515,10 @@ public final class RelayEngine implements Relay {
       CrashPoints.hit("relay.after-mark");
       if (log.isDebugEnabled()) {
         log.debug(
-            "batch of {}: claim {} ms, publish {} ms, mark {} ms",
+            "batch of {}: claim {} ms, publish {} ms (overlapping the next claim), mark {} ms",
             batch.size(),
             claimNanos / 1_000_000,
-            (p1 - p0) / 1_000_000,
+            (p1 - done.sentNanos()) / 1_000_000,
             (System.nanoTime() - p1) / 1_000_000);
       }
       published.addAndGet(marked);

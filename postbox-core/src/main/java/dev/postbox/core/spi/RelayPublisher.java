@@ -24,8 +24,28 @@ public interface RelayPublisher extends AutoCloseable {
   /** Publishes {@code messages} in order and reports the outcome of each, in the same order. */
   List<PublishOutcome> publish(List<Message> messages) throws InterruptedException;
 
+  /**
+   * Starts publishing {@code messages} in order and returns without waiting for the broker, so the
+   * relay can claim its next batch and mark the previous one meanwhile; {@link
+   * PendingPublish#outcomes()} then waits for them. The contract above applies to the pair. The
+   * relay sends a batch only after the previous batch's outcomes are in and none failed
+   * transiently, so batches are never in flight together. Default: publishes synchronously (the
+   * pending publish is complete when returned).
+   */
+  default PendingPublish send(List<Message> messages) throws InterruptedException {
+    List<PublishOutcome> outcomes = publish(messages);
+    return () -> outcomes;
+  }
+
   @Override
   void close();
+
+  /** A batch handed to {@link #send(List)}: its outcomes, once the broker has given them. */
+  @FunctionalInterface
+  interface PendingPublish {
+    /** Waits until every message was acknowledged or failed; the outcomes in send order. */
+    List<PublishOutcome> outcomes() throws InterruptedException;
+  }
 
   /** What happened to one message. */
   sealed interface PublishOutcome {

@@ -49,6 +49,28 @@ public interface RelayStore {
   List<OutboxRecord> claim(String instanceId, Collection<LaneLease> leases, int limit);
 
   /**
+   * Like {@link #claim(String, Collection, int)}, leaving out the rows at {@code exceptPositions}
+   * (the batch still in flight, not yet marked). The default claims {@code limit +
+   * exceptPositions.size()} rows and drops those.
+   */
+  default List<OutboxRecord> claim(
+      String instanceId,
+      Collection<LaneLease> leases,
+      int limit,
+      java.util.Set<Long> exceptPositions) {
+    if (exceptPositions.isEmpty()) {
+      return claim(instanceId, leases, limit);
+    }
+    List<OutboxRecord> out = new java.util.ArrayList<>(limit);
+    for (OutboxRecord r : claim(instanceId, leases, limit + exceptPositions.size())) {
+      if (!exceptPositions.contains(r.position()) && out.size() < limit) {
+        out.add(r);
+      }
+    }
+    return out;
+  }
+
+  /**
    * Marks rows as published ({@code delete == false}) or deletes them ({@code delete == true}, for
    * a zero retention), only where {@code instanceId} still holds the row's lane under the given
    * epoch. Returns the number of rows marked or deleted.
