@@ -333,7 +333,15 @@ public final class KafkaRecords {
     }
 
     private String text(String name, byte[] v) {
-      return v == null ? null : parse("header " + name, v, HeaderText::utf8);
+      if (v == null) {
+        return null;
+      }
+      try {
+        return HeaderText.utf8(v);
+      } catch (IllegalArgumentException e) {
+        // the label only on failure: this runs for every header of every record
+        throw fail("header " + name + ": " + e.getMessage(), e);
+      }
     }
 
     private String required(String name, String v) {

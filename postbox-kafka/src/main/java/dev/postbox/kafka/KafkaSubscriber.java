@@ -17,7 +17,9 @@ import dev.postbox.core.metrics.Tags;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.ParkingStore;
+import dev.postbox.kafka.internal.InFlightLimit;
 import dev.postbox.kafka.internal.MembershipFence;
+import dev.postbox.kafka.internal.PausePolicy;
 import dev.postbox.kafka.internal.StoredRecords;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -59,8 +61,12 @@ import org.slf4j.LoggerFactory;
  *       and different keys of the same partition run concurrently on virtual threads, up to the
  *       subscription's concurrency.
  *   <li><b>Back-pressure.</b> When {@code maxInFlight} records are unfinished, every assigned
- *       partition is paused; reading resumes below half of it. The poll loop never blocks on
- *       handlers, so the consumer stays in its group.
+ *       partition is paused; reading resumes at half of it, as soon as a worker gets there. Where a
+ *       partition's records run one after another (batches, {@link Ordering#PARTITION}), a
+ *       partition is also paused alone once it holds its share of {@code maxInFlight} (divided by
+ *       the assigned partitions, at least two batches) until it is down to half of that, so that
+ *       one partition's backlog cannot fill the window while the others wait. The poll loop never
+ *       blocks on handlers, so the consumer stays in its group.
  *   <li><b>Rebalances</b> (cooperative-sticky by default). On revocation, records of the partition
  *       that have not started are dropped, running ones may finish within the shutdown timeout, and
  *       the finished prefix is committed; anything else is redelivered to the new owner (and
@@ -70,12 +76,16 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>Defaults: {@code isolation.level=read_committed}, {@code auto.offset.reset=earliest},
- * auto-commit off, cooperative-sticky assignment. Thread-safe.
+ * auto-commit off, cooperative-sticky assignment, and for a batch size above 1 {@code
+ * max.poll.records} = the batch size (at most Kafka's 500; a property set on the builder wins).
+ * Thread-safe.
  */
 public final class KafkaSubscriber implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(KafkaSubscriber.class);
   private static final Duration VERIFY_TIMEOUT = Duration.ofSeconds(2);
+  private static final Duration POLL_TIMEOUT = Duration.ofMillis(50);
+  private static final Duration PARTLY_PAUSED_POLL_TIMEOUT = Duration.ofMillis(5);
 
   private final Subscription subscription;
   private final DeliveryProcessor processor;
@@ -83,13 +93,16 @@ public final class KafkaSubscriber implements AutoCloseable {
   private final KeyedExecutor executor;
   private final Map<TopicPartition, OffsetTracker> trackers = new ConcurrentHashMap<>();
   private final Map<TopicPartition, Long> committed = new HashMap<>(); // poll thread only
-  private final AtomicInteger inFlight = new AtomicInteger();
+  private final InFlightLimit inFlight;
   private final CountDownLatch stopped = new CountDownLatch(1);
   private volatile boolean running;
   private volatile boolean closing;
   private volatile Set<TopicPartition> assignment = Set.of();
   private KafkaConsumer<byte[], byte[]> consumer;
-  private boolean paused;
+  private final PausePolicy pauses;
+  private boolean somePaused; // poll thread only
+  // records read and not finished, per partition (for the per-partition pauses)
+  private final Map<TopicPartition, AtomicInteger> partitionInFlight = new ConcurrentHashMap<>();
   private Thread pollThread;
 
   private final Optional<InboxStore> inbox;
@@ -140,8 +153,18 @@ public final class KafkaSubscriber implements AutoCloseable {
     Map<String, Object> c = new HashMap<>(b.config);
     c.put(ConsumerConfig.GROUP_ID_CONFIG, subscription.name());
     c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+    if (subscription.batchSize() > 1) {
+      // a poll then holds about one batch, so the per-partition pauses can take turns
+      c.putIfAbsent(
+          ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
+          Math.min(ConsumerConfig.DEFAULT_MAX_POLL_RECORDS, subscription.batchSize()));
+    }
     this.config = c;
     this.fence = new MembershipFence(MembershipFence.thresholdFor(c), System::nanoTime);
+    this.inFlight = new InFlightLimit(subscription.maxInFlight());
+    boolean serial = subscription.batchSize() > 1 || subscription.ordering() == Ordering.PARTITION;
+    this.pauses =
+        new PausePolicy(subscription.maxInFlight(), serial ? 2 * subscription.batchSize() : 0);
     this.executor = new KeyedExecutor("postbox-" + subscription.name(), subscription.concurrency());
   }
 
@@ -315,7 +338,19 @@ public final class KafkaSubscriber implements AutoCloseable {
     try {
       consumer.subscribe(subscription.topics(), new Rebalance());
       while (running) {
-        ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(50));
+        Duration timeout = POLL_TIMEOUT;
+        if (pauses.allPaused()) {
+          // Wait for the workers to make room rather than for the poll to time out: a paused
+          // consumer returns nothing, so a blocking poll would idle the workers once they drained.
+          inFlight.awaitResumable(POLL_TIMEOUT);
+          applyBackPressure();
+        }
+        if (pauses.allPaused()) {
+          timeout = Duration.ZERO; // still full: just keep the group protocol going
+        } else if (somePaused) {
+          timeout = PARTLY_PAUSED_POLL_TIMEOUT; // notice soon when a paused partition has room
+        }
+        ConsumerRecords<byte[], byte[]> records = consumer.poll(timeout);
         boolean verify = fence.polled();
         if (!records.isEmpty()) {
           processor.received(records.count());
@@ -477,21 +512,25 @@ public final class KafkaSubscriber implements AutoCloseable {
   private void dispatch(ConsumerRecords<byte[], byte[]> records) {
     for (TopicPartition tp : records.partitions()) {
       OffsetTracker tracker = trackers.computeIfAbsent(tp, k -> new OffsetTracker());
+      AtomicInteger partitionCount =
+          partitionInFlight.computeIfAbsent(tp, k -> new AtomicInteger());
       List<ConsumerRecord<byte[], byte[]>> rs = records.records(tp);
       if (subscription.batchSize() > 1) {
         for (int i = 0; i < rs.size(); i += subscription.batchSize()) {
           List<ConsumerRecord<byte[], byte[]>> chunk =
               rs.subList(i, Math.min(rs.size(), i + subscription.batchSize()));
           chunk.forEach(r -> tracker.dispatched(r.offset(), r.timestamp()));
-          inFlight.addAndGet(chunk.size());
+          inFlight.dispatched(chunk.size());
+          partitionCount.addAndGet(chunk.size());
           List<ConsumerRecord<byte[], byte[]>> copy = List.copyOf(chunk);
-          executor.submit(tp, () -> runBatch(tracker, copy));
+          executor.submit(tp, () -> runBatch(tracker, partitionCount, copy));
         }
       } else {
         for (ConsumerRecord<byte[], byte[]> r : rs) {
           tracker.dispatched(r.offset(), r.timestamp());
-          inFlight.incrementAndGet();
-          executor.submit(lane(tp, r), () -> runOne(tracker, r));
+          inFlight.dispatched(1);
+          partitionCount.incrementAndGet();
+          executor.submit(lane(tp, r), () -> runOne(tracker, partitionCount, r));
         }
       }
     }
@@ -507,7 +546,8 @@ public final class KafkaSubscriber implements AutoCloseable {
 
   private record KeyLane(TopicPartition partition, ByteBuffer key) {}
 
-  private void runOne(OffsetTracker tracker, ConsumerRecord<byte[], byte[]> r) {
+  private void runOne(
+      OffsetTracker tracker, AtomicInteger partitionCount, ConsumerRecord<byte[], byte[]> r) {
     try {
       if (closing || !tracker.tryStart()) {
         processor.abandoned(1);
@@ -522,11 +562,15 @@ public final class KafkaSubscriber implements AutoCloseable {
         tracker.ended(r.offset(), finished);
       }
     } finally {
-      inFlight.decrementAndGet();
+      partitionCount.decrementAndGet();
+      inFlight.finished(1);
     }
   }
 
-  private void runBatch(OffsetTracker tracker, List<ConsumerRecord<byte[], byte[]>> rs) {
+  private void runBatch(
+      OffsetTracker tracker,
+      AtomicInteger partitionCount,
+      List<ConsumerRecord<byte[], byte[]>> rs) {
     try {
       if (closing || !tracker.tryStart()) {
         processor.abandoned(rs.size());
@@ -545,7 +589,8 @@ public final class KafkaSubscriber implements AutoCloseable {
         tracker.ended(rs.stream().map(ConsumerRecord::offset).toList(), finished);
       }
     } finally {
-      inFlight.addAndGet(-rs.size());
+      partitionCount.addAndGet(-rs.size());
+      inFlight.finished(rs.size());
     }
   }
 
@@ -581,14 +626,32 @@ public final class KafkaSubscriber implements AutoCloseable {
   }
 
   private void applyBackPressure() {
-    int n = inFlight.get();
-    if (!paused && n >= subscription.maxInFlight()) {
-      consumer.pause(consumer.assignment());
-      paused = true;
-    } else if (paused && n <= subscription.maxInFlight() / 2) {
-      consumer.resume(consumer.paused());
-      paused = false;
+    Map<TopicPartition, Integer> unfinished = new HashMap<>();
+    for (TopicPartition tp : consumer.assignment()) {
+      AtomicInteger n = partitionInFlight.get(tp);
+      unfinished.put(tp, n == null ? 0 : n.get());
     }
+    Set<TopicPartition> pausedNow = consumer.paused();
+    Set<TopicPartition> wanted = pauses.decide(inFlight, unfinished, pausedNow);
+    List<TopicPartition> pause = new ArrayList<>();
+    for (TopicPartition tp : wanted) {
+      if (!pausedNow.contains(tp)) {
+        pause.add(tp);
+      }
+    }
+    List<TopicPartition> resume = new ArrayList<>();
+    for (TopicPartition tp : pausedNow) {
+      if (!wanted.contains(tp)) {
+        resume.add(tp);
+      }
+    }
+    if (!pause.isEmpty()) {
+      consumer.pause(pause);
+    }
+    if (!resume.isEmpty()) {
+      consumer.resume(resume);
+    }
+    somePaused = !wanted.isEmpty();
   }
 
   /** Commits the finished prefix of every partition that advanced. Poll thread only. */
@@ -683,7 +746,7 @@ public final class KafkaSubscriber implements AutoCloseable {
 
     @Override
     public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
-      if (paused) {
+      if (pauses.allPaused()) {
         consumer.pause(partitions);
       }
       assignment = Set.copyOf(consumer.assignment());
@@ -694,6 +757,7 @@ public final class KafkaSubscriber implements AutoCloseable {
     private void forget(Collection<TopicPartition> partitions) {
       for (TopicPartition tp : partitions) {
         trackers.remove(tp);
+        partitionInFlight.remove(tp);
         committed.remove(tp);
       }
       assignment = Set.copyOf(consumer.assignment());

@@ -92,11 +92,83 @@ public final class HeaderText {
 
   /** Parses an RFC 3339 timestamp with any offset. */
   public static Instant parseTime(String text) {
+    Instant fast = parseUtcTime(text);
+    if (fast != null) {
+      return fast;
+    }
     try {
       return OffsetDateTime.parse(text, RFC_3339).toInstant();
     } catch (RuntimeException e) {
       throw new IllegalArgumentException(quote(text) + " is not an RFC 3339 timestamp");
     }
+  }
+
+  /**
+   * The form {@link #formatTime} writes ({@code yyyy-MM-ddTHH:mm:ss[.f{1,9}]Z}, upper case), read
+   * without the formatter: it is on every consumed record, and the formatter cost about a tenth of
+   * the consumer's CPU per record. Null for anything else, valid or not (the formatter decides).
+   */
+  static Instant parseUtcTime(String t) {
+    int n = t.length();
+    if (n < 20
+        || n == 21
+        || n > 30
+        || t.charAt(4) != '-'
+        || t.charAt(7) != '-'
+        || t.charAt(10) != 'T'
+        || t.charAt(13) != ':'
+        || t.charAt(16) != ':'
+        || t.charAt(n - 1) != 'Z') {
+      return null;
+    }
+    int year = digits(t, 0, 4);
+    int month = digits(t, 5, 7);
+    int day = digits(t, 8, 10);
+    int hour = digits(t, 11, 13);
+    int minute = digits(t, 14, 16);
+    int second = digits(t, 17, 19);
+    int nanos = 0;
+    if (n > 20) {
+      if (t.charAt(19) != '.') {
+        return null;
+      }
+      int fraction = digits(t, 20, n - 1);
+      if (fraction < 0) {
+        return null;
+      }
+      nanos = fraction;
+      for (int i = n - 1 - 20; i < 9; i++) {
+        nanos *= 10;
+      }
+    }
+    if (year < 0
+        || month < 1
+        || month > 12
+        || day < 1
+        || day > 28 && day > java.time.YearMonth.of(year, month).lengthOfMonth()
+        || hour < 0
+        || hour > 23
+        || minute < 0
+        || minute > 59
+        || second < 0
+        || second > 59) {
+      return null;
+    }
+    long epochDay = java.time.LocalDate.of(year, month, day).toEpochDay();
+    return Instant.ofEpochSecond(epochDay * 86_400 + hour * 3_600 + minute * 60 + second, nanos);
+  }
+
+  /** The decimal value of {@code t[from, to)}, all ASCII digits, or -1. */
+  private static int digits(String t, int from, int to) {
+    int v = 0;
+    for (int i = from; i < to; i++) {
+      char c = t.charAt(i);
+      if (c < '0' || c > '9') {
+        return -1;
+      }
+      v = v * 10 + (c - '0');
+    }
+    return v;
   }
 
   /** Parses a UUID in its canonical 8-4-4-4-12 hexadecimal form (any case). */
