@@ -81,13 +81,23 @@ public final class PostgresRelayStoreImpl implements RelayStore {
           + " AND l.epoch = mine.epoch AND l.owner = ?";
   // One statement per batch, also recording where each row went: the acknowledgements travel as
   // three parallel arrays joined on position (no per-row statements, no temporary table).
-  private static final String MARK_PUBLISHED =
-      "UPDATE postbox_outbox o SET published_at = now(),"
+  // The fence is evaluated first, on its own: the lanes this relay still holds at the epochs it
+  // claimed under, as one array from the 64-row lease table (same statement snapshot as the
+  // update). Joining postbox_relay_lane and the leases into the outbox side instead left the
+  // planner to estimate "outbox rows in my lanes" from the lease table's statistics, which lag
+  // behind ownership (a restarted relay's new owner token is in none of them, say): it estimated 9
+  // rows for 15,000, and a nested loop that rescans the 2,000 acknowledgements for each of them
+  // then looks cheap (30 million comparisons: 3 s on a quiet machine; a 2,000-row mark ran
+  // CPU-bound for 7.5 s in the demo). Now the outbox is reached by position only.
+  // Package-private: MarkPublishedPlanTest explains it.
+  static final String MARK_PUBLISHED =
+      "WITH held AS MATERIALIZED (SELECT array_agg(l.lane) AS lanes FROM postbox_relay_lane l"
+          + " JOIN unnest(?::smallint[], ?::bigint[]) AS mine(lane, epoch) ON mine.lane = l.lane"
+          + " WHERE l.epoch = mine.epoch AND l.owner = ?)"
+          + " UPDATE postbox_outbox o SET published_at = now(),"
           + " published_partition = nullif(a.part, -1), published_offset = nullif(a.off, -1)"
-          + " FROM postbox_relay_lane l, unnest(?::smallint[], ?::bigint[]) AS mine(lane, epoch),"
-          + " unnest(?::bigint[], ?::int[], ?::bigint[]) AS a(pos, part, off)"
-          + " WHERE o.position = a.pos AND o.lane = l.lane AND l.lane = mine.lane"
-          + " AND l.epoch = mine.epoch AND l.owner = ?";
+          + " FROM held, unnest(?::bigint[], ?::int[], ?::bigint[]) AS a(pos, part, off)"
+          + " WHERE o.position = a.pos AND o.lane = ANY(held.lanes)";
   private static final String BACKLOG =
       "SELECT (SELECT count(*) FROM postbox_outbox WHERE published_at IS NULL AND failed_at IS NULL),"
           + " (SELECT extract(epoch FROM clock_timestamp() - created_at) FROM postbox_outbox"
@@ -314,8 +324,8 @@ public final class PostgresRelayStoreImpl implements RelayStore {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(delete ? DELETE_PUBLISHED : MARK_PUBLISHED)) {
       bindLeases(c, ps, 1, leases);
-      ps.setArray(3, positions(c, records));
       if (delete) {
+        ps.setArray(3, positions(c, records));
         ps.setString(4, instanceId);
       } else {
         Integer[] partitions = new Integer[records.size()];
@@ -324,9 +334,10 @@ public final class PostgresRelayStoreImpl implements RelayStore {
           partitions[i] = acks.isEmpty() ? -1 : acks.get(i).partition();
           offsets[i] = acks.isEmpty() ? -1L : acks.get(i).offset();
         }
-        ps.setArray(4, c.createArrayOf("int4", partitions));
-        ps.setArray(5, c.createArrayOf("int8", offsets));
-        ps.setString(6, instanceId);
+        ps.setString(3, instanceId);
+        ps.setArray(4, positions(c, records));
+        ps.setArray(5, c.createArrayOf("int4", partitions));
+        ps.setArray(6, c.createArrayOf("int8", offsets));
       }
       return ps.executeUpdate();
     } catch (SQLException e) {
