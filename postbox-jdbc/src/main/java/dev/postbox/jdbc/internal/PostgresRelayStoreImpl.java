@@ -15,6 +15,8 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.locks.ReentrantLock;
 import javax.sql.DataSource;
 import org.postgresql.PGConnection;
@@ -27,8 +29,12 @@ public final class PostgresRelayStoreImpl implements RelayStore {
 
   private static final Logger log = LoggerFactory.getLogger(PostgresRelayStoreImpl.class);
 
+  // A row that another relay forgot (this one was stopped longer than the TTL) comes back with the
+  // idle mark this relay last wrote, not the column default (idle): a relay that was draining when
+  // it stopped would otherwise read as idle, and every insert would notify until it went idle and
+  // busy again.
   private static final String HEARTBEAT =
-      "INSERT INTO postbox_relay_instance (instance_id, seen_at) VALUES (?, now())"
+      "INSERT INTO postbox_relay_instance (instance_id, seen_at, idle) VALUES (?, now(), ?)"
           + " ON CONFLICT (instance_id) DO UPDATE SET seen_at = now()";
   // A dead instance's row may be locked by a transaction its process left open when it was paused
   // (a heartbeat or an idle mark): skip it rather than wait for that process, and count only the
@@ -55,8 +61,11 @@ public final class PostgresRelayStoreImpl implements RelayStore {
           + " WHERE l.lane = mine.lane AND l.epoch = mine.epoch AND l.owner = ?";
   private static final String RELEASE_ALL =
       "UPDATE postbox_relay_lane SET owner = NULL, lease_until = '-infinity' WHERE owner = ?";
+  // An upsert, so a mark made while the row is forgotten is not lost.
   private static final String MARK_IDLE =
-      "UPDATE postbox_relay_instance SET idle = ? WHERE instance_id = ? AND idle <> ?";
+      "INSERT INTO postbox_relay_instance AS i (instance_id, seen_at, idle) VALUES (?, now(), ?)"
+          + " ON CONFLICT (instance_id) DO UPDATE SET idle = excluded.idle"
+          + " WHERE i.idle <> excluded.idle";
   // Transaction ids as text: pgjdbc has no Java type for xid8.
   private static final String RUNNING_XIDS =
       "SELECT array_agg(x::text) FROM pg_snapshot_xip(pg_current_snapshot()) x";
@@ -120,6 +129,8 @@ public final class PostgresRelayStoreImpl implements RelayStore {
   private final int laneCount;
   private final String schema;
   private final ReentrantLock listenLock = new ReentrantLock();
+  // The idle mark last requested per instance (absent: never marked, the column default applies).
+  private final ConcurrentMap<String, Boolean> idleMarks = new ConcurrentHashMap<>();
   private Connection listenConnection;
   // Transactions that were running when this relay marked itself idle (guarded by listenLock).
   private WriterWatch writers = WriterWatch.NONE;
@@ -162,6 +173,7 @@ public final class PostgresRelayStoreImpl implements RelayStore {
         c -> {
           try (PreparedStatement ps = c.prepareStatement(HEARTBEAT)) {
             ps.setString(1, instanceId);
+            ps.setBoolean(2, idleMarks.getOrDefault(instanceId, true));
             ps.executeUpdate();
           }
           try (PreparedStatement ps = c.prepareStatement(FORGET_DEAD)) {
@@ -259,6 +271,7 @@ public final class PostgresRelayStoreImpl implements RelayStore {
         ps.setString(1, instanceId);
         ps.executeUpdate();
       }
+      idleMarks.remove(instanceId);
     } catch (SQLException e) {
       throw new OutboxException("unregistering relay " + instanceId + " failed", e);
     } finally {
@@ -396,6 +409,8 @@ public final class PostgresRelayStoreImpl implements RelayStore {
 
   @Override
   public void markIdle(String instanceId, boolean idle) {
+    // before the statement: a heartbeat that re-inserts a forgotten row meanwhile uses it too
+    idleMarks.put(instanceId, idle);
     inTransaction(
         "marking the relay " + (idle ? "idle" : "busy") + " failed",
         c -> {
@@ -403,9 +418,8 @@ public final class PostgresRelayStoreImpl implements RelayStore {
               PreparedStatement ps = c.prepareStatement(MARK_IDLE)) {
             // a hint for the insert trigger, not state to keep across a crash: no WAL flush wait
             s.execute("SET LOCAL synchronous_commit TO off");
-            ps.setBoolean(1, idle);
-            ps.setString(2, instanceId);
-            ps.setBoolean(3, idle);
+            ps.setString(1, instanceId);
+            ps.setBoolean(2, idle);
             return ps.executeUpdate();
           }
         });
