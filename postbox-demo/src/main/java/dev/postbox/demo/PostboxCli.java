@@ -74,7 +74,7 @@ public final class PostboxCli implements Runnable {
         names = "--backlog",
         defaultValue = "20000",
         description =
-            "Events written while the relays are paused, to measure relay throughput (default: ${DEFAULT-VALUE}; 0 skips).")
+            "Events committed in one transaction and drained by the running relays, to measure relay throughput (default: ${DEFAULT-VALUE}; 0 skips).")
     int backlog;
 
     @Option(

@@ -56,4 +56,52 @@ class RelayStoreLivenessTest {
       assertThat(rs.getInt(1)).as("forgotten once its row is free").isZero();
     }
   }
+
+  /**
+   * A relay stopped longer than the TTL is forgotten by the others (its row deleted) and registers
+   * again when it resumes. If it was draining, its row must come back busy: the column default
+   * (idle) would make every outbox insert notify, serialising the writers' commits, until the relay
+   * next went idle and busy again.
+   */
+  @Test
+  void aForgottenInstanceRegistersAgainWithTheIdleMarkItLastWrote(PostboxTestContext ctx)
+      throws Exception {
+    PostboxMigrations.migrate(ctx.dataSource());
+    RelayStore store = PostgresRelayStore.create(ctx.dataSource());
+    Duration ttl = Duration.ofSeconds(2);
+    store.heartbeat("draining", ttl);
+    store.markIdle("draining", false);
+    assertThat(idle(ctx, "draining")).isFalse();
+
+    execute(ctx, "DELETE FROM postbox_relay_instance WHERE instance_id = 'draining'");
+    store.heartbeat("draining", ttl);
+    assertThat(idle(ctx, "draining")).as("registered again, still draining").isFalse();
+
+    // a mark made while the row is gone is kept too
+    execute(ctx, "DELETE FROM postbox_relay_instance WHERE instance_id = 'draining'");
+    store.markIdle("draining", true);
+    assertThat(idle(ctx, "draining")).as("marked idle while forgotten").isTrue();
+    store.markIdle("draining", false);
+    assertThat(idle(ctx, "draining")).isFalse();
+  }
+
+  private static void execute(PostboxTestContext ctx, String sql) throws Exception {
+    try (Connection c = ctx.dataSource().getConnection();
+        Statement st = c.createStatement()) {
+      st.execute(sql);
+    }
+  }
+
+  /** The instance's idle mark, or null when it has no row. */
+  private static Boolean idle(PostboxTestContext ctx, String instanceId) throws Exception {
+    try (Connection c = ctx.dataSource().getConnection();
+        Statement st = c.createStatement();
+        ResultSet rs =
+            st.executeQuery(
+                "SELECT idle FROM postbox_relay_instance WHERE instance_id = '"
+                    + instanceId
+                    + "'")) {
+      return rs.next() ? rs.getBoolean(1) : null;
+    }
+  }
 }

@@ -15,6 +15,8 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.locks.ReentrantLock;
 import javax.sql.DataSource;
 import org.postgresql.PGConnection;
@@ -27,8 +29,12 @@ public final class PostgresRelayStoreImpl implements RelayStore {
 
   private static final Logger log = LoggerFactory.getLogger(PostgresRelayStoreImpl.class);
 
+  // A row that another relay forgot (this one was stopped longer than the TTL) comes back with the
+  // idle mark this relay last wrote, not the column default (idle): a relay that was draining when
+  // it stopped would otherwise read as idle, and every insert would notify until it went idle and
+  // busy again.
   private static final String HEARTBEAT =
-      "INSERT INTO postbox_relay_instance (instance_id, seen_at) VALUES (?, now())"
+      "INSERT INTO postbox_relay_instance (instance_id, seen_at, idle) VALUES (?, now(), ?)"
           + " ON CONFLICT (instance_id) DO UPDATE SET seen_at = now()";
   // A dead instance's row may be locked by a transaction its process left open when it was paused
   // (a heartbeat or an idle mark): skip it rather than wait for that process, and count only the
@@ -55,8 +61,11 @@ public final class PostgresRelayStoreImpl implements RelayStore {
           + " WHERE l.lane = mine.lane AND l.epoch = mine.epoch AND l.owner = ?";
   private static final String RELEASE_ALL =
       "UPDATE postbox_relay_lane SET owner = NULL, lease_until = '-infinity' WHERE owner = ?";
+  // An upsert, so a mark made while the row is forgotten is not lost.
   private static final String MARK_IDLE =
-      "UPDATE postbox_relay_instance SET idle = ? WHERE instance_id = ? AND idle <> ?";
+      "INSERT INTO postbox_relay_instance AS i (instance_id, seen_at, idle) VALUES (?, now(), ?)"
+          + " ON CONFLICT (instance_id) DO UPDATE SET idle = excluded.idle"
+          + " WHERE i.idle <> excluded.idle";
   // Transaction ids as text: pgjdbc has no Java type for xid8.
   private static final String RUNNING_XIDS =
       "SELECT array_agg(x::text) FROM pg_snapshot_xip(pg_current_snapshot()) x";
@@ -81,13 +90,23 @@ public final class PostgresRelayStoreImpl implements RelayStore {
           + " AND l.epoch = mine.epoch AND l.owner = ?";
   // One statement per batch, also recording where each row went: the acknowledgements travel as
   // three parallel arrays joined on position (no per-row statements, no temporary table).
-  private static final String MARK_PUBLISHED =
-      "UPDATE postbox_outbox o SET published_at = now(),"
+  // The fence is evaluated first, on its own: the lanes this relay still holds at the epochs it
+  // claimed under, as one array from the 64-row lease table (same statement snapshot as the
+  // update). Joining postbox_relay_lane and the leases into the outbox side instead left the
+  // planner to estimate "outbox rows in my lanes" from the lease table's statistics, which lag
+  // behind ownership (a restarted relay's new owner token is in none of them, say): it estimated 9
+  // rows for 15,000, and a nested loop that rescans the 2,000 acknowledgements for each of them
+  // then looks cheap (30 million comparisons: 3 s on a quiet machine; a 2,000-row mark ran
+  // CPU-bound for 7.5 s in the demo). Now the outbox is reached by position only.
+  // Package-private: MarkPublishedPlanTest explains it.
+  static final String MARK_PUBLISHED =
+      "WITH held AS MATERIALIZED (SELECT array_agg(l.lane) AS lanes FROM postbox_relay_lane l"
+          + " JOIN unnest(?::smallint[], ?::bigint[]) AS mine(lane, epoch) ON mine.lane = l.lane"
+          + " WHERE l.epoch = mine.epoch AND l.owner = ?)"
+          + " UPDATE postbox_outbox o SET published_at = now(),"
           + " published_partition = nullif(a.part, -1), published_offset = nullif(a.off, -1)"
-          + " FROM postbox_relay_lane l, unnest(?::smallint[], ?::bigint[]) AS mine(lane, epoch),"
-          + " unnest(?::bigint[], ?::int[], ?::bigint[]) AS a(pos, part, off)"
-          + " WHERE o.position = a.pos AND o.lane = l.lane AND l.lane = mine.lane"
-          + " AND l.epoch = mine.epoch AND l.owner = ?";
+          + " FROM held, unnest(?::bigint[], ?::int[], ?::bigint[]) AS a(pos, part, off)"
+          + " WHERE o.position = a.pos AND o.lane = ANY(held.lanes)";
   private static final String BACKLOG =
       "SELECT (SELECT count(*) FROM postbox_outbox WHERE published_at IS NULL AND failed_at IS NULL),"
           + " (SELECT extract(epoch FROM clock_timestamp() - created_at) FROM postbox_outbox"
@@ -110,6 +129,8 @@ public final class PostgresRelayStoreImpl implements RelayStore {
   private final int laneCount;
   private final String schema;
   private final ReentrantLock listenLock = new ReentrantLock();
+  // The idle mark last requested per instance (absent: never marked, the column default applies).
+  private final ConcurrentMap<String, Boolean> idleMarks = new ConcurrentHashMap<>();
   private Connection listenConnection;
   // Transactions that were running when this relay marked itself idle (guarded by listenLock).
   private WriterWatch writers = WriterWatch.NONE;
@@ -152,6 +173,7 @@ public final class PostgresRelayStoreImpl implements RelayStore {
         c -> {
           try (PreparedStatement ps = c.prepareStatement(HEARTBEAT)) {
             ps.setString(1, instanceId);
+            ps.setBoolean(2, idleMarks.getOrDefault(instanceId, true));
             ps.executeUpdate();
           }
           try (PreparedStatement ps = c.prepareStatement(FORGET_DEAD)) {
@@ -249,6 +271,7 @@ public final class PostgresRelayStoreImpl implements RelayStore {
         ps.setString(1, instanceId);
         ps.executeUpdate();
       }
+      idleMarks.remove(instanceId);
     } catch (SQLException e) {
       throw new OutboxException("unregistering relay " + instanceId + " failed", e);
     } finally {
@@ -328,8 +351,8 @@ public final class PostgresRelayStoreImpl implements RelayStore {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(delete ? DELETE_PUBLISHED : MARK_PUBLISHED)) {
       bindLeases(c, ps, 1, leases);
-      ps.setArray(3, positions(c, records));
       if (delete) {
+        ps.setArray(3, positions(c, records));
         ps.setString(4, instanceId);
       } else {
         Integer[] partitions = new Integer[records.size()];
@@ -338,9 +361,10 @@ public final class PostgresRelayStoreImpl implements RelayStore {
           partitions[i] = acks.isEmpty() ? -1 : acks.get(i).partition();
           offsets[i] = acks.isEmpty() ? -1L : acks.get(i).offset();
         }
-        ps.setArray(4, c.createArrayOf("int4", partitions));
-        ps.setArray(5, c.createArrayOf("int8", offsets));
-        ps.setString(6, instanceId);
+        ps.setString(3, instanceId);
+        ps.setArray(4, positions(c, records));
+        ps.setArray(5, c.createArrayOf("int4", partitions));
+        ps.setArray(6, c.createArrayOf("int8", offsets));
       }
       return ps.executeUpdate();
     } catch (SQLException e) {
@@ -399,6 +423,8 @@ public final class PostgresRelayStoreImpl implements RelayStore {
 
   @Override
   public void markIdle(String instanceId, boolean idle) {
+    // before the statement: a heartbeat that re-inserts a forgotten row meanwhile uses it too
+    idleMarks.put(instanceId, idle);
     inTransaction(
         "marking the relay " + (idle ? "idle" : "busy") + " failed",
         c -> {
@@ -406,9 +432,8 @@ public final class PostgresRelayStoreImpl implements RelayStore {
               PreparedStatement ps = c.prepareStatement(MARK_IDLE)) {
             // a hint for the insert trigger, not state to keep across a crash: no WAL flush wait
             s.execute("SET LOCAL synchronous_commit TO off");
-            ps.setBoolean(1, idle);
-            ps.setString(2, instanceId);
-            ps.setBoolean(3, idle);
+            ps.setString(1, instanceId);
+            ps.setBoolean(2, idle);
             return ps.executeUpdate();
           }
         });
