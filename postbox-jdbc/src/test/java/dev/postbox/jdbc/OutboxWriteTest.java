@@ -103,6 +103,23 @@ class OutboxWriteTest {
     assertThat(store.claim("r1", leases, 10)).isEmpty();
     assertThat(store.purgePublished(leases, Duration.ZERO, 100)).isEqualTo(2);
     assertThat(rows()).isZero();
+
+    Message gone = msg("order-2");
+    Message poison = msg("order-3");
+    outbox.inTransaction(
+        ds,
+        tx -> {
+          tx.writeAll(List.of(gone, poison));
+          return null;
+        });
+    List<OutboxRecord> next = store.claim("r1", leases, 10);
+    assertThat(next).extracting(OutboxRecord::message).containsExactly(gone, poison);
+    assertThat(store.markFailed("r1", leases, next.subList(1, 2), "too large")).isEqualTo(1);
+    assertThat(store.markPublished("r1", leases, next.subList(0, 1), true))
+        .as("deleted")
+        .isEqualTo(1);
+    assertThat(store.claim("r1", leases, 10)).as("failed rows are not claimed").isEmpty();
+    assertThat(rows()).as("the failed row is kept").isEqualTo(1);
   }
 
   @Test
@@ -162,6 +179,8 @@ class OutboxWriteTest {
     assertThat(b).allSatisfy(l -> assertThat(l.epoch()).isEqualTo(2));
     assertThat(store.claim("a", a, 10)).as("a may not claim on a stale lease").isEmpty();
     assertThat(store.markPublished("a", a, claimedByA, false)).as("fenced").isZero();
+    assertThat(store.markPublished("a", a, claimedByA, true)).as("delete fenced").isZero();
+    assertThat(store.markFailed("a", a, claimedByA, "stale")).as("failed mark fenced").isZero();
     List<OutboxRecord> claimedByB = store.claim("b", b, 10);
     assertThat(claimedByB).hasSize(1);
     assertThat(store.markPublished("b", b, claimedByB, false)).isEqualTo(1);

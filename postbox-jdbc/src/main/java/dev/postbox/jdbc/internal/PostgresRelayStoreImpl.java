@@ -84,10 +84,6 @@ public final class PostgresRelayStoreImpl implements RelayStore {
           + " FROM postbox_outbox"
           + " WHERE published_at IS NULL AND failed_at IS NULL AND lane = ANY(?::smallint[])"
           + " ORDER BY position LIMIT ?";
-  private static final String FENCE =
-      " FROM postbox_relay_lane l, unnest(?::smallint[], ?::bigint[]) AS mine(lane, epoch)"
-          + " WHERE o.position = ANY(?::bigint[]) AND o.lane = l.lane AND l.lane = mine.lane"
-          + " AND l.epoch = mine.epoch AND l.owner = ?";
   // One statement per batch, also recording where each row went: the acknowledgements travel as
   // three parallel arrays joined on position (no per-row statements, no temporary table).
   // The fence is evaluated first, on its own: the lanes this relay still holds at the epochs it
@@ -99,10 +95,14 @@ public final class PostgresRelayStoreImpl implements RelayStore {
   // then looks cheap (30 million comparisons: 3 s on a quiet machine; a 2,000-row mark ran
   // CPU-bound for 7.5 s in the demo). Now the outbox is reached by position only.
   // Package-private: MarkPublishedPlanTest explains it.
-  static final String MARK_PUBLISHED =
+  // The lease fence shared by the mark, the delete and the failed mark: parameters lanes, epochs,
+  // owner; the statement then reads `held.lanes`.
+  private static final String HELD =
       "WITH held AS MATERIALIZED (SELECT array_agg(l.lane) AS lanes FROM postbox_relay_lane l"
           + " JOIN unnest(?::smallint[], ?::bigint[]) AS mine(lane, epoch) ON mine.lane = l.lane"
-          + " WHERE l.epoch = mine.epoch AND l.owner = ?)"
+          + " WHERE l.epoch = mine.epoch AND l.owner = ?)";
+  static final String MARK_PUBLISHED =
+      HELD
           + " UPDATE postbox_outbox o SET published_at = now(),"
           + " published_partition = nullif(a.part, -1), published_offset = nullif(a.off, -1)"
           + " FROM held, unnest(?::bigint[], ?::int[], ?::bigint[]) AS a(pos, part, off)"
@@ -111,14 +111,15 @@ public final class PostgresRelayStoreImpl implements RelayStore {
       "SELECT (SELECT count(*) FROM postbox_outbox WHERE published_at IS NULL AND failed_at IS NULL),"
           + " (SELECT extract(epoch FROM clock_timestamp() - created_at) FROM postbox_outbox"
           + "   WHERE published_at IS NULL AND failed_at IS NULL ORDER BY position LIMIT 1)";
+  // The same fence as the mark, for the same reason (the outbox reached by position only).
   private static final String DELETE_PUBLISHED =
-      "DELETE FROM postbox_outbox o USING postbox_relay_lane l,"
-          + " unnest(?::smallint[], ?::bigint[]) AS mine(lane, epoch)"
-          + " WHERE o.position = ANY(?::bigint[]) AND o.lane = l.lane AND l.lane = mine.lane"
-          + " AND l.epoch = mine.epoch AND l.owner = ?";
+      HELD
+          + " DELETE FROM postbox_outbox o USING held"
+          + " WHERE o.position = ANY(?::bigint[]) AND o.lane = ANY(held.lanes)";
   private static final String MARK_FAILED =
-      "UPDATE postbox_outbox o SET failed_at = now(), last_error = ?, attempts = o.attempts + 1"
-          + FENCE;
+      HELD
+          + " UPDATE postbox_outbox o SET failed_at = now(), last_error = ?, attempts = o.attempts + 1"
+          + " FROM held WHERE o.position = ANY(?::bigint[]) AND o.lane = ANY(held.lanes)";
   private static final String PURGE =
       "DELETE FROM postbox_outbox WHERE position IN (SELECT position FROM postbox_outbox"
           + " WHERE lane = ANY(?::smallint[]) AND published_at < now() - make_interval(secs => ?)"
@@ -351,9 +352,9 @@ public final class PostgresRelayStoreImpl implements RelayStore {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(delete ? DELETE_PUBLISHED : MARK_PUBLISHED)) {
       bindLeases(c, ps, 1, leases);
+      ps.setString(3, instanceId);
       if (delete) {
-        ps.setArray(3, positions(c, records));
-        ps.setString(4, instanceId);
+        ps.setArray(4, positions(c, records));
       } else {
         Integer[] partitions = new Integer[records.size()];
         Long[] offsets = new Long[records.size()];
@@ -361,7 +362,6 @@ public final class PostgresRelayStoreImpl implements RelayStore {
           partitions[i] = acks.isEmpty() ? -1 : acks.get(i).partition();
           offsets[i] = acks.isEmpty() ? -1L : acks.get(i).offset();
         }
-        ps.setString(3, instanceId);
         ps.setArray(4, positions(c, records));
         ps.setArray(5, c.createArrayOf("int4", partitions));
         ps.setArray(6, c.createArrayOf("int8", offsets));
@@ -380,10 +380,10 @@ public final class PostgresRelayStoreImpl implements RelayStore {
     }
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(MARK_FAILED)) {
-      ps.setString(1, error);
-      bindLeases(c, ps, 2, leases);
-      ps.setArray(4, positions(c, records));
-      ps.setString(5, instanceId);
+      bindLeases(c, ps, 1, leases);
+      ps.setString(3, instanceId);
+      ps.setString(4, error);
+      ps.setArray(5, positions(c, records));
       return ps.executeUpdate();
     } catch (SQLException e) {
       throw new OutboxException("marking " + records.size() + " outbox rows failed failed", e);
