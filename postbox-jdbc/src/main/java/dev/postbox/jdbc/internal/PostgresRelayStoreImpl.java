@@ -349,8 +349,29 @@ public final class PostgresRelayStoreImpl implements RelayStore {
       throw new IllegalArgumentException(
           acks.size() + " acknowledgements for " + records.size() + " rows");
     }
-    try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(delete ? DELETE_PUBLISHED : MARK_PUBLISHED)) {
+    // Without waiting for the WAL flush: a mark lost in a PostgreSQL crash only leaves its rows
+    // pending, and they are published again (duplicates with the same ids, as after a relay crash
+    // between acknowledgement and mark); a lost mark can never lose a message. (PostgreSQL loses
+    // a suffix of asynchronously committed transactions, so the rows come back in position order.)
+    return inTransaction(
+        "marking " + records.size() + " outbox rows published failed",
+        c -> {
+          try (Statement s = c.createStatement()) {
+            s.execute("SET LOCAL synchronous_commit TO off");
+          }
+          return mark(c, instanceId, leases, records, acks, delete);
+        });
+  }
+
+  private static int mark(
+      Connection c,
+      String instanceId,
+      Collection<LaneLease> leases,
+      List<OutboxRecord> records,
+      List<RelayPublisher.PublishOutcome.Acknowledged> acks,
+      boolean delete)
+      throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(delete ? DELETE_PUBLISHED : MARK_PUBLISHED)) {
       bindLeases(c, ps, 1, leases);
       ps.setString(3, instanceId);
       if (delete) {
@@ -367,8 +388,6 @@ public final class PostgresRelayStoreImpl implements RelayStore {
         ps.setArray(6, c.createArrayOf("int8", offsets));
       }
       return ps.executeUpdate();
-    } catch (SQLException e) {
-      throw new OutboxException("marking " + records.size() + " outbox rows published failed", e);
     }
   }
 
