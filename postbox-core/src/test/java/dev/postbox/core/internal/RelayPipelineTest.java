@@ -32,9 +32,7 @@ class RelayPipelineTest {
   void theNextBatchIsClaimedWhileOneIsInFlightAndSentOnlyAfterItsOutcomes() throws Exception {
     MemoryStore store = new MemoryStore(6);
     HandReleasedPublisher publisher = new HandReleasedPublisher();
-    try (Relay relay = relay(store, publisher)) {
-      relay.start();
-      await().until(() -> publisher.sent.size() == 1);
+    try (Relay relay = startedWithFirstBatchSent(store, publisher)) {
       // batch 1 is in flight: the relay claims batch 2 (without batch 1's rows) and waits
       await().until(() -> store.claimsExcluding.contains(Set.of(1L, 2L)));
       assertThat(publisher.sent).hasSize(1);
@@ -56,9 +54,7 @@ class RelayPipelineTest {
   void aTransientFailureInFlightStopsTheClaimedNextBatchFromBeingSent() throws Exception {
     MemoryStore store = new MemoryStore(6);
     HandReleasedPublisher publisher = new HandReleasedPublisher();
-    try (Relay relay = relay(store, publisher)) {
-      relay.start();
-      await().until(() -> publisher.sent.size() == 1);
+    try (Relay relay = startedWithFirstBatchSent(store, publisher)) {
       publisher.release(0, List.of(ack(), ack()));
       await().until(() -> publisher.sent.size() == 2); // rows 3, 4 in flight; 5, 6 claimed next
       await().until(() -> store.claimsExcluding.contains(Set.of(3L, 4L)));
@@ -76,6 +72,15 @@ class RelayPipelineTest {
       publisher.release(3, List.of(ack(), ack()));
       await().until(() -> store.published.equals(List.of(1L, 2L, 3L, 4L, 5L, 6L)));
     }
+  }
+
+  /** A relay on {@code store}, started, once its first batch is handed to {@code publisher}. */
+  private static Relay startedWithFirstBatchSent(
+      MemoryStore store, HandReleasedPublisher publisher) {
+    Relay relay = relay(store, publisher);
+    relay.start();
+    await().until(() -> publisher.sent.size() == 1);
+    return relay;
   }
 
   private static Relay relay(MemoryStore store, HandReleasedPublisher publisher) {
