@@ -154,7 +154,7 @@ public record DemoReport(
             "    poison sent              %,d   (malformed JSON, schema version 3, unknown product)",
             poisonSent),
         String.format(
-            "    dead-lettered            %,d   (must equal poison sent)",
+            "    dead-lettered before replay %,d   (must equal poison sent)",
             deadLetteredBeforeReplay),
         String.format(
             "    replayed after the fix   %,d   (the unknown product added; replayed via the outbox)",
@@ -163,7 +163,7 @@ public record DemoReport(
             "    applied after replay     %,d   (exactly once; must equal replayed)",
             appliedAfterReplay),
         String.format(
-            "    still dead-lettered      %,d   (must be %d: malformed JSON and unknown version,"
+            "    dead-lettered            %,d   (after replay; must be %d: malformed JSON and unknown version,"
                 + " no data fix helps)",
             deadLettered, poisonUnfixable),
         String.format(

@@ -245,7 +245,7 @@ final class ShopDemo {
         parkWatcher.join();
         long deadLetteredBeforeReplay = deadLettered(ds);
         out.printf(
-            "dead-lettered: %d messages (%d poison sent); keys that had parked messages: %s%n",
+            "dead-lettered before replay: %d messages (%d poison sent); keys that had parked messages: %s%n",
             deadLetteredBeforeReplay, poison.ids().size(), new TreeSet<>(parkedKeys));
         deadLetterReasons(ds).forEach(out::println);
 

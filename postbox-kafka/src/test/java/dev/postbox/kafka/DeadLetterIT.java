@@ -262,6 +262,9 @@ class DeadLetterIT extends Subscribers {
       List<DeadLetter> letters = store.query(DeadLetterStore.Query.all(10));
       assertThat(letters).hasSize(1);
       assertThat(letters.get(0).letter().classification()).isEqualTo(Classification.CONFLICT);
+      assertThat(letters.get(0).letter().errorClass())
+          .as("a public, documented class, not an internal nested one")
+          .isEqualTo(dev.postbox.core.MessageConflictException.class.getName());
       assertThat(letters.get(0).letter().value()).isEqualTo(tampered.payload().bytes());
       assertThat(letters.get(0).letter().attempts()).isEqualTo(1);
     }

@@ -101,6 +101,9 @@ class RetryTopicsIT extends Subscribers {
         Instant.parse(header(r, KafkaRetryTopics.DUE));
       }
       assertThat(s.stats().retries()).isEqualTo(1); // tier 1 → tier 2
+      assertThat(s.stats().unparked()).as("retry topics are not parking").isZero();
+      assertThat(s.stats().parked()).isZero();
+      assertThat(s.stats().applied()).isEqualTo(51);
     }
   }
 

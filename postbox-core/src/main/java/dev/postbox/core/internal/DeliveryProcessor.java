@@ -4,6 +4,7 @@ import dev.postbox.core.CrashPoints;
 import dev.postbox.core.DecodingException;
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.Message;
+import dev.postbox.core.MessageConflictException;
 import dev.postbox.core.codec.Decoded;
 import dev.postbox.core.consumer.BatchHandler;
 import dev.postbox.core.consumer.ConsumerStats;
@@ -18,6 +19,7 @@ import dev.postbox.core.spi.DeadLetterStore.Classification;
 import dev.postbox.core.spi.DeadLetterStore.NewDeadLetter;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.ParkingStore;
+import dev.postbox.core.spi.Sleeper;
 import dev.postbox.core.tracing.TraceHeaders;
 import io.opentelemetry.api.GlobalOpenTelemetry;
 import io.opentelemetry.api.OpenTelemetry;
@@ -83,6 +85,7 @@ public final class DeliveryProcessor {
   private final OpenTelemetry openTelemetry;
   private volatile Tracer tracer;
   private final Set<String> loggedUnknownTypes = ConcurrentHashMap.newKeySet();
+  private final StoreRetry storeRetry = new StoreRetry(Sleeper.SYSTEM);
 
   final AtomicLong received = new AtomicLong();
   final AtomicLong applied = new AtomicLong();
@@ -185,8 +188,16 @@ public final class DeliveryProcessor {
     if (message == null) {
       return true;
     }
-    if (parkBehind(in, message)) {
-      return true; // its key is parked: it waits there, in order, behind the failing message
+    switch (parkBehind(in, message, owned)) {
+      case APPENDED -> {
+        return true; // its key is parked: it waits there, in order, behind the failing message
+      }
+      case NOT_OWNED -> {
+        return false; // the store was unreachable until the partition was revoked: redelivered
+      }
+      case NOT_PARKED -> {
+        // the key has no parked sequence: apply it now
+      }
     }
     MessageHandler h = handler != null ? handler : d -> batchHandler.handle(List.of(d));
     return applyWithRetries(in, message, h, owned);
@@ -342,15 +353,30 @@ public final class DeliveryProcessor {
           }
           if (!permanent && parking.isPresent() && message.key().isPresent()) {
             // delayed retries off the hot path: park it; later messages of its key follow it there
+            // The store is retried while the partition is owned: if the record were abandoned
+            // here, a later record of its key would find nothing parked and overtake it.
             Parking pk = parking.get();
-            pk.store()
-                .park(
-                    subscription.name(),
-                    message.key().get(),
-                    parkedRecord(in),
-                    0,
-                    clock.instant().plus(pk.tiers().get(0)),
-                    String.valueOf(e));
+            String key = message.key().get();
+            boolean stored =
+                storeRetry
+                    .untilDone(
+                        "parking " + position(in) + " (key " + key + ")",
+                        owned,
+                        () -> {
+                          pk.store()
+                              .park(
+                                  subscription.name(),
+                                  key,
+                                  parkedRecord(in),
+                                  0,
+                                  clock.instant().plus(pk.tiers().get(0)),
+                                  String.valueOf(e));
+                          return true;
+                        })
+                    .isPresent();
+            if (!stored) {
+              return false; // revoked before it was parked: redelivered to the next owner
+            }
             parked.incrementAndGet();
             meters(in).parked.increment();
             return true;
@@ -373,18 +399,6 @@ public final class DeliveryProcessor {
           }
         }
       }
-    }
-  }
-
-  /** The same message id arrived with a different payload: never applied silently. */
-  static final class MessageConflictException extends dev.postbox.core.PermanentMessageException {
-    MessageConflictException(Message m) {
-      super(
-          "message "
-              + m.id()
-              + " ("
-              + m.type()
-              + ") was applied before with a different payload; this copy is not applied");
     }
   }
 
@@ -465,7 +479,7 @@ public final class DeliveryProcessor {
             duplicates.incrementAndGet();
             meters(in).duplicates.increment();
           }
-          case CONFLICT -> throw new MessageConflictException(message);
+          case CONFLICT -> throw new MessageConflictException(message.id(), message.type());
         }
       } else {
         h.handle(new SimpleDelivery(in, message, attempt, Optional.empty()));
@@ -520,9 +534,7 @@ public final class DeliveryProcessor {
       return null;
     }
     Throwable e = attemptOnce(in, message, handlerForParked(), attempt);
-    if (e == null) {
-      unparked.incrementAndGet();
-    } else {
+    if (e != null) { // applied: counted as applied (a retry topic is not parking)
       meters(in).failed.increment();
     }
     return e;
@@ -579,23 +591,44 @@ public final class DeliveryProcessor {
         in.topic(), in.partition(), in.offset(), in.key(), in.value(), in.headers());
   }
 
+  /** What {@link #parkBehind} did with a record. */
+  private enum ParkBehind {
+    /** Its key has a parked sequence: appended, it waits its turn. */
+    APPENDED,
+    /** Its key has none: apply it. */
+    NOT_PARKED,
+    /** The store failed until the record was no longer owned: neither (it is redelivered). */
+    NOT_OWNED
+  }
+
   /**
-   * If the message's key has a parked sequence, appends it there (it waits its turn); returns
-   * whether it did.
+   * If the message's key has a parked sequence, appends it there (it waits its turn). The store is
+   * asked again while the record is owned: an answer lost to a database error must never let the
+   * record overtake its key's parked head.
    */
-  private boolean parkBehind(Incoming in, Message message) {
+  private ParkBehind parkBehind(Incoming in, Message message, BooleanSupplier owned) {
     if (parking.isEmpty() || message.key().isEmpty()) {
-      return false;
+      return ParkBehind.NOT_PARKED;
     }
-    if (parking
-        .get()
-        .store()
-        .appendIfParked(subscription.name(), message.key().get(), parkedRecord(in))) {
+    String key = message.key().get();
+    Optional<Boolean> appended =
+        storeRetry.untilDone(
+            "checking the parked sequence of key " + key + " for " + position(in),
+            owned,
+            () -> parking.get().store().appendIfParked(subscription.name(), key, parkedRecord(in)));
+    if (appended.isEmpty()) {
+      return ParkBehind.NOT_OWNED;
+    }
+    if (appended.get()) {
       parked.incrementAndGet();
       meters(in).parked.increment();
-      return true;
+      return ParkBehind.APPENDED;
     }
-    return false;
+    return ParkBehind.NOT_PARKED;
+  }
+
+  private static String position(Incoming in) {
+    return in.topic() + "-" + in.partition() + "@" + in.offset();
   }
 
   /**
@@ -782,29 +815,22 @@ public final class DeliveryProcessor {
             attempts,
             firstFailure,
             lastFailure);
-    for (int i = 1; ; i++) {
-      try {
-        deadLetters.get().add(letter);
-        deadLettered.incrementAndGet();
-        meters(in).deadLettered.increment();
-        return;
-      } catch (RuntimeException e) {
-        log.warn(
-            "{}: storing the dead letter for {}-{}@{} failed (attempt {}); retrying",
-            subscription.name(),
-            in.topic(),
-            in.partition(),
-            in.offset(),
-            i,
-            e);
-        try {
-          Thread.sleep(Math.min(5_000, 100L << Math.min(i, 6)));
-        } catch (InterruptedException ie) {
-          Thread.currentThread().interrupt();
-          throw new IllegalStateException("interrupted before the dead letter was stored", ie);
-        }
-      }
+    boolean stored =
+        storeRetry
+            .untilDone(
+                "storing the dead letter for " + position(in),
+                () -> true, // a record is finished only once its dead letter is safe
+                () -> {
+                  deadLetters.get().add(letter);
+                  return true;
+                })
+            .isPresent();
+    if (!stored) {
+      throw new IllegalStateException(
+          "interrupted before the dead letter for " + position(in) + " was stored");
     }
+    deadLettered.incrementAndGet();
+    meters(in).deadLettered.increment();
   }
 
   /** The {@link Delivery} handed to handlers. */

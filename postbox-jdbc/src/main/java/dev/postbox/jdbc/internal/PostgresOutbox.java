@@ -2,6 +2,7 @@ package dev.postbox.jdbc.internal;
 
 import dev.postbox.core.CrashPoints;
 import dev.postbox.core.Message;
+import dev.postbox.jdbc.DuplicateMessageIdException;
 import dev.postbox.jdbc.Outbox;
 import dev.postbox.jdbc.OutboxException;
 import dev.postbox.jdbc.OutboxTransaction;
@@ -11,9 +12,14 @@ import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import java.util.TreeSet;
+import java.util.UUID;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import javax.sql.DataSource;
 
 /** {@link Outbox} on PostgreSQL. */
@@ -36,6 +42,11 @@ public final class PostgresOutbox implements Outbox {
   private static final String LOCK_ALL =
       "SELECT count(pg_advisory_xact_lock(?, h)) FROM (SELECT unnest(?::int[]) AS h ORDER BY 1) s";
 
+  private static final String UNIQUE_VIOLATION = "23505";
+  private static final String MESSAGE_ID_INDEX = "postbox_outbox_message_id";
+  private static final Pattern UUID_TEXT =
+      Pattern.compile("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
+
   private final boolean keyLocking;
 
   public PostgresOutbox(boolean keyLocking) {
@@ -57,6 +68,9 @@ public final class PostgresOutbox implements Outbox {
       Rows.bind(ps, first, message);
       ps.executeUpdate();
     } catch (SQLException e) {
+      if (isDuplicateId(e)) {
+        throw new DuplicateMessageIdException(message.id(), e);
+      }
       throw new OutboxException("writing message " + message.id() + " to the outbox failed", e);
     }
   }
@@ -67,6 +81,12 @@ public final class PostgresOutbox implements Outbox {
     requireTransaction(connection);
     if (messages.isEmpty()) {
       return;
+    }
+    Set<UUID> ids = new HashSet<>();
+    for (Message m : messages) {
+      if (!ids.add(m.id())) {
+        throw new DuplicateMessageIdException(m.id(), null);
+      }
     }
     try {
       if (keyLocking) {
@@ -91,6 +111,9 @@ public final class PostgresOutbox implements Outbox {
         ps.executeBatch();
       }
     } catch (SQLException e) {
+      if (isDuplicateId(e)) {
+        throw new DuplicateMessageIdException(duplicateId(e, ids), e);
+      }
       throw new OutboxException("writing " + messages.size() + " messages to the outbox failed", e);
     }
   }
@@ -153,6 +176,34 @@ public final class PostgresOutbox implements Outbox {
     } catch (SQLException e) {
       throw new OutboxException("transaction failed", e);
     }
+  }
+
+  /** A unique violation of the message id index, on this exception or a batch's next one. */
+  private static boolean isDuplicateId(SQLException e) {
+    for (SQLException x = e; x != null; x = x.getNextException()) {
+      if (UNIQUE_VIOLATION.equals(x.getSQLState())
+          && String.valueOf(x.getMessage()).contains(MESSAGE_ID_INDEX)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * The id the database named in its error detail ({@code Key (message_id)=(...) already exists}),
+   * among {@code ids}; the server's message is the only place a batch's failing row is named.
+   */
+  private static UUID duplicateId(SQLException e, Set<UUID> ids) {
+    for (SQLException x = e; x != null; x = x.getNextException()) {
+      Matcher m = UUID_TEXT.matcher(String.valueOf(x.getMessage()));
+      while (m.find()) {
+        UUID id = UUID.fromString(m.group());
+        if (ids.contains(id)) {
+          return id;
+        }
+      }
+    }
+    throw new OutboxException("a message id of this batch is already in the outbox", e);
   }
 
   private static void requireTransaction(Connection connection) {
