@@ -36,18 +36,9 @@ class ParkingIT extends Subscribers {
       ms.add(Effects.message(topic, "order-7", 3).toBuilder().header("event", "cancelled").build());
       fx.publishAll(ms);
       AtomicInteger createdAttempts = new AtomicInteger();
-      Subscription sub =
-          Subscription.builder("orders")
-              .topics(topic)
-              .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
-              .failureHandler(FailureHandlers.of(RetryPolicy.builder().maxAttempts(1).build()))
-              .build();
       KafkaSubscriber s =
           start(
-              KafkaSubscriber.builder(ctx.bootstrapServers(), sub)
-                  .inbox(PostgresInboxStore.create(ctx.dataSource()))
-                  .deadLetters(PostgresDeadLetterStore.create(ctx.dataSource()))
-                  .parking(PostgresParkingStore.create(ctx.dataSource()))
+              parkingSubscriber(ctx, "orders", topic)
                   .parkingTiers(
                       Duration.ofMillis(200), Duration.ofMillis(200), Duration.ofMillis(200))
                   .handler(d -> {
@@ -83,18 +74,9 @@ class ParkingIT extends Subscribers {
               Effects.message(topic, "k", 1).toBuilder().header("event", "poison").build(),
               Effects.message(topic, "k", 2),
               Effects.message(topic, "k", 3)));
-      Subscription sub =
-          Subscription.builder("skipper")
-              .topics(topic)
-              .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
-              .failureHandler(FailureHandlers.of(RetryPolicy.builder().maxAttempts(1).build()))
-              .build();
       KafkaSubscriber s =
           start(
-              KafkaSubscriber.builder(ctx.bootstrapServers(), sub)
-                  .inbox(PostgresInboxStore.create(ctx.dataSource()))
-                  .deadLetters(PostgresDeadLetterStore.create(ctx.dataSource()))
-                  .parking(PostgresParkingStore.create(ctx.dataSource()))
+              parkingSubscriber(ctx, "skipper", topic)
                   .parkingTiers(Duration.ofMillis(100), Duration.ofMillis(100))
                   .handler(d -> {
                     if (d.message().header("event").orElse("").equals("poison")) {
@@ -141,18 +123,9 @@ class ParkingIT extends Subscribers {
         java.sql.Statement lockStatement = lock.createStatement()) {
       lock.setAutoCommit(false);
       AtomicInteger headAttempts = new AtomicInteger();
-      Subscription sub =
-          Subscription.builder(name)
-              .topics(topic)
-              .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
-              .failureHandler(FailureHandlers.of(RetryPolicy.builder().maxAttempts(1).build()))
-              .build();
       KafkaSubscriber s =
           start(
-              KafkaSubscriber.builder(ctx.bootstrapServers(), sub)
-                  .inbox(PostgresInboxStore.create(ctx.dataSource()))
-                  .deadLetters(PostgresDeadLetterStore.create(ctx.dataSource()))
-                  .parking(PostgresParkingStore.create(ctx.dataSource()))
+              parkingSubscriber(ctx, name, topic)
                   .parkingTiers(
                       Duration.ofMillis(100), Duration.ofMillis(100), Duration.ofMillis(100))
                   .handler(d -> {
@@ -186,6 +159,21 @@ class ParkingIT extends Subscribers {
       assertThat(s.stats().parked()).as("the head and the record appended behind it").isEqualTo(2);
       assertThat(s.stats().abandoned()).isZero();
     }
+  }
+
+  /** One attempt in place, then ordered parking; effectively-once with dead letters. */
+  private static KafkaSubscriber.Builder parkingSubscriber(
+      PostboxTestContext ctx, String name, String topic) {
+    Subscription sub =
+        Subscription.builder(name)
+            .topics(topic)
+            .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
+            .failureHandler(FailureHandlers.of(RetryPolicy.builder().maxAttempts(1).build()))
+            .build();
+    return KafkaSubscriber.builder(ctx.bootstrapServers(), sub)
+        .inbox(PostgresInboxStore.create(ctx.dataSource()))
+        .deadLetters(PostgresDeadLetterStore.create(ctx.dataSource()))
+        .parking(PostgresParkingStore.create(ctx.dataSource()));
   }
 
   private static void lockParking(java.sql.Statement st) {
