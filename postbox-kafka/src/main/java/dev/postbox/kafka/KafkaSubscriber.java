@@ -11,16 +11,18 @@ import dev.postbox.core.internal.DeliveryProcessor;
 import dev.postbox.core.internal.DeliveryProcessor.Incoming;
 import dev.postbox.core.internal.KeyedExecutor;
 import dev.postbox.core.internal.OffsetTracker;
-import dev.postbox.core.metrics.MetricName;
 import dev.postbox.core.metrics.PostboxMetrics;
-import dev.postbox.core.metrics.Tags;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.ParkingStore;
+import dev.postbox.kafka.internal.CommitBeforeHandling;
 import dev.postbox.kafka.internal.InFlightLimit;
 import dev.postbox.kafka.internal.MembershipFence;
+import dev.postbox.kafka.internal.PartitionRevocation;
 import dev.postbox.kafka.internal.PausePolicy;
+import dev.postbox.kafka.internal.PollLoopHealth;
 import dev.postbox.kafka.internal.StoredRecords;
+import dev.postbox.kafka.internal.SubscriberGauges;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -114,9 +116,10 @@ public final class KafkaSubscriber implements AutoCloseable {
   private final KafkaRetryTopics retryTopics;
   private final PostboxMetrics metrics;
   private final java.time.Clock clock;
-  private final Map<TopicPartition, Long> lags = new ConcurrentHashMap<>();
-  private final Set<TopicPartition> gauged = ConcurrentHashMap.newKeySet();
+  private final SubscriberGauges gauges;
   private final MembershipFence fence;
+  private final PollLoopHealth health;
+  private CommitBeforeHandling preCommit; // AT_MOST_ONCE; poll thread only
 
   private KafkaSubscriber(Builder b) {
     this.subscription = b.subscription;
@@ -160,7 +163,11 @@ public final class KafkaSubscriber implements AutoCloseable {
           Math.min(ConsumerConfig.DEFAULT_MAX_POLL_RECORDS, subscription.batchSize()));
     }
     this.config = c;
-    this.fence = new MembershipFence(MembershipFence.thresholdFor(c), System::nanoTime);
+    this.fence =
+        new MembershipFence(subscription.name(), MembershipFence.thresholdFor(c), System::nanoTime);
+    this.health = new PollLoopHealth(b.clock);
+    this.gauges =
+        new SubscriberGauges(b.metrics, subscription.name(), b.clock, () -> assignment, trackers);
     this.inFlight = new InFlightLimit(subscription.maxInFlight());
     boolean serial = subscription.batchSize() > 1 || subscription.ordering() == Ordering.PARTITION;
     this.pauses =
@@ -191,7 +198,10 @@ public final class KafkaSubscriber implements AutoCloseable {
     }
     consumer =
         new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    preCommit = new CommitBeforeHandling(consumer, subscription.name());
     running = true;
+    health.started();
+    gauges.health(health::alive, this::fenced);
     if (retryTopics != null) {
       retryTopics.start();
     }
@@ -222,6 +232,27 @@ public final class KafkaSubscriber implements AutoCloseable {
   /** Records read and not yet finished. */
   public int inFlight() {
     return inFlight.get();
+  }
+
+  /**
+   * What this subscriber is doing now: whether its poll loop runs (or why it died), its partitions,
+   * whether records wait on the membership fence, when it last polled.
+   */
+  public SubscriberState state() {
+    return new SubscriberState(
+        running,
+        health.alive(),
+        health.failure(),
+        assignment,
+        fenced(),
+        health.lastPoll(),
+        inFlight.get());
+  }
+
+  private boolean fenced() {
+    return health.alive()
+        && subscription.guarantee() != DeliveryGuarantee.AT_MOST_ONCE
+        && fence.fenced();
   }
 
   /**
@@ -336,6 +367,7 @@ public final class KafkaSubscriber implements AutoCloseable {
 
   private void pollLoop() {
     try {
+      fence.started();
       consumer.subscribe(subscription.topics(), new Rebalance());
       while (running) {
         Duration timeout = POLL_TIMEOUT;
@@ -351,31 +383,44 @@ public final class KafkaSubscriber implements AutoCloseable {
           timeout = PARTLY_PAUSED_POLL_TIMEOUT; // notice soon when a paused partition has room
         }
         ConsumerRecords<byte[], byte[]> records = consumer.poll(timeout);
+        health.polled();
         boolean verify = fence.polled();
         if (!records.isEmpty()) {
           processor.received(records.count());
-          if (subscription.guarantee() == DeliveryGuarantee.AT_MOST_ONCE) {
-            commitBeforeHandling(records);
+          // at-most-once: a crash from here on loses these records, never repeats them; a
+          // commit that failed (a rebalance) skips them: they are read again, not handled twice
+          if (subscription.guarantee() != DeliveryGuarantee.AT_MOST_ONCE
+              || preCommit.commit(records)) {
+            dispatch(records);
           }
-          dispatch(records);
         }
         if (verify) {
           verifyMembership(); // after dispatch: the trackers hold what this poll returned
         }
         applyBackPressure();
         commitFinished(false);
-        sampleLag();
+        gauges.sampleLag(consumer::currentLag);
       }
       shutdown();
+      health.ended(Optional.empty());
     } catch (WakeupException e) {
       shutdown();
-    } catch (RuntimeException e) {
-      log.error("{}: poll loop failed; closing the consumer", subscription.name(), e);
+      health.ended(Optional.empty());
+    } catch (RuntimeException | Error e) {
+      log.error(
+          "{}: poll loop failed; the consumer is closed and this subscriber consumes nothing more"
+              + " (state().alive() is false)",
+          subscription.name(),
+          e);
+      health.ended(Optional.of(e));
       closing = true;
       try {
         consumer.close(Duration.ofSeconds(5));
       } catch (RuntimeException ignored) {
         // already failing
+      }
+      if (e instanceof Error err) {
+        throw err;
       }
     } finally {
       stopped.countDown();
@@ -431,61 +476,6 @@ public final class KafkaSubscriber implements AutoCloseable {
         !closing && fence.awaitFresh(() -> closing || tracker.revoked()) && !tracker.revoked();
   }
 
-  /** Offset lag per assigned partition, for the gauge (the consumer is poll-thread only). */
-  private void sampleLag() {
-    if (metrics == PostboxMetrics.noop()) {
-      return;
-    }
-    for (TopicPartition tp : assignment) {
-      OptionalLong lag = consumer.currentLag(tp);
-      if (lag.isPresent()) {
-        OffsetTracker t = trackers.get(tp);
-        lags.put(tp, lag.getAsLong() + (t == null ? 0 : t.unfinished()));
-      }
-    }
-  }
-
-  /** Registers the per-partition gauges the first time this instance is assigned a partition. */
-  private void gauge(Collection<TopicPartition> partitions) {
-    if (metrics == PostboxMetrics.noop()) {
-      return;
-    }
-    for (TopicPartition tp : partitions) {
-      if (!gauged.add(tp)) {
-        continue;
-      }
-      Tags tags =
-          Tags.of(
-              "group",
-              subscription.name(),
-              "topic",
-              tp.topic(),
-              "partition",
-              Integer.toString(tp.partition()));
-      metrics.gauge(MetricName.CONSUMER_OLDEST_UNPROCESSED_AGE, tags, () -> oldestAge(tp));
-      metrics.gauge(
-          MetricName.CONSUMER_OFFSET_LAG,
-          tags,
-          () -> assignment.contains(tp) ? lags.getOrDefault(tp, 0L) : Double.NaN);
-    }
-  }
-
-  /**
-   * Seconds since the timestamp of the first unfinished record of {@code tp} (where the committed
-   * offset points); 0 when all read records finished; NaN when the partition is not assigned here.
-   */
-  private double oldestAge(TopicPartition tp) {
-    if (!assignment.contains(tp)) {
-      return Double.NaN;
-    }
-    OffsetTracker t = trackers.get(tp);
-    if (t == null) {
-      return 0;
-    }
-    OptionalLong ts = t.oldestUnfinishedTimestamp();
-    return ts.isEmpty() ? 0 : Math.max(0, clock.millis() - ts.getAsLong()) / 1000.0;
-  }
-
   private void shutdown() {
     closing = true; // unstarted records are dropped, retries stop
     consumer.pause(consumer.assignment());
@@ -497,16 +487,6 @@ public final class KafkaSubscriber implements AutoCloseable {
     }
     commitFinished(true);
     consumer.close(Duration.ofSeconds(10));
-  }
-
-  private void commitBeforeHandling(ConsumerRecords<byte[], byte[]> records) {
-    Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
-    for (TopicPartition tp : records.partitions()) {
-      List<ConsumerRecord<byte[], byte[]>> rs = records.records(tp);
-      offsets.put(tp, new OffsetAndMetadata(rs.get(rs.size() - 1).offset() + 1));
-    }
-    consumer.commitSync(
-        offsets); // at-most-once: a crash from here on loses these records, never repeats them
   }
 
   private void dispatch(ConsumerRecords<byte[], byte[]> records) {
@@ -699,26 +679,32 @@ public final class KafkaSubscriber implements AutoCloseable {
   private final class Rebalance implements ConsumerRebalanceListener {
     @Override
     public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
-      Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+      Map<TopicPartition, OffsetTracker> revoked = new HashMap<>();
       for (TopicPartition tp : partitions) {
         OffsetTracker tracker = trackers.get(tp);
-        if (tracker == null) {
-          continue;
+        if (tracker != null) {
+          revoked.put(tp, tracker);
         }
-        try {
-          int left = tracker.revokeAndAwait(subscription.shutdownTimeout());
-          if (left > 0) {
-            log.warn(
-                "{}: {} records of {} still running at revocation", subscription.name(), left, tp);
-          }
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
+      }
+      log.info("{}: revoked {}", subscription.name(), partitions);
+      try {
+        // every revoked partition is marked before any wait: none starts a record from here on
+        Map<TopicPartition, Integer> left =
+            new PartitionRevocation(subscription.shutdownTimeout(), System::nanoTime)
+                .revoke(revoked);
+        if (!left.isEmpty()) {
+          log.warn("{}: records still running at revocation: {}", subscription.name(), left);
         }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+      revoked.forEach((tp, tracker) -> {
         OptionalLong c = tracker.committable();
         if (c.isPresent() && c.getAsLong() > committed.getOrDefault(tp, -1L)) {
           offsets.put(tp, new OffsetAndMetadata(c.getAsLong()));
         }
-      }
+      });
       if (!partitions.isEmpty()) {
         // in-flight work of the revoked partitions is finished, its offsets not committed yet
         CrashPoints.hit("consumer.during-rebalance");
@@ -731,6 +717,8 @@ public final class KafkaSubscriber implements AutoCloseable {
 
     @Override
     public void onPartitionsLost(Collection<TopicPartition> partitions) {
+      log.info(
+          "{}: lost {} (another member may own them already)", subscription.name(), partitions);
       for (TopicPartition tp : partitions) {
         OffsetTracker tracker = trackers.get(tp);
         if (tracker != null) {
@@ -750,8 +738,8 @@ public final class KafkaSubscriber implements AutoCloseable {
         consumer.pause(partitions);
       }
       assignment = Set.copyOf(consumer.assignment());
-      gauge(partitions);
-      log.debug("{}: assigned {}", subscription.name(), partitions);
+      gauges.assigned(partitions);
+      log.info("{}: assigned {} (now owns {})", subscription.name(), partitions, assignment.size());
     }
 
     private void forget(Collection<TopicPartition> partitions) {

@@ -209,6 +209,9 @@ final class Campaign implements AutoCloseable {
           Role.CONSUMER,
           (incarnation, instance) ->
               Fleet.jvm(ConsumerMain.class, logs, name, "160m")
+                  // its assignment, revocations and membership-fence waits, and its state file
+                  .jvmOptions("-Dorg.slf4j.simpleLogger.log.dev.postbox.kafka=info")
+                  .systemProperty(ConsumerStateFile.PROPERTY, stateFile(name).toString())
                   .args(
                       jdbcUrl,
                       bootstrap,
@@ -320,6 +323,7 @@ final class Campaign implements AutoCloseable {
     }
     long recoveryMs = (System.nanoTime() - healed) / 1_000_000;
     if (!drained) {
+      dumpConsumers(); // while it is stalled: the group and what each consumer is doing
       // keep waiting (the bound is exceeded, a violation) so the rest of the checks see the end
       long more = System.nanoTime() + settings.recoveryBound().toNanos();
       while (System.nanoTime() < more && !checker.drained()) {
@@ -367,6 +371,23 @@ final class Campaign implements AutoCloseable {
         !drained,
         log.unexpectedExits(),
         reasons);
+  }
+
+  private Path stateFile(String consumer) {
+    return settings.dir().resolve("logs").resolve(consumer + ".state");
+  }
+
+  /** The group's description and each consumer's state, into the fault log and the output. */
+  private void dumpConsumers() {
+    List<Path> files = new ArrayList<>();
+    for (int i = 1; i <= CONSUMERS; i++) {
+      files.add(stateFile("consumer-" + i));
+    }
+    for (String line : DrainDiagnostics.describe(admin, GROUP, files)) {
+      log.note("drain-diagnostics", line);
+      out.println("  " + line);
+    }
+    out.flush();
   }
 
   /** Whether every fault {@code s} schedules fired {@code minFires} times (mixed: see below). */

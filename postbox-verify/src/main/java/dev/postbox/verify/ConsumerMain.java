@@ -97,6 +97,7 @@ public final class ConsumerMain {
             })
             .build();
     subscriber.start();
+    ConsumerStateFile.start(subscriber, instance);
     System.out.println("consumer " + instance + " started");
     ChildSupport.runUntilTerminated(() -> {
       subscriber.close();

@@ -6,6 +6,7 @@ import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongSupplier;
 
 /**
  * Offsets of one partition: which records were dispatched, which are running, which finished. The
@@ -97,17 +98,44 @@ public final class OffsetTracker {
    * timeout} for the running ones to end. Returns how many are still running.
    */
   public int revokeAndAwait(Duration timeout) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
+    markRevoked();
+    return awaitIdle(System.nanoTime() + timeout.toNanos(), System::nanoTime);
+  }
+
+  /** Marks the partition revoked: records not yet started will not start. */
+  public void markRevoked() {
     lock.lock();
     try {
       revoked = true;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Waits until no record runs or {@code nanoTime} passes {@code deadlineNanos} (re-read at least
+   * every 100 ms, so a test's clock may move it). Returns how many are still running.
+   */
+  public int awaitIdle(long deadlineNanos, LongSupplier nanoTime) throws InterruptedException {
+    lock.lock();
+    try {
       while (running > 0) {
-        long left = deadline - System.nanoTime();
+        long left = deadlineNanos - nanoTime.getAsLong();
         if (left <= 0) {
           break;
         }
         idle.awaitNanos(Math.min(left, TimeUnit.MILLISECONDS.toNanos(100)));
       }
+      return running;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Records started and not yet ended. */
+  public int running() {
+    lock.lock();
+    try {
       return running;
     } finally {
       lock.unlock();

@@ -111,6 +111,20 @@ public enum MetricName {
       "From the message's occurredAt to its effect committing",
       "group",
       "topic"),
+  CONSUMER_POLL_LOOP_ALIVE(
+      "postbox.consumer.poll.loop.alive",
+      Kind.GAUGE,
+      null,
+      "1 while the subscriber's poll loop runs; 0 once it ended, closed or failed for good (a"
+          + " started subscriber at 0 consumes nothing and must be replaced)",
+      "group"),
+  CONSUMER_MEMBERSHIP_FENCED(
+      "postbox.consumer.membership.fenced",
+      Kind.GAUGE,
+      null,
+      "1 while records wait on the membership fence (the poll loop stalled and the member has not"
+          + " yet proved that it still belongs to the group), else 0",
+      "group"),
   GROUP_OLDEST_UNPROCESSED_AGE(
       "postbox.group.oldest.unprocessed.age",
       Kind.GAUGE,

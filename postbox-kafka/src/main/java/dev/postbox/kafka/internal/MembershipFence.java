@@ -3,10 +3,13 @@ package dev.postbox.kafka.internal;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Keeps workers from starting a record while this process may have been out of the consumer group
@@ -32,6 +35,7 @@ import java.util.function.LongSupplier;
  */
 public final class MembershipFence {
 
+  private static final Logger log = LoggerFactory.getLogger(MembershipFence.class);
   private static final long SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
 
   private final long thresholdNanos;
@@ -41,12 +45,21 @@ public final class MembershipFence {
   // written by the poll thread; a worker reads lastPoll before suspect (see fresh())
   private volatile long lastPoll;
   private volatile boolean suspect;
+  private final String name;
+  // whether a wait of a worker was logged and not yet the fence's opening (for the INFO lines)
+  private final AtomicBoolean waitLogged = new AtomicBoolean();
 
   /**
    * A fence that suspects the membership after a gap of more than {@code threshold} between two
    * polls; {@code nanoTime} is the monotonic clock ({@code System::nanoTime} outside tests).
    */
   public MembershipFence(Duration threshold, LongSupplier nanoTime) {
+    this("consumer", threshold, nanoTime);
+  }
+
+  /** As {@link #MembershipFence(Duration, LongSupplier)}, logging as {@code name}. */
+  public MembershipFence(String name, Duration threshold, LongSupplier nanoTime) {
+    this.name = name;
     if (threshold.isNegative() || threshold.isZero()) {
       throw new IllegalArgumentException("threshold must be positive, was " + threshold);
     }
@@ -79,18 +92,53 @@ public final class MembershipFence {
    */
   public boolean polled() {
     long now = nanoTime.getAsLong();
-    if (now - lastPoll > thresholdNanos) {
+    long gap = now - lastPoll;
+    if (gap > thresholdNanos) {
+      if (!suspect) {
+        log.info(
+            "{}: {} ms between two polls (threshold {} ms): records wait until the group"
+                + " membership is verified",
+            name,
+            TimeUnit.NANOSECONDS.toMillis(gap),
+            TimeUnit.NANOSECONDS.toMillis(thresholdNanos));
+      }
       suspect = true; // before lastPoll moves, so a worker that sees the new lastPoll sees this
     }
     lastPoll = now;
+    opened();
     signal();
     return suspect;
+  }
+
+  /**
+   * Poll thread: the poll loop starts now. The gap before the first poll is measured from here, not
+   * from construction: a slow start-up is not a pause of a member.
+   */
+  public void started() {
+    lastPoll = nanoTime.getAsLong();
   }
 
   /** Poll thread: a broker-checked commit after the last {@link #polled()} succeeded. */
   public void verified() {
     suspect = false;
+    opened();
     signal();
+  }
+
+  /** Whether workers would wait now (the membership is not {@link #fresh()}). */
+  public boolean fenced() {
+    return !fresh();
+  }
+
+  /** The monotonic time of the last return from {@code poll()} (or of the start). */
+  public long lastPollNanos() {
+    return lastPoll;
+  }
+
+  private void opened() {
+    if (fresh() && waitLogged.compareAndSet(true, false)) {
+      log.info("{}: membership fence open again; waiting records go on", name);
+    }
   }
 
   /** Whether the last poll is recent and no gap is unverified. */
@@ -111,6 +159,13 @@ public final class MembershipFence {
       }
       if (fresh()) {
         return true;
+      }
+      if (waitLogged.compareAndSet(false, true)) {
+        log.info(
+            "{}: records wait on the membership fence (last poll {} ms ago{})",
+            name,
+            TimeUnit.NANOSECONDS.toMillis(nanoTime.getAsLong() - lastPoll),
+            suspect ? ", a gap between polls not yet verified" : "");
       }
       lock.lock();
       try {
