@@ -73,6 +73,42 @@ final class Rows {
         rs.getInt("attempts"));
   }
 
+  /**
+   * Like {@link #read}, but a row the envelope rejects (a blank type, a schema version below 1,
+   * headers that are not a map of strings, ...) comes back {@linkplain OutboxRecord#unreadable()
+   * unreadable}, with a stand-in message carrying its topic and key where those are valid, instead
+   * of failing the whole claim.
+   */
+  static OutboxRecord readForRelay(ResultSet rs) throws SQLException {
+    try {
+      return read(rs);
+    } catch (RuntimeException e) {
+      String topic = rs.getString("topic");
+      String key = rs.getString("msg_key");
+      Message.Builder standIn =
+          Message.builder(
+              topic == null || topic.isBlank() ? "postbox.unreadable" : topic,
+              "postbox.unreadable");
+      UUID id = rs.getObject("message_id", UUID.class);
+      if (id != null) {
+        standIn.id(id);
+      }
+      Message m;
+      try {
+        m = standIn.key(key == null || key.isEmpty() ? null : key).build();
+      } catch (RuntimeException invalid) {
+        m = Message.builder("postbox.unreadable", "postbox.unreadable").build();
+      }
+      return new OutboxRecord(
+          rs.getLong("position"),
+          rs.getShort("lane"),
+          m,
+          rs.getTimestamp("created_at").toInstant(),
+          rs.getInt("attempts"),
+          e.toString());
+    }
+  }
+
   private static String toJson(Map<String, String> headers) {
     try {
       return JSON.writeValueAsString(headers);
