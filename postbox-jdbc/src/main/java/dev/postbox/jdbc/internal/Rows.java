@@ -85,19 +85,13 @@ final class Rows {
     } catch (RuntimeException e) {
       String topic = rs.getString("topic");
       String key = rs.getString("msg_key");
-      Message.Builder standIn =
-          Message.builder(
-              topic == null || topic.isBlank() ? "postbox.unreadable" : topic,
-              "postbox.unreadable");
       UUID id = rs.getObject("message_id", UUID.class);
-      if (id != null) {
-        standIn.id(id);
+      Message m = standIn(topic, key, id);
+      if (m == null) {
+        m = standIn("postbox.unreadable", key, id);
       }
-      Message m;
-      try {
-        m = standIn.key(key == null || key.isEmpty() ? null : key).build();
-      } catch (RuntimeException invalid) {
-        m = Message.builder("postbox.unreadable", "postbox.unreadable").build();
+      if (m == null) {
+        m = standIn("postbox.unreadable", null, id);
       }
       return new OutboxRecord(
           rs.getLong("position"),
@@ -106,6 +100,19 @@ final class Rows {
           rs.getTimestamp("created_at").toInstant(),
           rs.getInt("attempts"),
           e.toString());
+    }
+  }
+
+  /** A never-published stand-in with what could be read of a row, or null if even that fails. */
+  private static Message standIn(String topic, String key, UUID id) {
+    try {
+      Message.Builder b = Message.builder(topic, "postbox.unreadable");
+      if (id != null) {
+        b.id(id);
+      }
+      return b.key(key == null || key.isEmpty() ? null : key).build();
+    } catch (RuntimeException invalid) {
+      return null;
     }
   }
 
