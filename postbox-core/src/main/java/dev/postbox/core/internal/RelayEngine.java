@@ -96,7 +96,7 @@ public final class RelayEngine implements Relay {
   private final AtomicLong batches = new AtomicLong();
   private final PostboxMetrics.Counter publishedCounter;
   private final PostboxMetrics.Counter failuresCounter;
-  private final PostboxMetrics.Counter unpublishableCounter;
+  private final UnpublishableRowMarker unpublishableRows;
   // The backlog as last sampled by the heartbeat (null until the first sample, or when the store
   // cannot tell).
   private volatile RelayStore.Backlog backlog;
@@ -110,7 +110,12 @@ public final class RelayEngine implements Relay {
     Tags tags = Tags.of("instance", config.instanceId());
     this.publishedCounter = m.counter(MetricName.RELAY_PUBLISHED, tags);
     this.failuresCounter = m.counter(MetricName.RELAY_PUBLISH_FAILURES, tags);
-    this.unpublishableCounter = m.counter(MetricName.RELAY_UNPUBLISHABLE, tags);
+    this.unpublishableRows =
+        new UnpublishableRowMarker(
+            config.instanceId(),
+            config.unpublishableRows(),
+            store,
+            m.counter(MetricName.RELAY_UNPUBLISHABLE, tags));
     m.gauge(MetricName.RELAY_LANES_OWNED, tags, () -> ownership.leases().size());
     m.gauge(MetricName.RELAY_PENDING, tags, () -> backlog == null ? Double.NaN : backlog.pending());
     m.gauge(MetricName.RELAY_LAG_AGE, tags, () -> backlogAgeSeconds());
@@ -506,7 +511,7 @@ public final class RelayEngine implements Relay {
     List<PublishOutcome.Acknowledged> acks = new ArrayList<>(batch.size());
     List<OutboxRecord> unpublishable = new ArrayList<>();
     List<PublishOutcome.Failed> unpublishableOutcomes = new ArrayList<>();
-    HeldBehind held = new HeldBehind();
+    UnpublishableRowMarker.HeldBehind held = new UnpublishableRowMarker.HeldBehind();
     int retried = 0;
     for (int i = 0; i < batch.size(); i++) {
       OutboxRecord r = batch.get(i);
@@ -559,7 +564,10 @@ public final class RelayEngine implements Relay {
       notifyListener(() -> config.listener().onPublished(acked));
     }
     for (int i = 0; i < unpublishable.size(); i++) {
-      markUnpublishable(leases, unpublishable.get(i), unpublishableOutcomes.get(i));
+      if (unpublishableRows.mark(
+          owner, leases, unpublishable.get(i), unpublishableOutcomes.get(i))) {
+        permanentFailures.incrementAndGet();
+      }
     }
     if (transientFailure) {
       log.warn(
@@ -569,67 +577,6 @@ public final class RelayEngine implements Relay {
           batch.size());
     }
     return transientFailure;
-  }
-
-  /** What an unpublishable row holds under the configured policy. */
-  private RelayStore.Hold holdFor(PublishOutcome.Failed f) {
-    if (config.unpublishableRows() == UnpublishableRows.SKIP) {
-      // a topic that is missing or refused would skip every row of the topic: it holds even so
-      return f.permanent() ? RelayStore.Hold.NONE : RelayStore.Hold.TOPIC;
-    }
-    return f.topicWide() ? RelayStore.Hold.TOPIC : RelayStore.Hold.KEY;
-  }
-
-  /** Marks one row the publisher could not publish, and says so once at WARN. */
-  private void markUnpublishable(
-      Collection<LaneLease> leases, OutboxRecord r, PublishOutcome.Failed f) {
-    RelayStore.Hold hold = holdFor(f);
-    String error = String.valueOf(f.error());
-    int marked = store.markUnpublishable(owner, leases, List.of(r), error, hold);
-    if (marked == 0) {
-      return; // lease lost: the lane's new owner meets the row and reports it
-    }
-    permanentFailures.incrementAndGet();
-    unpublishableCounter.increment();
-    Message m = r.message();
-    String key = m.key().map(k -> "key '" + k + "'").orElse("no key");
-    String behind =
-        switch (hold) {
-          case NONE -> "skipped; later rows of its key go on without it";
-          case KEY -> "it holds the later rows of its " + key;
-          case TOPIC ->
-              "it holds every row of topic '" + m.topic() + "' and the later rows of its " + key;
-        };
-    log.warn(
-        "relay {}: outbox row {} (message {}, topic '{}', {}) cannot be published: {}; {}{}",
-        config.instanceId(),
-        r.position(),
-        m.id(),
-        m.topic(),
-        key,
-        error,
-        behind,
-        hold == RelayStore.Hold.NONE
-            ? ""
-            : " until an operator retries or skips it (OutboxOperations)");
-  }
-
-  /** The keys and topics of unpublishable rows met so far in one batch. */
-  private static final class HeldBehind {
-    private final Set<String> keys = new java.util.HashSet<>();
-    private final Set<String> topics = new java.util.HashSet<>();
-
-    void add(OutboxRecord r, boolean topicWide) {
-      r.message().key().ifPresent(keys::add);
-      if (topicWide) {
-        topics.add(r.message().topic());
-      }
-    }
-
-    boolean holds(OutboxRecord r) {
-      return topics.contains(r.message().topic())
-          || r.message().key().map(keys::contains).orElse(false);
-    }
   }
 
   private void purge(Collection<LaneLease> leases) {

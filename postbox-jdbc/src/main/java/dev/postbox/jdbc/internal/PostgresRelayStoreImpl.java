@@ -84,18 +84,6 @@ public final class PostgresRelayStoreImpl implements RelayStore {
           + " FROM postbox_outbox o"
           + " WHERE published_at IS NULL AND failed_at IS NULL AND lane = ANY(?::smallint[])";
   private static final String CLAIM = CLAIM_SELECT + " ORDER BY position LIMIT ?";
-  // Unpublishable rows that hold their key or topic (V9): few, read from a partial index first, so
-  // that a claim without any (the normal case) is the plain one.
-  private static final String HOLDS =
-      "SELECT msg_key, position, topic, hold FROM postbox_outbox WHERE hold IS NOT NULL";
-  // The holds as small arrays: later rows of a held key, and every row of a held topic, are left
-  // out in the scan of the pending index; the rows of other keys behind them are still found.
-  private static final String CLAIM_HOLDING =
-      CLAIM_SELECT
-          + " AND o.topic <> ALL(?::text[])"
-          + " AND NOT EXISTS (SELECT 1 FROM unnest(?::text[], ?::bigint[]) AS h(k, p)"
-          + "   WHERE h.k = o.msg_key AND h.p < o.position)"
-          + " ORDER BY position LIMIT ?";
   // One statement per batch, also recording where each row went: the acknowledgements travel as
   // three parallel arrays joined on position (no per-row statements, no temporary table).
   // The fence is evaluated first, on its own: the lanes this relay still holds at the epochs it
@@ -328,15 +316,11 @@ public final class PostgresRelayStoreImpl implements RelayStore {
       // The batch in flight is still pending: read past it and skip its rows here. (Leaving them
       // out in SQL needs an anti-join, and with the small row estimates of the pending index the
       // planner picks a nested loop over the excluded positions: 250 ms per claim, measured.)
-      Holds holds = holds(c);
-      try (PreparedStatement ps = c.prepareStatement(holds.none() ? CLAIM : CLAIM_HOLDING)) {
-        int i = 1;
-        ps.setArray(i++, c.createArrayOf("int2", valid.toArray()));
-        if (!holds.none()) {
-          ps.setArray(i++, c.createArrayOf("text", holds.topics().toArray()));
-          ps.setArray(i++, c.createArrayOf("text", holds.keys().toArray()));
-          ps.setArray(i++, c.createArrayOf("int8", holds.keyPositions().toArray()));
-        }
+      Holds holds = Holds.read(c);
+      try (PreparedStatement ps =
+          c.prepareStatement(holds.none() ? CLAIM : Holds.claim(CLAIM_SELECT))) {
+        ps.setArray(1, c.createArrayOf("int2", valid.toArray()));
+        int i = holds.none() ? 2 : holds.bind(c, ps, 2);
         ps.setInt(i, limit + exceptPositions.size());
         List<OutboxRecord> out = new ArrayList<>();
         java.util.Set<String> unreadableKeys = new java.util.HashSet<>();
@@ -468,33 +452,6 @@ public final class PostgresRelayStoreImpl implements RelayStore {
       throw new OutboxException(
           "marking " + records.size() + " outbox rows unpublishable failed", e);
     }
-  }
-
-  /** The holding rows: topics held whole, and (key, position) pairs whose later rows wait. */
-  private record Holds(List<String> topics, List<String> keys, List<Long> keyPositions) {
-    boolean none() {
-      return topics.isEmpty() && keys.isEmpty();
-    }
-  }
-
-  private static Holds holds(Connection c) throws SQLException {
-    List<String> topics = new ArrayList<>();
-    List<String> keys = new ArrayList<>();
-    List<Long> positions = new ArrayList<>();
-    try (PreparedStatement ps = c.prepareStatement(HOLDS);
-        ResultSet rs = ps.executeQuery()) {
-      while (rs.next()) {
-        String key = rs.getString(1);
-        if (key != null) {
-          keys.add(key);
-          positions.add(rs.getLong(2));
-        }
-        if ("TOPIC".equals(rs.getString(4))) {
-          topics.add(rs.getString(3));
-        }
-      }
-    }
-    return new Holds(topics, keys, positions);
   }
 
   @Override
