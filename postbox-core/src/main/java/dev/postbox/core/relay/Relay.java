@@ -66,7 +66,7 @@ public interface Relay extends AutoCloseable {
    *
    * @param published rows acknowledged by the broker and marked
    * @param publishFailures failed publish attempts (each row counted once per attempt)
-   * @param permanentFailures rows marked failed for good
+   * @param permanentFailures rows marked unpublishable (failed, then holding their key or skipped)
    * @param fenced rows acknowledged but not marked because the lease was lost
    * @param batches batches published
    */
