@@ -27,14 +27,16 @@ import javax.sql.DataSource;
  * }</pre>
  *
  * <p>What is recorded where: the outbox row (written, and published with topic, partition and
- * offset since migration 6, or failed for good; retention deletes published rows after an hour by
- * default, and a replay writes the row anew, so the row shows the latest publication); dead letters
- * (where the consumer read the record, first and last failure, attempts, classification, error,
- * replay or discard); parked messages (found by their {@code ce_id} header; attempts, next due
- * time, last error); inbox records of {@code EFFECTIVELY_ONCE} consumers (processed at, the start
- * of the effect's transaction; purged after the inbox retention). Consumers without an inbox, and
- * in-place retries of a message that then succeeded, leave no per-message record: those are counted
- * in metrics only, and the trace says so in its notes.
+ * offset since migration 6, or failed for good; since migration 9 also whether it holds the later
+ * rows of its key or waits behind such a row, and each operator retry or skip; retention deletes
+ * published rows after an hour by default, and a replay writes the row anew, so the row shows the
+ * latest publication); dead letters (where the consumer read the record, first and last failure,
+ * attempts, classification, error, replay or discard); parked messages (found by their {@code
+ * ce_id} header; attempts, next due time, last error); inbox records of {@code EFFECTIVELY_ONCE}
+ * consumers (processed at, the start of the effect's transaction; purged after the inbox
+ * retention). Consumers without an inbox, and in-place retries of a message that then succeeded,
+ * leave no per-message record: those are counted in metrics only, and the trace says so in its
+ * notes.
  *
  * <p>Defaults: the data source's current schema. Thread-safe.
  */
@@ -76,6 +78,7 @@ public final class MessageTracer {
     try (Connection c = dataSource.getConnection()) {
       c.setReadOnly(true);
       outbox(c, id, steps, notes);
+      resolutions(c, id, steps);
       deadLetters(c, id, steps);
       parked(c, id, steps);
       inbox(c, id, steps);
@@ -125,7 +128,7 @@ public final class MessageTracer {
     String sql =
         "SELECT topic, msg_key, type, schema_version, occurred_at, correlation_id, lane,"
             + " created_at, published_at, published_partition, published_offset, failed_at,"
-            + " attempts, last_error, headers->>'traceparent', now()"
+            + " attempts, last_error, headers->>'traceparent', now(), hold, position"
             + " FROM "
             + prefix
             + "postbox_outbox WHERE message_id = ?";
@@ -184,6 +187,35 @@ public final class MessageTracer {
                           : "published to " + topic + "-" + partition + "@" + offset,
                       p),
                   2));
+        } else if (rs.getTimestamp(12) != null && rs.getString(17) != null) {
+          String key = rs.getString(2);
+          String holds =
+              "the later rows of "
+                  + (key == null ? "no key" : "key '" + key + "'")
+                  + ("TOPIC".equals(rs.getString(17)) ? " and every row of topic " + topic : "");
+          steps.add(
+              new Ranked(
+                  new Step(
+                      instant(rs, 12),
+                      "publish-held",
+                      "relay",
+                      "the relay cannot publish it: "
+                          + rs.getString(14)
+                          + "; it holds "
+                          + holds
+                          + " until an operator retries or skips position "
+                          + rs.getLong(18)
+                          + " (OutboxOperations)",
+                      attrs(
+                          "attempts",
+                          Integer.toString(attempts),
+                          "error",
+                          rs.getString(14),
+                          "hold",
+                          rs.getString(17),
+                          "position",
+                          Long.toString(rs.getLong(18)))),
+                  2));
         } else if (rs.getTimestamp(12) != null) {
           steps.add(
               new Ranked(
@@ -195,14 +227,81 @@ public final class MessageTracer {
                       attrs("attempts", Integer.toString(attempts), "error", rs.getString(14))),
                   2));
         } else {
+          String behind = heldBehind(c, topic, rs.getString(2), rs.getLong(18));
           steps.add(
               new Ranked(
                   new Step(
                       instant(rs, 16),
                       "pending",
                       "relay",
-                      "not published yet (" + attempts + " failed attempts)",
-                      attrs("attempts", Integer.toString(attempts))),
+                      "not published yet ("
+                          + attempts
+                          + " failed attempts)"
+                          + (behind == null ? "" : "; " + behind),
+                      attrs("attempts", Integer.toString(attempts), "held_behind", behind)),
+                  2));
+        }
+      }
+    }
+  }
+
+  /** What holds a pending row back: the first unpublishable row of its key or topic, or null. */
+  private String heldBehind(Connection c, String topic, String key, long position)
+      throws SQLException {
+    String sql =
+        "SELECT position, message_id, last_error FROM "
+            + prefix
+            + "postbox_outbox WHERE hold IS NOT NULL AND ((hold = 'TOPIC' AND topic = ?)"
+            + " OR (msg_key = ? AND position < ?)) ORDER BY position LIMIT 1";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, topic);
+      ps.setString(2, key);
+      ps.setLong(3, position);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next()
+            ? "waits behind the unpublishable row at position "
+                + rs.getLong(1)
+                + " (message "
+                + rs.getObject(2)
+                + "): "
+                + rs.getString(3)
+            : null;
+      }
+    }
+  }
+
+  private void resolutions(Connection c, UUID id, List<Ranked> steps) throws SQLException {
+    String sql =
+        "SELECT action, error, reason, resolved_by, resolved_at, position FROM "
+            + prefix
+            + "postbox_outbox_resolution WHERE message_id = ? ORDER BY id";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setObject(1, id);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          boolean retried = rs.getString(1).equals("RETRIED");
+          steps.add(
+              new Ranked(
+                  new Step(
+                      instant(rs, 5),
+                      retried ? "publish-retried" : "publish-skipped",
+                      rs.getString(4),
+                      (retried
+                              ? "unpublishable row retried by "
+                              : "unpublishable row skipped (never published) by ")
+                          + rs.getString(4)
+                          + (rs.getString(3) == null ? "" : ": " + rs.getString(3))
+                          + "; it had failed with: "
+                          + rs.getString(2),
+                      attrs(
+                          "position",
+                          Long.toString(rs.getLong(6)),
+                          "by",
+                          rs.getString(4),
+                          "reason",
+                          rs.getString(3),
+                          "error",
+                          rs.getString(2))),
                   2));
         }
       }

@@ -16,8 +16,9 @@ import javax.sql.DataSource;
 /**
  * Reads what waits in the Postbox tables, from outside any relay or consumer: pending outbox rows
  * and the age of the oldest (relay lag as time), whether the outbox is stuck, rows the relay gave
- * up on, pending dead letters and parked messages with the age of the oldest. It keeps working
- * while every relay and consumer is stopped, which is exactly when these numbers matter.
+ * up on and those that hold their key behind them, pending dead letters and parked messages with
+ * the age of the oldest. It keeps working while every relay and consumer is stopped, which is
+ * exactly when these numbers matter.
  *
  * <pre>{@code
  * OperationsProbe probe = OperationsProbe.postgres(dataSource).bindTo(metrics);
@@ -44,7 +45,16 @@ public final class OperationsProbe {
           + "   WHERE status = 'PENDING' ORDER BY first_failure, id LIMIT 1),"
           + " (SELECT count(*) FROM postbox_parked),"
           + " (SELECT count(DISTINCT (consumer, msg_key)) FROM postbox_parked),"
-          + " (SELECT extract(epoch FROM clock_timestamp() - min(parked_at)) FROM postbox_parked)";
+          + " (SELECT extract(epoch FROM clock_timestamp() - min(parked_at)) FROM postbox_parked),"
+          + " (SELECT count(*) FROM postbox_outbox WHERE hold IS NOT NULL),"
+          // the pending rows are counted only while some row holds (the CASE skips the scan)
+          + " (SELECT CASE WHEN EXISTS (SELECT 1 FROM postbox_outbox WHERE hold IS NOT NULL)"
+          + "   THEN (SELECT count(*) FROM postbox_outbox o"
+          + "     WHERE o.published_at IS NULL AND o.failed_at IS NULL AND EXISTS (SELECT 1"
+          + "       FROM postbox_outbox h WHERE h.hold IS NOT NULL"
+          + "       AND ((h.hold = 'TOPIC' AND h.topic = o.topic)"
+          + "         OR (h.msg_key = o.msg_key AND h.position < o.position))))"
+          + "   ELSE 0 END)";
 
   /**
    * One reading.
@@ -58,6 +68,9 @@ public final class OperationsProbe {
    * @param parkedMessages messages waiting in ordered parking
    * @param parkedKeys keys (per consumer) with a parked sequence
    * @param parkedOldestAge time since the oldest parked message was parked (zero when none)
+   * @param outboxHolding unpublishable rows that hold the later rows of their key or their topic
+   *     until an operator retries or skips them ({@link OutboxOperations})
+   * @param outboxHeld pending rows waiting behind such a row (counted in {@code outboxPending} too)
    */
   public record Snapshot(
       long outboxPending,
@@ -68,7 +81,9 @@ public final class OperationsProbe {
       Duration deadLettersOldestAge,
       long parkedMessages,
       long parkedKeys,
-      Duration parkedOldestAge) {}
+      Duration parkedOldestAge,
+      long outboxHolding,
+      long outboxHeld) {}
 
   private final DataSource dataSource;
   private final Duration stuckThreshold;
@@ -113,7 +128,9 @@ public final class OperationsProbe {
           seconds(rs.getDouble(5)),
           rs.getLong(6),
           rs.getLong(7),
-          seconds(rs.getDouble(8)));
+          seconds(rs.getDouble(8)),
+          rs.getLong(9),
+          rs.getLong(10));
     } catch (SQLException e) {
       throw new OutboxException("reading the Postbox tables for metrics failed", e);
     }
@@ -129,6 +146,8 @@ public final class OperationsProbe {
     gauge(metrics, MetricName.OUTBOX_OLDEST_PENDING_AGE, s -> secs(s.outboxOldestPendingAge()));
     gauge(metrics, MetricName.OUTBOX_STUCK, s -> s.outboxStuck() ? 1 : 0);
     gauge(metrics, MetricName.OUTBOX_FAILED, Snapshot::outboxFailed);
+    gauge(metrics, MetricName.OUTBOX_HOLDING, Snapshot::outboxHolding);
+    gauge(metrics, MetricName.OUTBOX_HELD, Snapshot::outboxHeld);
     gauge(metrics, MetricName.DEAD_LETTERS_PENDING, Snapshot::deadLettersPending);
     gauge(metrics, MetricName.DEAD_LETTERS_OLDEST_AGE, s -> secs(s.deadLettersOldestAge()));
     gauge(metrics, MetricName.PARKED_MESSAGES, Snapshot::parkedMessages);

@@ -40,7 +40,8 @@ public final class PostboxMigrations {
           "V5__inbox_payload_fingerprint.sql",
           "V6__outbox_published_position.sql",
           "V7__notify_only_idle_relays.sql",
-          "V8__static_notify_check.sql");
+          "V8__static_notify_check.sql",
+          "V9__outbox_unpublishable_holds.sql");
 
   private PostboxMigrations() {}
 

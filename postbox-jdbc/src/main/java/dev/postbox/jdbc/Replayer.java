@@ -76,9 +76,11 @@ public final class Replayer {
 
   private static final Logger log = LoggerFactory.getLogger(Replayer.class);
 
+  // A row that holds its key (V9) is left alone: deleting it would release the key without an
+  // operator's retry or skip (and it was never published, so no dead letter should carry its id).
   private static final String FREE_MESSAGE_ID =
       "DELETE FROM postbox_outbox WHERE message_id = ?"
-          + " AND (published_at IS NOT NULL OR failed_at IS NOT NULL)";
+          + " AND (published_at IS NOT NULL OR failed_at IS NOT NULL) AND hold IS NULL";
 
   private final DataSource dataSource;
   private final DeadLetterStore store;

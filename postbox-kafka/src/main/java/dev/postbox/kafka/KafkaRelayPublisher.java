@@ -6,10 +6,13 @@ import dev.postbox.core.spi.RelayPublisher;
 import dev.postbox.kafka.internal.ClientSettings;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.producer.BufferExhaustedException;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -18,6 +21,7 @@ import org.apache.kafka.common.errors.InvalidTopicException;
 import org.apache.kafka.common.errors.RecordBatchTooLargeException;
 import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.SerializationException;
+import org.apache.kafka.common.errors.TopicAuthorizationException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,12 +48,18 @@ public final class KafkaRelayPublisher implements RelayPublisher {
   private static final Logger log = LoggerFactory.getLogger(KafkaRelayPublisher.class);
 
   private final Map<String, Object> config;
+  private final TopicCheck topicChecks;
   private final Object lock = new Object();
   private Producer<byte[], byte[]> producer;
   private volatile boolean closed;
 
   private KafkaRelayPublisher(Map<String, Object> config) {
     this.config = Map.copyOf(config);
+    this.topicChecks =
+        new TopicCheck(
+            config,
+            Duration.ofMillis(
+                Long.parseLong(config.get(ProducerConfig.MAX_BLOCK_MS_CONFIG).toString())));
   }
 
   /** A builder for a publisher to the cluster at {@code bootstrapServers}. */
@@ -65,6 +75,11 @@ public final class KafkaRelayPublisher implements RelayPublisher {
   /**
    * Hands the records to the producer and returns; {@link PendingPublish#outcomes()} flushes what
    * still lingers and waits for the acknowledgements (at most the delivery timeout plus 30 s).
+   *
+   * <p>A record the producer refuses before it enters the producer (larger than {@code
+   * max.request.size}, an invalid topic name, a topic the broker refuses, a topic missing after the
+   * metadata wait) fails alone: the later records of its key in the batch, and for a topic failure
+   * those of its topic, are not sent; the others are.
    */
   @Override
   public PendingPublish send(List<Message> messages) {
@@ -75,41 +90,69 @@ public final class KafkaRelayPublisher implements RelayPublisher {
     }
     Producer<byte[], byte[]> p = producer();
     CountDownLatch done = new CountDownLatch(n);
+    Thread sender = Thread.currentThread();
+    Throwable[] refused = new Throwable[1]; // a failure reported while p.send() ran: not sent
+    Set<String> heldKeys = new HashSet<>();
+    Set<String> heldTopics = new HashSet<>();
     boolean stop = false;
     for (int i = 0; i < n; i++) {
       if (i == n / 2) {
         CrashPoints.hit("relay.mid-batch");
       }
+      Message m = messages.get(i);
       if (stop) {
         outcomes[i] = new PublishOutcome.Failed(new IllegalStateException("not sent"), false);
         done.countDown();
         continue;
       }
-      ProducerRecord<byte[], byte[]> record = KafkaRecords.toRecord(messages.get(i));
+      if (heldTopics.contains(m.topic()) || m.key().map(heldKeys::contains).orElse(false)) {
+        outcomes[i] =
+            new PublishOutcome.Failed(
+                new IllegalStateException(
+                    "not sent: behind an unpublishable message of its key or topic"),
+                false);
+        done.countDown();
+        continue;
+      }
+      ProducerRecord<byte[], byte[]> record = KafkaRecords.toRecord(m);
       int index = i;
+      refused[0] = null;
+      Throwable thrown = null;
       try {
         p.send(
             record,
             (metadata, error) -> {
+              if (error != null && Thread.currentThread() == sender) {
+                refused[0] = error; // before the record entered the producer
+                return;
+              }
               if (error == null) {
                 outcomes[index] =
                     new PublishOutcome.Acknowledged(metadata.partition(), metadata.offset());
               } else {
-                outcomes[index] = new PublishOutcome.Failed(error, permanent(error));
+                outcomes[index] = failure(error, false, m.topic());
                 discard(p, error);
               }
               done.countDown();
             });
       } catch (RuntimeException e) {
-        // Raised before the record entered the producer (too large, metadata wait timed out,
-        // closed).
-        boolean permanent = permanent(e);
-        outcomes[i] = new PublishOutcome.Failed(e, permanent);
-        done.countDown();
-        if (!permanent) {
-          stop = true; // keep later records behind this one
-          discard(p, e);
+        thrown = e; // closed, interrupted: raised instead of reported
+      }
+      Throwable error = thrown != null ? thrown : refused[0];
+      if (error == null) {
+        continue;
+      }
+      PublishOutcome.Failed failed = failure(error, true, m.topic());
+      outcomes[i] = failed;
+      done.countDown();
+      if (failed.unpublishable()) {
+        m.key().ifPresent(heldKeys::add); // the producer is fine: nothing was sent past a gap
+        if (failed.topicWide()) {
+          heldTopics.add(m.topic());
         }
+      } else {
+        stop = true; // keep later records behind this one
+        discard(p, error);
       }
     }
     return () -> {
@@ -135,9 +178,30 @@ public final class KafkaRelayPublisher implements RelayPublisher {
     };
   }
 
+  /**
+   * Classifies a failed record. {@code beforeSending}: the producer refused it before it entered
+   * the producer, so a timeout there is the metadata wait ({@code max.block.ms}): the topic is
+   * missing, refused, or the cluster cannot be reached; the cluster is asked which.
+   */
+  private PublishOutcome.Failed failure(Throwable e, boolean beforeSending, String topic) {
+    if (e instanceof InvalidTopicException) {
+      return new PublishOutcome.Failed(e, true, true);
+    }
+    if (e instanceof TopicAuthorizationException) {
+      return new PublishOutcome.Failed(e, false, true);
+    }
+    if (beforeSending
+        && e instanceof org.apache.kafka.common.errors.TimeoutException
+        && !(e instanceof BufferExhaustedException)) {
+      return topicChecks.classify(topic, e);
+    }
+    return new PublishOutcome.Failed(e, permanent(e));
+  }
+
   @Override
   public void close() {
     closed = true;
+    topicChecks.close();
     synchronized (lock) {
       if (producer != null) {
         producer.close(Duration.ofSeconds(10));
@@ -192,6 +256,7 @@ public final class KafkaRelayPublisher implements RelayPublisher {
       config.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
       config.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 120_000);
       config.put(ProducerConfig.CLIENT_ID_CONFIG, "postbox-relay");
+      config.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 5_000);
     }
 
     /** Sets a producer property (for example {@code delivery.timeout.ms}, security settings). */
@@ -209,6 +274,18 @@ public final class KafkaRelayPublisher implements RelayPublisher {
       config.put(
           ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG,
           (int) Math.min(30_000, Math.max(1_000, timeout.toMillis() / 2)));
+      return this;
+    }
+
+    /**
+     * Sets how long a send waits for a topic's metadata ({@code max.block.ms}; default 5 s, Kafka's
+     * own default is 60 s). A record whose topic is still unknown then fails: the publisher asks
+     * the cluster whether the topic exists, and a missing (or refused) topic is reported as a
+     * failure of the topic, which the relay holds instead of retrying, while the other topics flow
+     * on. The relay waits this long once per such topic, not per row.
+     */
+    public Builder metadataWait(Duration wait) {
+      config.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, (int) wait.toMillis());
       return this;
     }
 

@@ -8,6 +8,7 @@ import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.metrics.Tags;
 import dev.postbox.core.relay.Relay;
 import dev.postbox.core.relay.RelayListener;
+import dev.postbox.core.relay.UnpublishableRows;
 import dev.postbox.core.spi.LaneLease;
 import dev.postbox.core.spi.OutboxRecord;
 import dev.postbox.core.spi.RelayPublisher;
@@ -58,7 +59,8 @@ public final class RelayEngine implements Relay {
       Sleeper sleeper,
       RelayListener listener,
       PostboxMetrics metrics,
-      Duration stuckThreshold) {}
+      Duration stuckThreshold,
+      UnpublishableRows unpublishableRows) {}
 
   /**
    * Lanes owned and the local deadline (System.nanoTime) before which their leases are surely
@@ -94,6 +96,7 @@ public final class RelayEngine implements Relay {
   private final AtomicLong batches = new AtomicLong();
   private final PostboxMetrics.Counter publishedCounter;
   private final PostboxMetrics.Counter failuresCounter;
+  private final UnpublishableRowMarker unpublishableRows;
   // The backlog as last sampled by the heartbeat (null until the first sample, or when the store
   // cannot tell).
   private volatile RelayStore.Backlog backlog;
@@ -107,6 +110,12 @@ public final class RelayEngine implements Relay {
     Tags tags = Tags.of("instance", config.instanceId());
     this.publishedCounter = m.counter(MetricName.RELAY_PUBLISHED, tags);
     this.failuresCounter = m.counter(MetricName.RELAY_PUBLISH_FAILURES, tags);
+    this.unpublishableRows =
+        new UnpublishableRowMarker(
+            config.instanceId(),
+            config.unpublishableRows(),
+            store,
+            m.counter(MetricName.RELAY_UNPUBLISHABLE, tags));
     m.gauge(MetricName.RELAY_LANES_OWNED, tags, () -> ownership.leases().size());
     m.gauge(MetricName.RELAY_PENDING, tags, () -> backlog == null ? Double.NaN : backlog.pending());
     m.gauge(MetricName.RELAY_LAG_AGE, tags, () -> backlogAgeSeconds());
@@ -364,7 +373,7 @@ public final class RelayEngine implements Relay {
             InFlight done = flying;
             flying = null;
             List<PublishOutcome> outcomes = done.pending().outcomes();
-            if (!batch.isEmpty() && !anyTransientFailure(outcomes) && leasesValid(ownership)) {
+            if (!batch.isEmpty() && allAcknowledged(outcomes) && leasesValid(ownership)) {
               flying = send(leases, batch); // n+1 goes out while n is marked
             }
             failures = afterSettling(settle(done, outcomes), failures);
@@ -426,13 +435,19 @@ public final class RelayEngine implements Relay {
     return !own.leases().isEmpty() && System.nanoTime() - own.validUntilNanos() < 0;
   }
 
-  private static boolean anyTransientFailure(List<PublishOutcome> outcomes) {
+  /**
+   * Whether batch n+1 may be sent before n is marked: only if every row of n was acknowledged.
+   * After a transient failure n+1 waits behind the retry; after an unpublishable row, n+1 (claimed
+   * before the row was marked) may hold later rows of its key or topic, so it is dropped unsent and
+   * claimed again once the row holds them.
+   */
+  private static boolean allAcknowledged(List<PublishOutcome> outcomes) {
     for (PublishOutcome o : outcomes) {
-      if (o instanceof PublishOutcome.Failed f && !f.permanent()) {
-        return true;
+      if (o instanceof PublishOutcome.Failed) {
+        return false;
       }
     }
-    return false;
+    return true;
   }
 
   /** Backs off after a transient failure; returns the new count of consecutive failures. */
@@ -448,11 +463,19 @@ public final class RelayEngine implements Relay {
       throws InterruptedException {
     CrashPoints.hit("relay.after-claim");
     List<Message> messages = new ArrayList<>(batch.size());
-    for (OutboxRecord r : batch) {
-      messages.add(r.message());
+    PublishOutcome[] decided = UnreadableRows.decide(batch);
+    for (int i = 0; i < batch.size(); i++) {
+      if (decided == null || decided[i] == null) {
+        messages.add(batch.get(i).message());
+      }
     }
     long p0 = System.nanoTime();
-    return new InFlight(List.copyOf(leases), batch, publisher.send(messages), p0);
+    RelayPublisher.PendingPublish pending = publisher.send(messages);
+    return new InFlight(
+        List.copyOf(leases),
+        batch,
+        decided == null ? pending : UnreadableRows.merge(decided, pending),
+        p0);
   }
 
   /**
@@ -486,9 +509,10 @@ public final class RelayEngine implements Relay {
     }
     List<OutboxRecord> acked = new ArrayList<>(batch.size());
     List<PublishOutcome.Acknowledged> acks = new ArrayList<>(batch.size());
-    List<OutboxRecord> permanent = new ArrayList<>();
-    String permanentError = null;
-    boolean transientFailure = false;
+    List<OutboxRecord> unpublishable = new ArrayList<>();
+    List<PublishOutcome.Failed> unpublishableOutcomes = new ArrayList<>();
+    UnpublishableRowMarker.HeldBehind held = new UnpublishableRowMarker.HeldBehind();
+    int retried = 0;
     for (int i = 0; i < batch.size(); i++) {
       OutboxRecord r = batch.get(i);
       switch (outcomes.get(i)) {
@@ -500,15 +524,18 @@ public final class RelayEngine implements Relay {
           publishFailures.incrementAndGet();
           failuresCounter.increment();
           notifyListener(() -> config.listener().onPublishFailed(r, f.error(), f.permanent()));
-          if (f.permanent()) {
-            permanent.add(r);
-            permanentError = String.valueOf(f.error());
-          } else {
-            transientFailure = true;
+          if (f.unpublishable()) {
+            unpublishable.add(r);
+            unpublishableOutcomes.add(f);
+            held.add(r, f.topicWide());
+          } else if (!held.holds(r)) {
+            retried++; // a later row of an unpublishable row's key or topic is not retried: it
+            // waits
           }
         }
       }
     }
+    boolean transientFailure = retried > 0;
     CrashPoints.hit("relay.after-ack-before-mark");
     if (!acked.isEmpty()) {
       int marked = store.markPublished(owner, leases, acked, acks, config.retention().isZero());
@@ -536,20 +563,17 @@ public final class RelayEngine implements Relay {
       }
       notifyListener(() -> config.listener().onPublished(acked));
     }
-    if (!permanent.isEmpty()) {
-      int failed = store.markFailed(owner, leases, permanent, permanentError);
-      permanentFailures.addAndGet(failed);
-      log.error(
-          "relay {}: {} rows can never be published and were marked failed: {}",
-          config.instanceId(),
-          permanent.size(),
-          permanentError);
+    for (int i = 0; i < unpublishable.size(); i++) {
+      if (unpublishableRows.mark(
+          owner, leases, unpublishable.get(i), unpublishableOutcomes.get(i))) {
+        permanentFailures.incrementAndGet();
+      }
     }
     if (transientFailure) {
       log.warn(
           "relay {}: {} of {} rows not acknowledged; retrying with backoff",
           config.instanceId(),
-          batch.size() - acked.size() - permanent.size(),
+          retried,
           batch.size());
     }
     return transientFailure;

@@ -155,6 +155,13 @@ public enum MetricName {
       null,
       "Failed publish attempts (each row counted once per attempt)",
       "instance"),
+  RELAY_UNPUBLISHABLE(
+      "postbox.relay.unpublishable",
+      Kind.COUNTER,
+      null,
+      "Rows the relay could not publish and marked failed (each logged once at WARN); by default"
+          + " each holds the later rows of its key, or of its topic, until an operator resolves it",
+      "instance"),
   RELAY_LANES_OWNED(
       "postbox.relay.lanes.owned", Kind.GAUGE, null, "Lanes this relay instance owns", "instance"),
   RELAY_PENDING(
@@ -192,6 +199,17 @@ public enum MetricName {
       Kind.GAUGE,
       "rows",
       "Outbox rows the relay marked failed for good (never published)"),
+  OUTBOX_HOLDING(
+      "postbox.outbox.holding",
+      Kind.GAUGE,
+      "rows",
+      "Unpublishable outbox rows that hold the later rows of their key (or their topic) until an"
+          + " operator retries or skips them (OutboxOperations)"),
+  OUTBOX_HELD(
+      "postbox.outbox.held",
+      Kind.GAUGE,
+      "rows",
+      "Pending outbox rows waiting behind an unpublishable row of their key or topic"),
   DEAD_LETTERS_PENDING(
       "postbox.deadletters.pending",
       Kind.GAUGE,

@@ -32,7 +32,8 @@ import java.util.UUID;
  * (the longest wait for new rows when no notification arrives); retention of published rows 1 h
  * (zero deletes them at once); purge every 30 s; backoff after a failed publish {@code 100 ms *
  * 2^n} up to 30 s with 50 % jitter; no metrics ({@link PostboxMetrics#noop()}); a pending row
- * counts as stuck after 60 s. Configuration is frozen at {@link Builder#build()}. Thread-safe.
+ * counts as stuck after 60 s; a row that cannot be published holds its key ({@link
+ * UnpublishableRows#BLOCK_KEY}). Configuration is frozen at {@link Builder#build()}. Thread-safe.
  */
 public interface Relay extends AutoCloseable {
 
@@ -65,7 +66,7 @@ public interface Relay extends AutoCloseable {
    *
    * @param published rows acknowledged by the broker and marked
    * @param publishFailures failed publish attempts (each row counted once per attempt)
-   * @param permanentFailures rows marked failed for good
+   * @param permanentFailures rows marked unpublishable (failed, then holding their key or skipped)
    * @param fenced rows acknowledged but not marked because the lease was lost
    * @param batches batches published
    */
@@ -89,6 +90,7 @@ public interface Relay extends AutoCloseable {
     private RelayListener listener = RelayListener.NONE;
     private PostboxMetrics metrics = PostboxMetrics.noop();
     private Duration stuckThreshold = Duration.ofSeconds(60);
+    private UnpublishableRows unpublishableRows = UnpublishableRows.BLOCK_KEY;
 
     private Builder(RelayStore store, RelayPublisher publisher) {
       this.store = Objects.requireNonNull(store, "store");
@@ -186,6 +188,16 @@ public interface Relay extends AutoCloseable {
       return this;
     }
 
+    /**
+     * Sets what happens behind a row that cannot be published (default {@link
+     * UnpublishableRows#BLOCK_KEY}: its key waits, in order, until an operator retries or skips it;
+     * {@link UnpublishableRows#SKIP}: the row is skipped and its key goes on).
+     */
+    public Builder unpublishableRows(UnpublishableRows unpublishableRows) {
+      this.unpublishableRows = unpublishableRows;
+      return this;
+    }
+
     /** Validates the configuration and builds the relay (not yet started). */
     public Relay build() {
       if (batchSize < 1 || batchSize > 100_000) {
@@ -210,6 +222,7 @@ public interface Relay extends AutoCloseable {
       Objects.requireNonNull(listener, "listener");
       Objects.requireNonNull(metrics, "metrics");
       requirePositive(stuckThreshold, "stuckThreshold");
+      Objects.requireNonNull(unpublishableRows, "unpublishableRows");
       String id = instanceId != null ? instanceId : defaultInstanceId();
       if (id.isBlank()) {
         throw new IllegalArgumentException("instanceId must not be blank");
@@ -228,7 +241,8 @@ public interface Relay extends AutoCloseable {
               sleeper,
               listener,
               metrics,
-              stuckThreshold),
+              stuckThreshold,
+              unpublishableRows),
           store,
           publisher);
     }

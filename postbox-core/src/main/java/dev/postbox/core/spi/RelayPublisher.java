@@ -65,11 +65,31 @@ public interface RelayPublisher extends AutoCloseable {
     /**
      * The message was not acknowledged.
      *
+     * <p>A failure that is {@code permanent} or {@code topicWide} makes the row
+     * <em>unpublishable</em>: the relay stops retrying it and, by default, holds the later rows of
+     * its key (and, when {@code topicWide}, every row of its topic) behind it until an operator
+     * retries or skips it. A publisher that learns of such a failure while it is still sending the
+     * batch must not send the later messages of the same key (nor, when {@code topicWide}, of the
+     * same topic) in that batch; it reports them as failed, not permanent.
+     *
      * @param error what went wrong
      * @param permanent whether retrying can never succeed (for example: the record is larger than
      *     the broker accepts)
+     * @param topicWide whether the failure is the topic's rather than the message's, so that every
+     *     message of the topic would fail alike (the topic does not exist, the broker refuses it by
+     *     ACL, its name is invalid): not worth a retry before someone changes the cluster
      */
-    record Failed(Throwable error, boolean permanent) implements PublishOutcome {}
+    record Failed(Throwable error, boolean permanent, boolean topicWide) implements PublishOutcome {
+      /** A failure of this message alone. */
+      public Failed(Throwable error, boolean permanent) {
+        this(error, permanent, false);
+      }
+
+      /** Whether the relay gives up retrying this row ({@code permanent || topicWide}). */
+      public boolean unpublishable() {
+        return permanent || topicWide;
+      }
+    }
 
     /** The acknowledged outcome without a position (a shared instance). */
     PublishOutcome ACKNOWLEDGED = new Acknowledged();

@@ -97,6 +97,34 @@ public interface RelayStore {
       String instanceId, Collection<LaneLease> leases, List<OutboxRecord> records, String error);
 
   /**
+   * Marks rows the publisher could not publish (see {@link
+   * RelayPublisher.PublishOutcome.Failed#unpublishable()}) as failed with {@code error}, fenced
+   * like {@link #markFailed}, and makes them hold what {@code hold} says: from then on {@link
+   * #claim} leaves out the later rows of each row's key ({@link Hold#KEY}), also every row of its
+   * topic ({@link Hold#TOPIC}), until an operator retries or skips the row; {@link Hold#NONE} only
+   * skips it (the behaviour of {@link #markFailed}). Returns the number of rows marked. The default
+   * ignores {@code hold} and calls {@link #markFailed}: a store that cannot hold keys skips.
+   */
+  default int markUnpublishable(
+      String instanceId,
+      Collection<LaneLease> leases,
+      List<OutboxRecord> records,
+      String error,
+      Hold hold) {
+    return markFailed(instanceId, leases, records, error);
+  }
+
+  /** What an unpublishable row holds back until an operator resolves it. */
+  enum Hold {
+    /** Nothing: the row is skipped and the later rows of its key go on without it. */
+    NONE,
+    /** The later rows of the row's key (on any topic). */
+    KEY,
+    /** The later rows of the row's key and every pending row of the row's topic. */
+    TOPIC
+  }
+
+  /**
    * Deletes up to {@code limit} rows of the given lanes published longer than {@code retention}
    * ago.
    */

@@ -77,13 +77,13 @@ public final class PostgresRelayStoreImpl implements RelayStore {
       "SELECT l.lane FROM postbox_relay_lane l"
           + " JOIN unnest(?::smallint[], ?::bigint[]) AS mine(lane, epoch) ON mine.lane = l.lane"
           + " WHERE l.epoch = mine.epoch AND l.owner = ? AND l.lease_until > now()";
-  private static final String CLAIM =
+  private static final String CLAIM_SELECT =
       "SELECT position, lane, created_at, attempts, "
           + "message_id, topic, msg_key, type, schema_version, occurred_at, source, correlation_id,"
           + " causation_id, tenant, headers, content_type, payload"
-          + " FROM postbox_outbox"
-          + " WHERE published_at IS NULL AND failed_at IS NULL AND lane = ANY(?::smallint[])"
-          + " ORDER BY position LIMIT ?";
+          + " FROM postbox_outbox o"
+          + " WHERE published_at IS NULL AND failed_at IS NULL AND lane = ANY(?::smallint[])";
+  private static final String CLAIM = CLAIM_SELECT + " ORDER BY position LIMIT ?";
   // One statement per batch, also recording where each row went: the acknowledgements travel as
   // three parallel arrays joined on position (no per-row statements, no temporary table).
   // The fence is evaluated first, on its own: the lanes this relay still holds at the epochs it
@@ -120,6 +120,11 @@ public final class PostgresRelayStoreImpl implements RelayStore {
       HELD
           + " UPDATE postbox_outbox o SET failed_at = now(), last_error = ?, attempts = o.attempts + 1"
           + " FROM held WHERE o.position = ANY(?::bigint[]) AND o.lane = ANY(held.lanes)";
+  private static final String MARK_HOLDING =
+      HELD
+          + " UPDATE postbox_outbox o SET failed_at = now(), last_error = ?, attempts = o.attempts + 1,"
+          + " hold = ? FROM held WHERE o.position = ANY(?::bigint[]) AND o.lane = ANY(held.lanes)"
+          + " AND o.published_at IS NULL";
   private static final String PURGE =
       "DELETE FROM postbox_outbox WHERE position IN (SELECT position FROM postbox_outbox"
           + " WHERE lane = ANY(?::smallint[]) AND published_at < now() - make_interval(secs => ?)"
@@ -311,15 +316,28 @@ public final class PostgresRelayStoreImpl implements RelayStore {
       // The batch in flight is still pending: read past it and skip its rows here. (Leaving them
       // out in SQL needs an anti-join, and with the small row estimates of the pending index the
       // planner picks a nested loop over the excluded positions: 250 ms per claim, measured.)
-      try (PreparedStatement ps = c.prepareStatement(CLAIM)) {
+      Holds holds = Holds.read(c);
+      try (PreparedStatement ps =
+          c.prepareStatement(holds.none() ? CLAIM : Holds.claim(CLAIM_SELECT))) {
         ps.setArray(1, c.createArrayOf("int2", valid.toArray()));
-        ps.setInt(2, limit + exceptPositions.size());
+        int i = holds.none() ? 2 : holds.bind(c, ps, 2);
+        ps.setInt(i, limit + exceptPositions.size());
         List<OutboxRecord> out = new ArrayList<>();
+        java.util.Set<String> unreadableKeys = new java.util.HashSet<>();
         try (ResultSet rs = ps.executeQuery()) {
           while (out.size() < limit && rs.next()) {
-            if (!exceptPositions.contains(rs.getLong(1))) {
-              out.add(Rows.read(rs));
+            if (exceptPositions.contains(rs.getLong(1))) {
+              continue;
             }
+            String key = rs.getString("msg_key");
+            if (key != null && unreadableKeys.contains(key)) {
+              continue; // behind an unreadable row of its key: claimed once that row is resolved
+            }
+            OutboxRecord r = Rows.readForRelay(rs);
+            if (!r.readable() && key != null) {
+              unreadableKeys.add(key);
+            }
+            out.add(r);
           }
         }
         return out;
@@ -406,6 +424,33 @@ public final class PostgresRelayStoreImpl implements RelayStore {
       return ps.executeUpdate();
     } catch (SQLException e) {
       throw new OutboxException("marking " + records.size() + " outbox rows failed failed", e);
+    }
+  }
+
+  @Override
+  public int markUnpublishable(
+      String instanceId,
+      Collection<LaneLease> leases,
+      List<OutboxRecord> records,
+      String error,
+      Hold hold) {
+    if (hold == Hold.NONE) {
+      return markFailed(instanceId, leases, records, error);
+    }
+    if (records.isEmpty()) {
+      return 0;
+    }
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(MARK_HOLDING)) {
+      bindLeases(c, ps, 1, leases);
+      ps.setString(3, instanceId);
+      ps.setString(4, error);
+      ps.setString(5, hold.name());
+      ps.setArray(6, positions(c, records));
+      return ps.executeUpdate();
+    } catch (SQLException e) {
+      throw new OutboxException(
+          "marking " + records.size() + " outbox rows unpublishable failed", e);
     }
   }
 

@@ -73,6 +73,49 @@ final class Rows {
         rs.getInt("attempts"));
   }
 
+  /**
+   * Like {@link #read}, but a row the envelope rejects (a blank type, a schema version below 1,
+   * headers that are not a map of strings, ...) comes back {@linkplain OutboxRecord#unreadable()
+   * unreadable}, with a stand-in message carrying its topic and key where those are valid, instead
+   * of failing the whole claim.
+   */
+  static OutboxRecord readForRelay(ResultSet rs) throws SQLException {
+    try {
+      return read(rs);
+    } catch (RuntimeException e) {
+      String topic = rs.getString("topic");
+      String key = rs.getString("msg_key");
+      UUID id = rs.getObject("message_id", UUID.class);
+      Message m = standIn(topic, key, id);
+      if (m == null) {
+        m = standIn("postbox.unreadable", key, id);
+      }
+      if (m == null) {
+        m = standIn("postbox.unreadable", null, id);
+      }
+      return new OutboxRecord(
+          rs.getLong("position"),
+          rs.getShort("lane"),
+          m,
+          rs.getTimestamp("created_at").toInstant(),
+          rs.getInt("attempts"),
+          e.toString());
+    }
+  }
+
+  /** A never-published stand-in with what could be read of a row, or null if even that fails. */
+  private static Message standIn(String topic, String key, UUID id) {
+    try {
+      Message.Builder b = Message.builder(topic, "postbox.unreadable");
+      if (id != null) {
+        b.id(id);
+      }
+      return b.key(key == null || key.isEmpty() ? null : key).build();
+    } catch (RuntimeException invalid) {
+      return null;
+    }
+  }
+
   private static String toJson(Map<String, String> headers) {
     try {
       return JSON.writeValueAsString(headers);

@@ -1,0 +1,100 @@
+package dev.postbox.kafka;
+
+import dev.postbox.core.spi.RelayPublisher.PublishOutcome;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.DescribeTopicsOptions;
+import org.apache.kafka.common.errors.TopicAuthorizationException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Tells, after the producer's metadata wait for a topic ran out, whether the topic is missing (or
+ * refused) or the cluster could not be reached: the first is the topic's failure, which the relay
+ * holds; the second is transient and retried. Uses an admin client on the producer's connection
+ * settings, created on first use.
+ */
+final class TopicCheck implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(TopicCheck.class);
+
+  private final Map<String, Object> adminConfig = new HashMap<>();
+  private final Duration timeout;
+  private final Object lock = new Object();
+  private Admin admin; // guarded by lock
+  private boolean closed; // guarded by lock
+
+  TopicCheck(Map<String, Object> producerConfig, Duration timeout) {
+    for (Map.Entry<String, Object> e : producerConfig.entrySet()) {
+      if (AdminClientConfig.configNames().contains(e.getKey())) {
+        adminConfig.put(e.getKey(), e.getValue());
+      }
+    }
+    adminConfig.put(AdminClientConfig.CLIENT_ID_CONFIG, "postbox-relay-topic-check");
+    this.timeout = timeout;
+  }
+
+  /** Classifies the metadata timeout {@code waited} of a send to {@code topic}. */
+  PublishOutcome.Failed classify(String topic, Throwable waited) {
+    Admin a = admin();
+    if (a == null) {
+      return new PublishOutcome.Failed(waited, false);
+    }
+    try {
+      a.describeTopics(
+              List.of(topic), new DescribeTopicsOptions().timeoutMs((int) timeout.toMillis()))
+          .allTopicNames()
+          .get(timeout.toMillis() + 1_000, TimeUnit.MILLISECONDS);
+      return new PublishOutcome.Failed(waited, false); // it exists: the cluster was slow
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof UnknownTopicOrPartitionException) {
+        return new PublishOutcome.Failed(
+            new UnknownTopicOrPartitionException(
+                "topic '"
+                    + topic
+                    + "' does not exist (no metadata after "
+                    + timeout.toMillis()
+                    + " ms; the broker says it is unknown)"),
+            false,
+            true);
+      }
+      if (e.getCause() instanceof TopicAuthorizationException refused) {
+        return new PublishOutcome.Failed(refused, false, true);
+      }
+      log.debug("checking topic {} failed: {}", topic, e.getCause().toString());
+      return new PublishOutcome.Failed(waited, false);
+    } catch (java.util.concurrent.TimeoutException e) {
+      return new PublishOutcome.Failed(waited, false);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return new PublishOutcome.Failed(waited, false);
+    }
+  }
+
+  private Admin admin() {
+    synchronized (lock) {
+      if (admin == null && !closed) {
+        admin = Admin.create(adminConfig);
+      }
+      return admin;
+    }
+  }
+
+  @Override
+  public void close() {
+    synchronized (lock) {
+      closed = true;
+      if (admin != null) {
+        admin.close(Duration.ofSeconds(5));
+        admin = null;
+      }
+    }
+  }
+}
