@@ -271,7 +271,8 @@ final class Campaign implements AutoCloseable {
     for (Fault f : s.external()) {
       SplittableRandom r = new SplittableRandom(scenarioSeed * 31 + f.ordinal());
       // with every kind of fault at once, each comes half as often
-      double spacing = s.external().size() > 3 ? 1.5 : 1.0;
+      // the parking scenario's database faults leave room for keys to be parked and unparked
+      double spacing = s.parking() ? 2.0 : s.external().size() > 3 ? 1.5 : 1.0;
       injectors.add(
           Thread.ofPlatform()
               .name("inject-" + f.kind)

@@ -8,10 +8,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
 
 /**
- * The switch of the parking scenario's handler failures ({@code verify_control.failing}): on for a
- * few seconds, off for a few, until the phase ends; off at the heal. While it is on, the consumers'
- * handler fails for the {@linkplain ConsumerMain#failsTransiently flaky keys}, so that they are
- * parked (with their later records) and unparked when it is off again.
+ * The switch of the parking scenario's handler failures ({@code verify_control.failing}): on for 4
+ * to 8 seconds, off for 1 to 3, until the phase ends; off at the heal. While it is on, the
+ * consumers' handler fails for the {@linkplain ConsumerMain#failsTransiently flaky keys}, so that
+ * they are parked (with their later records) and unparked when it is off again.
  *
  * <p>Thread-safe.
  */
@@ -29,10 +29,12 @@ final class TransientFailures {
   void run(SplittableRandom r, AtomicBoolean stop) {
     try {
       while (!stop.get()) {
-        if (!sleepUnless(stop, 1_500 + r.nextInt(2_500))) {
+        if (!sleepUnless(stop, 1_000 + r.nextInt(2_000))) {
           return;
         }
-        long onMs = 2_000 + r.nextInt(2_500);
+        // mostly on: records must arrive while it is on for keys to be parked, and the database
+        // faults stall the flow now and then
+        long onMs = 4_000 + r.nextInt(4_000);
         if (set(true)) {
           log.note("transient-failures", "handler fails for the flaky keys for " + onMs + " ms");
         }

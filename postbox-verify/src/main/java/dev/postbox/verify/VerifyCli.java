@@ -106,6 +106,10 @@ public final class VerifyCli implements Callable<Integer> {
       System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
       // the harness's own clients see every broker restart; that is expected, not news
       System.setProperty("org.slf4j.simpleLogger.log.org.apache.kafka", "error");
+      // a postgres-crash leaves the embedded server's handle to a dead server: closing it logs
+      // that pg_ctl could not stop it, which is the point
+      System.setProperty(
+          "org.slf4j.simpleLogger.log.io.zonky.test.db.postgres.embedded.EmbeddedPostgres", "off");
     }
     FLYWAY_LOG.setLevel(java.util.logging.Level.WARNING);
     System.exit(new CommandLine(new VerifyCli()).execute(args));
