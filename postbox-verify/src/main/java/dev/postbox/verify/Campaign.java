@@ -552,7 +552,17 @@ final class Campaign implements AutoCloseable {
           restartPostgres(
               f, pg::crash, "crashed (SIGKILL of every server process), recovered and started");
       case POSTGRES_TERMINATE -> {
-        int n = pg.terminateBackends(ChildSupport.APPLICATION_PREFIX + "%");
+        int n;
+        try {
+          n = pg.terminateBackends(ChildSupport.APPLICATION_PREFIX + "%");
+        } catch (RuntimeException e) {
+          if (postmasterStart().isPresent()) {
+            throw e; // PostgreSQL is up: a terminate that failed did not fire
+          }
+          // another database fault (restart, crash) has it down: no session to terminate
+          log.note(f.kind + "-skipped", "PostgreSQL is down (another database fault): " + e);
+          return;
+        }
         if (n > 0) {
           log.fired(f.kind, "postgres", n + " sessions of the processes terminated");
         } else {
