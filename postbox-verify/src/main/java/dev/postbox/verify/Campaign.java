@@ -575,6 +575,11 @@ final class Campaign implements AutoCloseable {
   /** Restarts PostgreSQL {@code how}; fired if its postmaster's start time moved on. */
   private void restartPostgres(Fault f, Runnable how, String what) {
     Optional<Instant> before = postmasterStart();
+    if (before.isEmpty()) {
+      // another database fault (a restart, a crash) has it down: this one comes next time
+      log.note(f.kind + "-skipped", "PostgreSQL is down (another database fault)");
+      return;
+    }
     long t0 = System.nanoTime();
     try {
       how.run();
