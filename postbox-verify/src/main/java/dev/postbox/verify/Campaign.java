@@ -488,7 +488,17 @@ final class Campaign implements AutoCloseable {
     };
   }
 
+  // the database's faults take turns: a terminate or a crash never lands on a server that another
+  // of them has down (it would neither fire nor prove anything)
+  private final Object databaseFaults = new Object();
+
   private void inject(Fault f, SplittableRandom r) {
+    if (f == Fault.POSTGRES_RESTART || f == Fault.POSTGRES_CRASH || f == Fault.POSTGRES_TERMINATE) {
+      synchronized (databaseFaults) {
+        injectDatabase(f);
+      }
+      return;
+    }
     switch (f) {
       case KILL_9 -> {
         List<Child> targets =
@@ -547,6 +557,12 @@ final class Campaign implements AutoCloseable {
           log.notFired(f.kind, "kafka", "down=" + down + " running=" + kafka.isRunning());
         }
       }
+      default -> throw new IllegalArgumentException(f + " is a database fault");
+    }
+  }
+
+  private void injectDatabase(Fault f) {
+    switch (f) {
       case POSTGRES_RESTART -> restartPostgres(f, pg::restart, "stopped (fast) and started");
       case POSTGRES_CRASH ->
           restartPostgres(
@@ -569,6 +585,7 @@ final class Campaign implements AutoCloseable {
           log.note(f.kind + "-skipped", "no session to terminate");
         }
       }
+      default -> throw new IllegalArgumentException(f + " is not a database fault");
     }
   }
 
