@@ -43,7 +43,8 @@ public interface PostgresServer extends AutoCloseable {
   /**
    * An external server, already running, with the database named in {@code jdbcUrl} ({@code
    * jdbc:postgresql://host:port/database}). {@link #start()} and {@link #close()} do nothing;
-   * {@link #stop()} and {@link #restart()} throw {@link UnsupportedOperationException}.
+   * {@link #stop()}, {@link #restart()} and {@link #crash()} throw {@link
+   * UnsupportedOperationException}.
    */
   static PostgresServer external(String jdbcUrl, Optional<String> user, Optional<String> password) {
     return new ExternalPostgresServer(jdbcUrl, user, password);
@@ -65,6 +66,15 @@ public interface PostgresServer extends AutoCloseable {
 
   /** {@link #stop()}, then {@link #start()}: same port, same data. */
   void restart();
+
+  /**
+   * Crashes the embedded server: {@code SIGKILL} to the postmaster and then to every one of its
+   * server processes, so nothing gets to flush or checkpoint (WAL still in the server's buffers,
+   * such as that of transactions committed with {@code synchronous_commit=off}, is lost; data the
+   * operating system already has survives, as in a process crash). The next {@link #start()} runs
+   * crash recovery. Does nothing if it is not running.
+   */
+  void crash();
 
   /** Whether the server is running (always true for an external server). */
   boolean isRunning();

@@ -68,6 +68,38 @@ class PostgresServerTest {
   }
 
   @Test
+  void crashKillsEveryServerProcessAndTheNextStartRecovers() throws Exception {
+    try (PostgresServer pg = PostgresServer.embedded()) {
+      pg.start();
+      Path data = pg.dataDirectory().orElseThrow();
+      long postmaster = Long.parseLong(Files.readAllLines(data.resolve("postmaster.pid")).get(0));
+      String schema = pg.createSchema("crash");
+      try (HikariDataSource ds = pg.dataSource(schema, 2)) {
+        try (Connection c = ds.getConnection();
+            Statement s = c.createStatement()) {
+          s.execute("CREATE TABLE t (v text)");
+          s.execute("INSERT INTO t VALUES ('kept')");
+        }
+        java.util.List<ProcessHandle> processes =
+            ProcessHandle.of(postmaster).orElseThrow().descendants().toList();
+        assertThat(processes).isNotEmpty();
+
+        pg.crash();
+
+        assertThat(pg.isRunning()).isFalse();
+        assertThat(ProcessHandle.of(postmaster).map(ProcessHandle::isAlive))
+            .isNotEqualTo(Optional.of(true));
+        assertThat(processes).noneMatch(ProcessHandle::isAlive);
+        pg.start();
+        awaitQuery(ds, "SELECT v FROM t", "kept");
+        // a crash, not a shutdown: the server had to recover
+        assertThat(Files.readString(data.getParent().resolve("postgres.log")))
+            .contains("automatic recovery in progress");
+      }
+    }
+  }
+
+  @Test
   void externalServerRefusesLifecycleOperations() {
     PostgresServer external =
         PostgresServer.external(
@@ -82,6 +114,7 @@ class PostgresServerTest {
     assertThatThrownBy(external::restart)
         .isInstanceOf(UnsupportedOperationException.class)
         .hasMessageContaining("POSTBOX_PG_URL");
+    assertThatThrownBy(external::crash).isInstanceOf(UnsupportedOperationException.class);
     assertThatThrownBy(() -> external.jdbcUrl("x; drop"))
         .isInstanceOf(IllegalArgumentException.class);
 

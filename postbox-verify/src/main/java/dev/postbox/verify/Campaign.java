@@ -80,6 +80,9 @@ final class Campaign implements AutoCloseable {
   private final List<Child> producers = new ArrayList<>();
   private String topic;
   private volatile int phase;
+  // whether the consumers run with ordered parking (the parking scenario); read at each start
+  private volatile boolean consumerParking;
+  private TransientFailures failures;
   // with minFires, a phase also goes on until this many business transactions committed in it
   private static final int MIN_COMMITTED = 50;
 
@@ -162,6 +165,7 @@ final class Campaign implements AutoCloseable {
     reader = new TopicReader(kafka.bootstrapServers(), topic, PARTITIONS);
     checker = new HistoryChecker(ds, admin, reader, topic, PARTITIONS, GROUP, log);
     fleet = new Fleet(log);
+    failures = new TransientFailures(ds, log);
     String jdbcUrl = pg.jdbcUrl(schema);
     String bootstrap = kafka.bootstrapServers();
     Path logs = dir.resolve("logs");
@@ -220,7 +224,8 @@ final class Campaign implements AutoCloseable {
                       instance,
                       Integer.toString(SESSION_MS),
                       Integer.toString(IDLE_IN_TX_MS),
-                      staticMember ? name : ""));
+                      staticMember ? name : "",
+                      consumerParking ? "parking" : ""));
     }
     for (Child c : fleet.children()) {
       if (c.role != Role.PRODUCER) {
@@ -247,11 +252,15 @@ final class Campaign implements AutoCloseable {
     Map<String, SplittableRandom> armRandoms = new TreeMap<>();
     rotation.clear();
     fleet.armer(c -> arm(s, c, armRandoms, scenarioSeed));
-    // re-arm the running processes whose role this scenario arms
+    // re-arm the running processes whose role this scenario arms; restart the consumers if the
+    // scenario turns parking on or off
+    boolean parkingChanges = consumerParking != s.parking();
+    consumerParking = s.parking();
     List<Thread> rearm = new ArrayList<>();
     for (Child c : fleet.children()) {
       if (c.role != Role.PRODUCER
-          && s.crashPoints().stream().anyMatch(p -> Scenario.roleOf(p) == c.role)) {
+              && s.crashPoints().stream().anyMatch(p -> Scenario.roleOf(p) == c.role)
+          || c.role == Role.CONSUMER && parkingChanges) {
         rearm.add(Thread.ofPlatform().start(() -> fleet.stop(c, "re-arm", true)));
       }
     }
@@ -265,11 +274,17 @@ final class Campaign implements AutoCloseable {
     for (Fault f : s.external()) {
       SplittableRandom r = new SplittableRandom(scenarioSeed * 31 + f.ordinal());
       // with every kind of fault at once, each comes half as often
-      double spacing = s.external().size() > 2 ? 1.5 : 1.0;
+      // the parking scenario's database faults leave room for keys to be parked and unparked
+      double spacing = s.parking() ? 2.0 : s.external().size() > 3 ? 1.5 : 1.0;
       injectors.add(
           Thread.ofPlatform()
               .name("inject-" + f.kind)
               .start(() -> injectLoop(f, r, spacing, stop)));
+    }
+    if (s.parking()) {
+      SplittableRandom r = new SplittableRandom(scenarioSeed * 37);
+      injectors.add(
+          Thread.ofPlatform().name("transient-failures").start(() -> failures.run(r, stop)));
     }
     // crash points need process restarts to fire again: their scenarios get more time
     Duration phaseTime =
@@ -356,9 +371,8 @@ final class Campaign implements AutoCloseable {
         reasons.add(notFired.get(x.kind) + " scheduled " + x.kind + " did not fire");
       }
     }
-    if (f.messages() == 0) {
-      reasons.add("no business transaction committed during the faults");
-    }
+    // no business transaction, no offset sample, no record audited, nothing parked
+    reasons.addAll(f.inconclusiveReasons(s.parking()));
     int injections = fired.values().stream().mapToInt(Integer::intValue).sum();
     return new ScenarioResult(
         s.name(),
@@ -490,11 +504,22 @@ final class Campaign implements AutoCloseable {
       case PAUSE_CONSUMER -> 500 + r.nextInt(1_000);
       case BROKER_RESTART -> 10_000 + r.nextInt(8_000);
       case POSTGRES_RESTART -> 6_000 + r.nextInt(4_000);
+      case POSTGRES_CRASH -> 7_000 + r.nextInt(4_000);
       case POSTGRES_TERMINATE -> 1_000 + r.nextInt(1_500);
     };
   }
 
+  // the database's faults take turns: a terminate or a crash never lands on a server that another
+  // of them has down (it would neither fire nor prove anything)
+  private final Object databaseFaults = new Object();
+
   private void inject(Fault f, SplittableRandom r) {
+    if (f == Fault.POSTGRES_RESTART || f == Fault.POSTGRES_CRASH || f == Fault.POSTGRES_TERMINATE) {
+      synchronized (databaseFaults) {
+        injectDatabase(f);
+      }
+      return;
+    }
     switch (f) {
       case KILL_9 -> {
         List<Child> targets =
@@ -553,40 +578,66 @@ final class Campaign implements AutoCloseable {
           log.notFired(f.kind, "kafka", "down=" + down + " running=" + kafka.isRunning());
         }
       }
-      case POSTGRES_RESTART -> {
-        Optional<Instant> before = postmasterStart();
-        long t0 = System.nanoTime();
-        try {
-          pg.restart();
-        } finally {
-          ensureUp();
-        }
-        Optional<Instant> after = Optional.empty();
-        for (int i = 0; i < 100 && after.isEmpty(); i++) {
-          after = postmasterStart();
-          if (after.isEmpty()) {
-            sleep(100);
-          }
-        }
-        if (before.isPresent() && after.isPresent() && after.get().isAfter(before.get())) {
-          log.fired(
-              f.kind,
-              "postgres",
-              "stopped (fast) and started, back after "
-                  + (System.nanoTime() - t0) / 1_000_000
-                  + " ms");
-        } else {
-          log.notFired(f.kind, "postgres", "start time before " + before + ", after " + after);
-        }
-      }
+      default -> throw new IllegalArgumentException(f + " is a database fault");
+    }
+  }
+
+  private void injectDatabase(Fault f) {
+    switch (f) {
+      case POSTGRES_RESTART -> restartPostgres(f, pg::restart, "stopped (fast) and started");
+      case POSTGRES_CRASH ->
+          restartPostgres(
+              f, pg::crash, "crashed (SIGKILL of every server process), recovered and started");
       case POSTGRES_TERMINATE -> {
-        int n = pg.terminateBackends(ChildSupport.APPLICATION_PREFIX + "%");
+        int n;
+        try {
+          n = pg.terminateBackends(ChildSupport.APPLICATION_PREFIX + "%");
+        } catch (RuntimeException e) {
+          if (postmasterStart().isPresent()) {
+            throw e; // PostgreSQL is up: a terminate that failed did not fire
+          }
+          // another database fault (restart, crash) has it down: no session to terminate
+          log.note(f.kind + "-skipped", "PostgreSQL is down (another database fault): " + e);
+          return;
+        }
         if (n > 0) {
           log.fired(f.kind, "postgres", n + " sessions of the processes terminated");
         } else {
           log.note(f.kind + "-skipped", "no session to terminate");
         }
       }
+      default -> throw new IllegalArgumentException(f + " is not a database fault");
+    }
+  }
+
+  /** Restarts PostgreSQL {@code how}; fired if its postmaster's start time moved on. */
+  private void restartPostgres(Fault f, Runnable how, String what) {
+    Optional<Instant> before = postmasterStart();
+    if (before.isEmpty()) {
+      // another database fault (a restart, a crash) has it down: this one comes next time
+      log.note(f.kind + "-skipped", "PostgreSQL is down (another database fault)");
+      return;
+    }
+    long t0 = System.nanoTime();
+    try {
+      how.run();
+    } finally {
+      ensureUp();
+    }
+    Optional<Instant> after = Optional.empty();
+    for (int i = 0; i < 100 && after.isEmpty(); i++) {
+      after = postmasterStart();
+      if (after.isEmpty()) {
+        sleep(100);
+      }
+    }
+    if (before.isPresent() && after.isPresent() && after.get().isAfter(before.get())) {
+      log.fired(
+          f.kind,
+          "postgres",
+          what + ", back after " + (System.nanoTime() - t0) / 1_000_000 + " ms");
+    } else {
+      log.notFired(f.kind, "postgres", "start time before " + before + ", after " + after);
     }
   }
 

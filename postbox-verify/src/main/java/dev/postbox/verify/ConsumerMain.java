@@ -11,6 +11,7 @@ import dev.postbox.core.consumer.RetryPolicy;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.jdbc.PostgresDeadLetterStore;
 import dev.postbox.jdbc.PostgresInboxStore;
+import dev.postbox.jdbc.PostgresParkingStore;
 import dev.postbox.kafka.KafkaSubscriber;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -28,12 +29,54 @@ import org.apache.kafka.common.TopicPartition;
  * receives is recorded in {@code verify_assignment} (autocommit, with its generation) by {@link
  * RecordingAssignor}, before any record of it is handled.
  *
+ * <p>With {@code parking} (the parking scenario): ordered parking on PostgreSQL with short delay
+ * tiers, only {@value #PARKING_IN_PLACE_ATTEMPTS} in-place attempts before a key is parked, and a
+ * handler that fails transiently for the {@linkplain #failsTransiently flaky keys} while {@code
+ * verify_control.failing} is on (the harness switches it on and off during the phase, off at the
+ * heal): keys are parked, their later records appended behind them, and unparked in order.
+ *
  * <p>Arguments: JDBC URL, bootstrap servers, topic, group, instance id, session timeout ms,
- * idle-in-transaction timeout ms (0: none), and optionally a static group member id.
+ * idle-in-transaction timeout ms (0: none), optionally a static group member id (may be empty) and
+ * optionally {@code parking}.
  */
 public final class ConsumerMain {
 
   private static final ObjectMapper JSON = new ObjectMapper();
+
+  static final int PARKING_IN_PLACE_ATTEMPTS = 3;
+
+  /**
+   * The parked retries' delays: short (a parked key is retried within seconds of the failures' end)
+   * and many (about 2 minutes in all, so that nothing is dead-lettered while the database restarts
+   * and crashes: a dead letter is a violation).
+   */
+  static final Duration[] PARKING_TIERS = parkingTiers();
+
+  private static Duration[] parkingTiers() {
+    List<Duration> t = new java.util.ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      t.add(Duration.ofSeconds(1));
+    }
+    for (int i = 0; i < 10; i++) {
+      t.add(Duration.ofSeconds(2));
+    }
+    for (int i = 0; i < 20; i++) {
+      t.add(Duration.ofSeconds(5));
+    }
+    return t.toArray(Duration[]::new);
+  }
+
+  /** The keys whose handler fails while the harness's switch is on: a quarter, two of them hot. */
+  static boolean failsTransiently(String key) {
+    return Integer.parseInt(key.substring(key.indexOf('-') + 1)) % 4 == 1;
+  }
+
+  /** The handler's injected failure: transient (retried, then parked). */
+  static final class InjectedTransientFailure extends RuntimeException {
+    InjectedTransientFailure(String key) {
+      super("injected transient failure of key " + key, null, false, false);
+    }
+  }
 
   private ConsumerMain() {}
 
@@ -41,6 +84,7 @@ public final class ConsumerMain {
     String instance = args[4];
     int sessionMs = Integer.parseInt(args[5]);
     int idleTxMs = Integer.parseInt(args[6]);
+    boolean parking = args.length > 8 && args[8].equals("parking");
     HikariDataSource ds =
         ChildSupport.dataSource(
             args[0],
@@ -60,16 +104,27 @@ public final class ConsumerMain {
             // retried for minutes, never given up during the campaign
             .failureHandler(
                 FailureHandlers.of(
-                    RetryPolicy.builder()
-                        .maxAttempts(10_000)
-                        .maxDuration(Duration.ofMinutes(10))
-                        .backoff(new Backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2, 0.5))
-                        .build()))
+                    parking
+                        // a few quick attempts; then the key is parked (below)
+                        ? RetryPolicy.builder()
+                            .maxAttempts(PARKING_IN_PLACE_ATTEMPTS)
+                            .backoff(
+                                new Backoff(Duration.ofMillis(50), Duration.ofMillis(200), 2, 0.5))
+                            .build()
+                        : RetryPolicy.builder()
+                            .maxAttempts(10_000)
+                            .maxDuration(Duration.ofMinutes(10))
+                            .backoff(
+                                new Backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2, 0.5))
+                            .build()))
             .build();
     KafkaSubscriber.Builder builder = KafkaSubscriber.builder(args[1], subscription);
     if (args.length > 7 && !args[7].isEmpty()) {
       // static membership: a restarted process takes its predecessor's partitions back at once
       builder.consumerProperty("group.instance.id", args[7]);
+    }
+    if (parking) {
+      builder.parking(PostgresParkingStore.create(ds)).parkingTiers(PARKING_TIERS);
     }
     KafkaSubscriber subscriber =
         builder
@@ -82,12 +137,16 @@ public final class ConsumerMain {
             .handler(d -> {
               JsonNode body = JSON.readTree(d.message().payload().unsafeBytes());
               Connection c = d.connection().orElseThrow();
+              String key = body.get("key").asText();
+              if (parking && failsTransiently(key) && failing(c)) {
+                throw new InjectedTransientFailure(key);
+              }
               try (PreparedStatement ps =
                   c.prepareStatement(
                       "INSERT INTO verify_effect (message_id, key, seq, instance, part, off)"
                           + " VALUES (?, ?, ?, ?, ?, ?)")) {
                 ps.setObject(1, d.message().id());
-                ps.setString(2, body.get("key").asText());
+                ps.setString(2, key);
                 ps.setLong(3, body.get("seq").asLong());
                 ps.setString(4, instance);
                 ps.setInt(5, d.partition());
@@ -103,6 +162,14 @@ public final class ConsumerMain {
       subscriber.close();
       ds.close();
     });
+  }
+
+  /** Whether the harness's switch of the transient failures is on. */
+  private static boolean failing(Connection c) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement("SELECT failing FROM verify_control");
+        java.sql.ResultSet rs = ps.executeQuery()) {
+      return rs.next() && rs.getBoolean(1);
+    }
   }
 
   /**

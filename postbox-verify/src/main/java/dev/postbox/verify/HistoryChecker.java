@@ -25,13 +25,25 @@ import org.apache.kafka.common.TopicPartition;
  * Checks the history of a campaign: the producer's committed business transactions ({@code
  * verify_business}) and rolled-back ones ({@code verify_rolled_back}), the topic as read by a
  * {@link TopicReader}, the consumers' effect rows ({@code verify_effect}) and assignments ({@code
- * verify_assignment}), the dead letters, and the consumer group's committed offsets.
+ * verify_assignment}), the dead letters, the parked records ({@code verify_parking}, written by a
+ * trigger on {@code postbox_parked}), and the consumer group's committed offsets.
  *
  * <p>Thread-safe.
  */
 final class HistoryChecker {
 
-  /** What one check of one phase found. */
+  /**
+   * What one check of one phase found.
+   *
+   * @param deadLettered dead letters written since the previous check (any message, applied or
+   *     not): the harness's consumers never mean to dead-letter, so each is a violation (a false
+   *     conflict or a decoding bug must not pass as "not lost")
+   * @param offsetAuditFailures offset samples that could not be taken (broker or database down,
+   *     topic not read up to the committed offsets in time)
+   * @param parked rows written into {@code postbox_parked} (a message parked, or appended behind
+   *     its parked key), counted by a trigger
+   * @param unparked rows that left {@code postbox_parked} (applied from there, or dead-lettered)
+   */
   record Findings(
       long messages,
       long rolledBack,
@@ -47,16 +59,70 @@ final class HistoryChecker {
       long rolledBackApplied,
       long offsetViolations,
       long offsetSamples,
-      long offsetRecordsChecked) {
+      long offsetRecordsChecked,
+      long offsetAuditFailures,
+      long parked,
+      long unparked) {
 
     long violations() {
       return lost
+          + deadLettered
           + duplicateEffects
           + orderViolations
           + zombieApplies
           + rolledBackPublished
           + rolledBackApplied
           + offsetViolations;
+    }
+
+    /**
+     * Why these findings cannot count as a pass even without a violation (empty when they can): no
+     * business transaction, an offset audit that never sampled or never checked a record, or (for a
+     * scenario that exercises parking) nothing parked.
+     */
+    List<String> inconclusiveReasons(boolean parkingExpected) {
+      List<String> reasons = new ArrayList<>();
+      if (messages == 0) {
+        reasons.add("no business transaction committed during the faults");
+      }
+      if (offsetSamples == 0) {
+        reasons.add(
+            "the offset audit took no sample ("
+                + offsetAuditFailures
+                + " attempts failed; see offset-audit-failed in faults.log)");
+      } else if (offsetRecordsChecked == 0) {
+        reasons.add(
+            "the offset audit checked no record ("
+                + offsetSamples
+                + " samples; no committed offset moved)");
+      }
+      if (parkingExpected && parked == 0) {
+        reasons.add("nothing was parked: the parking path was not exercised");
+      }
+      return reasons;
+    }
+
+    /** The sum of two checks (rounds of one scenario). */
+    Findings plus(Findings o) {
+      return new Findings(
+          messages + o.messages,
+          rolledBack + o.rolledBack,
+          lost + o.lost,
+          deadLettered + o.deadLettered,
+          duplicateEffects + o.duplicateEffects,
+          topicRecords + o.topicRecords,
+          topicDuplicates + o.topicDuplicates,
+          staleRepublishes + o.staleRepublishes,
+          orderViolations + o.orderViolations,
+          zombieApplies + o.zombieApplies,
+          rolledBackPublished + o.rolledBackPublished,
+          rolledBackApplied + o.rolledBackApplied,
+          offsetViolations + o.offsetViolations,
+          offsetSamples + o.offsetSamples,
+          offsetRecordsChecked + o.offsetRecordsChecked,
+          offsetAuditFailures + o.offsetAuditFailures,
+          parked + o.parked,
+          unparked + o.unparked);
     }
   }
 
@@ -71,6 +137,11 @@ final class HistoryChecker {
   private long offsetViolations;
   private long offsetSamples;
   private long offsetRecordsChecked;
+  private long offsetAuditFailures;
+  private long reportedOffsetAuditFailures;
+  private long reportedDeadLetters;
+  private long reportedParked;
+  private long reportedUnparked;
   private long reportedOffsetSamples;
   private long reportedOffsetRecordsChecked;
   private long reportedOffsetViolations;
@@ -127,13 +198,15 @@ final class HistoryChecker {
 
   /**
    * Samples the committed offsets and checks that every record below them has its effect (or a dead
-   * letter): a committed offset must never pass an unfinished record. Checks each record once.
-   * Returns false if the sample could not be taken (broker or database down).
+   * letter, or is parked): a committed offset must never pass an unfinished record. Checks each
+   * record once. Returns false if the sample could not be taken (broker or database down): counted
+   * and noted in the fault log, never silent (a campaign without samples is inconclusive).
    */
   synchronized boolean auditOffsets() {
     try {
       Map<Integer, Long> committed = committedOffsets();
       if (!reader.awaitPositions(committed, Duration.ofSeconds(10))) {
+        auditFailed("the topic was not read up to the committed offsets " + committed + " in 10 s");
         return false;
       }
       List<Published> toCheck = new ArrayList<>();
@@ -151,9 +224,9 @@ final class HistoryChecker {
           ids.add(r.id());
         }
       }
-      Set<UUID> done = finished(ids);
+      Finished done = finished(ids);
       for (Published r : toCheck) {
-        if (r.id() == null || !done.contains(r.id())) {
+        if (!done.contains(r)) {
           offsetViolations++;
           log.note(
               "offset-violation",
@@ -170,32 +243,67 @@ final class HistoryChecker {
       offsetSamples++;
       offsetRecordsChecked += toCheck.size();
       return true;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      auditFailed("interrupted");
+      return false;
     } catch (Exception e) {
+      auditFailed(String.valueOf(e));
       return false;
     }
   }
 
-  /** Ids among {@code ids} that have an effect or a dead letter. */
-  private Set<UUID> finished(Set<UUID> ids) throws SQLException {
-    Set<UUID> done = new HashSet<>();
-    if (ids.isEmpty()) {
-      return done;
+  private void auditFailed(String why) {
+    offsetAuditFailures++;
+    log.note("offset-audit-failed", why);
+  }
+
+  /**
+   * What of a sample is finished: message ids with an effect or a dead letter, and records
+   * (partition and offset) parked.
+   */
+  private record Finished(Set<UUID> ids, Set<Long> parked) {
+    boolean contains(Published r) {
+      return (r.id() != null && ids.contains(r.id()))
+          || parked.contains(position(r.partition(), r.offset()));
     }
+
+    static long position(int partition, long offset) {
+      return ((long) partition << 48) | offset;
+    }
+  }
+
+  /**
+   * Which of {@code ids} have an effect or a dead letter, and which records of the topic are parked
+   * (a parked record's offset may be committed: it waits in {@code postbox_parked}); one statement,
+   * so one snapshot (a parked record applied meanwhile is seen in one place or the other).
+   */
+  private Finished finished(Set<UUID> ids) throws SQLException {
+    Set<UUID> done = new HashSet<>();
+    Set<Long> parked = new HashSet<>();
     try (Connection c = ds.getConnection();
         PreparedStatement ps =
             c.prepareStatement(
-                "SELECT message_id FROM verify_effect WHERE message_id = ANY (?)"
-                    + " UNION SELECT message_id FROM postbox_dead_letter WHERE message_id = ANY (?)")) {
+                "SELECT message_id, NULL::int, NULL::bigint FROM verify_effect WHERE message_id ="
+                    + " ANY (?) UNION SELECT message_id, NULL, NULL FROM postbox_dead_letter WHERE"
+                    + " message_id = ANY (?) UNION SELECT NULL, partition, \"offset\" FROM"
+                    + " postbox_parked WHERE topic = ?")) {
       Array a = c.createArrayOf("uuid", ids.toArray());
       ps.setArray(1, a);
       ps.setArray(2, a);
+      ps.setString(3, topic);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          done.add(rs.getObject(1, UUID.class));
+          UUID id = rs.getObject(1, UUID.class);
+          if (id != null) {
+            done.add(id);
+          } else {
+            parked.add(Finished.position(rs.getInt(2), rs.getLong(3)));
+          }
         }
       }
     }
-    return done;
+    return new Finished(done, parked);
   }
 
   /**
@@ -254,14 +362,11 @@ final class HistoryChecker {
                   + " AND NOT EXISTS (SELECT 1 FROM verify_effect e WHERE e.message_id ="
                   + " b.message_id) AND NOT EXISTS (SELECT 1 FROM postbox_dead_letter d WHERE"
                   + " d.message_id = b.message_id)");
-      long deadLettered =
-          count(
-              c,
-              "SELECT count(*) FROM verify_business b WHERE phase = "
-                  + phase
-                  + " AND NOT EXISTS (SELECT 1 FROM verify_effect e WHERE e.message_id ="
-                  + " b.message_id) AND EXISTS (SELECT 1 FROM postbox_dead_letter d WHERE"
-                  + " d.message_id = b.message_id)");
+      // every dead letter, whether its message was applied (a false conflict) or not, and whether
+      // it has a message id at all (a record that could not be decoded)
+      long deadLetters = count(c, "SELECT count(*) FROM postbox_dead_letter");
+      long parkedRows = count(c, "SELECT count(*) FROM verify_parking WHERE event = 'parked'");
+      long unparkedRows = count(c, "SELECT count(*) FROM verify_parking WHERE event = 'unparked'");
       long duplicateEffects =
           count(
               c,
@@ -306,7 +411,7 @@ final class HistoryChecker {
               messages,
               rolledBack,
               lost,
-              deadLettered,
+              deadLetters - reportedDeadLetters,
               duplicateEffects,
               topicRecords,
               topicRecords - distinct.size(),
@@ -317,7 +422,14 @@ final class HistoryChecker {
               phantomApplied - reportedPhantomApplied,
               offsetViolations - reportedOffsetViolations,
               offsetSamples - reportedOffsetSamples,
-              offsetRecordsChecked - reportedOffsetRecordsChecked);
+              offsetRecordsChecked - reportedOffsetRecordsChecked,
+              offsetAuditFailures - reportedOffsetAuditFailures,
+              parkedRows - reportedParked,
+              unparkedRows - reportedUnparked);
+      reportedOffsetAuditFailures = offsetAuditFailures;
+      reportedDeadLetters = deadLetters;
+      reportedParked = parkedRows;
+      reportedUnparked = unparkedRows;
       reportedOffsetSamples = offsetSamples;
       reportedOffsetRecordsChecked = offsetRecordsChecked;
       reportedPhantomPublished = phantomPublished;
@@ -330,13 +442,18 @@ final class HistoryChecker {
   /**
    * Effects of {@code phase} applied by a process on a partition after another process had been
    * assigned that partition in a later generation than this process's own latest assignment of it
-   * (recorded before the effect committed). Generations, not clock times, order assignments: a
-   * process resumed from a pause may record a stale generation's assignment after the newer one.
+   * (recorded before the effect committed), unless the record was parked. Generations, not clock
+   * times, order assignments: a process resumed from a pause may record a stale generation's
+   * assignment after the newer one.
    */
   static String zombieSql(int phase) {
     return "SELECT count(*) FROM verify_effect e JOIN verify_business b ON b.message_id ="
         + " e.message_id WHERE b.phase = "
         + phase
+        // a record applied from the parking is applied by whichever consumer leased its key (the
+        // parking's lease and the inbox guard it, not the partition's ownership)
+        + " AND NOT EXISTS (SELECT 1 FROM verify_parking k WHERE k.part = e.part AND k.off ="
+        + " e.off)"
         + " AND EXISTS (SELECT 1 FROM verify_assignment o WHERE o.part = e.part AND o.instance <>"
         + " e.instance AND o.assigned_at < pg_xact_commit_timestamp(e.xmin) AND o.generation >"
         + " (SELECT max(a.generation) FROM verify_assignment a WHERE a.part = e.part AND"

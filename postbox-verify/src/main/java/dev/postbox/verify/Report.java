@@ -55,13 +55,14 @@ final class Report {
   void printText(PrintStream out) {
     out.println();
     out.printf("Postbox verify: seed %d, started %s, took %d s%n", seed, started, took.toSeconds());
-    String fmt = "%-22s %6s %8s %5s %6s %6s %7s %6s %6s %6s %6s %6s %9s  %s%n";
+    String fmt = "%-22s %6s %8s %5s %5s %6s %6s %7s %6s %6s %6s %6s %6s %6s %6s %9s  %s%n";
     out.printf(
         fmt,
         "scenario",
         "rounds",
         "messages",
         "lost",
+        "dlq",
         "dupeff",
         "topdup",
         "stale",
@@ -70,6 +71,8 @@ final class Report {
         "zombie",
         "rb-pub",
         "rb-app",
+        "parked",
+        "unpark",
         "recov-ms",
         "injections (fired per kind)");
     long total = 0;
@@ -84,6 +87,7 @@ final class Report {
           r.rounds(),
           f.messages(),
           f.lost(),
+          f.deadLettered(),
           f.duplicateEffects(),
           f.topicDuplicates(),
           f.staleRepublishes(),
@@ -92,6 +96,8 @@ final class Report {
           f.zombieApplies(),
           f.rolledBackPublished(),
           f.rolledBackApplied(),
+          f.parked(),
+          f.unparked(),
           r.maxRecoveryMs() + (r.recoveryBoundExceeded() ? "!" : ""),
           r.injections() + " " + r.faultsFired());
       if (r.inconclusive()) {
@@ -100,10 +106,13 @@ final class Report {
     }
     out.printf("total injections fired: %d %s%n", total, perKind);
     out.println(
-        "lost, dupeff (duplicate effects), order, offset (committed offset past an unfinished"
-            + " record), zombie (applied after a successor took over), rb-pub/rb-app (rolled-back"
-            + " message published/applied) must be 0; topdup and stale (republished after a later"
-            + " one of its key) are measured only.");
+        "lost, dlq (dead letters: the harness's consumers never mean to dead-letter), dupeff"
+            + " (duplicate effects), order, offset (committed offset past an unfinished record),"
+            + " zombie (applied after a successor took over), rb-pub/rb-app (rolled-back message"
+            + " published/applied) must be 0; topdup and stale (republished after a later one of"
+            + " its key) are measured only; parked/unpark (records into/out of the parking) must"
+            + " be above 0 in the parking scenario. A scenario whose offset audit took no sample"
+            + " or checked no record is INCONCLUSIVE, never a pass.");
     out.println("result: " + result());
   }
 
@@ -137,6 +146,9 @@ final class Report {
       s.put("offset_violations", f.offsetViolations());
       s.put("offset_samples", f.offsetSamples());
       s.put("offset_records_checked", f.offsetRecordsChecked());
+      s.put("offset_audit_failures", f.offsetAuditFailures());
+      s.put("parked", f.parked());
+      s.put("unparked", f.unparked());
       s.put("zombie_applies", f.zombieApplies());
       s.put("rolled_back_published", f.rolledBackPublished());
       s.put("rolled_back_applied", f.rolledBackApplied());

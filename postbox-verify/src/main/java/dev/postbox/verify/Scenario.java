@@ -12,8 +12,20 @@ import java.util.Set;
  *     is armed with one of them, at a seeded hit count)
  * @param armProbability the probability that a new incarnation is armed at all
  * @param external faults injected from outside the processes
+ * @param parking whether the consumers run with ordered parking (few in-place retries, then the key
+ *     is parked) and a handler that fails transiently for some keys for a while, so that keys are
+ *     parked and unparked during the faults
  */
-record Scenario(String name, List<String> crashPoints, double armProbability, Set<Fault> external) {
+record Scenario(
+    String name,
+    List<String> crashPoints,
+    double armProbability,
+    Set<Fault> external,
+    boolean parking) {
+
+  Scenario(String name, List<String> crashPoints, double armProbability, Set<Fault> external) {
+    this(name, crashPoints, armProbability, external, false);
+  }
 
   /** Faults the harness injects from outside. */
   enum Fault {
@@ -22,6 +34,7 @@ record Scenario(String name, List<String> crashPoints, double armProbability, Se
     PAUSE_CONSUMER("pause-consumer"),
     BROKER_RESTART("broker-kill-restart"),
     POSTGRES_RESTART("postgres-restart"),
+    POSTGRES_CRASH("postgres-crash"),
     POSTGRES_TERMINATE("pg-terminate-backend");
 
     final String kind;
@@ -45,6 +58,10 @@ record Scenario(String name, List<String> crashPoints, double armProbability, Se
   static final List<String> PRODUCER_POINTS =
       List.of("outbox.before-commit", "outbox.after-commit");
 
+  /** The database's faults: fast restart, crash (SIGKILL, then crash recovery), killed sessions. */
+  static final Set<Fault> DATABASE_FAULTS =
+      Set.of(Fault.POSTGRES_RESTART, Fault.POSTGRES_CRASH, Fault.POSTGRES_TERMINATE);
+
   /** Every crash point of the product, in report order. */
   static List<String> allCrashPoints() {
     return concat(PRODUCER_POINTS, RELAY_POINTS, CONSUMER_POINTS);
@@ -59,11 +76,8 @@ record Scenario(String name, List<String> crashPoints, double armProbability, Se
         new Scenario("kill-9", List.of(), 0, Set.of(Fault.KILL_9)),
         new Scenario("pauses", List.of(), 0, Set.of(Fault.PAUSE_RELAY, Fault.PAUSE_CONSUMER)),
         new Scenario("broker-restart", List.of(), 0, Set.of(Fault.BROKER_RESTART)),
-        new Scenario(
-            "postgres-restart",
-            List.of(),
-            0,
-            Set.of(Fault.POSTGRES_RESTART, Fault.POSTGRES_TERMINATE)),
+        new Scenario("postgres-restart", List.of(), 0, DATABASE_FAULTS),
+        new Scenario("parking", List.of(), 0, DATABASE_FAULTS, true),
         new Scenario("mixed", allCrashPoints(), 1.0, Set.of(Fault.values())));
   }
 

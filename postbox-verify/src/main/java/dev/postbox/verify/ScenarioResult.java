@@ -10,7 +10,8 @@ import java.util.TreeMap;
  * What one scenario (all its rounds) injected and what the history check found.
  *
  * @param inconclusiveReasons why the scenario cannot count as a pass (a scheduled fault that did
- *     not fire); empty when conclusive
+ *     not fire, an offset audit without samples, nothing parked in a parking scenario...); empty
+ *     when conclusive
  */
 record ScenarioResult(
     String name,
@@ -37,8 +38,6 @@ record ScenarioResult(
     o.faultsFired.forEach((k, v) -> fired.merge(k, v, Integer::sum));
     Map<String, Integer> notFired = new TreeMap<>(faultsNotFired);
     o.faultsNotFired.forEach((k, v) -> notFired.merge(k, v, Integer::sum));
-    Findings a = findings;
-    Findings b = o.findings;
     List<String> reasons = new ArrayList<>(inconclusiveReasons);
     reasons.addAll(o.inconclusiveReasons);
     return new ScenarioResult(
@@ -47,22 +46,7 @@ record ScenarioResult(
         injections + o.injections,
         fired,
         notFired,
-        new Findings(
-            a.messages() + b.messages(),
-            a.rolledBack() + b.rolledBack(),
-            a.lost() + b.lost(),
-            a.deadLettered() + b.deadLettered(),
-            a.duplicateEffects() + b.duplicateEffects(),
-            a.topicRecords() + b.topicRecords(),
-            a.topicDuplicates() + b.topicDuplicates(),
-            a.staleRepublishes() + b.staleRepublishes(),
-            a.orderViolations() + b.orderViolations(),
-            a.zombieApplies() + b.zombieApplies(),
-            a.rolledBackPublished() + b.rolledBackPublished(),
-            a.rolledBackApplied() + b.rolledBackApplied(),
-            a.offsetViolations() + b.offsetViolations(),
-            a.offsetSamples() + b.offsetSamples(),
-            a.offsetRecordsChecked() + b.offsetRecordsChecked()),
+        findings.plus(o.findings),
         Math.max(maxRecoveryMs, o.maxRecoveryMs),
         recoveryBoundExceeded || o.recoveryBoundExceeded,
         unexpectedExits + o.unexpectedExits,

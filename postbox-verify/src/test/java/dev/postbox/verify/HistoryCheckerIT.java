@@ -31,8 +31,10 @@ import org.junit.jupiter.api.Test;
 /**
  * The history checker finds every kind of violation it claims to: a history written by hand with
  * one lost effect, two duplicate effects, one effect out of key order, one applied and one
- * published rolled-back message, one committed offset past a record without effect and one effect
- * applied by a process after another was assigned its partition.
+ * published rolled-back message, one committed offset past a record without effect, one effect
+ * applied by a process after another was assigned its partition, and two dead letters (one of an
+ * applied message, a false conflict, and one without a message id, a record that could not be
+ * decoded); a committed offset past a parked record is not a violation.
  */
 @PostboxTest
 class HistoryCheckerIT {
@@ -60,6 +62,7 @@ class HistoryCheckerIT {
         UUID m5 = UUID.randomUUID(); // rolled back, yet published and applied
         exec(ds, "INSERT INTO verify_rolled_back VALUES ('" + m5 + "', 'c', 1)");
         UUID m6 = business(ds, "c", 1);
+        UUID m7 = business(ds, "d", 1); // parked (not applied yet: lost at this check)
 
         assign(ds, "A", 0, 1);
         effect(ds, m2, "a", 2, "A");
@@ -82,7 +85,8 @@ class HistoryCheckerIT {
                 {m3, "b", 1},
                 {m4, "b", 2},
                 {m5, "c", 9},
-                {m6, "c", 1}
+                {m6, "c", 1},
+                {m7, "d", 1}
               }) {
             ProducerRecord<byte[], byte[]> pr =
                 new ProducerRecord<>(
@@ -97,28 +101,55 @@ class HistoryCheckerIT {
         }
         admin
             .alterConsumerGroupOffsets(
-                GROUP, Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata(8)))
+                GROUP, Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata(9)))
             .all()
             .get();
-        assertThat(reader.awaitPositions(Map.of(0, 8L), Duration.ofSeconds(30))).isTrue();
+        assertThat(reader.awaitPositions(Map.of(0, 9L), Duration.ofSeconds(30))).isTrue();
+        exec(
+            ds,
+            "INSERT INTO postbox_parked (consumer, msg_key, topic, partition, \"offset\","
+                + " header_names, header_values, due_at) VALUES ('c', 'd', '"
+                + topic
+                + "', 0, 8, '{}', '{}', now())");
+        deadLetter(ds, topic, 0, m1, "CONFLICT"); // applied, then a false conflict
+        deadLetter(ds, topic, 3, null, "PERMANENT"); // could not be decoded
 
         HistoryChecker checker = new HistoryChecker(ds, admin, reader, topic, 1, GROUP, log);
         Findings f = checker.check(1);
 
-        assertThat(f.messages()).isEqualTo(5);
+        assertThat(f.messages()).isEqualTo(6);
         assertThat(f.rolledBack()).isEqualTo(1);
-        assertThat(f.lost()).isEqualTo(1);
+        assertThat(f.lost()).isEqualTo(2); // m4, and m7 still parked
+        assertThat(f.deadLettered()).isEqualTo(2);
+        assertThat(f.parked()).isEqualTo(1);
+        assertThat(f.unparked()).isZero();
         assertThat(f.duplicateEffects()).isEqualTo(2); // m3 twice by A, m6 by A and by B
         assertThat(f.orderViolations()).isEqualTo(1);
         assertThat(f.zombieApplies()).isEqualTo(1);
         assertThat(f.rolledBackApplied()).isEqualTo(1);
         assertThat(f.rolledBackPublished()).isEqualTo(1);
-        assertThat(f.offsetViolations()).isEqualTo(1); // m4, offset 5
-        assertThat(f.offsetRecordsChecked()).isEqualTo(8);
-        assertThat(f.topicRecords()).isEqualTo(7);
+        assertThat(f.offsetViolations()).isEqualTo(1); // m4, offset 5; m7 (offset 8) is parked
+        assertThat(f.offsetRecordsChecked()).isEqualTo(9);
+        assertThat(f.offsetSamples()).isEqualTo(1);
+        assertThat(f.offsetAuditFailures()).isZero();
+        assertThat(f.topicRecords()).isEqualTo(8);
         assertThat(f.topicDuplicates()).isEqualTo(2);
         assertThat(f.staleRepublishes()).isEqualTo(1);
         assertThat(checker.drained()).isFalse();
+        assertThat(f.violations()).isEqualTo(2 + 2 + 2 + 1 + 1 + 1 + 1 + 1);
+        assertThat(f.inconclusiveReasons(true)).isEmpty();
+
+        // the parked record applied and removed: counted once as unparked; nothing new
+        exec(ds, "DELETE FROM postbox_parked");
+        Findings next = checker.check(1);
+        assertThat(next.unparked()).isEqualTo(1);
+        assertThat(next.parked()).isZero();
+        assertThat(next.deadLettered()).isZero();
+        assertThat(next.offsetRecordsChecked()).isZero();
+        assertThat(next.inconclusiveReasons(false))
+            .singleElement()
+            .asString()
+            .contains("checked no record");
       }
     }
   }
@@ -149,6 +180,24 @@ class HistoryCheckerIT {
       ps.setString(2, key);
       ps.setLong(3, seq);
       ps.setString(4, instance);
+      ps.executeUpdate();
+    }
+  }
+
+  private static void deadLetter(
+      HikariDataSource ds, String topic, long offset, UUID id, String classification)
+      throws Exception {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "INSERT INTO postbox_dead_letter (consumer, topic, partition, \"offset\","
+                    + " message_id, classification, error_class, fingerprint, attempts,"
+                    + " first_failure, last_failure) VALUES ('c', ?, 0, ?, ?, ?, 'E', 'f', 1,"
+                    + " now(), now())")) {
+      ps.setString(1, topic);
+      ps.setLong(2, offset);
+      ps.setObject(3, id);
+      ps.setString(4, classification);
       ps.executeUpdate();
     }
   }

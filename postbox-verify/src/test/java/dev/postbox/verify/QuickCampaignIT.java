@@ -15,7 +15,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The quick campaign (what {@code ./postbox verify --quick} runs): every scenario once, every crash
- * point fired at least twice, no violation, nothing inconclusive. Runs in CI (a few minutes).
+ * point fired at least twice, every fault (postgres-crash included) fired, keys parked and unparked
+ * in the parking scenario, no violation (a dead letter is one), nothing inconclusive (an offset
+ * audit without samples is). Runs in CI (a few minutes).
  */
 class QuickCampaignIT {
 
@@ -51,6 +53,12 @@ class QuickCampaignIT {
           .as("%s fired\n%s", point, text)
           .isGreaterThanOrEqualTo(2);
     }
+    // the parking scenario really parked (and unparked) keys while the database failed
+    ScenarioResult parking =
+        results.stream().filter(r -> r.name().equals("parking")).findFirst().orElseThrow();
+    assertThat(parking.findings().parked()).as("parked\n%s", text).isPositive();
+    assertThat(parking.findings().unparked()).as("unparked\n%s", text).isPositive();
+    // every fault, postgres-crash included
     for (Scenario.Fault f : Scenario.Fault.values()) {
       assertThat(fired.getOrDefault(f.kind, 0)).as("%s fired\n%s", f.kind, text).isPositive();
     }

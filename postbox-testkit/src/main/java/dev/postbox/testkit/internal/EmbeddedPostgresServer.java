@@ -131,6 +131,49 @@ public final class EmbeddedPostgresServer extends AbstractPostgresServer {
   }
 
   @Override
+  public synchronized void crash() {
+    if (pg == null) {
+      return;
+    }
+    long t0 = System.nanoTime();
+    Path pidFile = dir.resolve("data").resolve("postmaster.pid");
+    try {
+      long pid = Long.parseLong(Files.readAllLines(pidFile).get(0).trim());
+      ProcessHandle postmaster =
+          ProcessHandle.of(pid)
+              .orElseThrow(() -> new IllegalStateException("no postmaster process " + pid));
+      // the server processes first (a snapshot), then the postmaster before them: none of them
+      // outlives it long enough to be restarted by it
+      java.util.List<ProcessHandle> children = postmaster.descendants().toList();
+      postmaster.destroyForcibly();
+      children.forEach(ProcessHandle::destroyForcibly);
+      long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+      while ((postmaster.isAlive() || children.stream().anyMatch(ProcessHandle::isAlive))
+          && System.nanoTime() < deadline) {
+        Thread.sleep(10);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read " + pidFile, e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while crashing PostgreSQL", e);
+    } finally {
+      EmbeddedPostgres dead = pg;
+      pg = null;
+      // releases the data directory's lock; its pg_ctl stop fails on the dead server (logged)
+      try {
+        dead.close();
+      } catch (IOException | RuntimeException e) {
+        LOG.debug("closing the crashed PostgreSQL handle", e);
+      }
+    }
+    LOG.info(
+        "PostgreSQL 127.0.0.1:{} crashed (SIGKILL) in {} ms",
+        port,
+        Duration.ofNanos(System.nanoTime() - t0).toMillis());
+  }
+
+  @Override
   public synchronized void restart() {
     stop();
     start();

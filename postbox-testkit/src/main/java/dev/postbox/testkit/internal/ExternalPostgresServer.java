@@ -78,6 +78,11 @@ public final class ExternalPostgresServer extends AbstractPostgresServer {
   }
 
   @Override
+  public void crash() {
+    throw unsupported("crash");
+  }
+
+  @Override
   public boolean isRunning() {
     return true;
   }
