@@ -78,14 +78,30 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>Defaults: {@code isolation.level=read_committed}, {@code auto.offset.reset=earliest},
- * auto-commit off, cooperative-sticky assignment, and for a batch size above 1 {@code
- * max.poll.records} = the batch size (at most Kafka's 500; a property set on the builder wins).
- * Thread-safe.
+ * auto-commit off, cooperative-sticky assignment, {@code max.poll.interval.ms} = the shutdown
+ * timeout + 30 s (the poll thread never runs handlers; this is also the group's rebalance timeout,
+ * so a rebalance waits that long at most for members that died in it), and for a batch size above 1
+ * {@code max.poll.records} = the batch size (at most Kafka's 500; a property set on the builder
+ * wins). Thread-safe.
  */
 public final class KafkaSubscriber implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(KafkaSubscriber.class);
   private static final Duration VERIFY_TIMEOUT = Duration.ofSeconds(2);
+
+  /**
+   * The longest a synchronous commit (at revocation, at close) holds the poll thread; a commit that
+   * does not finish in time only means its records are delivered again (and absorbed by the inbox).
+   */
+  static final Duration SYNC_COMMIT_TIMEOUT = Duration.ofSeconds(10);
+
+  /**
+   * Added to the shutdown timeout for the default {@code max.poll.interval.ms}: the poll thread
+   * never runs handlers, it blocks only while a revocation waits for running records (at most the
+   * shutdown timeout) and commits (at most {@link #SYNC_COMMIT_TIMEOUT}).
+   */
+  static final Duration POLL_INTERVAL_MARGIN = Duration.ofSeconds(30);
+
   private static final Duration POLL_TIMEOUT = Duration.ofMillis(50);
   private static final Duration PARTLY_PAUSED_POLL_TIMEOUT = Duration.ofMillis(5);
 
@@ -162,6 +178,16 @@ public final class KafkaSubscriber implements AutoCloseable {
           ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
           Math.min(ConsumerConfig.DEFAULT_MAX_POLL_RECORDS, subscription.batchSize()));
     }
+    // Kafka's default (5 min) is for poll loops that run handlers. Ours does not, and this value is
+    // also the group's rebalance timeout: how long a rebalance waits for members that never rejoin.
+    // After a broker restart with members dying mid-rebalance, a group was seen waiting in
+    // PreparingRebalance for over 4 minutes with every live consumer unassigned (issue 13 #7).
+    c.putIfAbsent(
+        ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG,
+        (int)
+            Math.min(
+                Integer.MAX_VALUE,
+                subscription.shutdownTimeout().plus(POLL_INTERVAL_MARGIN).toMillis()));
     this.config = c;
     this.fence =
         new MembershipFence(subscription.name(), MembershipFence.thresholdFor(c), System::nanoTime);
@@ -173,6 +199,11 @@ public final class KafkaSubscriber implements AutoCloseable {
     this.pauses =
         new PausePolicy(subscription.maxInFlight(), serial ? 2 * subscription.batchSize() : 0);
     this.executor = new KeyedExecutor("postbox-" + subscription.name(), subscription.concurrency());
+  }
+
+  /** The consumer's configuration as built (defaults applied); for tests. */
+  Map<String, Object> consumerConfig() {
+    return Map.copyOf(config);
   }
 
   /** A builder for a subscriber to the cluster at {@code bootstrapServers}. */
@@ -656,7 +687,7 @@ public final class KafkaSubscriber implements AutoCloseable {
     offsets.forEach((tp, o) -> committed.put(tp, o.offset()));
     if (sync) {
       try {
-        consumer.commitSync(offsets);
+        consumer.commitSync(offsets, SYNC_COMMIT_TIMEOUT);
       } catch (RuntimeException e) {
         offsets.keySet().forEach(committed::remove);
         log.warn(
