@@ -67,7 +67,9 @@ public interface Delivery {
    *
    * @throws IllegalStateException for the other guarantees
    */
-  void recordResult(byte[] result);
+  default void recordResult(byte[] result) {
+    throw new IllegalStateException("recordResult needs a DEDUPLICATED subscription");
+  }
 
   /** {@link #recordResult(byte[])} of {@code result} in UTF-8. */
   default void recordResult(String result) {
