@@ -170,6 +170,14 @@ public final class RedisServer implements AutoCloseable {
     });
   }
 
+  /**
+   * The {@code redis-server} binary this machine has: named by {@value #BINARY_ENV}, else the first
+   * on the {@code PATH}.
+   */
+  public static Optional<Path> findBinary() {
+    return findBinary(System.getenv());
+  }
+
   private static Optional<Path> findBinary(Map<String, String> env) {
     Optional<String> named = value(env, BINARY_ENV);
     if (named.isPresent()) {
