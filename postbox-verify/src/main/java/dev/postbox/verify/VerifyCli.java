@@ -176,7 +176,7 @@ public final class VerifyCli implements Callable<Integer> {
   /** Runs the redis-window scenario; returns the exit code combined with {@code campaignExit}. */
   private int redisWindow(long s, Path d, int campaignExit) throws Exception {
     Optional<RedisWindow.Result> r =
-        new RedisWindow(s, d.resolve(REDIS_WINDOW), System.out)
+        new RedisWindow(s, d.toAbsolutePath().resolve(REDIS_WINDOW), System.out)
             .run(quick ? 1_000 : 3_000, quick ? 5 : 20);
     if (r.isEmpty()) {
       return campaignExit;
