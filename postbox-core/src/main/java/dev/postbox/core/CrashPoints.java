@@ -25,6 +25,14 @@ public final class CrashPoints {
   /** Exit code of a JVM halted by a crash point. */
   public static final int EXIT_CODE = 86;
 
+  /**
+   * {@code DEDUPLICATED} consumer: the handler's effect is done, its completion is not yet written
+   * to the idempotency store (the at-risk window: a crash here repeats the effect once the lease
+   * expires).
+   */
+  public static final String CONSUMER_AFTER_EFFECT_BEFORE_IDEMPOTENCY_COMPLETE =
+      "consumer.after-effect-before-idempotency-complete";
+
   /** Marker printed to standard error just before the halt. */
   public static final String MARKER = "POSTBOX-CRASH";
 

@@ -12,10 +12,20 @@ package dev.postbox.core;
  *       lost.
  *   <li>{@link #EFFECTIVELY_ONCE}: at-least-once transport plus an inbox that records the message
  *       id in the effect's own transaction, so the effect is applied exactly once per message id.
+ *   <li>{@link #DEDUPLICATED}: at-least-once transport plus an outside idempotency store (Redis,
+ *       say: {@code IdempotencyStore}) for handlers with no transactional database (an HTTP call, a
+ *       search index, an email). The message id is claimed with a lease before the handler runs and
+ *       completed with the handler's result and a TTL after it; a duplicate is suppressed with the
+ *       stored result; a concurrent duplicate waits for the lease, never runs in parallel.
+ *       <b>At-risk window:</b> a crash after the effect and before the completion is written
+ *       repeats the effect once the lease expires (counted by {@code
+ *       postbox.consumer.idempotency.lease.expired}). Pass {@code IdempotencyKeys.of(message)} to
+ *       an outside system that honours an idempotency key to close the window there.
  * </ul>
  */
 public enum DeliveryGuarantee {
   AT_MOST_ONCE,
   AT_LEAST_ONCE,
-  EFFECTIVELY_ONCE
+  EFFECTIVELY_ONCE,
+  DEDUPLICATED
 }

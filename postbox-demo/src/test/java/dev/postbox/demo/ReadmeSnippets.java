@@ -2,6 +2,7 @@ package dev.postbox.demo;
 
 import dev.postbox.core.Backoff;
 import dev.postbox.core.DeliveryGuarantee;
+import dev.postbox.core.IdempotencyKeys;
 import dev.postbox.core.Message;
 import dev.postbox.core.consumer.FailureHandlers;
 import dev.postbox.core.consumer.Ordering;
@@ -16,6 +17,7 @@ import dev.postbox.jdbc.Replayer;
 import dev.postbox.kafka.KafkaDeadLetters;
 import dev.postbox.kafka.KafkaRelayPublisher;
 import dev.postbox.kafka.KafkaSubscriber;
+import dev.postbox.redis.RedisIdempotencyStore;
 import java.sql.Connection;
 import java.time.Duration;
 import javax.sql.DataSource;
@@ -90,6 +92,42 @@ final class ReadmeSnippets {
                 .retryBudget(50)
                 .build());
   }
+
+  void deduplicated() {
+    RedisIdempotencyStore store = RedisIdempotencyStore.builder("redis://localhost:6379").build();
+    Subscription sub =
+        Subscription.builder("payments")
+            .topics("shop.orders")
+            .guarantee(DeliveryGuarantee.DEDUPLICATED)
+            .idempotencyTtl(Duration.ofHours(168)) // default; must cover the topic's retention.ms
+            .idempotencyLease(
+                Duration.ofSeconds(60)) // default; the longest one handler call may take
+            .build();
+    KafkaSubscriber.builder("localhost:9092", sub)
+        .idempotencyStore(store)
+        .handler(d -> {
+          String chargeId =
+              payments.charge(
+                  order(d), IdempotencyKeys.of("charge", d.message())); // the target dedupes too
+          d.recordResult(chargeId); // stored with the message id
+        })
+        .onDuplicate(
+            (d, storedResult) -> reply(d, storedResult)) // a duplicate gets the first result
+        .build()
+        .start();
+  }
+
+  interface Payments {
+    String charge(Order order, String idempotencyKey);
+  }
+
+  private final Payments payments = (order, key) -> "ch_1";
+
+  private static Order order(dev.postbox.core.consumer.Delivery d) {
+    return new Order("c");
+  }
+
+  private static void reply(dev.postbox.core.consumer.Delivery d, byte[] result) {}
 
   void replay(DataSource ds, DeadLetterStore deadLetters) {
     Replayer replayer =

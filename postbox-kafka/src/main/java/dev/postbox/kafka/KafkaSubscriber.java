@@ -4,6 +4,7 @@ import dev.postbox.core.CrashPoints;
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.consumer.BatchHandler;
 import dev.postbox.core.consumer.ConsumerStats;
+import dev.postbox.core.consumer.DuplicateListener;
 import dev.postbox.core.consumer.MessageHandler;
 import dev.postbox.core.consumer.Ordering;
 import dev.postbox.core.consumer.Subscription;
@@ -13,6 +14,7 @@ import dev.postbox.core.internal.KeyedExecutor;
 import dev.postbox.core.internal.OffsetTracker;
 import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.DeadLetterStore;
+import dev.postbox.core.spi.IdempotencyStore;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.ParkingStore;
 import dev.postbox.kafka.internal.CommitBeforeHandling;
@@ -125,6 +127,7 @@ public final class KafkaSubscriber implements AutoCloseable {
 
   private final Optional<InboxStore> inbox;
   private final boolean forceInboxRetention;
+  private final boolean forceIdempotencyTtl;
   private final Duration inboxPurgeInterval;
   private Thread purgeThread;
   private final boolean parkingEnabled;
@@ -141,6 +144,7 @@ public final class KafkaSubscriber implements AutoCloseable {
     this.subscription = b.subscription;
     this.inbox = Optional.ofNullable(b.inbox);
     this.forceInboxRetention = b.forceInboxRetention;
+    this.forceIdempotencyTtl = b.forceIdempotencyTtl;
     this.inboxPurgeInterval = b.inboxPurgeInterval;
     this.retryTopics =
         b.retryTiers == null
@@ -153,6 +157,11 @@ public final class KafkaSubscriber implements AutoCloseable {
             b.handler,
             b.batchHandler,
             Optional.ofNullable(b.inbox),
+            b.idempotencyStore == null
+                ? Optional.empty()
+                : Optional.of(
+                    new DeliveryProcessor.Idempotency(
+                        b.idempotencyStore, b.onDuplicate, dev.postbox.core.spi.Sleeper.SYSTEM)),
             Optional.ofNullable(b.deadLetters),
             b.parking == null
                 ? Optional.empty()
@@ -216,6 +225,8 @@ public final class KafkaSubscriber implements AutoCloseable {
    *
    * @throws InboxRetentionTooShortException for an {@code EFFECTIVELY_ONCE} subscription whose
    *     inbox retention is shorter than a topic's {@code retention.ms}, unless forced
+   * @throws IdempotencyTtlTooShortException for a {@code DEDUPLICATED} subscription whose
+   *     idempotency TTL is shorter than a topic's {@code retention.ms}, unless forced
    */
   public synchronized void start() {
     if (pollThread != null) {
@@ -223,6 +234,9 @@ public final class KafkaSubscriber implements AutoCloseable {
     }
     if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
       checkInboxRetention();
+    }
+    if (subscription.guarantee() == DeliveryGuarantee.DEDUPLICATED) {
+      checkIdempotencyTtl();
     }
     if (retryTopics != null) {
       retryTopics.open(processor);
@@ -348,6 +362,32 @@ public final class KafkaSubscriber implements AutoCloseable {
                 + ": a message redelivered after its dedupe record was purged would be applied twice."
                 + " Raise inboxRetention to at least the topic's retention.ms, or force it with"
                 + " forceInboxRetention(true) if redelivery of old messages cannot happen.");
+      }
+    }
+  }
+
+  /**
+   * The same rule for the idempotency store: a completed message id must be remembered as long as
+   * the topic can deliver the message again.
+   */
+  private void checkIdempotencyTtl() {
+    Map<String, Long> retention = KafkaTopics.retentionMillis(config, subscription.topics());
+    for (Map.Entry<String, Long> e : retention.entrySet()) {
+      long topicMs = e.getValue();
+      boolean tooShort = topicMs < 0 || subscription.idempotencyTtl().toMillis() < topicMs;
+      if (tooShort && !forceIdempotencyTtl) {
+        throw new IdempotencyTtlTooShortException(
+            "subscription '"
+                + subscription.name()
+                + "' keeps completed message ids for "
+                + subscription.idempotencyTtl()
+                + " but topic '"
+                + e.getKey()
+                + "' keeps messages "
+                + (topicMs < 0 ? "forever" : "for " + Duration.ofMillis(topicMs))
+                + ": a message redelivered after its key expired would be applied twice."
+                + " Raise idempotencyTtl to at least the topic's retention.ms, or force it with"
+                + " forceIdempotencyTtl(true) if redelivery of old messages cannot happen.");
       }
     }
   }
@@ -790,6 +830,9 @@ public final class KafkaSubscriber implements AutoCloseable {
     private MessageHandler handler;
     private BatchHandler batchHandler;
     private InboxStore inbox;
+    private IdempotencyStore idempotencyStore;
+    private DuplicateListener onDuplicate = DuplicateListener.ignore();
+    private boolean forceIdempotencyTtl;
     private DeadLetterStore deadLetters;
     private ParkingStore parking;
     private List<Duration> parkingTiers =
@@ -829,6 +872,36 @@ public final class KafkaSubscriber implements AutoCloseable {
     /** Sets the inbox (required for {@code EFFECTIVELY_ONCE}). */
     public Builder inbox(InboxStore inbox) {
       this.inbox = Objects.requireNonNull(inbox, "inbox");
+      return this;
+    }
+
+    /**
+     * Sets the idempotency store (required for {@code DEDUPLICATED}, for example {@code
+     * RedisIdempotencyStore}): each message id is claimed with the subscription's lease before the
+     * handler runs and completed with the handler's {@linkplain
+     * dev.postbox.core.consumer.Delivery#recordResult recorded result} and the subscription's TTL
+     * after it; a failing handler releases the lease so its retry can claim it.
+     */
+    public Builder idempotencyStore(IdempotencyStore store) {
+      this.idempotencyStore = Objects.requireNonNull(store, "store");
+      return this;
+    }
+
+    /**
+     * Receives the {@code DEDUPLICATED} duplicates with their stored results (default: ignored,
+     * still counted as duplicates suppressed).
+     */
+    public Builder onDuplicate(DuplicateListener listener) {
+      this.onDuplicate = Objects.requireNonNull(listener, "listener");
+      return this;
+    }
+
+    /**
+     * Allows an idempotency TTL shorter than a topic's {@code retention.ms} (default false: {@link
+     * #start()} refuses it). Only safe when old messages can never be delivered again.
+     */
+    public Builder forceIdempotencyTtl(boolean force) {
+      this.forceIdempotencyTtl = force;
       return this;
     }
 
@@ -978,6 +1051,20 @@ public final class KafkaSubscriber implements AutoCloseable {
       if (subscription.batchSize() == 1 && handler == null) {
         throw new IllegalArgumentException(
             "subscription '" + subscription.name() + "' needs a handler");
+      }
+      if (subscription.guarantee() == DeliveryGuarantee.DEDUPLICATED && idempotencyStore == null) {
+        throw new IllegalArgumentException(
+            "subscription '"
+                + subscription.name()
+                + "' is DEDUPLICATED and needs an idempotencyStore");
+      }
+      if (subscription.guarantee() != DeliveryGuarantee.DEDUPLICATED && idempotencyStore != null) {
+        throw new IllegalArgumentException(
+            "subscription '"
+                + subscription.name()
+                + "' has an idempotencyStore but is "
+                + subscription.guarantee()
+                + "; use DEDUPLICATED");
       }
       if (parking != null && retryTiers != null) {
         throw new IllegalArgumentException(

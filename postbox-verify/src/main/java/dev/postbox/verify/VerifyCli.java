@@ -6,6 +6,7 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -137,6 +138,21 @@ public final class VerifyCli implements Callable<Integer> {
                     + "-"
                     + s);
     Campaign.Settings settings = settings(s, d);
+    boolean redisWindow = scenarios.isEmpty() || scenarios.contains(REDIS_WINDOW);
+    if (!scenarios.isEmpty() && scenarios.stream().allMatch(REDIS_WINDOW::equals)) {
+      return redisWindow(s, d, Report.OK); // the campaign's own scenarios are not asked for
+    }
+    settings =
+        new Campaign.Settings(
+            settings.seed(),
+            settings.phase(),
+            settings.minRounds(),
+            settings.targetInjections(),
+            settings.recoveryBound(),
+            settings.rate(),
+            scenarios.stream().filter(n -> !n.equals(REDIS_WINDOW)).toList(),
+            settings.dir(),
+            settings.minFires());
     Report report;
     try (Campaign campaign = new Campaign(settings, System.out)) {
       List<ScenarioResult> results =
@@ -160,6 +176,29 @@ public final class VerifyCli implements Callable<Integer> {
       report.writeJson(reportJson);
     }
     System.out.println("fault log and process logs: " + d.toAbsolutePath());
-    return report.exitCode();
+    return redisWindow ? redisWindow(s, d, report.exitCode()) : report.exitCode();
+  }
+
+  /** The scenario name of {@link RedisWindow} (its own report section and JSON file). */
+  static final String REDIS_WINDOW = "redis-window";
+
+  /** Runs the redis-window scenario; returns the exit code combined with {@code campaignExit}. */
+  private int redisWindow(long s, Path d, int campaignExit) throws Exception {
+    Optional<RedisWindow.Result> r =
+        new RedisWindow(s, d.toAbsolutePath().resolve(REDIS_WINDOW), System.out)
+            .run(quick ? 1_000 : 3_000, quick ? 5 : 20);
+    if (r.isEmpty()) {
+      return campaignExit;
+    }
+    RedisWindow.print(r.get(), System.out);
+    new com.fasterxml.jackson.databind.ObjectMapper()
+        .writerWithDefaultPrettyPrinter()
+        .writeValue(d.resolve(REDIS_WINDOW + ".json").toFile(), r.get());
+    if (campaignExit == Report.VIOLATION || r.get().violations() > 0) {
+      return Report.VIOLATION;
+    }
+    return campaignExit == Report.INCONCLUSIVE || r.get().inconclusive()
+        ? Report.INCONCLUSIVE
+        : campaignExit;
   }
 }

@@ -17,6 +17,10 @@ package dev.postbox.core.consumer;
  * @param parked messages moved to ordered parking (failing heads and the messages of their keys
  *     behind them)
  * @param unparked parked messages applied later by the delayed retries
+ * @param leasesExpired {@code DEDUPLICATED}: claims whose previous lease had expired without
+ *     completion (its holder crashed or hung, perhaps after the effect: the at-risk window)
+ * @param leasesLost {@code DEDUPLICATED}: completions refused because another holder had claimed
+ *     the key after this one's lease expired (the effect may have run twice)
  */
 public record ConsumerStats(
     long received,
@@ -30,4 +34,6 @@ public record ConsumerStats(
     long abandoned,
     long deadLettered,
     long parked,
-    long unparked) {}
+    long unparked,
+    long leasesExpired,
+    long leasesLost) {}

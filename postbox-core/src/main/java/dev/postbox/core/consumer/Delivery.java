@@ -59,4 +59,20 @@ public interface Delivery {
    * only.
    */
   boolean advanceVersion(String entity, long version);
+
+  /**
+   * Records the result of the effect ({@code DEDUPLICATED} only): stored with the message id when
+   * the handler returns, and given to the subscriber's {@link DuplicateListener} for every later
+   * duplicate. Without a call the stored result is empty. The last call wins.
+   *
+   * @throws IllegalStateException for the other guarantees
+   */
+  default void recordResult(byte[] result) {
+    throw new IllegalStateException("recordResult needs a DEDUPLICATED subscription");
+  }
+
+  /** {@link #recordResult(byte[])} of {@code result} in UTF-8. */
+  default void recordResult(String result) {
+    recordResult(result.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+  }
 }

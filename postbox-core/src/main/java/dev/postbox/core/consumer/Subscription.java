@@ -20,8 +20,9 @@ import java.util.Set;
  * <p>Defaults: {@link DeliveryGuarantee#AT_LEAST_ONCE}; {@link Ordering#KEY}; concurrency 16; at
  * most 1,000 records in flight (then partitions are paused); batch size 1 (no batching); no tenant
  * requirement; {@code FailureHandlers.of(RetryPolicy.defaults())} (3 attempts within 1 min, 100 ms
- * doubling to 5 s); inbox retention 7 days; shutdown and revocation wait 30 s for records in
- * flight. Immutable and thread-safe.
+ * doubling to 5 s); inbox retention 7 days; idempotency TTL 168 hours and lease 60 s ({@code
+ * DEDUPLICATED}); shutdown and revocation wait 30 s for records in flight. Immutable and
+ * thread-safe.
  *
  * @param name the consumer group id, also the consumer's name in the inbox
  * @param topics topics to read
@@ -36,6 +37,10 @@ import java.util.Set;
  * @param failureHandler decides retries and receives given-up messages
  * @param inboxRetention how long dedupe records are kept ({@code EFFECTIVELY_ONCE})
  * @param shutdownTimeout how long close and partition revocation wait for records in flight
+ * @param idempotencyTtl how long the idempotency store keeps a completed message id and its result
+ *     ({@code DEDUPLICATED})
+ * @param idempotencyLease the processing lease of a claimed message id ({@code DEDUPLICATED}): the
+ *     longest a handler may run; after it another delivery of the id may run the effect again
  */
 public record Subscription(
     String name,
@@ -49,7 +54,9 @@ public record Subscription(
     Optional<EventTypes> eventTypes,
     FailureHandler failureHandler,
     Duration inboxRetention,
-    Duration shutdownTimeout) {
+    Duration shutdownTimeout,
+    Duration idempotencyTtl,
+    Duration idempotencyLease) {
 
   /** Property prefix of {@link #fromProperties}: {@code postbox.subscriptions.<name>.}. */
   public static final String PREFIX = "postbox.subscriptions.";
@@ -67,12 +74,13 @@ public record Subscription(
   /**
    * Reads a subscription from properties under {@code postbox.subscriptions.<name>.}: {@code
    * topics} (comma separated, required), {@code guarantee} ({@code at-most-once}, {@code
-   * at-least-once}, {@code effectively-once}), {@code ordering} ({@code key}, {@code partition},
-   * {@code unordered}), {@code concurrency}, {@code max-in-flight}, {@code batch-size}, {@code
-   * tenants} (comma separated), {@code max-attempts}, {@code inbox-retention} and {@code
-   * shutdown-timeout} (ISO-8601 durations such as {@code P7D}, {@code PT30S}). Unknown keys under
-   * the prefix are refused, so a typo fails at start instead of being ignored. Code-only settings
-   * (event types, a custom failure handler) can be added to the returned builder.
+   * at-least-once}, {@code effectively-once}, {@code deduplicated}), {@code ordering} ({@code key},
+   * {@code partition}, {@code unordered}), {@code concurrency}, {@code max-in-flight}, {@code
+   * batch-size}, {@code tenants} (comma separated), {@code max-attempts}, {@code inbox-retention},
+   * {@code idempotency-ttl}, {@code idempotency-lease} and {@code shutdown-timeout} (ISO-8601
+   * durations such as {@code P7D}, {@code PT30S}). Unknown keys under the prefix are refused, so a
+   * typo fails at start instead of being ignored. Code-only settings (event types, a custom failure
+   * handler) can be added to the returned builder.
    */
   public static Builder fromProperties(String name, Properties properties) {
     Builder b = builder(name);
@@ -98,13 +106,16 @@ public record Subscription(
                       RetryPolicy.builder().maxAttempts(Integer.parseInt(value)).build()));
           case "inbox-retention" -> b.inboxRetention(Duration.parse(value));
           case "shutdown-timeout" -> b.shutdownTimeout(Duration.parse(value));
+          case "idempotency-ttl" -> b.idempotencyTtl(Duration.parse(value));
+          case "idempotency-lease" -> b.idempotencyLease(Duration.parse(value));
           default ->
               throw new IllegalArgumentException(
                   "unknown subscription property "
                       + key
                       + " (known: topics, guarantee, ordering,"
                       + " concurrency, max-in-flight, batch-size, tenants, max-attempts,"
-                      + " inbox-retention, shutdown-timeout)");
+                      + " inbox-retention, idempotency-ttl, idempotency-lease,"
+                      + " shutdown-timeout)");
         }
       } catch (RuntimeException e) {
         if (e instanceof IllegalArgumentException
@@ -146,6 +157,8 @@ public record Subscription(
     private FailureHandler failureHandler = FailureHandlers.of(RetryPolicy.defaults());
     private Duration inboxRetention = Duration.ofDays(7);
     private Duration shutdownTimeout = Duration.ofSeconds(30);
+    private Duration idempotencyTtl = Duration.ofHours(168);
+    private Duration idempotencyLease = Duration.ofSeconds(60);
 
     private Builder(String name) {
       this.name = name;
@@ -219,6 +232,26 @@ public record Subscription(
       return this;
     }
 
+    /**
+     * Sets how long a completed message id and its result are kept in the idempotency store ({@code
+     * DEDUPLICATED}; default 168 hours). Must be at least the topics' retention (checked at start)
+     * and longer than the lease.
+     */
+    public Builder idempotencyTtl(Duration idempotencyTtl) {
+      this.idempotencyTtl = Objects.requireNonNull(idempotencyTtl, "idempotencyTtl");
+      return this;
+    }
+
+    /**
+     * Sets the processing lease of a claimed message id ({@code DEDUPLICATED}; default 60 s): the
+     * longest a handler may take. A duplicate delivered meanwhile waits for it; once it expires
+     * without completion (a crash), the next delivery runs the effect again.
+     */
+    public Builder idempotencyLease(Duration idempotencyLease) {
+      this.idempotencyLease = Objects.requireNonNull(idempotencyLease, "idempotencyLease");
+      return this;
+    }
+
     /** Validates and builds the subscription. */
     public Subscription build() {
       List<String> problems = new ArrayList<>();
@@ -244,6 +277,20 @@ public record Subscription(
       if (shutdownTimeout.isNegative()) {
         problems.add("shutdownTimeout must not be negative");
       }
+      if (idempotencyLease.isNegative() || idempotencyLease.isZero()) {
+        problems.add("idempotencyLease must be positive");
+      }
+      if (idempotencyTtl.compareTo(idempotencyLease) <= 0) {
+        problems.add(
+            "idempotencyTtl ("
+                + idempotencyTtl
+                + ") must be longer than idempotencyLease ("
+                + idempotencyLease
+                + ")");
+      }
+      if (guarantee == DeliveryGuarantee.DEDUPLICATED && batchSize > 1) {
+        problems.add("DEDUPLICATED claims one message at a time: batchSize must be 1");
+      }
       if (guarantee == DeliveryGuarantee.AT_MOST_ONCE && batchSize > 1) {
         problems.add("batching needs AT_LEAST_ONCE or EFFECTIVELY_ONCE");
       }
@@ -263,7 +310,9 @@ public record Subscription(
           Optional.ofNullable(eventTypes),
           failureHandler,
           inboxRetention,
-          shutdownTimeout);
+          shutdownTimeout,
+          idempotencyTtl,
+          idempotencyLease);
     }
   }
 }

@@ -26,6 +26,8 @@ final class ConsumerMeters {
     final Counter stale;
     final Counter unknownTypes;
     final Counter parked;
+    final Counter leaseExpired;
+    final Counter leaseLost;
 
     private Partition(PostboxMetrics m, Tags t) {
       processed = m.counter(MetricName.CONSUMER_PROCESSED, t);
@@ -36,6 +38,8 @@ final class ConsumerMeters {
       stale = m.counter(MetricName.CONSUMER_STALE_SKIPPED, t);
       unknownTypes = m.counter(MetricName.CONSUMER_UNKNOWN_TYPES, t);
       parked = m.counter(MetricName.CONSUMER_PARKED, t);
+      leaseExpired = m.counter(MetricName.CONSUMER_IDEMPOTENCY_LEASE_EXPIRED, t);
+      leaseLost = m.counter(MetricName.CONSUMER_IDEMPOTENCY_LEASE_LOST, t);
     }
   }
 

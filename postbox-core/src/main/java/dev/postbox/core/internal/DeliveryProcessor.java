@@ -9,6 +9,7 @@ import dev.postbox.core.codec.Decoded;
 import dev.postbox.core.consumer.BatchHandler;
 import dev.postbox.core.consumer.ConsumerStats;
 import dev.postbox.core.consumer.Delivery;
+import dev.postbox.core.consumer.DuplicateListener;
 import dev.postbox.core.consumer.FailureDecision;
 import dev.postbox.core.consumer.MessageHandler;
 import dev.postbox.core.consumer.Subscription;
@@ -17,6 +18,7 @@ import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.DeadLetterStore.Classification;
 import dev.postbox.core.spi.DeadLetterStore.NewDeadLetter;
+import dev.postbox.core.spi.IdempotencyStore;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.ParkingStore;
 import dev.postbox.core.spi.Sleeper;
@@ -77,6 +79,8 @@ public final class DeliveryProcessor {
   private final MessageHandler handler;
   private final BatchHandler batchHandler;
   private final Optional<InboxStore> inbox;
+  private final Optional<Idempotency> idempotency;
+  private final IdempotentApply idempotent;
   private final Optional<DeadLetterStore> deadLetters;
   private final Optional<Parking> parking;
   private final Optional<RetriesExhausted> retriesExhausted;
@@ -99,6 +103,15 @@ public final class DeliveryProcessor {
   final AtomicLong deadLettered = new AtomicLong();
   final AtomicLong parked = new AtomicLong();
   final AtomicLong unparked = new AtomicLong();
+  final AtomicLong leasesExpired = new AtomicLong();
+  final AtomicLong leasesLost = new AtomicLong();
+
+  /**
+   * {@code DEDUPLICATED} settings: the store, who hears of suppressed duplicates, and how waiting
+   * for another holder's lease sleeps.
+   */
+  public record Idempotency(
+      IdempotencyStore store, DuplicateListener onDuplicate, Sleeper sleeper) {}
 
   /**
    * A processor for {@code subscription}: {@code metrics} receives the consumer metrics, {@code
@@ -116,7 +129,50 @@ public final class DeliveryProcessor {
       Clock clock,
       PostboxMetrics metrics,
       OpenTelemetry openTelemetry) {
+    this(
+        subscription,
+        handler,
+        batchHandler,
+        inbox,
+        Optional.empty(),
+        deadLetters,
+        parking,
+        retriesExhausted,
+        clock,
+        metrics,
+        openTelemetry);
+  }
+
+  /** A processor as above, with an idempotency store for a {@code DEDUPLICATED} subscription. */
+  public DeliveryProcessor(
+      Subscription subscription,
+      MessageHandler handler,
+      BatchHandler batchHandler,
+      Optional<InboxStore> inbox,
+      Optional<Idempotency> idempotency,
+      Optional<DeadLetterStore> deadLetters,
+      Optional<Parking> parking,
+      Optional<RetriesExhausted> retriesExhausted,
+      Clock clock,
+      PostboxMetrics metrics,
+      OpenTelemetry openTelemetry) {
     this.openTelemetry = openTelemetry;
+    this.idempotency = idempotency;
+    this.idempotent =
+        idempotency
+            .map(i ->
+                new IdempotentApply(
+                    i.store(),
+                    i.sleeper(),
+                    subscription.idempotencyLease(),
+                    subscription.idempotencyTtl()))
+            .orElse(null);
+    if (subscription.guarantee() == DeliveryGuarantee.DEDUPLICATED && idempotency.isEmpty()) {
+      throw new IllegalArgumentException(
+          "subscription '"
+              + subscription.name()
+              + "' is DEDUPLICATED and needs an IdempotencyStore");
+    }
     this.subscription = subscription;
     this.meters = new ConsumerMeters(metrics, subscription.name());
     this.deadLetters = deadLetters;
@@ -175,7 +231,9 @@ public final class DeliveryProcessor {
         abandoned.get(),
         deadLettered.get(),
         parked.get(),
-        unparked.get());
+        unparked.get(),
+        leasesExpired.get(),
+        leasesLost.get());
   }
 
   /**
@@ -481,6 +539,8 @@ public final class DeliveryProcessor {
           }
           case CONFLICT -> throw new MessageConflictException(message.id(), message.type());
         }
+      } else if (subscription.guarantee() == DeliveryGuarantee.DEDUPLICATED) {
+        applyDeduplicated(in, message, h, attempt);
       } else {
         h.handle(new SimpleDelivery(in, message, attempt, Optional.empty()));
         appliedOne(in, message);
@@ -491,6 +551,49 @@ public final class DeliveryProcessor {
       throw e;
     } catch (Throwable e) {
       return e;
+    }
+  }
+
+  /**
+   * {@code DEDUPLICATED}: claim {@code <subscription>:<message id>}, run the handler, complete with
+   * its recorded result (or release the lease if it threw); a duplicate goes to the listener.
+   */
+  private void applyDeduplicated(Incoming in, Message message, MessageHandler h, int attempt)
+      throws Exception {
+    SimpleDelivery d = new SimpleDelivery(in, message, attempt, Optional.empty());
+    IdempotentApply.Outcome outcome =
+        idempotent.apply(
+            subscription.name() + ":" + message.id(),
+            () -> {
+              h.handle(d);
+              return d.result;
+            },
+            new IdempotentApply.Events() {
+              @Override
+              public void previousLeaseExpired() {
+                leasesExpired.incrementAndGet();
+                meters(in).leaseExpired.increment();
+              }
+
+              @Override
+              public void leaseLost() {
+                leasesLost.incrementAndGet();
+                meters(in).leaseLost.increment();
+              }
+            });
+    if (!outcome.duplicate()) {
+      appliedOne(in, message);
+      return;
+    }
+    duplicates.incrementAndGet();
+    meters(in).duplicates.increment();
+    try {
+      idempotency.orElseThrow().onDuplicate().duplicate(d, outcome.storedResult());
+    } catch (Exception e) {
+      log.warn(
+          "{}: the duplicate listener threw; the duplicate stays suppressed",
+          subscription.name(),
+          e);
     }
   }
 
@@ -840,6 +943,7 @@ public final class DeliveryProcessor {
     private final int attempt;
     private final Optional<Connection> connection;
     private Decoded<Object> decoded;
+    private byte[] result = new byte[0];
 
     SimpleDelivery(Incoming in, Message message, int attempt, Optional<Connection> connection) {
       this.in = in;
@@ -890,6 +994,18 @@ public final class DeliveryProcessor {
                 .decode(message);
       }
       return decoded;
+    }
+
+    @Override
+    public void recordResult(byte[] result) {
+      if (subscription.guarantee() != DeliveryGuarantee.DEDUPLICATED) {
+        throw new IllegalStateException(
+            "recordResult needs a DEDUPLICATED subscription; '"
+                + subscription.name()
+                + "' is "
+                + subscription.guarantee());
+      }
+      this.result = result.clone();
     }
 
     @Override

@@ -51,7 +51,8 @@ public enum MetricName {
       "postbox.consumer.duplicates.suppressed",
       Kind.COUNTER,
       null,
-      "Deliveries whose message id the inbox had already recorded (nothing applied)",
+      "Deliveries whose message id the inbox (or the idempotency store) had already recorded"
+          + " (nothing applied)",
       "group",
       "topic",
       "partition"),
@@ -68,6 +69,25 @@ public enum MetricName {
       Kind.COUNTER,
       null,
       "Messages of an unregistered type, ignored",
+      "group",
+      "topic",
+      "partition"),
+  CONSUMER_IDEMPOTENCY_LEASE_EXPIRED(
+      "postbox.consumer.idempotency.lease.expired",
+      Kind.COUNTER,
+      null,
+      "DEDUPLICATED: claims of a message id whose previous lease expired without completion or"
+          + " release (its holder crashed or hung after claiming, perhaps after the effect: the"
+          + " at-risk window, in which the effect may run twice)",
+      "group",
+      "topic",
+      "partition"),
+  CONSUMER_IDEMPOTENCY_LEASE_LOST(
+      "postbox.consumer.idempotency.lease.lost",
+      Kind.COUNTER,
+      null,
+      "DEDUPLICATED: completions refused because the lease had expired and another holder had"
+          + " claimed the message id (the effect may have run twice)",
       "group",
       "topic",
       "partition"),
