@@ -8,14 +8,12 @@ import dev.postbox.core.relay.Relay;
 import dev.postbox.core.spi.LaneLease;
 import dev.postbox.core.spi.OutboxRecord;
 import dev.postbox.core.spi.RelayPublisher;
-import dev.postbox.core.spi.RelayStore;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
@@ -141,11 +139,7 @@ class RelayPipelineTest {
   }
 
   /** One lane, rows 1..n pending; the message key is the position. Thread-safe (synchronized). */
-  static final class MemoryStore implements RelayStore {
-    final TreeMap<Long, OutboxRecord> pending = new TreeMap<>();
-    final List<Long> published = new CopyOnWriteArrayList<>();
-    final List<Set<Long>> claimsExcluding = new CopyOnWriteArrayList<>();
-
+  static final class MemoryStore extends OneLaneMemoryStore {
     MemoryStore(int rows) {
       for (long p = 1; p <= rows; p++) {
         Message m = Message.builder("t", "x").key(Long.toString(p)).jsonPayload("{}").build();
@@ -154,77 +148,9 @@ class RelayPipelineTest {
     }
 
     @Override
-    public int laneCount() {
-      return 1;
-    }
-
-    @Override
-    public int heartbeat(String instanceId, Duration ttl) {
-      return 1;
-    }
-
-    @Override
-    public List<LaneLease> renewLeases(String instanceId, Duration ttl) {
-      return List.of(new LaneLease(0, 1));
-    }
-
-    @Override
-    public List<LaneLease> acquireLeases(String instanceId, int max, Duration ttl) {
-      return List.of();
-    }
-
-    @Override
-    public void releaseLeases(String instanceId, Collection<LaneLease> leases) {}
-
-    @Override
-    public void unregister(String instanceId) {}
-
-    @Override
-    public synchronized List<OutboxRecord> claim(
-        String instanceId, Collection<LaneLease> leases, int limit) {
-      return claim(instanceId, leases, limit, Set.of());
-    }
-
-    @Override
-    public synchronized List<OutboxRecord> claim(
-        String instanceId, Collection<LaneLease> leases, int limit, Set<Long> exceptPositions) {
-      if (!exceptPositions.isEmpty()) {
-        claimsExcluding.add(Set.copyOf(exceptPositions));
-      }
-      List<OutboxRecord> out = new ArrayList<>();
-      for (OutboxRecord r : pending.values()) {
-        if (out.size() < limit && !exceptPositions.contains(r.position())) {
-          out.add(r);
-        }
-      }
-      return out;
-    }
-
-    @Override
-    public synchronized int markPublished(
-        String instanceId, Collection<LaneLease> leases, List<OutboxRecord> records, boolean d) {
-      for (OutboxRecord r : records) {
-        pending.remove(r.position());
-        published.add(r.position());
-      }
-      return records.size();
-    }
-
-    @Override
     public int markFailed(
         String instanceId, Collection<LaneLease> leases, List<OutboxRecord> records, String e) {
       throw new AssertionError("no permanent failure in these tests");
-    }
-
-    @Override
-    public int purgePublished(Collection<LaneLease> leases, Duration retention, int limit) {
-      return 0;
-    }
-
-    @Override
-    public boolean awaitWork(Duration timeout) throws InterruptedException {
-      Thread.sleep(timeout);
-      return false;
     }
   }
 }

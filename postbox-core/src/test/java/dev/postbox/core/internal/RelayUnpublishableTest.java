@@ -19,7 +19,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
@@ -187,10 +186,7 @@ class RelayUnpublishableTest {
    * One lane; rows 1..n with the given keys, pending; holds as the PostgreSQL store keeps them
    * (later rows of a held key are not claimed). Thread-safe (synchronized).
    */
-  static final class MemoryStore implements RelayStore {
-    final TreeMap<Long, OutboxRecord> pending = new TreeMap<>();
-    final List<Long> published = new CopyOnWriteArrayList<>();
-    final List<Set<Long>> claimsExcluding = new CopyOnWriteArrayList<>();
+  static final class MemoryStore extends OneLaneMemoryStore {
     final Map<Long, Hold> marked = new java.util.concurrent.ConcurrentHashMap<>();
     final Map<Long, String> errors = new java.util.concurrent.ConcurrentHashMap<>();
     private final Map<String, Long> heldKeys = new HashMap<>();
@@ -211,62 +207,9 @@ class RelayUnpublishableTest {
     }
 
     @Override
-    public int laneCount() {
-      return 1;
-    }
-
-    @Override
-    public int heartbeat(String instanceId, Duration ttl) {
-      return 1;
-    }
-
-    @Override
-    public List<LaneLease> renewLeases(String instanceId, Duration ttl) {
-      return List.of(new LaneLease(0, 1));
-    }
-
-    @Override
-    public List<LaneLease> acquireLeases(String instanceId, int max, Duration ttl) {
-      return List.of();
-    }
-
-    @Override
-    public void releaseLeases(String instanceId, Collection<LaneLease> leases) {}
-
-    @Override
-    public void unregister(String instanceId) {}
-
-    @Override
-    public synchronized List<OutboxRecord> claim(
-        String instanceId, Collection<LaneLease> leases, int limit) {
-      return claim(instanceId, leases, limit, Set.of());
-    }
-
-    @Override
-    public synchronized List<OutboxRecord> claim(
-        String instanceId, Collection<LaneLease> leases, int limit, Set<Long> exceptPositions) {
-      if (!exceptPositions.isEmpty()) {
-        claimsExcluding.add(Set.copyOf(exceptPositions));
-      }
-      List<OutboxRecord> out = new ArrayList<>();
-      for (OutboxRecord r : pending.values()) {
-        Long hold = heldKeys.get(r.message().key().orElseThrow());
-        boolean held = hold != null && hold < r.position();
-        if (out.size() < limit && !held && !exceptPositions.contains(r.position())) {
-          out.add(r);
-        }
-      }
-      return out;
-    }
-
-    @Override
-    public synchronized int markPublished(
-        String instanceId, Collection<LaneLease> leases, List<OutboxRecord> records, boolean d) {
-      for (OutboxRecord r : records) {
-        pending.remove(r.position());
-        published.add(r.position());
-      }
-      return records.size();
+    boolean claimable(OutboxRecord r) {
+      Long hold = heldKeys.get(r.message().key().orElseThrow());
+      return hold == null || hold >= r.position();
     }
 
     @Override
@@ -291,17 +234,6 @@ class RelayUnpublishableTest {
         }
       }
       return records.size();
-    }
-
-    @Override
-    public int purgePublished(Collection<LaneLease> leases, Duration retention, int limit) {
-      return 0;
-    }
-
-    @Override
-    public boolean awaitWork(Duration timeout) throws InterruptedException {
-      Thread.sleep(timeout);
-      return false;
     }
   }
 }
