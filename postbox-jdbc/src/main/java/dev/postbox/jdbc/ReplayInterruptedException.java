@@ -1,11 +1,14 @@
 package dev.postbox.jdbc;
 
+import dev.postbox.core.PostboxException;
+
 /**
  * A {@link Replayer} was interrupted while it waited between writes (rate limiting); the thread's
  * interrupt flag is set again. The letters replayed before stay replayed: {@link #partialResult()}
- * says which; the rest were not touched.
+ * says which; the rest were not touched. A {@link PostboxException}, like every exception class
+ * Postbox defines.
  */
-public class ReplayInterruptedException extends RuntimeException {
+public class ReplayInterruptedException extends PostboxException {
 
   private final transient ReplayResult partialResult;
 

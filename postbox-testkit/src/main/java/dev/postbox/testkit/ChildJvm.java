@@ -30,11 +30,12 @@ import java.util.function.Predicate;
  * <p>Build one with {@link #builder(String)}. Defaults: no arguments, no system properties, no
  * extra JVM options, the class path of the current JVM ({@code java.class.path}), the {@code java}
  * executable of the current JVM, the current working directory, and a new log file in a temporary
- * directory that is deleted when this JVM exits. Standard output and standard error are merged and
- * appended to the log file, each run starting with a header line. By default the child also
- * {@linkplain Builder#dieWithParent(boolean) dies with its parent}: it halts as soon as the JVM
- * that started it is gone, even after {@code kill -9} of the parent; and a shutdown hook kills
- * every child still running when the parent JVM exits.
+ * directory that is deleted when this JVM exits. The test kit's folder override ({@code
+ * -Dpostbox.testkit.dir}), when set on this JVM, is passed on to the child. Standard output and
+ * standard error are merged and appended to the log file, each run starting with a header line. By
+ * default the child also {@linkplain Builder#dieWithParent(boolean) dies with its parent}: it halts
+ * as soon as the JVM that started it is gone, even after {@code kill -9} of the parent; and a
+ * shutdown hook kills every child still running when the parent JVM exits.
  *
  * <p>A {@code ChildJvm} can be {@linkplain #start() started} again after it exited (for example to
  * restart a killed relay); each run appends to the same log. {@link #awaitLogLine} only looks at
@@ -349,6 +350,11 @@ public final class ChildJvm implements AutoCloseable {
     cmd.add(javaExecutable.toString());
     cmd.addAll(jvmOptions);
     systemProperties.forEach((k, v) -> cmd.add("-D" + k + "=" + v));
+    String testkitDir = System.getProperty(OwnedDirectories.DIR_PROPERTY);
+    if (testkitDir != null && !systemProperties.containsKey(OwnedDirectories.DIR_PROPERTY)) {
+      // the child's test kit (if it uses one) keeps its folders where this JVM keeps them
+      cmd.add("-D" + OwnedDirectories.DIR_PROPERTY + "=" + testkitDir);
+    }
     cmd.add("-Dstdout.encoding=UTF-8");
     cmd.add("-Dstderr.encoding=UTF-8");
     String cp = classPath;

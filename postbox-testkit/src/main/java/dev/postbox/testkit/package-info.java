@@ -16,5 +16,10 @@
  * <p>Environment variables {@code POSTBOX_KAFKA_BOOTSTRAP} and {@code POSTBOX_PG_URL} switch to
  * external servers; {@code POSTBOX_KAFKA_CLASSPATH} replaces the broker's class path. Types in
  * {@code dev.postbox.testkit.internal} are not API.
+ *
+ * <p>Temporary data directories, default logs and the unpacked PostgreSQL binaries live in a folder
+ * per OS user, {@code ${java.io.tmpdir}/postbox-testkit-<user.name>}, so that users sharing a
+ * machine do not lock each other out; {@code -Dpostbox.testkit.dir} or the environment variable
+ * {@code POSTBOX_TESTKIT_DIR} chooses another.
  */
 package dev.postbox.testkit;

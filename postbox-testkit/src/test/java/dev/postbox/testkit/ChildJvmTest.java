@@ -67,6 +67,20 @@ class ChildJvmTest {
   }
 
   @Test
+  void theTestKitFolderOverrideIsPassedOnToChildren(@TempDir Path dir) {
+    String folder = dir.resolve("kit").toString();
+    try (ChildJvm child =
+        ChildJvm.builder(TestMains.TestkitDirReporter.class)
+            .systemProperty("postbox.testkit.dir", folder)
+            .start()) {
+      assertThat(child.awaitLogLine("child dir=", READY)).isEqualTo("child dir=" + folder);
+      // the child set nothing for its own child: the override travels by itself
+      assertThat(child.awaitLogLine("grandchild dir=", READY))
+          .isEqualTo("grandchild dir=" + folder);
+    }
+  }
+
+  @Test
   void exitCodesAndFailedWaits() {
     ChildJvm exiter = ChildJvm.builder(TestMains.Exiter.class).args("3").start();
     assertThat(exiter.waitFor(READY)).contains(3);

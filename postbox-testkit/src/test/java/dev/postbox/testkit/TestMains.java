@@ -36,4 +36,18 @@ final class TestMains {
       new CountDownLatch(1).await();
     }
   }
+
+  /** Prints its own test kit folder property, then that of a grandchild it starts plainly. */
+  static final class TestkitDirReporter {
+    public static void main(String[] args) throws InterruptedException {
+      if (args.length > 0) {
+        System.out.println("grandchild dir=" + System.getProperty("postbox.testkit.dir"));
+        return;
+      }
+      System.out.println("child dir=" + System.getProperty("postbox.testkit.dir"));
+      try (ChildJvm grandchild = ChildJvm.builder(TestkitDirReporter.class).args("g").start()) {
+        System.out.println(grandchild.awaitLogLine("grandchild dir=", Duration.ofSeconds(60)));
+      }
+    }
+  }
 }

@@ -29,6 +29,17 @@ public final class EmbeddedPostgresServer extends AbstractPostgresServer {
 
   private static final Logger LOG =
       LoggerFactory.getLogger(dev.postbox.testkit.PostgresServer.class);
+
+  /**
+   * zonky's system property for its working folder. Unset, zonky unpacks the binaries into the
+   * fixed {@code ${java.io.tmpdir}/embedded-pg/PG-<digest>}, owned by the first OS user who ran it,
+   * so another user cannot unpack a different build there. {@link #binariesDirectory()} moves the
+   * binaries (zonky's {@code setOverrideWorkingDirectory}); zonky still creates and scans the empty
+   * {@code ${java.io.tmpdir}/embedded-pg} as the parent of data directories we never put there (a
+   * builder field only this property changes), which works for every user.
+   */
+  static final String ZONKY_WORKING_DIR = "ot.epg.working-dir";
+
   private static final String USER = "postgres";
   private static final String DATABASE = "postgres";
 
@@ -55,6 +66,17 @@ public final class EmbeddedPostgresServer extends AbstractPostgresServer {
       }
     }
     Shutdown.runOnExit(shutdownAction);
+  }
+
+  /**
+   * Where zonky unpacks the PostgreSQL binaries: {@code embedded-pg} under the test kit's per-user
+   * root, unless {@value #ZONKY_WORKING_DIR} chooses (then empty: zonky reads it itself).
+   */
+  static Optional<Path> binariesDirectory() {
+    if (System.getProperty(ZONKY_WORKING_DIR) != null) {
+      return Optional.empty();
+    }
+    return Optional.of(OwnedDirectories.cacheDirectory("embedded-pg"));
   }
 
   /** The default server settings, before the builder's. */
@@ -92,6 +114,7 @@ public final class EmbeddedPostgresServer extends AbstractPostgresServer {
     Map<String, String> config = defaultServerConfig();
     config.putAll(settings.serverConfig());
     config.forEach(b::setServerConfig);
+    binariesDirectory().ifPresent(d -> b.setOverrideWorkingDirectory(d.toFile()));
     if (port != 0) {
       b.setPort(port);
     }

@@ -10,34 +10,76 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Temporary data directories under {@code ${java.io.tmpdir}/postbox-testkit}, each locked by the
- * JVM that owns it. A JVM that dies without running its shutdown hooks ({@code kill -9}) leaves its
- * directories behind, and maybe a PostgreSQL server; the next JVM that creates a directory here
+ * Temporary data directories under the test kit's {@linkplain #root() root folder}, each locked by
+ * the JVM that owns it. A JVM that dies without running its shutdown hooks ({@code kill -9}) leaves
+ * its directories behind, and maybe a PostgreSQL server; the next JVM that creates a directory here
  * finds them by their released lock, stops such a server and deletes them. Thread-safe.
+ *
+ * <p>The root is per OS user ({@code ${java.io.tmpdir}/postbox-testkit-<user.name>}), so users
+ * sharing a machine (and its {@code /tmp}) never share or lock each other out of a folder; {@value
+ * #DIR_PROPERTY} (system property) or {@value #DIR_ENV} (environment variable) moves it.
  */
 public final class OwnedDirectories {
+
+  /** The system property that overrides {@link #root()}; wins over {@link #DIR_ENV}. */
+  public static final String DIR_PROPERTY = "postbox.testkit.dir";
+
+  /** The environment variable that overrides {@link #root()}. */
+  public static final String DIR_ENV = "POSTBOX_TESTKIT_DIR";
 
   private static final Logger LOG = LoggerFactory.getLogger(OwnedDirectories.class);
   private static final String LOCK_FILE = ".owner.lock";
   private static final Map<Path, FileChannel> HELD = new ConcurrentHashMap<>();
+  private static final Set<PosixFilePermission> OWNER_ONLY =
+      PosixFilePermissions.fromString("rwx------");
 
   private OwnedDirectories() {}
 
-  /** The parent of all owned directories. */
+  /**
+   * The parent of all owned directories: {@value #DIR_PROPERTY} if set, else {@value #DIR_ENV} if
+   * set, else {@code ${java.io.tmpdir}/postbox-testkit-<user.name>}.
+   */
   public static Path root() {
-    return Path.of(System.getProperty("java.io.tmpdir"), "postbox-testkit");
+    return root(System::getProperty, System::getenv);
+  }
+
+  /** {@link #root()} with the system properties and the environment given as look-ups. */
+  static Path root(
+      Function<String, String> systemProperties, Function<String, String> environment) {
+    String override = systemProperties.apply(DIR_PROPERTY);
+    if (override == null || override.isBlank()) {
+      override = environment.apply(DIR_ENV);
+    }
+    if (override != null && !override.isBlank()) {
+      return Path.of(override.strip());
+    }
+    return Path.of(
+        systemProperties.apply("java.io.tmpdir"),
+        "postbox-testkit-" + folderSafe(systemProperties.apply("user.name")));
+  }
+
+  /** {@code user} with every character but letters, digits, '.', '_' and '-' replaced by '_'. */
+  static String folderSafe(String user) {
+    if (user == null || user.isBlank()) {
+      return "unknown";
+    }
+    return user.replaceAll("[^A-Za-z0-9._-]", "_");
   }
 
   /**
@@ -45,8 +87,13 @@ public final class OwnedDirectories {
    * JVM and deleted when it exits.
    */
   public static Path create(String prefix) {
+    return create(root(), prefix);
+  }
+
+  /** {@link #create(String)} under {@code rootDir}. */
+  static Path create(Path rootDir, String prefix) {
     try {
-      Path root = Files.createDirectories(root());
+      Path root = createRoot(rootDir);
       sweep(root);
       Path dir = Files.createTempDirectory(root, prefix);
       FileChannel channel =
@@ -61,7 +108,47 @@ public final class OwnedDirectories {
       Shutdown.deleteOnExit(dir);
       return dir;
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot create a data directory under " + root(), e);
+      throw new UncheckedIOException(cannotCreateMessage(rootDir, e), e);
+    }
+  }
+
+  /** Creates {@code root} (and its parents) if missing, readable by its owner only where POSIX. */
+  private static Path createRoot(Path root) throws IOException {
+    if (Files.isDirectory(root)) {
+      return root;
+    }
+    if (root.getFileSystem().supportedFileAttributeViews().contains("posix")) {
+      return Files.createDirectories(root, PosixFilePermissions.asFileAttribute(OWNER_ONLY));
+    }
+    return Files.createDirectories(root);
+  }
+
+  /** What failed, where, as whom, and how to choose another folder. */
+  static String cannotCreateMessage(Path root, IOException cause) {
+    return "cannot create a data directory under "
+        + root
+        + " as OS user '"
+        + System.getProperty("user.name")
+        + "' ("
+        + cause
+        + "); make that folder writable for this user, or choose another with -D"
+        + DIR_PROPERTY
+        + "=<folder> or the environment variable "
+        + DIR_ENV
+        + "=<folder>";
+  }
+
+  /**
+   * A folder {@code name} under {@link #root()} that outlives this JVM and is shared by the user's
+   * JVMs (a cache, such as unpacked PostgreSQL binaries); never swept, since it holds no lock file.
+   * Creates the root if missing; the caller creates the folder itself.
+   */
+  public static Path cacheDirectory(String name) {
+    Path root = root();
+    try {
+      return createRoot(root).resolve(name);
+    } catch (IOException e) {
+      throw new UncheckedIOException(cannotCreateMessage(root, e), e);
     }
   }
 
