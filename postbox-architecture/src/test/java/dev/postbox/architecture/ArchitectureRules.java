@@ -217,6 +217,64 @@ final class ArchitectureRules {
   static final ArchRule NO_RAW_TIME_IN_LIBRARY_CODE_FROZEN =
       FreezingArchRule.freeze(NO_RAW_TIME_IN_LIBRARY_CODE);
 
+  /**
+   * Transport names in core's class files: a string constant naming a transport's package, or a
+   * bare {@code "kafka"}, {@code "rabbitmq"} or {@code "redis"} constant. Bytecode dependencies
+   * cannot see these, so they are read from the constant pool.
+   */
+  static final List<String> TRANSPORT_NAME_FRAGMENTS =
+      List.of(
+          "org.apache.kafka",
+          "org/apache/kafka",
+          "com.rabbitmq",
+          "com/rabbitmq",
+          "org.postgresql",
+          "org/postgresql",
+          "io.lettuce",
+          "io/lettuce");
+
+  static final List<String> TRANSPORT_NAME_CONSTANTS = List.of("kafka", "rabbitmq", "redis");
+
+  /**
+   * Core classes that name a transport in a string today, each with its reason. Issue 14 item 1
+   * gives the engine contract the adapter's retriable-error predicate and messaging-system name,
+   * and empties this list.
+   */
+  static final Map<String, String> CORE_TRANSPORT_NAMES_BY_DESIGN =
+      Map.of(
+          "dev.postbox.core.consumer.StandardRetryPolicy",
+          "matches Kafka's RetriableException by class name (core cannot depend on kafka-clients)",
+          "dev.postbox.core.internal.DeliveryProcessor",
+          "its spans set messaging.system=kafka");
+
+  /**
+   * The transport names in one class file's constant pool (see {@link #TRANSPORT_NAME_FRAGMENTS}).
+   */
+  static Set<String> transportNamesIn(JavaClass javaClass) {
+    byte[] bytes;
+    try (java.io.InputStream in =
+        javaClass.getSource().orElseThrow().getUri().toURL().openStream()) {
+      bytes = in.readAllBytes();
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    String latin1 = new String(bytes, java.nio.charset.StandardCharsets.ISO_8859_1);
+    Set<String> found = new java.util.TreeSet<>();
+    for (String fragment : TRANSPORT_NAME_FRAGMENTS) {
+      if (latin1.contains(fragment)) {
+        found.add(fragment);
+      }
+    }
+    for (String constant : TRANSPORT_NAME_CONSTANTS) {
+      // a CONSTANT_Utf8 entry holding exactly this word: tag 1, two length bytes, the bytes
+      String entry = "\u0001\u0000" + (char) constant.length() + constant;
+      if (latin1.contains(entry)) {
+        found.add('"' + constant + '"');
+      }
+    }
+    return found;
+  }
+
   // ---- predicates and conditions ----
 
   static String[] libraryPackages() {

@@ -7,7 +7,9 @@ import com.tngtech.archunit.core.domain.JavaClasses;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
@@ -46,6 +48,26 @@ class ArchitectureTest {
   @Test
   void coreNamesNoDriverOrTransport() {
     ArchitectureRules.CORE_NAMES_NO_DRIVER_OR_TRANSPORT.check(all());
+  }
+
+  @Test
+  void coreNamesNoTransportInItsStrings() {
+    // "core names no transport" beyond types: a string constant such as a Kafka class name or
+    // messaging.system=kafka. The declared list is exact: a class that stops naming a transport
+    // must leave it.
+    Map<String, Set<String>> naming = new TreeMap<>();
+    for (JavaClass c : Modules.classesOf(Modules.CORE)) {
+      Set<String> names = ArchitectureRules.transportNamesIn(c);
+      if (!names.isEmpty()) {
+        naming
+            .computeIfAbsent(ArchitectureRules.topLevelName(c), k -> new TreeSet<>())
+            .addAll(names);
+      }
+    }
+    assertThat(naming.keySet())
+        .as("core classes naming a transport in a string: %s", naming)
+        .containsExactlyInAnyOrderElementsOf(
+            ArchitectureRules.CORE_TRANSPORT_NAMES_BY_DESIGN.keySet());
   }
 
   @Test

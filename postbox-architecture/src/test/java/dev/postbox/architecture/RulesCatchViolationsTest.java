@@ -9,6 +9,7 @@ import com.tngtech.archunit.lang.ArchRule;
 import com.tngtech.archunit.lang.EvaluationResult;
 import com.tngtech.archunit.library.freeze.FreezingArchRule;
 import com.tngtech.archunit.library.freeze.ViolationStore;
+import dev.postbox.core.archfixture.CoreNamingKafka;
 import dev.postbox.core.archfixture.CoreUsingKafka;
 import dev.postbox.core.time.archfixture.SystemTicker;
 import dev.postbox.demo.archfixture.FrontEndUsingEngineContract;
@@ -54,6 +55,18 @@ class RulesCatchViolationsTest {
             ArchitectureRules.CORE_NAMES_NO_DRIVER_OR_TRANSPORT.check(only(CoreUsingKafka.class)))
         .isInstanceOf(AssertionError.class)
         .hasMessageContaining("postbox-core depends on no JDBC driver, Kafka, RabbitMQ or Redis");
+  }
+
+  @Test
+  void aTransportNamedInAStringIsFound() {
+    assertThat(
+            ArchitectureRules.transportNamesIn(
+                only(CoreUsingKafka.class).get(CoreUsingKafka.class)))
+        .contains("org/apache/kafka");
+    assertThat(
+            ArchitectureRules.transportNamesIn(
+                only(CoreNamingKafka.class).get(CoreNamingKafka.class)))
+        .contains("org.apache.kafka", "\"kafka\"");
   }
 
   @Test
