@@ -1,0 +1,353 @@
+package dev.postbox.architecture;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+
+import com.tngtech.archunit.base.DescribedPredicate;
+import com.tngtech.archunit.core.domain.AccessTarget;
+import com.tngtech.archunit.core.domain.AccessTarget.CodeUnitAccessTarget;
+import com.tngtech.archunit.core.domain.Dependency;
+import com.tngtech.archunit.core.domain.JavaAccess;
+import com.tngtech.archunit.core.domain.JavaClass;
+import com.tngtech.archunit.lang.ArchCondition;
+import com.tngtech.archunit.lang.ArchRule;
+import com.tngtech.archunit.lang.ConditionEvents;
+import com.tngtech.archunit.lang.SimpleConditionEvent;
+import com.tngtech.archunit.library.freeze.FreezingArchRule;
+import dev.postbox.architecture.Modules.Tier;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+/**
+ * The tiers of ARCHITECTURE (issue 14, item 4) and the raw-time check (item 3), as ArchUnit rules.
+ * Each rule is a constant so that {@link ArchitectureTest} checks it against every module's main
+ * classes and {@link RulesCatchViolationsTest} shows the very same rule failing on a class written
+ * to break it.
+ *
+ * <p>Package roots stand for modules ({@code dev.postbox.core..} is postbox-core and so on); {@link
+ * ArchitectureTest#eachModuleKeepsToItsOwnPackageRoot()} checks that this holds.
+ */
+final class ArchitectureRules {
+  private ArchitectureRules() {}
+
+  /** Packages of JDBC drivers, transports and Redis clients: core names none of them. */
+  static final List<String> DRIVER_AND_TRANSPORT_PACKAGES =
+      List.of(
+          "org.postgresql..", // the PostgreSQL JDBC driver (java.sql interfaces are fine)
+          "org.apache.kafka..", // Kafka clients
+          "com.rabbitmq..", // RabbitMQ Java client
+          "org.springframework.amqp..", // Spring AMQP (RabbitMQ)
+          "io.lettuce..", // Lettuce (Redis)
+          "redis.clients..", // Jedis (Redis)
+          "org.redisson.."); // Redisson (Redis)
+
+  static final ArchRule CORE_NAMES_NO_DRIVER_OR_TRANSPORT =
+      noClasses()
+          .that()
+          .resideInAPackage(Modules.CORE.packages())
+          .should()
+          .dependOnClassesThat()
+          .resideInAnyPackage(DRIVER_AND_TRANSPORT_PACKAGES.toArray(String[]::new))
+          .as("postbox-core depends on no JDBC driver, Kafka, RabbitMQ or Redis client type")
+          .because(
+              "core is what every user needs: a transport or store lives in its own adapter module");
+
+  static final ArchRule CORE_DEPENDS_ON_NO_OTHER_MODULE =
+      noClasses()
+          .that()
+          .resideInAPackage(Modules.CORE.packages())
+          .should()
+          .dependOnClassesThat(postboxModuleOtherThan(Modules.CORE))
+          .as("postbox-core depends on no other Postbox module")
+          .because("arrows point down: adapters and front ends depend on core, never the reverse");
+
+  /**
+   * Adapters (jdbc, kafka, redis) and integrations (micrometer) depend on core and on nothing else
+   * of Postbox: in particular never on each other. The application wires a store and a transport
+   * together.
+   */
+  static ArchRule libraryModuleDependsOnCoreOnly(Modules module) {
+    return noClasses()
+        .that()
+        .resideInAPackage(module.packages())
+        .should()
+        .dependOnClassesThat(postboxModuleOtherThan(Modules.CORE, module))
+        .as(module.artifact + " depends on no Postbox module but postbox-core")
+        .because(
+            "adapters never depend on each other; the application (or a starter) wires a store and a"
+                + " transport together");
+  }
+
+  /**
+   * Production classes that use the test kit today, each with its reason. They are all in the front
+   * ends (demo, verify, bench), which are programs that start their own embedded PostgreSQL, Kafka
+   * broker or redis-server and child JVMs; no library module is among them. Issue 14 item 5 moves
+   * the process supervisor into the test kit on purpose, and item 6 moves the operator commands
+   * (migrate, trace) out of the demo into a module that must not appear here. A new production use
+   * of the test kit fails until it is added here with its reason.
+   */
+  static final Map<String, String> TEST_KIT_USERS_BY_DESIGN =
+      Map.ofEntries(
+          Map.entry(
+              "dev.postbox.demo.ShopDemo",
+              "the demo runs on an embedded PostgreSQL and Kafka broker (PostgresServer, KafkaBroker) and"
+                  + " starts its relay and consumer processes as ChildJvm"),
+          Map.entry(
+              "dev.postbox.verify.Campaign",
+              "the fault-injection campaign starts and kills the infrastructure it injects faults into"),
+          Map.entry(
+              "dev.postbox.verify.Fleet",
+              "verify's process fleet: relays and consumers as ChildJvm, killed and restarted on purpose"),
+          Map.entry(
+              "dev.postbox.verify.RedisWindow",
+              "the redis-window scenario runs a private redis-server (RedisServer) and child consumers"),
+          Map.entry(
+              "dev.postbox.bench.internal.BenchEnv",
+              "the benchmark environment: embedded PostgreSQL and Kafka broker, measured like for like"),
+          Map.entry(
+              "dev.postbox.bench.internal.DebeziumPeer",
+              "the Debezium peer runs in its own ChildJvm (it needs other Kafka client jars)"),
+          Map.entry(
+              "dev.postbox.bench.internal.HeapBench",
+              "the heap benchmark measures a relay in a ChildJvm with a fixed heap"),
+          Map.entry(
+              "dev.postbox.bench.internal.RedisBench",
+              "the Redis benchmark runs a private redis-server (RedisServer)"));
+
+  static final ArchRule PRODUCTION_CODE_DOES_NOT_USE_THE_TEST_KIT =
+      noClasses()
+          .that()
+          .resideInAPackage("dev.postbox..")
+          .and()
+          .resideOutsideOfPackage(Modules.TESTKIT.packages())
+          .and(notIn("a declared test kit user (a front end)", TEST_KIT_USERS_BY_DESIGN.keySet()))
+          .should()
+          .dependOnClassesThat()
+          .resideInAPackage(Modules.TESTKIT.packages())
+          .as(
+              "production code never depends on the test kit (except the front-end classes declared in"
+                  + " TEST_KIT_USERS_BY_DESIGN)")
+          .because("production modules never depend on the test kit");
+
+  /**
+   * The consumer engine's contract as it is today: the classes of {@code dev.postbox.core.internal}
+   * that the Kafka adapter drives (with their nested classes). Issue 14 item 1 moves them into a
+   * {@code dev.postbox.core.engine} package with a small transport-neutral contract; until then
+   * this list is that contract, and any other use of another module's {@code internal} package
+   * fails. Only adapter modules may use it.
+   */
+  static final Set<String> ENGINE_CONTRACT =
+      Set.of(
+          "dev.postbox.core.internal.DeliveryProcessor", // admission, inbox, retry loop, dead
+          // letters
+          "dev.postbox.core.internal.KeyedExecutor", // per-key ordering lanes
+          "dev.postbox.core.internal.OffsetTracker"); // contiguous-prefix completion for offset
+
+  // commits
+
+  static final ArchRule INTERNAL_STAYS_IN_ITS_MODULE =
+      classes()
+          .that()
+          .resideInAPackage("dev.postbox..")
+          .should(notUseAnotherModulesInternalsOutsideTheEngineContract())
+          .as(
+              "internal packages are used only inside their own module (adapters may use the engine contract"
+                  + " declared in ENGINE_CONTRACT)")
+          .because(
+              "internal is not API: a module that needs another's internals needs a declared contract");
+
+  /**
+   * A method that reads the system's clocks or sleeps: what the time package (Clock, Ticker,
+   * Sleeper) wraps.
+   */
+  record ForbiddenTimeCall(String owner, String name, List<String> parameterTypes) {
+    boolean matches(AccessTarget target) {
+      if (!(target instanceof CodeUnitAccessTarget codeUnit)) {
+        return false;
+      }
+      return target.getOwner().getName().equals(owner)
+          && target.getName().equals(name)
+          && (parameterTypes == null
+              || codeUnit.getRawParameterTypes().stream()
+                  .map(JavaClass::getName)
+                  .toList()
+                  .equals(parameterTypes));
+    }
+  }
+
+  static final List<ForbiddenTimeCall> FORBIDDEN_TIME_CALLS =
+      List.of(
+          new ForbiddenTimeCall("java.lang.Thread", "sleep", null), // every overload
+          new ForbiddenTimeCall("java.util.concurrent.TimeUnit", "sleep", null),
+          new ForbiddenTimeCall("java.lang.System", "nanoTime", List.of()),
+          new ForbiddenTimeCall("java.lang.System", "currentTimeMillis", List.of()),
+          new ForbiddenTimeCall(
+              "java.time.Instant", "now", List.of())); // Instant.now(clock) is fine
+
+  /**
+   * Library main code (core, adapters, micrometer) reads time and sleeps through injected Clock,
+   * Ticker and Sleeper, never directly, except inside a time package. Not checked as is but frozen:
+   * see {@link #NO_RAW_TIME_IN_LIBRARY_CODE_FROZEN}.
+   */
+  static final ArchRule NO_RAW_TIME_IN_LIBRARY_CODE =
+      classes()
+          .that()
+          .resideInAnyPackage(libraryPackages())
+          .and()
+          .resideOutsideOfPackage("..time..")
+          .should(notReadTheSystemClockOrSleep())
+          .as(
+              "library code (core, jdbc, kafka, redis, micrometer) outside a time package calls no"
+                  + " Thread.sleep, TimeUnit.sleep, System.nanoTime, System.currentTimeMillis or"
+                  + " Instant.now()")
+          .because(
+              "time is injected (Clock, Ticker, Sleeper) so that tests can run on fake time"
+                  + " (issue 14, item 3)");
+
+  /**
+   * {@link #NO_RAW_TIME_IN_LIBRARY_CODE} with today's calls recorded in {@code
+   * src/test/resources/archunit_store}: those pass, any new one fails. archunit.properties forbids
+   * creating or rewriting the store in a normal run, so a removed call also fails until the store
+   * is re-recorded on purpose (see the README's Testing section): the store can only shrink, and
+   * only in a commit that says so.
+   */
+  static final ArchRule NO_RAW_TIME_IN_LIBRARY_CODE_FROZEN =
+      FreezingArchRule.freeze(NO_RAW_TIME_IN_LIBRARY_CODE);
+
+  /**
+   * Transport names in core's class files: a string constant naming a transport's package, or a
+   * bare {@code "kafka"}, {@code "rabbitmq"} or {@code "redis"} constant. Bytecode dependencies
+   * cannot see these, so they are read from the constant pool.
+   */
+  static final List<String> TRANSPORT_NAME_FRAGMENTS =
+      List.of(
+          "org.apache.kafka",
+          "org/apache/kafka",
+          "com.rabbitmq",
+          "com/rabbitmq",
+          "org.postgresql",
+          "org/postgresql",
+          "io.lettuce",
+          "io/lettuce");
+
+  static final List<String> TRANSPORT_NAME_CONSTANTS = List.of("kafka", "rabbitmq", "redis");
+
+  /**
+   * Core classes that name a transport in a string today, each with its reason. Issue 14 item 1
+   * gives the engine contract the adapter's retriable-error predicate and messaging-system name,
+   * and empties this list.
+   */
+  static final Map<String, String> CORE_TRANSPORT_NAMES_BY_DESIGN =
+      Map.of(
+          "dev.postbox.core.consumer.StandardRetryPolicy",
+          "matches Kafka's RetriableException by class name (core cannot depend on kafka-clients)",
+          "dev.postbox.core.internal.DeliveryProcessor",
+          "its spans set messaging.system=kafka");
+
+  /**
+   * The transport names in one class file's constant pool (see {@link #TRANSPORT_NAME_FRAGMENTS}).
+   */
+  static Set<String> transportNamesIn(JavaClass javaClass) {
+    byte[] bytes;
+    try (java.io.InputStream in =
+        javaClass.getSource().orElseThrow().getUri().toURL().openStream()) {
+      bytes = in.readAllBytes();
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    String latin1 = new String(bytes, java.nio.charset.StandardCharsets.ISO_8859_1);
+    Set<String> found = new java.util.TreeSet<>();
+    for (String fragment : TRANSPORT_NAME_FRAGMENTS) {
+      if (latin1.contains(fragment)) {
+        found.add(fragment);
+      }
+    }
+    for (String constant : TRANSPORT_NAME_CONSTANTS) {
+      // a CONSTANT_Utf8 entry holding exactly this word: tag 1, two length bytes, the bytes
+      String entry = "\u0001\u0000" + (char) constant.length() + constant;
+      if (latin1.contains(entry)) {
+        found.add('"' + constant + '"');
+      }
+    }
+    return found;
+  }
+
+  // ---- predicates and conditions ----
+
+  static String[] libraryPackages() {
+    return java.util.Arrays.stream(Modules.values())
+        .filter(Modules::isLibrary)
+        .map(Modules::packages)
+        .toArray(String[]::new);
+  }
+
+  static List<Modules> modulesHeldToCoreOnly() {
+    return java.util.stream.Stream.concat(
+            Modules.withTier(Tier.ADAPTER).stream(), Modules.withTier(Tier.INTEGRATION).stream())
+        .toList();
+  }
+
+  /** The top-level class a (possibly nested or anonymous) class belongs to. */
+  static String topLevelName(JavaClass javaClass) {
+    String name = javaClass.getName();
+    int dollar = name.indexOf('$');
+    return dollar < 0 ? name : name.substring(0, dollar);
+  }
+
+  private static DescribedPredicate<JavaClass> postboxModuleOtherThan(Modules... allowed) {
+    Set<Modules> ok = Set.of(allowed);
+    String names = ok.stream().map(m -> m.artifact).sorted().collect(Collectors.joining(", "));
+    return DescribedPredicate.describe(
+        "belong to a Postbox module other than " + names,
+        c -> Modules.owning(c).filter(m -> !ok.contains(m)).isPresent());
+  }
+
+  private static DescribedPredicate<JavaClass> notIn(String what, Set<String> topLevelNames) {
+    return DescribedPredicate.describe(
+        "are not " + what, c -> !topLevelNames.contains(topLevelName(c)));
+  }
+
+  private static ArchCondition<JavaClass> notUseAnotherModulesInternalsOutsideTheEngineContract() {
+    return new ArchCondition<>("not use another module's internal package") {
+      @Override
+      public void check(JavaClass origin, ConditionEvents events) {
+        Optional<Modules> from = Modules.owning(origin);
+        for (Dependency d : origin.getDirectDependenciesFromSelf()) {
+          JavaClass target = d.getTargetClass();
+          Optional<Modules> to = Modules.owning(target);
+          if (to.isEmpty() || to.equals(from)) {
+            continue;
+          }
+          String internal = to.get().packageRoot + ".internal";
+          String pkg = target.getPackageName();
+          boolean isInternal = pkg.equals(internal) || pkg.startsWith(internal + ".");
+          if (!isInternal) {
+            continue;
+          }
+          boolean contract =
+              ENGINE_CONTRACT.contains(topLevelName(target))
+                  && from.map(m -> m.tier == Tier.ADAPTER).orElse(false);
+          if (!contract) {
+            events.add(SimpleConditionEvent.violated(d, d.getDescription()));
+          }
+        }
+      }
+    };
+  }
+
+  private static ArchCondition<JavaClass> notReadTheSystemClockOrSleep() {
+    return new ArchCondition<>("not read the system clock or sleep") {
+      @Override
+      public void check(JavaClass origin, ConditionEvents events) {
+        for (JavaAccess<?> access : origin.getAccessesFromSelf()) {
+          if (FORBIDDEN_TIME_CALLS.stream().anyMatch(f -> f.matches(access.getTarget()))) {
+            events.add(SimpleConditionEvent.violated(access, access.getDescription()));
+          }
+        }
+      }
+    };
+  }
+}

@@ -1,0 +1,12 @@
+package dev.postbox.kafka.archfixture;
+
+import dev.postbox.core.internal.OffsetTracker;
+
+/** Keeps the rule: an adapter using a class of the declared engine contract is allowed. */
+public final class KafkaUsingEngineContract {
+  private KafkaUsingEngineContract() {}
+
+  public static Object tracker(OffsetTracker tracker) {
+    return tracker;
+  }
+}

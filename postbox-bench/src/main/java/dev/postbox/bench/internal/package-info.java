@@ -1,0 +1,2 @@
+/** The individual benchmarks, their environment and the peers they measure against; not an API. */
+package dev.postbox.bench.internal;
