@@ -133,20 +133,13 @@ final class ArchitectureRules {
           .because("production modules never depend on the test kit");
 
   /**
-   * The consumer engine's contract as it is today: the classes of {@code dev.postbox.core.internal}
-   * that the Kafka adapter drives (with their nested classes). Issue 14 item 1 moves them into a
-   * {@code dev.postbox.core.engine} package with a small transport-neutral contract; until then
-   * this list is that contract, and any other use of another module's {@code internal} package
-   * fails. Only adapter modules may use it.
+   * The consumer engine and its adapter contract: a declared package of core that transport adapter
+   * modules (and core) may use, and nothing else. Front ends use the public API.
    */
-  static final Set<String> ENGINE_CONTRACT =
-      Set.of(
-          "dev.postbox.core.internal.DeliveryProcessor", // admission, inbox, retry loop, dead
-          // letters
-          "dev.postbox.core.internal.KeyedExecutor", // per-key ordering lanes
-          "dev.postbox.core.internal.OffsetTracker"); // contiguous-prefix completion for offset
+  static final String ENGINE_PACKAGE = "dev.postbox.core.engine";
 
-  // commits
+  /** The relay engine: used by core's {@code Relay} only; adapters implement the relay SPI. */
+  static final String CORE_ONLY_ENGINE_PACKAGE = "dev.postbox.core.engine.relay";
 
   static final ArchRule INTERNAL_STAYS_IN_ITS_MODULE =
       classes()
@@ -154,8 +147,8 @@ final class ArchitectureRules {
           .resideInAPackage("dev.postbox..")
           .should(notUseAnotherModulesInternalsOutsideTheEngineContract())
           .as(
-              "internal packages are used only inside their own module (adapters may use the engine contract"
-                  + " declared in ENGINE_CONTRACT)")
+              "internal packages are used only inside their own module; core's engine package only by"
+                  + " core and adapters; the relay engine only by core")
           .because(
               "internal is not API: a module that needs another's internals needs a declared contract");
 
@@ -244,7 +237,7 @@ final class ArchitectureRules {
       Map.of(
           "dev.postbox.core.consumer.StandardRetryPolicy",
           "matches Kafka's RetriableException by class name (core cannot depend on kafka-clients)",
-          "dev.postbox.core.internal.DeliveryProcessor",
+          "dev.postbox.core.engine.DeliveryProcessor",
           "its spans set messaging.system=kafka");
 
   /**
@@ -310,6 +303,10 @@ final class ArchitectureRules {
         "are not " + what, c -> !topLevelNames.contains(topLevelName(c)));
   }
 
+  private static boolean within(String pkg, String root) {
+    return pkg.equals(root) || pkg.startsWith(root + ".");
+  }
+
   private static ArchCondition<JavaClass> notUseAnotherModulesInternalsOutsideTheEngineContract() {
     return new ArchCondition<>("not use another module's internal package") {
       @Override
@@ -323,13 +320,12 @@ final class ArchitectureRules {
           }
           String internal = to.get().packageRoot + ".internal";
           String pkg = target.getPackageName();
-          boolean isInternal = pkg.equals(internal) || pkg.startsWith(internal + ".");
-          if (!isInternal) {
+          boolean isInternal = within(pkg, internal) || within(pkg, CORE_ONLY_ENGINE_PACKAGE);
+          boolean isEngine = !isInternal && within(pkg, ENGINE_PACKAGE);
+          if (!isInternal && !isEngine) {
             continue;
           }
-          boolean contract =
-              ENGINE_CONTRACT.contains(topLevelName(target))
-                  && from.map(m -> m.tier == Tier.ADAPTER).orElse(false);
+          boolean contract = isEngine && from.map(m -> m.tier == Tier.ADAPTER).orElse(false);
           if (!contract) {
             events.add(SimpleConditionEvent.violated(d, d.getDescription()));
           }

@@ -101,12 +101,12 @@ class RulesCatchViolationsTest {
         .anySatisfy(v ->
             assertThat(v)
                 .contains(JdbcUsingCoreInternals.class.getName())
-                .contains("dev.postbox.core.internal.RelayEngine"));
+                .contains("dev.postbox.core.engine.relay.RelayEngine"));
     // the contract is for adapters: a front end may not use it either
     assertThat(
             violations(
                 ArchitectureRules.INTERNAL_STAYS_IN_ITS_MODULE, FrontEndUsingEngineContract.class))
-        .anySatisfy(v -> assertThat(v).contains("dev.postbox.core.internal.DeliveryProcessor"));
+        .anySatisfy(v -> assertThat(v).contains("dev.postbox.core.engine.DeliveryProcessor"));
     // an adapter using a declared contract class passes
     assertThat(
             violations(

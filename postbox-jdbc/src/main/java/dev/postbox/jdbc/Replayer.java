@@ -5,7 +5,7 @@ import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.DeadLetterStore.DeadLetter;
 import dev.postbox.core.spi.DeadLetterStore.Query;
 import dev.postbox.core.spi.DeadLetterStore.Status;
-import dev.postbox.core.spi.Sleeper;
+import dev.postbox.core.time.Sleeper;
 import dev.postbox.jdbc.internal.PostgresDeadLetterStoreImpl;
 import dev.postbox.jdbc.internal.PostgresDeadLetterStoreImpl.Locked;
 import java.sql.Connection;

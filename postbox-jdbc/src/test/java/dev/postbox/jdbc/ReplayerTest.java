@@ -15,7 +15,7 @@ import dev.postbox.core.spi.DeadLetterStore.Header;
 import dev.postbox.core.spi.DeadLetterStore.NewDeadLetter;
 import dev.postbox.core.spi.DeadLetterStore.Query;
 import dev.postbox.core.spi.DeadLetterStore.Status;
-import dev.postbox.core.spi.Sleeper;
+import dev.postbox.core.time.Sleeper;
 import dev.postbox.testkit.PostboxTest;
 import dev.postbox.testkit.PostboxTestContext;
 import java.nio.charset.StandardCharsets;

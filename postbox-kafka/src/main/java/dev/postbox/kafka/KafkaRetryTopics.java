@@ -1,7 +1,7 @@
 package dev.postbox.kafka;
 
-import dev.postbox.core.internal.DeliveryProcessor;
-import dev.postbox.core.internal.DeliveryProcessor.Incoming;
+import dev.postbox.core.engine.DeliveryProcessor;
+import dev.postbox.core.engine.DeliveryProcessor.Incoming;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.kafka.internal.StoredRecords;
 import java.nio.charset.StandardCharsets;

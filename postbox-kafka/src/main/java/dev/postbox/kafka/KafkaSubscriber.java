@@ -8,10 +8,10 @@ import dev.postbox.core.consumer.DuplicateListener;
 import dev.postbox.core.consumer.MessageHandler;
 import dev.postbox.core.consumer.Ordering;
 import dev.postbox.core.consumer.Subscription;
-import dev.postbox.core.internal.DeliveryProcessor;
-import dev.postbox.core.internal.DeliveryProcessor.Incoming;
-import dev.postbox.core.internal.KeyedExecutor;
-import dev.postbox.core.internal.OffsetTracker;
+import dev.postbox.core.engine.DeliveryProcessor;
+import dev.postbox.core.engine.DeliveryProcessor.Incoming;
+import dev.postbox.core.engine.KeyedExecutor;
+import dev.postbox.core.engine.OffsetTracker;
 import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.IdempotencyStore;
@@ -161,7 +161,7 @@ public final class KafkaSubscriber implements AutoCloseable {
                 ? Optional.empty()
                 : Optional.of(
                     new DeliveryProcessor.Idempotency(
-                        b.idempotencyStore, b.onDuplicate, dev.postbox.core.spi.Sleeper.SYSTEM)),
+                        b.idempotencyStore, b.onDuplicate, dev.postbox.core.time.Sleeper.SYSTEM)),
             Optional.ofNullable(b.deadLetters),
             b.parking == null
                 ? Optional.empty()

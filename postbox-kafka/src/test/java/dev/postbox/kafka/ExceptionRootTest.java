@@ -66,7 +66,7 @@ class ExceptionRootTest {
    * (a package-private class of core's internals, recorded, not thrown).
    */
   private static final Set<String> NOT_THROWN =
-      Set.of("dev.postbox.core.internal.UnreadableRows$UnreadableRowException");
+      Set.of("dev.postbox.core.engine.relay.UnreadableRows$UnreadableRowException");
 
   @Test
   void everyPublicExceptionOfTheLibraryIsAPostboxException() {

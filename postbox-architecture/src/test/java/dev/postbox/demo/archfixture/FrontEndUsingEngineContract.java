@@ -1,6 +1,6 @@
 package dev.postbox.demo.archfixture;
 
-import dev.postbox.core.internal.DeliveryProcessor;
+import dev.postbox.core.engine.DeliveryProcessor;
 
 /**
  * Breaks "internal stays in its module": the engine contract is for adapters, not for front ends.

@@ -1,11 +1,8 @@
 package dev.postbox.jdbc.archfixture;
 
-import dev.postbox.core.internal.RelayEngine;
+import dev.postbox.core.engine.relay.RelayEngine;
 
-/**
- * Breaks "internal stays in its module" on purpose: core.internal outside the declared engine
- * contract.
- */
+/** Breaks "internal stays in its module" on purpose: the relay engine, which only core may use */
 public final class JdbcUsingCoreInternals {
   private JdbcUsingCoreInternals() {}
 

@@ -1,11 +1,11 @@
 package dev.postbox.core.relay;
 
 import dev.postbox.core.Backoff;
-import dev.postbox.core.internal.RelayEngine;
+import dev.postbox.core.engine.relay.RelayEngine;
 import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.RelayPublisher;
 import dev.postbox.core.spi.RelayStore;
-import dev.postbox.core.spi.Sleeper;
+import dev.postbox.core.time.Sleeper;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.Objects;

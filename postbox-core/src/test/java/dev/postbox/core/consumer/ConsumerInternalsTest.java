@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.postbox.core.DeliveryGuarantee;
-import dev.postbox.core.internal.KeyedExecutor;
-import dev.postbox.core.internal.OffsetTracker;
+import dev.postbox.core.engine.KeyedExecutor;
+import dev.postbox.core.engine.OffsetTracker;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

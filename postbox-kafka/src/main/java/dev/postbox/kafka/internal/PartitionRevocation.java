@@ -1,6 +1,6 @@
 package dev.postbox.kafka.internal;
 
-import dev.postbox.core.internal.OffsetTracker;
+import dev.postbox.core.engine.OffsetTracker;
 import java.time.Duration;
 import java.util.Map;
 import java.util.TreeMap;

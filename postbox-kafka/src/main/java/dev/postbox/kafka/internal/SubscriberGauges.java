@@ -1,6 +1,6 @@
 package dev.postbox.kafka.internal;
 
-import dev.postbox.core.internal.OffsetTracker;
+import dev.postbox.core.engine.OffsetTracker;
 import dev.postbox.core.metrics.MetricName;
 import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.metrics.Tags;

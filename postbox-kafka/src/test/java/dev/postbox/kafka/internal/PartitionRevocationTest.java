@@ -3,7 +3,7 @@ package dev.postbox.kafka.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.postbox.core.internal.OffsetTracker;
+import dev.postbox.core.engine.OffsetTracker;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;

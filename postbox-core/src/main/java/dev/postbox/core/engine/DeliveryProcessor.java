@@ -1,4 +1,4 @@
-package dev.postbox.core.internal;
+package dev.postbox.core.engine;
 
 import dev.postbox.core.CrashPoints;
 import dev.postbox.core.DecodingException;
@@ -21,7 +21,7 @@ import dev.postbox.core.spi.DeadLetterStore.NewDeadLetter;
 import dev.postbox.core.spi.IdempotencyStore;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.ParkingStore;
-import dev.postbox.core.spi.Sleeper;
+import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.tracing.TraceHeaders;
 import io.opentelemetry.api.GlobalOpenTelemetry;
 import io.opentelemetry.api.OpenTelemetry;

@@ -1,4 +1,4 @@
-package dev.postbox.core.spi;
+package dev.postbox.core.time;
 
 import java.time.Duration;
 

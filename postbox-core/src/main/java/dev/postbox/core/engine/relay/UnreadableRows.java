@@ -1,4 +1,4 @@
-package dev.postbox.core.internal;
+package dev.postbox.core.engine.relay;
 
 import dev.postbox.core.spi.OutboxRecord;
 import dev.postbox.core.spi.RelayPublisher.PendingPublish;

@@ -1,4 +1,4 @@
-package dev.postbox.core.internal;
+package dev.postbox.core.engine;
 
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;

@@ -1,4 +1,4 @@
-package dev.postbox.core.internal;
+package dev.postbox.core.engine.relay;
 
 import dev.postbox.core.Message;
 import dev.postbox.core.metrics.PostboxMetrics;

@@ -1,4 +1,4 @@
-package dev.postbox.core.internal;
+package dev.postbox.core.engine;
 
 import dev.postbox.core.metrics.MetricName;
 import dev.postbox.core.metrics.PostboxMetrics;

@@ -1,7 +1,7 @@
-package dev.postbox.core.internal;
+package dev.postbox.core.engine;
 
 import dev.postbox.core.Message;
-import dev.postbox.core.internal.DeliveryProcessor.Incoming;
+import dev.postbox.core.engine.DeliveryProcessor.Incoming;
 import io.opentelemetry.api.trace.Span;
 import io.opentelemetry.api.trace.SpanContext;
 import org.slf4j.MDC;

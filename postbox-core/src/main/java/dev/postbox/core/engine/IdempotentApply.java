@@ -1,4 +1,4 @@
-package dev.postbox.core.internal;
+package dev.postbox.core.engine;
 
 import dev.postbox.core.CrashPoints;
 import dev.postbox.core.consumer.IdempotencyKeyBusyException;
@@ -8,7 +8,7 @@ import dev.postbox.core.spi.IdempotencyStore.Claimed;
 import dev.postbox.core.spi.IdempotencyStore.Completion;
 import dev.postbox.core.spi.IdempotencyStore.Duplicate;
 import dev.postbox.core.spi.IdempotencyStore.InProgress;
-import dev.postbox.core.spi.Sleeper;
+import dev.postbox.core.time.Sleeper;
 import java.time.Duration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -1,7 +1,7 @@
-package dev.postbox.core.internal;
+package dev.postbox.core.engine;
 
 import dev.postbox.core.Backoff;
-import dev.postbox.core.spi.Sleeper;
+import dev.postbox.core.time.Sleeper;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;

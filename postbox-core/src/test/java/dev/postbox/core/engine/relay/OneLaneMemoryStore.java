@@ -1,4 +1,4 @@
-package dev.postbox.core.internal;
+package dev.postbox.core.engine.relay;
 
 import dev.postbox.core.spi.LaneLease;
 import dev.postbox.core.spi.OutboxRecord;

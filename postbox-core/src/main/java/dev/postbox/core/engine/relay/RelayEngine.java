@@ -1,4 +1,4 @@
-package dev.postbox.core.internal;
+package dev.postbox.core.engine.relay;
 
 import dev.postbox.core.Backoff;
 import dev.postbox.core.CrashPoints;
@@ -14,7 +14,7 @@ import dev.postbox.core.spi.OutboxRecord;
 import dev.postbox.core.spi.RelayPublisher;
 import dev.postbox.core.spi.RelayPublisher.PublishOutcome;
 import dev.postbox.core.spi.RelayStore;
-import dev.postbox.core.spi.Sleeper;
+import dev.postbox.core.time.Sleeper;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;

@@ -1,0 +1,8 @@
+/**
+ * The transport-neutral consumer engine and the contract a transport adapter drives: admission,
+ * per-key lanes ({@link dev.postbox.core.engine.KeyedExecutor}), inbox application, the retry loop,
+ * parking, dead letters and contiguous-prefix completion ({@link
+ * dev.postbox.core.engine.OffsetTracker}). Used by core and by adapter modules only; front ends use
+ * the public API. Not a stable API for applications.
+ */
+package dev.postbox.core.engine;
