@@ -153,6 +153,7 @@ public final class KafkaSubscriber implements AutoCloseable {
                 b.subscription.name(), b.subscription.topics(), b.retryTiers, b.config, b.clock);
     this.processor =
         new DeliveryProcessor(
+            KafkaBinding.TRANSPORT,
             b.subscription,
             b.handler,
             b.batchHandler,
@@ -173,6 +174,8 @@ public final class KafkaSubscriber implements AutoCloseable {
                         KafkaSubscriber::incoming)),
             Optional.ofNullable(retryTopics),
             b.clock,
+            dev.postbox.core.time.Ticker.SYSTEM,
+            dev.postbox.core.time.Sleeper.SYSTEM,
             b.metrics,
             b.openTelemetry);
     this.metrics = b.metrics;
