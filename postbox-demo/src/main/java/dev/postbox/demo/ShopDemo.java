@@ -1,6 +1,7 @@
 package dev.postbox.demo;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.postbox.cli.TraceOutput;
 import dev.postbox.core.CrashPoints;
 import dev.postbox.core.Message;
 import dev.postbox.core.spi.DeadLetterStore;
@@ -335,8 +336,8 @@ final class ShopDemo {
     }
     MessageTrace trace = MessageTracer.postgres(ds).trace(replayed.get(0));
     out.println("trace of a replayed message (./postbox trace " + trace.messageId() + "):");
-    TraceCommand.print(trace, out);
-    return TraceCommand.steps(trace);
+    TraceOutput.print(trace, out);
+    return TraceOutput.steps(trace);
   }
 
   private void createShopTables(HikariDataSource ds) throws Exception {
