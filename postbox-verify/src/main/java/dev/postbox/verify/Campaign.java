@@ -228,7 +228,7 @@ final class Campaign implements AutoCloseable {
                       consumerParking ? "parking" : ""));
     }
     for (Child c : fleet.children()) {
-      if (c.role != Role.PRODUCER) {
+      if (c.role() != Role.PRODUCER) {
         fleet.want(c);
       }
     }
@@ -258,9 +258,9 @@ final class Campaign implements AutoCloseable {
     consumerParking = s.parking();
     List<Thread> rearm = new ArrayList<>();
     for (Child c : fleet.children()) {
-      if (c.role != Role.PRODUCER
-              && s.crashPoints().stream().anyMatch(p -> Scenario.roleOf(p) == c.role)
-          || c.role == Role.CONSUMER && parkingChanges) {
+      if (c.role() != Role.PRODUCER
+              && s.crashPoints().stream().anyMatch(p -> Scenario.roleOf(p) == c.role())
+          || c.role() == Role.CONSUMER && parkingChanges) {
         rearm.add(Thread.ofPlatform().start(() -> fleet.stop(c, "re-arm", true)));
       }
     }
@@ -316,7 +316,7 @@ final class Campaign implements AutoCloseable {
     }
     List<Thread> heal = new ArrayList<>();
     for (Child c : fleet.children()) {
-      if (c.role != Role.PRODUCER && (!c.armed.isEmpty() || !c.alive())) {
+      if (c.role() != Role.PRODUCER && (!c.armed().isEmpty() || !c.alive())) {
         heal.add(Thread.ofPlatform().start(() -> fleet.stop(c, "heal", true)));
       }
     }
@@ -408,7 +408,7 @@ final class Campaign implements AutoCloseable {
   /** Whether a running consumer is armed to crash in a revocation (and so waits for one). */
   private boolean waitingForRevocation() {
     return fleet.children().stream()
-        .anyMatch(c -> c.alive() && c.armed.startsWith("consumer.during-rebalance@"));
+        .anyMatch(c -> c.alive() && c.armed().startsWith("consumer.during-rebalance@"));
   }
 
   /**
@@ -419,7 +419,7 @@ final class Campaign implements AutoCloseable {
    */
   private void nudgeRebalance() {
     fleet.children().stream()
-        .filter(c -> c.name.equals(DYNAMIC_MEMBER) && c.alive())
+        .filter(c -> c.name().equals(DYNAMIC_MEMBER) && c.alive())
         .findFirst()
         .ifPresent(c -> {
           log.note("rebalance-nudge", c.instance() + " restarted cleanly (SIGTERM)");
@@ -453,24 +453,25 @@ final class Campaign implements AutoCloseable {
       Scenario s, Child c, Map<String, SplittableRandom> randoms, long scenarioSeed) {
     List<String> points =
         s.crashPoints().stream()
-            .filter(p -> Scenario.roleOf(p) == c.role)
+            .filter(p -> Scenario.roleOf(p) == c.role())
             // the dynamic member's restarts are what make the group revoke partitions: it is not
             // armed to wait for a revocation itself (all three could wait for each other)
-            .filter(p -> !(p.equals("consumer.during-rebalance") && c.name.equals(DYNAMIC_MEMBER)))
+            .filter(
+                p -> !(p.equals("consumer.during-rebalance") && c.name().equals(DYNAMIC_MEMBER)))
             .toList();
     if (points.isEmpty()) {
       return Optional.empty();
     }
     SplittableRandom r;
     synchronized (randoms) {
-      r = randoms.computeIfAbsent(c.name, n -> new SplittableRandom(scenarioSeed ^ n.hashCode()));
+      r = randoms.computeIfAbsent(c.name(), n -> new SplittableRandom(scenarioSeed ^ n.hashCode()));
     }
     synchronized (r) {
       if (r.nextDouble() >= s.armProbability()) {
         return Optional.empty();
       }
       // round robin from a seeded start, so every point of the role fires early and evenly
-      int next = rotation.merge(c.name, r.nextInt(points.size()), (a, b) -> a + 1);
+      int next = rotation.merge(c.name(), r.nextInt(points.size()), (a, b) -> a + 1);
       String p = points.get(next % points.size());
       return Optional.of(p + "@" + (1 + r.nextInt(Scenario.maxHits(p))));
     }
@@ -523,7 +524,9 @@ final class Campaign implements AutoCloseable {
     switch (f) {
       case KILL_9 -> {
         List<Child> targets =
-            fleet.children().stream().filter(c -> c.wanted && !c.paused && c.working()).toList();
+            fleet.children().stream()
+                .filter(c -> c.wanted() && !c.paused() && c.working())
+                .toList();
         if (targets.isEmpty()) {
           log.note("kill-9-skipped", "no running process");
           return;
@@ -541,7 +544,7 @@ final class Campaign implements AutoCloseable {
         long ms = role == Role.RELAY ? LEASE_MS + 1_500 : SESSION_MS + 2_500;
         List<Child> targets =
             fleet.children().stream()
-                .filter(c -> c.role == role && c.wanted && !c.paused && c.working())
+                .filter(c -> c.role() == role && c.wanted() && !c.paused() && c.working())
                 .toList();
         if (targets.isEmpty()) {
           log.note(f.kind + "-skipped", "no running process");
