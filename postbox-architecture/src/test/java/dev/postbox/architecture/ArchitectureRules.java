@@ -85,9 +85,9 @@ final class ArchitectureRules {
    * Production classes that use the test kit today, each with its reason. They are all in the front
    * ends (demo, verify, bench), which are programs that start their own embedded PostgreSQL, Kafka
    * broker or redis-server and child JVMs; no library module is among them. The process supervisor
-   * (restart-on-death) is the test kit's ProcessSupervisor, used by the demo and verify; the operator
-   * commands (migrate, trace) are in postbox-cli, which must not appear here. A new production use
-   * of the test kit fails until it is added here with its reason.
+   * (restart-on-death) is the test kit's ProcessSupervisor, used by the demo and verify; the
+   * operator commands (migrate, trace) are in postbox-cli, which must not appear here. A new
+   * production use of the test kit fails until it is added here with its reason.
    */
   static final Map<String, String> TEST_KIT_USERS_BY_DESIGN =
       Map.ofEntries(
@@ -106,8 +106,15 @@ final class ArchitectureRules {
               "dev.postbox.demo.ShopObserver",
               "the demo's observer checks what it consumed against the DeliveryHistory"),
           Map.entry(
-              "dev.postbox.verify.Campaign",
-              "the fault-injection campaign starts and kills the infrastructure it injects faults into"),
+              "dev.postbox.verify.CampaignEnvironment",
+              "the fault-injection campaign starts the infrastructure it injects faults into"
+                  + " (PostgresServer, KafkaBroker)"),
+          Map.entry(
+              "dev.postbox.verify.BrokerFaults",
+              "the campaign's broker fault kills and restarts the Kafka broker (KafkaBroker)"),
+          Map.entry(
+              "dev.postbox.verify.DatabaseFaults",
+              "the campaign's database faults restart, crash and terminate PostgreSQL (PostgresServer)"),
           Map.entry(
               "dev.postbox.verify.Fleet",
               "verify's process fleet: producers, relays and consumers as ChildJvm under the test kit's"
