@@ -182,17 +182,7 @@ final class ShopDemo {
         // while writing it, as before, outlasted their 3 s leases whenever the write took longer:
         // the drain then began with a lease failover, one relay taking every lane while the
         // other waited for a share, and the figure measured that recovery, not the relays.)
-        double relayRate = 0;
-        if (options.backlog() > 0) {
-          long epochs = ShopAudit.laneEpochs(ds);
-          long p2 = load.writeBacklog(ds, topic);
-          observer.awaitConsumed(load.committedCount());
-          relayRate = options.backlog() / secondsSince(p2);
-          out.printf(
-              "backlog of %,d events drained at %,.0f events/s (lanes that changed owner"
-                  + " meanwhile: %d; more than 0 means the figure includes a lease failover)%n",
-              options.backlog(), relayRate, ShopAudit.laneEpochs(ds) - epochs);
-        }
+        double relayRate = drainBacklog(ds, topic, load, observer);
         observer.awaitConsumed(load.committedCount());
         long outageLeft =
             Duration.ofSeconds(options.outageSeconds()).toNanos()
@@ -233,64 +223,21 @@ final class ShopDemo {
         consuming.set(false);
         consumer.join();
 
-        DeliveryHistory.Report h = observer.checkObservations();
-        ShopAudit.InventoryFigures inv = ShopAudit.inventoryFigures(ds);
-        double[] lat = observer.latenciesMillis(load.commitNanos());
-        long orders = load.placed();
-        long deadLettered = ShopAudit.deadLettered(ds);
-        long parkedOrderViolations = ShopAudit.parkedOrderViolations(ds, failures.parkedKeys());
-        boolean inconclusive =
-            (options.crashAtBatch() > 0 && supervisor.relayCrashes() == 0)
-                || (options.consumerCrashAt() > 0 && supervisor.consumerCrashes() == 0)
-                || (options.outageSeconds() > 0 && failures.parkedKeys().isEmpty());
-        boolean invariants =
-            h.ok()
-                && inv.effectsApplied() == orders
-                && inv.duplicateEffects() == 0
-                && inv.stockActual() == inv.stockExpected()
-                && inv.duplicatesSuppressed() > 0
-                && deadLetteredBeforeReplay == poison.ids().size()
-                && deadLettered == poison.unfixable()
-                && replay.replayed() == PoisonAndReplay.UNKNOWN_PRODUCT
-                && appliedAfterReplay == replay.replayed()
-                && parkedOrderViolations == 0;
-        boolean ok = invariants && !inconclusive;
-        return new DemoReport(
-            orders,
-            options.backlog(),
-            options.relays(),
-            h.committed(),
-            h.distinctObserved(),
-            h.missing(),
-            h.orderViolations(),
-            h.duplicates(),
-            h.unexpected(),
-            supervisor.relayCrashes(),
-            relayRate,
-            options.orders() / placeSeconds,
-            ShopObserver.percentile(lat, 50),
-            ShopObserver.percentile(lat, 99),
-            lat.length == 0 ? 0 : lat[lat.length - 1],
-            ok,
-            inconclusive && invariants,
-            supervisor.consumerCrashes(),
-            inv.duplicatesDelivered(),
-            inv.duplicatesSuppressed(),
-            inv.effectsApplied(),
-            inv.duplicateEffects(),
-            inv.stockExpected(),
-            inv.stockActual(),
-            poison.ids().size(),
-            deadLettered,
-            replay.replayed(),
-            appliedAfterReplay,
-            parkedOrderViolations,
-            poison.unfixable(),
-            deadLetteredBeforeReplay,
-            failures.parkedKeys().size(),
-            options.outageSeconds(),
-            scraped,
-            traceExample);
+        return report(
+            ds,
+            load,
+            observer,
+            failures,
+            supervisor,
+            new Phases(
+                placeSeconds,
+                relayRate,
+                poison,
+                deadLetteredBeforeReplay,
+                replay,
+                appliedAfterReplay,
+                scraped,
+                traceExample));
       } finally {
         supervisor.stop();
         consuming.set(false);
@@ -299,6 +246,109 @@ final class ShopDemo {
         }
       }
     }
+  }
+
+  /**
+   * Phase 3, relay throughput: a backlog committed in one transaction, drained by the running
+   * relays; returns the rate (events/s) from that commit to the last event consumed, 0 without one.
+   */
+  private double drainBacklog(
+      HikariDataSource ds, String topic, OrderLoad load, ShopObserver observer) throws Exception {
+    double relayRate = 0;
+    if (options.backlog() > 0) {
+      long epochs = ShopAudit.laneEpochs(ds);
+      long p2 = load.writeBacklog(ds, topic);
+      observer.awaitConsumed(load.committedCount());
+      relayRate = options.backlog() / secondsSince(p2);
+      out.printf(
+          "backlog of %,d events drained at %,.0f events/s (lanes that changed owner"
+              + " meanwhile: %d; more than 0 means the figure includes a lease failover)%n",
+          options.backlog(), relayRate, ShopAudit.laneEpochs(ds) - epochs);
+    }
+    return relayRate;
+  }
+
+  /** What the phases measured, for the report. */
+  private record Phases(
+      double placeSeconds,
+      double relayRate,
+      PoisonAndReplay.Poison poison,
+      long deadLetteredBeforeReplay,
+      PoisonAndReplay.Replay replay,
+      long appliedAfterReplay,
+      Map<String, Double> scraped,
+      List<Map<String, Object>> traceExample) {}
+
+  /**
+   * The report, after every process stopped: the observer's history, the inventory's figures from
+   * the database, and the verdict (ok, or inconclusive if a crash or the parking never happened).
+   */
+  private DemoReport report(
+      HikariDataSource ds,
+      OrderLoad load,
+      ShopObserver observer,
+      PoisonAndReplay failures,
+      DemoSupervisor supervisor,
+      Phases f)
+      throws Exception {
+    DeliveryHistory.Report h = observer.checkObservations();
+    ShopAudit.InventoryFigures inv = ShopAudit.inventoryFigures(ds);
+    double[] lat = observer.latenciesMillis(load.commitNanos());
+    long orders = load.placed();
+    long deadLettered = ShopAudit.deadLettered(ds);
+    long parkedOrderViolations = ShopAudit.parkedOrderViolations(ds, failures.parkedKeys());
+    boolean inconclusive =
+        (options.crashAtBatch() > 0 && supervisor.relayCrashes() == 0)
+            || (options.consumerCrashAt() > 0 && supervisor.consumerCrashes() == 0)
+            || (options.outageSeconds() > 0 && failures.parkedKeys().isEmpty());
+    boolean invariants =
+        h.ok()
+            && inv.effectsApplied() == orders
+            && inv.duplicateEffects() == 0
+            && inv.stockActual() == inv.stockExpected()
+            && inv.duplicatesSuppressed() > 0
+            && f.deadLetteredBeforeReplay() == f.poison().ids().size()
+            && deadLettered == f.poison().unfixable()
+            && f.replay().replayed() == PoisonAndReplay.UNKNOWN_PRODUCT
+            && f.appliedAfterReplay() == f.replay().replayed()
+            && parkedOrderViolations == 0;
+    boolean ok = invariants && !inconclusive;
+    return new DemoReport(
+        orders,
+        options.backlog(),
+        options.relays(),
+        h.committed(),
+        h.distinctObserved(),
+        h.missing(),
+        h.orderViolations(),
+        h.duplicates(),
+        h.unexpected(),
+        supervisor.relayCrashes(),
+        f.relayRate(),
+        options.orders() / f.placeSeconds(),
+        ShopObserver.percentile(lat, 50),
+        ShopObserver.percentile(lat, 99),
+        lat.length == 0 ? 0 : lat[lat.length - 1],
+        ok,
+        inconclusive && invariants,
+        supervisor.consumerCrashes(),
+        inv.duplicatesDelivered(),
+        inv.duplicatesSuppressed(),
+        inv.effectsApplied(),
+        inv.duplicateEffects(),
+        inv.stockExpected(),
+        inv.stockActual(),
+        f.poison().ids().size(),
+        deadLettered,
+        f.replay().replayed(),
+        f.appliedAfterReplay(),
+        parkedOrderViolations,
+        f.poison().unfixable(),
+        f.deadLetteredBeforeReplay(),
+        failures.parkedKeys().size(),
+        options.outageSeconds(),
+        f.scraped(),
+        f.traceExample());
   }
 
   /** The trace of the first replayed message (printed, and a list of steps for the report). */
