@@ -84,23 +84,41 @@ final class ArchitectureRules {
   /**
    * Production classes that use the test kit today, each with its reason. They are all in the front
    * ends (demo, verify, bench), which are programs that start their own embedded PostgreSQL, Kafka
-   * broker or redis-server and child JVMs; no library module is among them. Issue 14 item 5 moves
-   * the process supervisor into the test kit on purpose, and item 6 moves the operator commands
-   * (migrate, trace) out of the demo into a module that must not appear here. A new production use
-   * of the test kit fails until it is added here with its reason.
+   * broker or redis-server and child JVMs; no library module is among them. The process supervisor
+   * (restart-on-death) is the test kit's ProcessSupervisor, used by the demo and verify; the
+   * operator commands (migrate, trace) are in postbox-cli, which must not appear here. A new
+   * production use of the test kit fails until it is added here with its reason.
    */
   static final Map<String, String> TEST_KIT_USERS_BY_DESIGN =
       Map.ofEntries(
           Map.entry(
               "dev.postbox.demo.ShopDemo",
-              "the demo runs on an embedded PostgreSQL and Kafka broker (PostgresServer, KafkaBroker) and"
-                  + " starts its relay and consumer processes as ChildJvm"),
+              "the demo runs on an embedded PostgreSQL and Kafka broker (PostgresServer, KafkaBroker)"
+                  + " and checks the run against a DeliveryHistory"),
           Map.entry(
-              "dev.postbox.verify.Campaign",
-              "the fault-injection campaign starts and kills the infrastructure it injects faults into"),
+              "dev.postbox.demo.DemoSupervisor",
+              "the demo's relay and inventory processes: ChildJvm under the test kit's"
+                  + " ProcessSupervisor, halted at crash points and restarted"),
+          Map.entry(
+              "dev.postbox.demo.OrderLoad",
+              "the demo's orders are recorded as committed in the DeliveryHistory"),
+          Map.entry(
+              "dev.postbox.demo.ShopObserver",
+              "the demo's observer checks what it consumed against the DeliveryHistory"),
+          Map.entry(
+              "dev.postbox.verify.CampaignEnvironment",
+              "the fault-injection campaign starts the infrastructure it injects faults into"
+                  + " (PostgresServer, KafkaBroker)"),
+          Map.entry(
+              "dev.postbox.verify.BrokerFaults",
+              "the campaign's broker fault kills and restarts the Kafka broker (KafkaBroker)"),
+          Map.entry(
+              "dev.postbox.verify.DatabaseFaults",
+              "the campaign's database faults restart, crash and terminate PostgreSQL (PostgresServer)"),
           Map.entry(
               "dev.postbox.verify.Fleet",
-              "verify's process fleet: relays and consumers as ChildJvm, killed and restarted on purpose"),
+              "verify's process fleet: producers, relays and consumers as ChildJvm under the test kit's"
+                  + " ProcessSupervisor, killed and restarted on purpose"),
           Map.entry(
               "dev.postbox.verify.RedisWindow",
               "the redis-window scenario runs a private redis-server (RedisServer) and child consumers"),

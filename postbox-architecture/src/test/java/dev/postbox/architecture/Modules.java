@@ -35,6 +35,7 @@ enum Modules {
       "dev.postbox.testkit",
       "dev.postbox.testkit.PostboxExtension",
       Tier.TEST_KIT),
+  CLI("postbox-cli", "dev.postbox.cli", "dev.postbox.cli.OperatorCli", Tier.FRONT_END),
   DEMO("postbox-demo", "dev.postbox.demo", "dev.postbox.demo.PostboxCli", Tier.FRONT_END),
   VERIFY("postbox-verify", "dev.postbox.verify", "dev.postbox.verify.VerifyCli", Tier.FRONT_END),
   BENCH("postbox-bench", "dev.postbox.bench", "dev.postbox.bench.BenchCli", Tier.FRONT_END);
@@ -49,7 +50,7 @@ enum Modules {
     INTEGRATION,
     /** The test kit: infrastructure for tests and the harnesses. */
     TEST_KIT,
-    /** demo, verify, bench: programs on the library, not libraries themselves. */
+    /** cli, demo, verify, bench: programs on the library, not libraries themselves. */
     FRONT_END
   }
 

@@ -1,10 +1,9 @@
 package dev.postbox.core;
 
+import dev.postbox.core.internal.Hashes;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 import java.util.Objects;
 import java.util.regex.Pattern;
@@ -39,13 +38,8 @@ public final class DeadLetters {
     Objects.requireNonNull(error, "error");
     String normalised = normalise(error.getMessage() == null ? "" : error.getMessage());
     String text = error.getClass().getName() + '\n' + normalised + '\n' + topic;
-    try {
-      byte[] hash =
-          MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8));
-      return HexFormat.of().formatHex(hash, 0, 8);
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException("SHA-256 is missing from this JVM", e);
-    }
+    byte[] hash = Hashes.sha256(text.getBytes(StandardCharsets.UTF_8));
+    return HexFormat.of().formatHex(hash, 0, 8);
   }
 
   /** The message with UUIDs, hex runs and numbers replaced by placeholders. */

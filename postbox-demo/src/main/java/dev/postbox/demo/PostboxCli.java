@@ -7,13 +7,16 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-/** The {@code ./postbox} launcher's commands. */
+/**
+ * The {@code ./postbox demo} command. (The operator commands, {@code migrate} and {@code trace},
+ * are in postbox-cli.)
+ */
 @Command(
     name = "postbox",
     mixinStandardHelpOptions = true,
     version = "postbox 0.1.0-SNAPSHOT",
     description = "Postbox: messaging that loses nothing and applies nothing twice.",
-    subcommands = {PostboxCli.Demo.class, PostboxCli.Migrate.class, TraceCommand.class})
+    subcommands = {PostboxCli.Demo.class})
 public final class PostboxCli implements Runnable {
 
   public static void main(String[] args) {
@@ -164,41 +167,6 @@ public final class PostboxCli implements Runnable {
         System.out.println("report written to " + reportJson);
       }
       return report.ok() ? 0 : report.inconclusive() ? 3 : 1;
-    }
-  }
-
-  /** {@code postbox migrate}: creates or upgrades Postbox's tables in a database. */
-  @Command(
-      name = "migrate",
-      mixinStandardHelpOptions = true,
-      description =
-          "Creates or upgrades the postbox_* tables (Flyway, history in postbox_schema_history) in the"
-              + " current schema of the given PostgreSQL database; prints how many migrations ran.")
-  static final class Migrate implements Callable<Integer> {
-    @Option(
-        names = "--jdbc-url",
-        required = true,
-        description = "For example jdbc:postgresql://localhost:5432/shop?currentSchema=orders")
-    String jdbcUrl;
-
-    @CommandLine.Mixin DatabaseLogin login = new DatabaseLogin();
-
-    @Option(names = "--print-sql", description = "Print the SQL scripts instead of applying them.")
-    boolean printSql;
-
-    @Override
-    public Integer call() {
-      if (printSql) {
-        for (var script : dev.postbox.jdbc.PostboxMigrations.scripts()) {
-          System.out.println("-- " + script.name());
-          System.out.println(script.sql());
-        }
-        return 0;
-      }
-      javax.sql.DataSource ds = login.dataSource(jdbcUrl);
-      int applied = dev.postbox.jdbc.PostboxMigrations.migrate(ds);
-      System.out.println("applied " + applied + " migration(s)");
-      return 0;
     }
   }
 }

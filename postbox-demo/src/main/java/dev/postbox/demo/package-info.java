@@ -1,4 +1,2 @@
-/**
- * The shop demo and the {@code ./postbox} commands (a front end on the library and the test kit).
- */
+/** The shop demo, {@code ./postbox demo} (a front end on the library and the test kit). */
 package dev.postbox.demo;

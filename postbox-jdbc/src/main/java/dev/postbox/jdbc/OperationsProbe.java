@@ -3,6 +3,8 @@ package dev.postbox.jdbc;
 import dev.postbox.core.metrics.MetricName;
 import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.metrics.Tags;
+import dev.postbox.core.time.Ticker;
+import dev.postbox.jdbc.internal.PendingRows;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -36,9 +38,13 @@ public final class OperationsProbe {
 
   private static final String READ =
       "SELECT"
-          + " (SELECT count(*) FROM postbox_outbox WHERE published_at IS NULL AND failed_at IS NULL),"
+          + " (SELECT count(*) FROM postbox_outbox WHERE "
+          + PendingRows.CONDITION
+          + "),"
           + " (SELECT extract(epoch FROM clock_timestamp() - created_at) FROM postbox_outbox"
-          + "   WHERE published_at IS NULL AND failed_at IS NULL ORDER BY position LIMIT 1),"
+          + "   WHERE "
+          + PendingRows.CONDITION
+          + " ORDER BY position LIMIT 1),"
           + " (SELECT count(*) FROM postbox_outbox WHERE failed_at IS NOT NULL),"
           + " (SELECT count(*) FROM postbox_dead_letter WHERE status = 'PENDING'),"
           + " (SELECT extract(epoch FROM clock_timestamp() - first_failure) FROM postbox_dead_letter"
@@ -50,7 +56,9 @@ public final class OperationsProbe {
           // the pending rows are counted only while some row holds (the CASE skips the scan)
           + " (SELECT CASE WHEN EXISTS (SELECT 1 FROM postbox_outbox WHERE hold IS NOT NULL)"
           + "   THEN (SELECT count(*) FROM postbox_outbox o"
-          + "     WHERE o.published_at IS NULL AND o.failed_at IS NULL AND EXISTS (SELECT 1"
+          + "     WHERE "
+          + PendingRows.condition("o")
+          + " AND EXISTS (SELECT 1"
           + "       FROM postbox_outbox h WHERE h.hold IS NOT NULL"
           + "       AND ((h.hold = 'TOPIC' AND h.topic = o.topic)"
           + "         OR (h.msg_key = o.msg_key AND h.position < o.position))))"
@@ -88,14 +96,17 @@ public final class OperationsProbe {
   private final DataSource dataSource;
   private final Duration stuckThreshold;
   private final Duration cacheFor;
+  private final Ticker ticker;
   private final ReentrantLock lock = new ReentrantLock();
   private Snapshot cached; // guarded by lock
   private long cachedAtNanos; // guarded by lock
 
-  private OperationsProbe(DataSource dataSource, Duration stuckThreshold, Duration cacheFor) {
+  private OperationsProbe(
+      DataSource dataSource, Duration stuckThreshold, Duration cacheFor, Ticker ticker) {
     this.dataSource = dataSource;
     this.stuckThreshold = stuckThreshold;
     this.cacheFor = cacheFor;
+    this.ticker = ticker;
   }
 
   /** A probe of the Postbox tables in {@code dataSource}'s current schema, with the defaults. */
@@ -170,10 +181,10 @@ public final class OperationsProbe {
   private Snapshot cachedSnapshot() {
     lock.lock();
     try {
-      if (cached == null || System.nanoTime() - cachedAtNanos > cacheFor.toNanos()) {
+      if (cached == null || ticker.elapsedSince(cachedAtNanos).compareTo(cacheFor) > 0) {
         try {
           cached = snapshot();
-          cachedAtNanos = System.nanoTime();
+          cachedAtNanos = ticker.nanos();
         } catch (OutboxException e) {
           cached = null;
         }
@@ -197,6 +208,7 @@ public final class OperationsProbe {
     private final DataSource dataSource;
     private Duration stuckThreshold = Duration.ofSeconds(60);
     private Duration cacheFor = Duration.ofSeconds(1);
+    private Ticker ticker = Ticker.SYSTEM;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -214,6 +226,12 @@ public final class OperationsProbe {
       return this;
     }
 
+    /** Sets the monotonic time the cache is aged by (tests; default {@link Ticker#SYSTEM}). */
+    Builder ticker(Ticker ticker) {
+      this.ticker = Objects.requireNonNull(ticker, "ticker");
+      return this;
+    }
+
     /** Validates and builds the probe. */
     public OperationsProbe build() {
       if (stuckThreshold.isNegative() || stuckThreshold.isZero()) {
@@ -222,7 +240,7 @@ public final class OperationsProbe {
       if (cacheFor.isNegative()) {
         throw new IllegalArgumentException("cacheFor must not be negative");
       }
-      return new OperationsProbe(dataSource, stuckThreshold, cacheFor);
+      return new OperationsProbe(dataSource, stuckThreshold, cacheFor, ticker);
     }
   }
 }

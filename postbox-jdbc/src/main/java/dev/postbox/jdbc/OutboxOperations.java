@@ -1,6 +1,8 @@
 package dev.postbox.jdbc;
 
 import dev.postbox.core.spi.RelayStore.Hold;
+import dev.postbox.jdbc.internal.PendingRows;
+import dev.postbox.jdbc.internal.Transactions;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -41,7 +43,8 @@ public final class OutboxOperations {
           + " h.attempts, h.last_error, c.held_rows, c.held_keys"
           + " FROM postbox_outbox h CROSS JOIN LATERAL ("
           + "   SELECT count(*) AS held_rows, count(DISTINCT o.msg_key) AS held_keys"
-          + "   FROM postbox_outbox o WHERE o.published_at IS NULL AND o.failed_at IS NULL"
+          + "   FROM postbox_outbox o WHERE "
+          + PendingRows.condition("o")
           + "   AND ((h.hold = 'TOPIC' AND o.topic = h.topic)"
           + "     OR (o.msg_key = h.msg_key AND o.position > h.position))) c"
           + " WHERE h.hold IS NOT NULL ORDER BY h.position";
@@ -157,32 +160,25 @@ public final class OutboxOperations {
   }
 
   private boolean resolve(String sql, long position, String reason, String by, String what) {
-    try (Connection c = dataSource.getConnection()) {
-      c.setAutoCommit(false);
-      try {
-        int n;
-        try (PreparedStatement ps = c.prepareStatement(sql)) {
-          ps.setLong(1, position);
-          ps.setString(2, reason);
-          ps.setString(3, by);
-          n = ps.executeUpdate();
-        }
-        if (n > 0) {
-          try (PreparedStatement ps = c.prepareStatement(WAKE)) {
-            ps.execute();
+    return Transactions.inTransaction(
+        dataSource,
+        what + " outbox row " + position + " failed",
+        c -> {
+          int n;
+          try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setLong(1, position);
+            ps.setString(2, reason);
+            ps.setString(3, by);
+            n = ps.executeUpdate();
           }
-        }
-        c.commit();
-        return n > 0;
-      } catch (SQLException | RuntimeException e) {
-        c.rollback();
-        throw e;
-      } finally {
-        c.setAutoCommit(true);
-      }
-    } catch (SQLException e) {
-      throw new OutboxException(what + " outbox row " + position + " failed", e);
-    }
+          if (n > 0) {
+            try (PreparedStatement ps = c.prepareStatement(WAKE)) {
+              ps.execute();
+            }
+          }
+          return n > 0;
+        },
+        OutboxException::new);
   }
 
   private static String requireText(String value, String name) {

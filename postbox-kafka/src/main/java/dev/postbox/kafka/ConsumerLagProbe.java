@@ -3,6 +3,7 @@ package dev.postbox.kafka;
 import dev.postbox.core.metrics.MetricName;
 import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.metrics.Tags;
+import dev.postbox.core.time.Ticker;
 import dev.postbox.kafka.internal.ClientSettings;
 import java.time.Clock;
 import java.time.Duration;
@@ -86,6 +87,7 @@ public final class ConsumerLagProbe implements AutoCloseable {
   private final Duration fetchTimeout;
   private final Duration cacheFor;
   private final Clock clock;
+  private final Ticker ticker;
   private final ReentrantLock lock = new ReentrantLock();
   private final Map<List<Object>, PartitionLag> latest = new ConcurrentHashMap<>();
   private final Set<List<Object>> gauged = ConcurrentHashMap.newKeySet();
@@ -102,6 +104,7 @@ public final class ConsumerLagProbe implements AutoCloseable {
     this.fetchTimeout = b.fetchTimeout;
     this.cacheFor = b.cacheFor;
     this.clock = b.clock;
+    this.ticker = b.ticker;
   }
 
   /** A builder for a probe of the cluster at {@code bootstrapServers}. */
@@ -128,7 +131,7 @@ public final class ConsumerLagProbe implements AutoCloseable {
       for (PartitionLag l : out) {
         latest.put(key(l.group(), l.topic(), l.partition()), l);
       }
-      readAtNanos = System.nanoTime();
+      readAtNanos = ticker.nanos();
       readOnce = true;
       registerGauges(out);
       return out;
@@ -204,13 +207,13 @@ public final class ConsumerLagProbe implements AutoCloseable {
   private PartitionLag fresh(List<Object> k) {
     lock.lock();
     try {
-      if (!closed && (!readOnce || System.nanoTime() - readAtNanos > cacheFor.toNanos())) {
+      if (!closed && (!readOnce || ticker.nanos() - readAtNanos > cacheFor.toNanos())) {
         try {
           read();
         } catch (RuntimeException e) {
           log.debug("lag probe: reading failed: {}", e.toString());
           latest.clear();
-          readAtNanos = System.nanoTime(); // do not hammer a cluster that is down
+          readAtNanos = ticker.nanos(); // do not hammer a cluster that is down
         }
       }
       return latest.get(k);
@@ -296,8 +299,8 @@ public final class ConsumerLagProbe implements AutoCloseable {
       c.seek(tp, at.get(tp));
     }
     Set<TopicPartition> waiting = new HashSet<>(lagging);
-    long deadline = System.nanoTime() + fetchTimeout.toNanos();
-    while (!waiting.isEmpty() && System.nanoTime() < deadline) {
+    long deadline = ticker.deadlineIn(fetchTimeout);
+    while (!waiting.isEmpty() && !ticker.reached(deadline)) {
       for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(100))) {
         TopicPartition tp = new TopicPartition(r.topic(), r.partition());
         if (waiting.remove(tp)) {
@@ -348,6 +351,7 @@ public final class ConsumerLagProbe implements AutoCloseable {
     private Duration fetchTimeout = Duration.ofSeconds(5);
     private Duration cacheFor = Duration.ofSeconds(1);
     private Clock clock = Clock.systemUTC();
+    private Ticker ticker = Ticker.SYSTEM;
 
     private Builder(String bootstrapServers) {
       settings = new ClientSettings(bootstrapServers);
@@ -376,6 +380,14 @@ public final class ConsumerLagProbe implements AutoCloseable {
     /** Sets the clock ages are measured with (default: system UTC). */
     public Builder clock(Clock clock) {
       this.clock = Objects.requireNonNull(clock, "clock");
+      return this;
+    }
+
+    /**
+     * Sets the monotonic time of the reading cache and the fetch timeout (tests; default system).
+     */
+    Builder ticker(Ticker ticker) {
+      this.ticker = Objects.requireNonNull(ticker, "ticker");
       return this;
     }
 

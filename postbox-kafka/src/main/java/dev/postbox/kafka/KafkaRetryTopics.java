@@ -3,6 +3,8 @@ package dev.postbox.kafka;
 import dev.postbox.core.engine.DeliveryProcessor;
 import dev.postbox.core.engine.DeliveryProcessor.Incoming;
 import dev.postbox.core.spi.DeadLetterStore;
+import dev.postbox.core.time.Sleeper;
+import dev.postbox.kafka.internal.AckedSend;
 import dev.postbox.kafka.internal.StoredRecords;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
@@ -73,8 +75,10 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
   private final List<Duration> tiers;
   private final Map<String, Object> consumerConfig;
   private final Clock clock;
+  private final Sleeper sleeper;
   private DeliveryProcessor processor;
   private KafkaProducer<byte[], byte[]> producer;
+  private AckedSend sender;
   private KafkaConsumer<byte[], byte[]> consumer;
   private Thread thread;
   private volatile boolean running;
@@ -86,12 +90,14 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
       Collection<String> topics,
       List<Duration> tiers,
       Map<String, Object> consumerConfig,
-      Clock clock) {
+      Clock clock,
+      Sleeper sleeper) {
     this.name = name;
     this.topics = List.copyOf(topics);
     this.tiers = List.copyOf(tiers);
     this.consumerConfig = consumerConfig;
     this.clock = clock;
+    this.sleeper = sleeper;
   }
 
   static String retryTopic(String topic, int tier) {
@@ -111,6 +117,7 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
     p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
     p.put(ProducerConfig.CLIENT_ID_CONFIG, "postbox-" + name + "-retry-producer");
     producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+    sender = new AckedSend(producer, name, sleeper);
   }
 
   /** Starts the internal consumer of the retry topics. */
@@ -233,27 +240,7 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
     String target = dlt ? deadLetterTopic(topic) : retryTopic(topic, tier);
     ProducerRecord<byte[], byte[]> r =
         new ProducerRecord<>(target, null, null, in.key(), in.value(), headers);
-    for (int i = 1; ; i++) {
-      try {
-        producer.send(r).get(30, TimeUnit.SECONDS);
-        return true;
-      } catch (ExecutionException | TimeoutException | RuntimeException e) {
-        log.warn(
-            "{}: producing {} to {} failed (attempt {}); retrying", name, origin, target, i, e);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return false;
-      }
-      if (!owned.getAsBoolean()) {
-        return false;
-      }
-      try {
-        Thread.sleep(Math.min(5_000, 100L << Math.min(i, 6)));
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return false;
-      }
-    }
+    return sender.send(r, origin, owned);
   }
 
   // ---------------------------------------------------------------- the retry consumer

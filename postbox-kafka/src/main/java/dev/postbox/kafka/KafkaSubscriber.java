@@ -1,6 +1,5 @@
 package dev.postbox.kafka;
 
-import dev.postbox.core.CrashPoints;
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.consumer.BatchHandler;
 import dev.postbox.core.consumer.ConsumerStats;
@@ -9,47 +8,37 @@ import dev.postbox.core.consumer.MessageHandler;
 import dev.postbox.core.consumer.Ordering;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.engine.DeliveryProcessor;
-import dev.postbox.core.engine.DeliveryProcessor.Incoming;
 import dev.postbox.core.engine.KeyedExecutor;
-import dev.postbox.core.engine.OffsetTracker;
 import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.IdempotencyStore;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.ParkingStore;
-import dev.postbox.kafka.internal.CommitBeforeHandling;
+import dev.postbox.core.time.Sleeper;
+import dev.postbox.core.time.Ticker;
+import dev.postbox.kafka.internal.ConsumerSettings;
 import dev.postbox.kafka.internal.InFlightLimit;
+import dev.postbox.kafka.internal.InboxJanitor;
+import dev.postbox.kafka.internal.IncomingRecords;
 import dev.postbox.kafka.internal.MembershipFence;
-import dev.postbox.kafka.internal.PartitionRevocation;
+import dev.postbox.kafka.internal.OffsetCommitter;
+import dev.postbox.kafka.internal.ParkedDrainer;
 import dev.postbox.kafka.internal.PausePolicy;
+import dev.postbox.kafka.internal.PollLoop;
 import dev.postbox.kafka.internal.PollLoopHealth;
-import dev.postbox.kafka.internal.StoredRecords;
+import dev.postbox.kafka.internal.RebalanceHandler;
+import dev.postbox.kafka.internal.RecordDispatcher;
 import dev.postbox.kafka.internal.SubscriberGauges;
-import java.nio.ByteBuffer;
+import dev.postbox.kafka.internal.SubscriberPartitions;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.OptionalLong;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.ConsumerRecords;
-import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.WakeupException;
-import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -85,63 +74,46 @@ import org.slf4j.LoggerFactory;
  * so a rebalance waits that long at most for members that died in it), and for a batch size above 1
  * {@code max.poll.records} = the batch size (at most Kafka's 500; a property set on the builder
  * wins). Thread-safe.
+ *
+ * <p>This class is the builder and the lifecycle (start, close); the work is done in {@code
+ * dev.postbox.kafka.internal}: {@link ConsumerSettings} (the consumer's properties), {@link
+ * PollLoop} (the poll thread), {@link RecordDispatcher} (records to workers), {@link
+ * OffsetCommitter} (commits and the membership proof), {@link RebalanceHandler}, {@link
+ * SubscriberGauges}, {@link InboxJanitor} (the purge thread) and {@link ParkedDrainer} (the unpark
+ * thread).
  */
 public final class KafkaSubscriber implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(KafkaSubscriber.class);
-  private static final Duration VERIFY_TIMEOUT = Duration.ofSeconds(2);
-
-  /**
-   * The longest a synchronous commit (at revocation, at close) holds the poll thread; a commit that
-   * does not finish in time only means its records are delivered again (and absorbed by the inbox).
-   */
-  static final Duration SYNC_COMMIT_TIMEOUT = Duration.ofSeconds(10);
-
-  /**
-   * Added to the shutdown timeout for the default {@code max.poll.interval.ms}: the poll thread
-   * never runs handlers, it blocks only while a revocation waits for running records (at most the
-   * shutdown timeout) and commits (at most {@link #SYNC_COMMIT_TIMEOUT}).
-   */
-  static final Duration POLL_INTERVAL_MARGIN = Duration.ofSeconds(30);
-
-  private static final Duration POLL_TIMEOUT = Duration.ofMillis(50);
-  private static final Duration PARTLY_PAUSED_POLL_TIMEOUT = Duration.ofMillis(5);
 
   private final Subscription subscription;
   private final DeliveryProcessor processor;
   private final Map<String, Object> config;
   private final KeyedExecutor executor;
-  private final Map<TopicPartition, OffsetTracker> trackers = new ConcurrentHashMap<>();
-  private final Map<TopicPartition, Long> committed = new HashMap<>(); // poll thread only
+  private final SubscriberPartitions partitions = new SubscriberPartitions();
   private final InFlightLimit inFlight;
-  private final CountDownLatch stopped = new CountDownLatch(1);
-  private volatile boolean running;
-  private volatile boolean closing;
-  private volatile Set<TopicPartition> assignment = Set.of();
-  private KafkaConsumer<byte[], byte[]> consumer;
   private final PausePolicy pauses;
-  private boolean somePaused; // poll thread only
-  // records read and not finished, per partition (for the per-partition pauses)
-  private final Map<TopicPartition, AtomicInteger> partitionInFlight = new ConcurrentHashMap<>();
-  private Thread pollThread;
-
+  private final MembershipFence fence;
+  private final PollLoopHealth health;
+  private final SubscriberGauges gauges;
+  private final Ticker ticker;
+  private final Sleeper sleeper;
   private final Optional<InboxStore> inbox;
   private final boolean forceInboxRetention;
   private final boolean forceIdempotencyTtl;
   private final Duration inboxPurgeInterval;
-  private Thread purgeThread;
   private final boolean parkingEnabled;
-  private Thread unparkThread;
   private final KafkaRetryTopics retryTopics;
-  private final PostboxMetrics metrics;
-  private final java.time.Clock clock;
-  private final SubscriberGauges gauges;
-  private final MembershipFence fence;
-  private final PollLoopHealth health;
-  private CommitBeforeHandling preCommit; // AT_MOST_ONCE; poll thread only
+  private volatile boolean running;
+  private PollLoop pollLoop;
+  private Thread pollThread;
+  private Thread purgeThread;
+  private Thread unparkThread;
 
   private KafkaSubscriber(Builder b) {
     this.subscription = b.subscription;
+    this.ticker = b.ticker;
+    this.sleeper = b.sleeper;
     this.inbox = Optional.ofNullable(b.inbox);
     this.forceInboxRetention = b.forceInboxRetention;
     this.forceIdempotencyTtl = b.forceIdempotencyTtl;
@@ -150,67 +122,54 @@ public final class KafkaSubscriber implements AutoCloseable {
         b.retryTiers == null
             ? null
             : new KafkaRetryTopics(
-                b.subscription.name(), b.subscription.topics(), b.retryTiers, b.config, b.clock);
-    this.processor =
-        new DeliveryProcessor(
-            KafkaBinding.TRANSPORT,
-            b.subscription,
-            b.handler,
-            b.batchHandler,
-            Optional.ofNullable(b.inbox),
-            b.idempotencyStore == null
-                ? Optional.empty()
-                : Optional.of(
-                    new DeliveryProcessor.Idempotency(
-                        b.idempotencyStore, b.onDuplicate, dev.postbox.core.time.Sleeper.SYSTEM)),
-            Optional.ofNullable(b.deadLetters),
-            b.parking == null
-                ? Optional.empty()
-                : Optional.of(
-                    new DeliveryProcessor.Parking(
-                        b.parking,
-                        b.parkingTiers,
-                        b.blockKeyAfterDeadLetter,
-                        KafkaSubscriber::incoming)),
-            Optional.ofNullable(retryTopics),
-            b.clock,
-            dev.postbox.core.time.Ticker.SYSTEM,
-            dev.postbox.core.time.Sleeper.SYSTEM,
-            b.metrics,
-            b.openTelemetry);
-    this.metrics = b.metrics;
-    this.clock = b.clock;
+                b.subscription.name(),
+                b.subscription.topics(),
+                b.retryTiers,
+                b.config,
+                b.clock,
+                b.sleeper);
+    this.processor = deliveryProcessor(b, Optional.ofNullable(retryTopics));
     this.parkingEnabled = b.parking != null;
-    Map<String, Object> c = new HashMap<>(b.config);
-    c.put(ConsumerConfig.GROUP_ID_CONFIG, subscription.name());
-    c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
-    if (subscription.batchSize() > 1) {
-      // a poll then holds about one batch, so the per-partition pauses can take turns
-      c.putIfAbsent(
-          ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
-          Math.min(ConsumerConfig.DEFAULT_MAX_POLL_RECORDS, subscription.batchSize()));
-    }
-    // Kafka's default (5 min) is for poll loops that run handlers. Ours does not, and this value is
-    // also the group's rebalance timeout: how long a rebalance waits for members that never rejoin.
-    // After a broker restart with members dying mid-rebalance, a group was seen waiting in
-    // PreparingRebalance for over 4 minutes with every live consumer unassigned (issue 13 #7).
-    c.putIfAbsent(
-        ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG,
-        (int)
-            Math.min(
-                Integer.MAX_VALUE,
-                subscription.shutdownTimeout().plus(POLL_INTERVAL_MARGIN).toMillis()));
-    this.config = c;
+    this.config = ConsumerSettings.forSubscription(b.config, subscription);
     this.fence =
-        new MembershipFence(subscription.name(), MembershipFence.thresholdFor(c), System::nanoTime);
+        new MembershipFence(
+            subscription.name(), MembershipFence.thresholdFor(config), ticker::nanos);
     this.health = new PollLoopHealth(b.clock);
     this.gauges =
-        new SubscriberGauges(b.metrics, subscription.name(), b.clock, () -> assignment, trackers);
+        new SubscriberGauges(
+            b.metrics, subscription.name(), b.clock, partitions::assignment, partitions.trackers());
     this.inFlight = new InFlightLimit(subscription.maxInFlight());
     boolean serial = subscription.batchSize() > 1 || subscription.ordering() == Ordering.PARTITION;
     this.pauses =
         new PausePolicy(subscription.maxInFlight(), serial ? 2 * subscription.batchSize() : 0);
     this.executor = new KeyedExecutor("postbox-" + subscription.name(), subscription.concurrency());
+  }
+
+  /** The engine's processor for the builder's subscription: the one place it is constructed. */
+  private static DeliveryProcessor deliveryProcessor(
+      Builder b, Optional<DeliveryProcessor.RetriesExhausted> retryTopics) {
+    return new DeliveryProcessor(
+        KafkaBinding.TRANSPORT,
+        b.subscription,
+        b.handler,
+        b.batchHandler,
+        Optional.ofNullable(b.inbox),
+        b.idempotencyStore == null
+            ? Optional.empty()
+            : Optional.of(
+                new DeliveryProcessor.Idempotency(b.idempotencyStore, b.onDuplicate, b.sleeper)),
+        Optional.ofNullable(b.deadLetters),
+        b.parking == null
+            ? Optional.empty()
+            : Optional.of(
+                new DeliveryProcessor.Parking(
+                    b.parking, b.parkingTiers, b.blockKeyAfterDeadLetter, IncomingRecords::of)),
+        retryTopics,
+        b.clock,
+        b.ticker,
+        b.sleeper,
+        b.metrics,
+        b.openTelemetry);
   }
 
   /** The consumer's configuration as built (defaults applied); for tests. */
@@ -236,35 +195,79 @@ public final class KafkaSubscriber implements AutoCloseable {
       throw new IllegalStateException("already started");
     }
     if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
-      checkInboxRetention();
+      RetentionChecks.checkInboxRetention(config, subscription, forceInboxRetention);
     }
     if (subscription.guarantee() == DeliveryGuarantee.DEDUPLICATED) {
-      checkIdempotencyTtl();
+      RetentionChecks.checkIdempotencyTtl(config, subscription, forceIdempotencyTtl);
     }
     if (retryTopics != null) {
       retryTopics.open(processor);
     }
-    consumer =
-        new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
-    preCommit = new CommitBeforeHandling(consumer, subscription.name());
+    pollLoop =
+        pollLoop(
+            new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer()));
     running = true;
     health.started();
     gauges.health(health::alive, this::fenced);
     if (retryTopics != null) {
       retryTopics.start();
     }
+    String name = subscription.name();
     if (parkingEnabled) {
       unparkThread =
-          Thread.ofVirtual().name("postbox-unpark-" + subscription.name()).start(this::unparkLoop);
+          Thread.ofVirtual()
+              .name("postbox-unpark-" + name)
+              .start(new ParkedDrainer(name, processor::drainParked, sleeper, () -> running));
     }
     if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
       purgeThread =
           Thread.ofVirtual()
-              .name("postbox-inbox-purge-" + subscription.name())
-              .start(this::purgeLoop);
+              .name("postbox-inbox-purge-" + name)
+              .start(
+                  new InboxJanitor(
+                      inbox.orElseThrow(),
+                      name,
+                      subscription.inboxRetention(),
+                      inboxPurgeInterval,
+                      sleeper,
+                      () -> running));
     }
-    pollThread =
-        Thread.ofPlatform().name("postbox-poll-" + subscription.name()).start(this::pollLoop);
+    pollThread = Thread.ofPlatform().name("postbox-poll-" + name).start(pollLoop);
+  }
+
+  /** Wires the poll loop's parts around {@code consumer}. */
+  private PollLoop pollLoop(KafkaConsumer<byte[], byte[]> consumer) {
+    boolean atMostOnce = subscription.guarantee() == DeliveryGuarantee.AT_MOST_ONCE;
+    OffsetCommitter committer =
+        new OffsetCommitter(consumer, subscription.name(), atMostOnce, partitions.trackers());
+    RebalanceHandler rebalance =
+        new RebalanceHandler(
+            subscription.name(),
+            subscription.shutdownTimeout(),
+            ticker,
+            consumer,
+            partitions,
+            committer,
+            pauses::allPaused,
+            gauges);
+    RecordDispatcher dispatcher =
+        new RecordDispatcher(subscription, processor, executor, partitions, inFlight, fence);
+    return new PollLoop(
+        new PollLoop.Parts(
+            subscription,
+            consumer,
+            processor,
+            dispatcher,
+            committer,
+            rebalance,
+            partitions,
+            inFlight,
+            pauses,
+            fence,
+            health,
+            gauges,
+            ticker),
+        () -> running);
   }
 
   /** Counters since start. */
@@ -274,7 +277,7 @@ public final class KafkaSubscriber implements AutoCloseable {
 
   /** Partitions currently assigned to this instance. */
   public Set<TopicPartition> assignment() {
-    return assignment;
+    return partitions.assignment();
   }
 
   /** Records read and not yet finished. */
@@ -291,7 +294,7 @@ public final class KafkaSubscriber implements AutoCloseable {
         running,
         health.alive(),
         health.failure(),
-        assignment,
+        partitions.assignment(),
         fenced(),
         health.lastPoll(),
         inFlight.get());
@@ -317,7 +320,7 @@ public final class KafkaSubscriber implements AutoCloseable {
       running = false;
     }
     try {
-      stopped.await();
+      pollLoop.awaitEnd();
       pollThread.join();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -339,497 +342,10 @@ public final class KafkaSubscriber implements AutoCloseable {
     log.info("{} closed: {}", subscription.name(), stats());
   }
 
-  // ---------------------------------------------------------------- inbox retention
-
-  /**
-   * A dedupe record must outlive every copy of its message that Kafka can still deliver: if it is
-   * purged while the topic still holds the message, a redelivery (a rebalance, an offset reset, a
-   * replay) applies it a second time.
-   */
-  private void checkInboxRetention() {
-    Map<String, Long> retention = KafkaTopics.retentionMillis(config, subscription.topics());
-    for (Map.Entry<String, Long> e : retention.entrySet()) {
-      long topicMs = e.getValue();
-      long inboxMs = subscription.inboxRetention().toMillis();
-      boolean tooShort = topicMs < 0 || inboxMs < topicMs;
-      if (tooShort && !forceInboxRetention) {
-        throw new InboxRetentionTooShortException(
-            "subscription '"
-                + subscription.name()
-                + "' keeps dedupe records for "
-                + subscription.inboxRetention()
-                + " but topic '"
-                + e.getKey()
-                + "' keeps messages "
-                + (topicMs < 0 ? "forever" : "for " + Duration.ofMillis(topicMs))
-                + ": a message redelivered after its dedupe record was purged would be applied twice."
-                + " Raise inboxRetention to at least the topic's retention.ms, or force it with"
-                + " forceInboxRetention(true) if redelivery of old messages cannot happen.");
-      }
-    }
-  }
-
-  /**
-   * The same rule for the idempotency store: a completed message id must be remembered as long as
-   * the topic can deliver the message again.
-   */
-  private void checkIdempotencyTtl() {
-    Map<String, Long> retention = KafkaTopics.retentionMillis(config, subscription.topics());
-    for (Map.Entry<String, Long> e : retention.entrySet()) {
-      long topicMs = e.getValue();
-      boolean tooShort = topicMs < 0 || subscription.idempotencyTtl().toMillis() < topicMs;
-      if (tooShort && !forceIdempotencyTtl) {
-        throw new IdempotencyTtlTooShortException(
-            "subscription '"
-                + subscription.name()
-                + "' keeps completed message ids for "
-                + subscription.idempotencyTtl()
-                + " but topic '"
-                + e.getKey()
-                + "' keeps messages "
-                + (topicMs < 0 ? "forever" : "for " + Duration.ofMillis(topicMs))
-                + ": a message redelivered after its key expired would be applied twice."
-                + " Raise idempotencyTtl to at least the topic's retention.ms, or force it with"
-                + " forceIdempotencyTtl(true) if redelivery of old messages cannot happen.");
-      }
-    }
-  }
-
-  /** Delayed retries of parked keys, off the poll thread and off the hot path. */
-  private void unparkLoop() {
-    while (running) {
-      try {
-        if (processor.drainParked(() -> running) == 0) {
-          Thread.sleep(200);
-        }
-      } catch (InterruptedException e) {
-        return;
-      } catch (RuntimeException e) {
-        log.warn("{}: retrying parked messages failed; will retry", subscription.name(), e);
-        try {
-          Thread.sleep(1_000);
-        } catch (InterruptedException ie) {
-          return;
-        }
-      }
-    }
-  }
-
-  private void purgeLoop() {
-    InboxStore store = inbox.orElseThrow();
-    while (running) {
-      try {
-        int n;
-        do {
-          n = store.purge(subscription.name(), subscription.inboxRetention(), 10_000);
-        } while (n == 10_000 && running);
-        Thread.sleep(inboxPurgeInterval);
-      } catch (InterruptedException e) {
-        return;
-      } catch (RuntimeException e) {
-        log.warn("{}: inbox purge failed; will retry", subscription.name(), e);
-        try {
-          Thread.sleep(inboxPurgeInterval);
-        } catch (InterruptedException ie) {
-          return;
-        }
-      }
-    }
-  }
-
-  // ---------------------------------------------------------------- poll thread
-
-  private void pollLoop() {
-    try {
-      fence.started();
-      consumer.subscribe(subscription.topics(), new Rebalance());
-      while (running) {
-        Duration timeout = POLL_TIMEOUT;
-        if (pauses.allPaused()) {
-          // Wait for the workers to make room rather than for the poll to time out: a paused
-          // consumer returns nothing, so a blocking poll would idle the workers once they drained.
-          inFlight.awaitResumable(POLL_TIMEOUT);
-          applyBackPressure();
-        }
-        if (pauses.allPaused()) {
-          timeout = Duration.ZERO; // still full: just keep the group protocol going
-        } else if (somePaused) {
-          timeout = PARTLY_PAUSED_POLL_TIMEOUT; // notice soon when a paused partition has room
-        }
-        ConsumerRecords<byte[], byte[]> records = consumer.poll(timeout);
-        health.polled();
-        boolean verify = fence.polled();
-        if (!records.isEmpty()) {
-          processor.received(records.count());
-          // at-most-once: a crash from here on loses these records, never repeats them; a
-          // commit that failed (a rebalance) skips them: they are read again, not handled twice
-          if (subscription.guarantee() != DeliveryGuarantee.AT_MOST_ONCE
-              || preCommit.commit(records)) {
-            dispatch(records);
-          }
-        }
-        if (verify) {
-          verifyMembership(); // after dispatch: the trackers hold what this poll returned
-        }
-        applyBackPressure();
-        commitFinished(false);
-        gauges.sampleLag(consumer::currentLag);
-      }
-      shutdown();
-      health.ended(Optional.empty());
-    } catch (WakeupException e) {
-      shutdown();
-      health.ended(Optional.empty());
-    } catch (RuntimeException | Error e) {
-      log.error(
-          "{}: poll loop failed; the consumer is closed and this subscriber consumes nothing more"
-              + " (state().alive() is false)",
-          subscription.name(),
-          e);
-      health.ended(Optional.of(e));
-      closing = true;
-      try {
-        consumer.close(Duration.ofSeconds(5));
-      } catch (RuntimeException ignored) {
-        // already failing
-      }
-      if (e instanceof Error err) {
-        throw err;
-      }
-    } finally {
-      stopped.countDown();
-    }
-  }
-
-  /**
-   * The poll loop stalled longer than the fence allows (a process pause, a long rebalance): proves
-   * this member still belongs to the group before workers start more records, with a synchronous
-   * commit of offsets that are safe to commit (the lowest unfinished record, or the fetch position
-   * of a partition with nothing dispatched). The coordinator rejects it from a member of an older
-   * generation; the consumer then rejoins in its next poll, where the lost partitions' trackers are
-   * revoked and their records never start here. Poll thread only.
-   */
-  private void verifyMembership() {
-    if (subscription.guarantee() == DeliveryGuarantee.AT_MOST_ONCE) {
-      fence.verified(); // offsets were committed before handling: a zombie cannot duplicate
-      return;
-    }
-    try {
-      Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
-      for (TopicPartition tp : consumer.assignment()) {
-        OffsetTracker t = trackers.get(tp);
-        OptionalLong c = t == null ? OptionalLong.empty() : t.committable();
-        long offset = c.isPresent() ? c.getAsLong() : consumer.position(tp, VERIFY_TIMEOUT);
-        offsets.put(tp, new OffsetAndMetadata(offset));
-      }
-      if (!offsets.isEmpty()) {
-        consumer.commitSync(offsets, VERIFY_TIMEOUT);
-        offsets.forEach((tp, o) -> committed.put(tp, o.offset()));
-      }
-      fence.verified();
-      log.info(
-          "{}: poll loop stalled; group membership confirmed for {}",
-          subscription.name(),
-          offsets.keySet());
-    } catch (WakeupException e) {
-      throw e;
-    } catch (RuntimeException e) {
-      log.warn(
-          "{}: poll loop stalled and membership not confirmed ({}); records wait for the group",
-          subscription.name(),
-          e.toString());
-    }
-  }
-
-  /** Whether a worker may (still) work on a record of {@code tracker}'s partition. */
-  private BooleanSupplier owned(OffsetTracker tracker) {
-    if (subscription.guarantee() == DeliveryGuarantee.AT_MOST_ONCE) {
-      return () -> !closing && !tracker.revoked();
-    }
-    return () ->
-        !closing && fence.awaitFresh(() -> closing || tracker.revoked()) && !tracker.revoked();
-  }
-
-  private void shutdown() {
-    closing = true; // unstarted records are dropped, retries stop
-    consumer.pause(consumer.assignment());
-    long deadline = System.nanoTime() + subscription.shutdownTimeout().toNanos();
-    while (inFlight.get() > 0 && System.nanoTime() < deadline) {
-      consumer.poll(
-          Duration.ofMillis(50)); // paused: keeps the membership alive while records finish
-      commitFinished(false);
-    }
-    commitFinished(true);
-    consumer.close(Duration.ofSeconds(10));
-  }
-
-  private void dispatch(ConsumerRecords<byte[], byte[]> records) {
-    for (TopicPartition tp : records.partitions()) {
-      OffsetTracker tracker = trackers.computeIfAbsent(tp, k -> new OffsetTracker());
-      AtomicInteger partitionCount =
-          partitionInFlight.computeIfAbsent(tp, k -> new AtomicInteger());
-      List<ConsumerRecord<byte[], byte[]>> rs = records.records(tp);
-      if (subscription.batchSize() > 1) {
-        for (int i = 0; i < rs.size(); i += subscription.batchSize()) {
-          List<ConsumerRecord<byte[], byte[]>> chunk =
-              rs.subList(i, Math.min(rs.size(), i + subscription.batchSize()));
-          chunk.forEach(r -> tracker.dispatched(r.offset(), r.timestamp()));
-          inFlight.dispatched(chunk.size());
-          partitionCount.addAndGet(chunk.size());
-          List<ConsumerRecord<byte[], byte[]>> copy = List.copyOf(chunk);
-          executor.submit(tp, () -> runBatch(tracker, partitionCount, copy));
-        }
-      } else {
-        for (ConsumerRecord<byte[], byte[]> r : rs) {
-          tracker.dispatched(r.offset(), r.timestamp());
-          inFlight.dispatched(1);
-          partitionCount.incrementAndGet();
-          executor.submit(lane(tp, r), () -> runOne(tracker, partitionCount, r));
-        }
-      }
-    }
-  }
-
-  private Object lane(TopicPartition tp, ConsumerRecord<byte[], byte[]> r) {
-    return switch (subscription.ordering()) {
-      case UNORDERED -> null;
-      case PARTITION -> tp;
-      case KEY -> r.key() == null ? tp : new KeyLane(tp, ByteBuffer.wrap(r.key()));
-    };
-  }
-
-  private record KeyLane(TopicPartition partition, ByteBuffer key) {}
-
-  private void runOne(
-      OffsetTracker tracker, AtomicInteger partitionCount, ConsumerRecord<byte[], byte[]> r) {
-    try {
-      if (closing || !tracker.tryStart()) {
-        processor.abandoned(1);
-        return;
-      }
-      boolean finished = false;
-      try {
-        finished = processor.process(incoming(r), owned(tracker));
-      } catch (RuntimeException e) {
-        log.error("{}: unexpected failure at {}", subscription.name(), position(r), e);
-      } finally {
-        tracker.ended(r.offset(), finished);
-      }
-    } finally {
-      partitionCount.decrementAndGet();
-      inFlight.finished(1);
-    }
-  }
-
-  private void runBatch(
-      OffsetTracker tracker,
-      AtomicInteger partitionCount,
-      List<ConsumerRecord<byte[], byte[]>> rs) {
-    try {
-      if (closing || !tracker.tryStart()) {
-        processor.abandoned(rs.size());
-        return;
-      }
-      boolean finished = false;
-      try {
-        List<Incoming> batch = new ArrayList<>(rs.size());
-        rs.forEach(r -> batch.add(incoming(r)));
-        finished = processor.processBatch(batch, owned(tracker));
-      } catch (RuntimeException e) {
-        log.error(
-            "{}: unexpected batch failure at {}", subscription.name(), position(rs.get(0)), e);
-      } finally {
-        // A batch is one unit: started once, ended once; its offsets finish together.
-        tracker.ended(rs.stream().map(ConsumerRecord::offset).toList(), finished);
-      }
-    } finally {
-      partitionCount.addAndGet(-rs.size());
-      inFlight.finished(rs.size());
-    }
-  }
-
-  private static Incoming incoming(ParkingStore.ParkedRecord p) {
-    return incoming(
-        StoredRecords.rebuild(
-            p.topic(),
-            p.partition(),
-            p.offset(),
-            ConsumerRecord.NO_TIMESTAMP,
-            p.key(),
-            p.value(),
-            p.headers()));
-  }
-
-  private static Incoming incoming(ConsumerRecord<byte[], byte[]> r) {
-    List<DeadLetterStore.Header> headers = new ArrayList<>();
-    for (Header h : r.headers()) {
-      headers.add(new DeadLetterStore.Header(h.key(), h.value()));
-    }
-    return new Incoming(
-        r.topic(),
-        r.partition(),
-        r.offset(),
-        () -> KafkaRecords.fromRecord(r),
-        r.key(),
-        r.value(),
-        List.copyOf(headers));
-  }
-
-  private static String position(ConsumerRecord<?, ?> r) {
-    return r.topic() + "-" + r.partition() + "@" + r.offset();
-  }
-
-  private void applyBackPressure() {
-    Map<TopicPartition, Integer> unfinished = new HashMap<>();
-    for (TopicPartition tp : consumer.assignment()) {
-      AtomicInteger n = partitionInFlight.get(tp);
-      unfinished.put(tp, n == null ? 0 : n.get());
-    }
-    Set<TopicPartition> pausedNow = consumer.paused();
-    Set<TopicPartition> wanted = pauses.decide(inFlight, unfinished, pausedNow);
-    List<TopicPartition> pause = new ArrayList<>();
-    for (TopicPartition tp : wanted) {
-      if (!pausedNow.contains(tp)) {
-        pause.add(tp);
-      }
-    }
-    List<TopicPartition> resume = new ArrayList<>();
-    for (TopicPartition tp : pausedNow) {
-      if (!wanted.contains(tp)) {
-        resume.add(tp);
-      }
-    }
-    if (!pause.isEmpty()) {
-      consumer.pause(pause);
-    }
-    if (!resume.isEmpty()) {
-      consumer.resume(resume);
-    }
-    somePaused = !wanted.isEmpty();
-  }
-
-  /** Commits the finished prefix of every partition that advanced. Poll thread only. */
-  private void commitFinished(boolean sync) {
-    if (subscription.guarantee() == DeliveryGuarantee.AT_MOST_ONCE) {
-      return;
-    }
-    Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
-    trackers.forEach((tp, tracker) -> {
-      OptionalLong c = tracker.committable();
-      if (c.isPresent() && c.getAsLong() > committed.getOrDefault(tp, -1L)) {
-        offsets.put(tp, new OffsetAndMetadata(c.getAsLong()));
-      }
-    });
-    commit(offsets, sync);
-  }
-
-  private void commit(Map<TopicPartition, OffsetAndMetadata> offsets, boolean sync) {
-    if (offsets.isEmpty()) {
-      return;
-    }
-    offsets.forEach((tp, o) -> committed.put(tp, o.offset()));
-    if (sync) {
-      try {
-        consumer.commitSync(offsets, SYNC_COMMIT_TIMEOUT);
-      } catch (RuntimeException e) {
-        offsets.keySet().forEach(committed::remove);
-        log.warn(
-            "{}: offset commit failed (will be redelivered): {}",
-            subscription.name(),
-            e.toString());
-      }
-    } else {
-      consumer.commitAsync(
-          offsets,
-          (done, error) -> {
-            if (error != null) {
-              offsets.keySet().forEach(committed::remove); // retried with the next commit
-            }
-          });
-    }
-  }
-
-  /** Rebalance callbacks; Kafka runs them on the poll thread, inside {@code poll}. */
-  private final class Rebalance implements ConsumerRebalanceListener {
-    @Override
-    public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
-      Map<TopicPartition, OffsetTracker> revoked = new HashMap<>();
-      for (TopicPartition tp : partitions) {
-        OffsetTracker tracker = trackers.get(tp);
-        if (tracker != null) {
-          revoked.put(tp, tracker);
-        }
-      }
-      log.info("{}: revoked {}", subscription.name(), partitions);
-      try {
-        // every revoked partition is marked before any wait: none starts a record from here on
-        Map<TopicPartition, Integer> left =
-            new PartitionRevocation(subscription.shutdownTimeout(), System::nanoTime)
-                .revoke(revoked);
-        if (!left.isEmpty()) {
-          log.warn("{}: records still running at revocation: {}", subscription.name(), left);
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
-      revoked.forEach((tp, tracker) -> {
-        OptionalLong c = tracker.committable();
-        if (c.isPresent() && c.getAsLong() > committed.getOrDefault(tp, -1L)) {
-          offsets.put(tp, new OffsetAndMetadata(c.getAsLong()));
-        }
-      });
-      if (!partitions.isEmpty()) {
-        // in-flight work of the revoked partitions is finished, its offsets not committed yet
-        CrashPoints.hit("consumer.during-rebalance");
-      }
-      if (subscription.guarantee() != DeliveryGuarantee.AT_MOST_ONCE) {
-        commit(offsets, true);
-      }
-      forget(partitions);
-    }
-
-    @Override
-    public void onPartitionsLost(Collection<TopicPartition> partitions) {
-      log.info(
-          "{}: lost {} (another member may own them already)", subscription.name(), partitions);
-      for (TopicPartition tp : partitions) {
-        OffsetTracker tracker = trackers.get(tp);
-        if (tracker != null) {
-          try {
-            tracker.revokeAndAwait(Duration.ZERO);
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-          }
-        }
-      }
-      forget(partitions); // no commit: another member may already own them
-    }
-
-    @Override
-    public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
-      if (pauses.allPaused()) {
-        consumer.pause(partitions);
-      }
-      assignment = Set.copyOf(consumer.assignment());
-      gauges.assigned(partitions);
-      log.info("{}: assigned {} (now owns {})", subscription.name(), partitions, assignment.size());
-    }
-
-    private void forget(Collection<TopicPartition> partitions) {
-      for (TopicPartition tp : partitions) {
-        trackers.remove(tp);
-        partitionInFlight.remove(tp);
-        committed.remove(tp);
-      }
-      assignment = Set.copyOf(consumer.assignment());
-    }
-  }
-
   /** Builds a {@link KafkaSubscriber}; validates at {@link #build()}. Not thread-safe. */
   public static final class Builder {
     private final Subscription subscription;
-    private final Map<String, Object> config = new HashMap<>();
+    private final Map<String, Object> config;
     private MessageHandler handler;
     private BatchHandler batchHandler;
     private InboxStore inbox;
@@ -847,17 +363,13 @@ public final class KafkaSubscriber implements AutoCloseable {
     private Duration inboxPurgeInterval = Duration.ofMinutes(10);
     private PostboxMetrics metrics = PostboxMetrics.noop();
     private io.opentelemetry.api.OpenTelemetry openTelemetry;
+    private Ticker ticker = Ticker.SYSTEM;
+    private Sleeper sleeper = Sleeper.SYSTEM;
 
     private Builder(String bootstrapServers, Subscription subscription) {
       Objects.requireNonNull(bootstrapServers, "bootstrapServers");
       this.subscription = Objects.requireNonNull(subscription, "subscription");
-      config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
-      config.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-      config.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-      config.put(
-          ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
-          CooperativeStickyAssignor.class.getName());
-      config.put(ConsumerConfig.CLIENT_ID_CONFIG, "postbox-" + subscription.name());
+      this.config = new HashMap<>(ConsumerSettings.defaults(bootstrapServers, subscription.name()));
     }
 
     /** Sets the handler for one message at a time. */
@@ -1034,12 +546,18 @@ public final class KafkaSubscriber implements AutoCloseable {
 
     /** Sets a consumer property; {@code group.id} and {@code enable.auto.commit} are fixed. */
     public Builder consumerProperty(String name, Object value) {
-      if (name.equals(ConsumerConfig.GROUP_ID_CONFIG)
-          || name.equals(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG)) {
-        throw new IllegalArgumentException(
-            name + " is fixed (group.id = subscription name; offsets are committed by Postbox)");
-      }
+      ConsumerSettings.checkSettable(name);
       config.put(name, Objects.requireNonNull(value, "value"));
+      return this;
+    }
+
+    /**
+     * Sets the monotonic time and the sleeping of the subscriber's loops (default: the system's);
+     * for tests, which pass a {@code FakeTime}. Not an API.
+     */
+    Builder time(Ticker ticker, Sleeper sleeper) {
+      this.ticker = Objects.requireNonNull(ticker, "ticker");
+      this.sleeper = Objects.requireNonNull(sleeper, "sleeper");
       return this;
     }
 

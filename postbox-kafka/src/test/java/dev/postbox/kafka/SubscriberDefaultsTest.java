@@ -3,6 +3,7 @@ package dev.postbox.kafka;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.postbox.core.consumer.Subscription;
+import dev.postbox.kafka.internal.ConsumerSettings;
 import java.time.Duration;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.junit.jupiter.api.Test;
@@ -28,9 +29,9 @@ class SubscriberDefaultsTest {
             .build();
     assertThat(s.consumerConfig())
         .containsEntry(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, 40_000);
-    assertThat(KafkaSubscriber.SYNC_COMMIT_TIMEOUT)
+    assertThat(ConsumerSettings.SYNC_COMMIT_TIMEOUT)
         .as("a revocation's commit fits in the margin")
-        .isLessThan(KafkaSubscriber.POLL_INTERVAL_MARGIN);
+        .isLessThan(ConsumerSettings.POLL_INTERVAL_MARGIN);
   }
 
   @Test

@@ -6,6 +6,7 @@ import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.RelayPublisher;
 import dev.postbox.core.spi.RelayStore;
 import dev.postbox.core.time.Sleeper;
+import dev.postbox.core.time.Ticker;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.Objects;
@@ -242,7 +243,9 @@ public interface Relay extends AutoCloseable {
               listener,
               metrics,
               stuckThreshold,
-              unpublishableRows),
+              unpublishableRows,
+              Ticker.SYSTEM,
+              Sleeper.SYSTEM),
           store,
           publisher);
     }

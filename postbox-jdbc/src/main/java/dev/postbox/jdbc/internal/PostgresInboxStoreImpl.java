@@ -71,10 +71,10 @@ public final class PostgresInboxStoreImpl implements InboxStore {
         what,
         c -> {
           if (!claim(c, consumer, messageId, what)) {
-            return new Step<>(false, false);
+            return new Transactions.Step<>(false, false);
           }
           work.run(c);
-          return new Step<>(true, true);
+          return new Transactions.Step<>(true, true);
         });
   }
 
@@ -95,7 +95,7 @@ public final class PostgresInboxStoreImpl implements InboxStore {
             ps.setBytes(3, payloadSha256);
             if (ps.executeUpdate() == 1) {
               work.run(c);
-              return new Step<>(Outcome.APPLIED, true);
+              return new Transactions.Step<>(Outcome.APPLIED, true);
             }
           } catch (SQLException e) {
             throw new InboxException("recording " + what + " in the inbox failed", e);
@@ -108,7 +108,8 @@ public final class PostgresInboxStoreImpl implements InboxStore {
             try (ResultSet rs = ps.executeQuery()) {
               byte[] stored = rs.next() ? rs.getBytes(1) : null;
               boolean conflict = stored != null && !java.util.Arrays.equals(stored, payloadSha256);
-              return new Step<>(conflict ? Outcome.CONFLICT : Outcome.DUPLICATE, false);
+              return new Transactions.Step<>(
+                  conflict ? Outcome.CONFLICT : Outcome.DUPLICATE, false);
             }
           } catch (SQLException e) {
             throw new InboxException("reading the fingerprint of " + what + " failed", e);
@@ -131,10 +132,10 @@ public final class PostgresInboxStoreImpl implements InboxStore {
         c -> {
           Set<UUID> fresh = claimAll(c, consumer, ids, what);
           if (fresh.isEmpty()) {
-            return new Step<>(fresh, false);
+            return new Transactions.Step<>(fresh, false);
           }
           work.run(c, fresh);
-          return new Step<>(fresh, true);
+          return new Transactions.Step<>(fresh, true);
         });
   }
 
@@ -222,99 +223,32 @@ public final class PostgresInboxStoreImpl implements InboxStore {
   }
 
   /** What a transaction body produced, and whether to commit it (otherwise roll back). */
-  private record Step<T>(T value, boolean commit) {}
-
-  @FunctionalInterface
-  private interface Body<T> {
-    Step<T> run(Connection connection) throws Exception;
-  }
-
   /**
    * Runs {@code body} in a new transaction on a connection of the data source; exceptions of the
    * body propagate unchanged after a rollback.
    */
-  private <T> T inTransaction(String what, Body<T> body) throws Exception {
+  private <T> T inTransaction(String what, Transactions.Body<T> body) throws Exception {
     Connection c;
     try {
       c = dataSource.getConnection();
     } catch (SQLException e) {
       throw new InboxException("cannot get a connection to process " + what, e);
     }
-    boolean autoCommit = false;
-    // Auto-commit is restored only once the transaction has ended: switching it back on in the
-    // middle of one would commit it. A connection whose rollback failed is closed as it is (it is
-    // almost certainly broken; a pool rolls it back or discards it).
-    boolean ended = false;
     try {
-      try {
-        autoCommit = c.getAutoCommit();
-        if (autoCommit) {
-          c.setAutoCommit(false);
-        }
-      } catch (SQLException e) {
-        throw new InboxException("cannot start a transaction to process " + what, e);
-      }
-      Step<T> step;
-      try {
-        step = body.run(c);
-      } catch (Throwable t) {
-        ended = rollback(c, t);
-        throw t;
-      }
-      if (step.commit()) {
-        RuntimeException refused = Transactions.cannotCommit(c, what, InboxException::new);
-        if (refused != null) {
-          ended = rollback(c, refused);
-          throw refused;
-        }
-        try {
-          c.commit();
-        } catch (SQLException e) {
-          InboxException failure =
-              new InboxException(
-                  "committing "
-                      + what
-                      + " failed; if the commit did happen anyway, a redelivery is a duplicate",
-                  e);
-          ended = rollback(c, failure);
-          throw failure;
-        }
-        ended = true;
-      } else {
-        // Nothing was written (every id was a duplicate), so the answer stands even if the
-        // rollback fails.
-        try {
-          c.rollback();
-          ended = true;
-        } catch (SQLException e) {
-          log.warn("rolling back after finding {} already recorded failed", what, e);
-        }
-      }
-      return step.value();
+      return Transactions.forCaller(
+          c,
+          what,
+          "if the commit did happen anyway, a redelivery is a duplicate",
+          body,
+          InboxException::new,
+          () -> {},
+          () -> {});
     } finally {
-      if (ended && autoCommit) {
-        try {
-          c.setAutoCommit(true);
-        } catch (SQLException e) {
-          log.debug("cannot restore auto-commit; closing the connection anyway", e);
-        }
-      }
       try {
         c.close();
       } catch (SQLException e) {
         log.warn("closing the inbox connection failed", e);
       }
-    }
-  }
-
-  /** Rolls back; on failure adds the failure to {@code cause}. Returns whether it rolled back. */
-  private static boolean rollback(Connection c, Throwable cause) {
-    try {
-      c.rollback();
-      return true;
-    } catch (SQLException e) {
-      cause.addSuppressed(e);
-      return false;
     }
   }
 

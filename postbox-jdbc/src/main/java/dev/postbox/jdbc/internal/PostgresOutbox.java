@@ -123,59 +123,43 @@ public final class PostgresOutbox implements Outbox {
     Objects.requireNonNull(dataSource, "dataSource");
     Objects.requireNonNull(work, "work");
     try (Connection c = dataSource.getConnection()) {
-      boolean autoCommit = c.getAutoCommit();
-      c.setAutoCommit(false);
       try {
-        T result =
-            work.execute(
-                new OutboxTransaction() {
-                  @Override
-                  public Connection connection() {
-                    return c;
-                  }
-
-                  @Override
-                  public void write(Message message) {
-                    PostgresOutbox.this.write(c, message);
-                  }
-
-                  @Override
-                  public void writeAll(List<Message> messages) {
-                    PostgresOutbox.this.writeAll(c, messages);
-                  }
-                });
-        RuntimeException refused =
-            Transactions.cannotCommit(c, "the outbox transaction", OutboxException::new);
-        if (refused != null) {
-          throw refused; // rolled back below: a swallowed failure must not look like a commit
-        }
-        CrashPoints.hit("outbox.before-commit");
-        c.commit();
-        CrashPoints.hit("outbox.after-commit");
-        return result;
-      } catch (Throwable t) {
-        try {
-          c.rollback();
-        } catch (SQLException re) {
-          t.addSuppressed(re);
-        }
-        if (t instanceof RuntimeException re) {
-          throw re;
-        }
-        if (t instanceof Error err) {
-          throw err;
-        }
-        throw new OutboxException("transaction failed and was rolled back", t);
-      } finally {
-        try {
-          c.setAutoCommit(autoCommit);
-        } catch (SQLException ignored) {
-          // the connection is closed next; a pool resets it anyway
-        }
+        return Transactions.forCaller(
+            c,
+            "the outbox transaction",
+            "its messages may be in the outbox or not",
+            tx -> new Transactions.Step<>(work.execute(transaction(tx)), true),
+            OutboxException::new,
+            () -> CrashPoints.hit("outbox.before-commit"),
+            () -> CrashPoints.hit("outbox.after-commit"));
+      } catch (RuntimeException | Error e) {
+        throw e;
+      } catch (Exception e) {
+        throw new OutboxException("transaction failed and was rolled back", e);
       }
     } catch (SQLException e) {
       throw new OutboxException("transaction failed", e);
     }
+  }
+
+  /** The callback's view of the transaction on {@code c}. */
+  private OutboxTransaction transaction(Connection c) {
+    return new OutboxTransaction() {
+      @Override
+      public Connection connection() {
+        return c;
+      }
+
+      @Override
+      public void write(Message message) {
+        PostgresOutbox.this.write(c, message);
+      }
+
+      @Override
+      public void writeAll(List<Message> messages) {
+        PostgresOutbox.this.writeAll(c, messages);
+      }
+    };
   }
 
   /** A unique violation of the message id index, on this exception or a batch's next one. */

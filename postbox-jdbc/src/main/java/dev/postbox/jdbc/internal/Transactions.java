@@ -3,15 +3,157 @@ package dev.postbox.jdbc.internal;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.function.BiFunction;
+import javax.sql.DataSource;
 import org.postgresql.core.BaseConnection;
 import org.postgresql.core.TransactionState;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
-/** Checks shared by every transaction Postbox commits on a caller's behalf. */
-final class Transactions {
+/**
+ * Every transaction Postbox runs: its own short ones ({@link #inTransaction}) and those it runs on
+ * a caller's behalf, around the caller's work ({@link #forCaller}).
+ */
+public final class Transactions {
 
+  private static final Logger log = LoggerFactory.getLogger(Transactions.class);
   private static final String ABORTED_TRANSACTION = "25P02";
 
   private Transactions() {}
+
+  /** SQL work on a connection; may throw. */
+  @FunctionalInterface
+  public interface SqlWork<T> {
+    T apply(Connection c) throws SQLException;
+  }
+
+  /**
+   * Runs {@code work} in one transaction of its own, on a connection of {@code dataSource} (which
+   * hands out connections in auto-commit mode, as pools do): commits, or rolls back on any failure.
+   * A runtime exception of the work propagates unchanged; an {@link SQLException} becomes {@code
+   * error.apply(what, e)}.
+   */
+  public static <T> T inTransaction(
+      DataSource dataSource,
+      String what,
+      SqlWork<T> work,
+      BiFunction<String, Throwable, RuntimeException> error) {
+    try (Connection c = dataSource.getConnection()) {
+      c.setAutoCommit(false);
+      try {
+        T result = work.apply(c);
+        c.commit();
+        return result;
+      } catch (SQLException | RuntimeException e) {
+        c.rollback();
+        throw e;
+      } finally {
+        c.setAutoCommit(true);
+      }
+    } catch (SQLException e) {
+      throw error.apply(what, e);
+    }
+  }
+
+  /** What the work in a caller's transaction decided: its result, and whether to commit. */
+  record Step<T>(T value, boolean commit) {}
+
+  /** The work in a caller's transaction; may throw anything. */
+  @FunctionalInterface
+  interface Body<T> {
+    Step<T> run(Connection connection) throws Exception;
+  }
+
+  /**
+   * Runs {@code body} in a transaction on {@code c} (the caller closes it) for a caller: switches
+   * auto-commit off if it was on, then commits or rolls back as the body decided — refusing to
+   * commit a transaction the body left aborted or ended ({@link #cannotCommit}) — and rolls back
+   * when anything throws; the body's exceptions propagate unchanged, with a failed rollback added
+   * as suppressed. Auto-commit is restored only once the transaction has ended: switching it back
+   * on in the middle of one would commit it. A connection whose rollback failed is left as it is
+   * (it is almost certainly broken; a pool rolls it back or discards it).
+   *
+   * @param what the transaction, for messages ("message 42 of consumer 'billing'")
+   * @param ifCommitUnknown added to the message when the commit fails (it may have happened)
+   * @param beforeCommit run just before the commit (a crash point); a failure rolls back
+   * @param afterCommit run just after the commit (a crash point)
+   */
+  static <T> T forCaller(
+      Connection c,
+      String what,
+      String ifCommitUnknown,
+      Body<T> body,
+      BiFunction<String, Throwable, RuntimeException> error,
+      Runnable beforeCommit,
+      Runnable afterCommit)
+      throws Exception {
+    boolean autoCommit = false;
+    boolean ended = false;
+    try {
+      try {
+        autoCommit = c.getAutoCommit();
+        if (autoCommit) {
+          c.setAutoCommit(false);
+        }
+      } catch (SQLException e) {
+        throw error.apply("cannot start a transaction to process " + what, e);
+      }
+      Step<T> step;
+      try {
+        step = body.run(c);
+        if (step.commit()) {
+          RuntimeException refused = cannotCommit(c, what, error);
+          if (refused != null) {
+            throw refused;
+          }
+          beforeCommit.run();
+        }
+      } catch (Throwable t) {
+        ended = rollback(c, t);
+        throw t;
+      }
+      if (!step.commit()) {
+        // Nothing was written, so the answer stands even if the rollback fails.
+        try {
+          c.rollback();
+          ended = true;
+        } catch (SQLException e) {
+          log.warn("rolling back {} without committing failed", what, e);
+        }
+        return step.value();
+      }
+      try {
+        c.commit();
+      } catch (SQLException e) {
+        RuntimeException failure =
+            error.apply("committing " + what + " failed; " + ifCommitUnknown, e);
+        ended = rollback(c, failure);
+        throw failure;
+      }
+      ended = true;
+      afterCommit.run();
+      return step.value();
+    } finally {
+      if (ended && autoCommit) {
+        try {
+          c.setAutoCommit(true);
+        } catch (SQLException e) {
+          log.debug("cannot restore auto-commit; closing the connection anyway", e);
+        }
+      }
+    }
+  }
+
+  /** Rolls back; on failure adds the failure to {@code cause}. Returns whether it rolled back. */
+  private static boolean rollback(Connection c, Throwable cause) {
+    try {
+      c.rollback();
+      return true;
+    } catch (SQLException e) {
+      cause.addSuppressed(e);
+      return false;
+    }
+  }
 
   /**
    * Why the transaction must not be committed, or null if it may. A statement of the work may have
@@ -21,9 +163,7 @@ final class Transactions {
    * written. And the work may have ended the transaction itself (pgjdbc only).
    */
   static RuntimeException cannotCommit(
-      Connection c,
-      String what,
-      java.util.function.BiFunction<String, Throwable, RuntimeException> error) {
+      Connection c, String what, BiFunction<String, Throwable, RuntimeException> error) {
     TransactionState state;
     try {
       if (c.isWrapperFor(BaseConnection.class)) {

@@ -93,7 +93,7 @@ class MarkPublishedPlanTest {
           }
           try (PreparedStatement ps =
               c.prepareStatement(
-                  "EXPLAIN (ANALYZE, TIMING OFF) " + PostgresRelayStoreImpl.MARK_PUBLISHED)) {
+                  "EXPLAIN (ANALYZE, TIMING OFF) " + PostgresOutboxRows.MARK_PUBLISHED)) {
             ps.setArray(1, c.createArrayOf("int2", lanes));
             ps.setArray(2, c.createArrayOf("int8", epochs));
             ps.setString(3, "relay-a#after");

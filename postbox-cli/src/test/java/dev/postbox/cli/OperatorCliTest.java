@@ -1,4 +1,4 @@
-package dev.postbox.demo;
+package dev.postbox.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -7,15 +7,18 @@ import java.io.StringWriter;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
-/** The launcher's option parsing, without a database (bad input fails before any connection). */
-class PostboxCliTest {
+/**
+ * The operator commands' option parsing, without a database (bad input fails before any
+ * connection).
+ */
+class OperatorCliTest {
 
   private record Run(int code, String out, String err) {}
 
   private static Run run(String... args) {
     StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
-    CommandLine cli = new CommandLine(new PostboxCli());
+    CommandLine cli = new CommandLine(new OperatorCli());
     cli.setOut(new PrintWriter(out));
     cli.setErr(new PrintWriter(err));
     int code = cli.execute(args);

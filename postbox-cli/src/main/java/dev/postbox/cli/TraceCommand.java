@@ -1,14 +1,7 @@
-package dev.postbox.demo;
+package dev.postbox.cli;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.postbox.jdbc.MessageTrace;
 import dev.postbox.jdbc.MessageTracer;
-import java.io.PrintStream;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.Callable;
 import javax.sql.DataSource;
@@ -72,50 +65,10 @@ final class TraceCommand implements Callable<Integer> {
         schema == null ? MessageTracer.postgres(ds) : MessageTracer.postgres(ds, schema);
     MessageTrace trace = tracer.trace(id);
     if (json) {
-      System.out.println(toJson(trace));
+      System.out.println(TraceOutput.toJson(trace));
     } else {
-      print(trace, System.out);
+      TraceOutput.print(trace, System.out);
     }
     return trace.found() ? 0 : 4;
-  }
-
-  /** The trace as JSON: {@code message_id}, {@code steps} (see {@link #steps}), {@code notes}. */
-  static String toJson(MessageTrace trace) throws Exception {
-    Map<String, Object> out = new LinkedHashMap<>();
-    out.put("message_id", trace.messageId().toString());
-    out.put("steps", steps(trace));
-    out.put("notes", trace.notes());
-    return new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(out);
-  }
-
-  /**
-   * The steps as JSON-ready maps: {@code at}, {@code step}, {@code by}, {@code detail}, attributes.
-   */
-  static List<Map<String, Object>> steps(MessageTrace trace) {
-    List<Map<String, Object>> out = new ArrayList<>();
-    for (MessageTrace.Step s : trace.steps()) {
-      Map<String, Object> m = new LinkedHashMap<>();
-      m.put("at", s.at().toString());
-      m.put("step", s.step());
-      m.put("by", s.by());
-      m.put("detail", s.detail());
-      m.put("attributes", new java.util.TreeMap<>(s.attributes()));
-      out.add(m);
-    }
-    return out;
-  }
-
-  /** The trace as a table for people. */
-  static void print(MessageTrace trace, PrintStream out) {
-    out.println("message " + trace.messageId());
-    if (!trace.found()) {
-      out.println("  no postbox table knows this message");
-    }
-    for (MessageTrace.Step s : trace.steps()) {
-      out.printf("  %-27s %-14s %-18s %s%n", s.at(), s.step(), s.by(), s.detail());
-    }
-    for (String n : trace.notes()) {
-      out.println("  note: " + n);
-    }
   }
 }

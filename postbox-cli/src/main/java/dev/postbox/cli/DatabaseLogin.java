@@ -1,4 +1,4 @@
-package dev.postbox.demo;
+package dev.postbox.cli;
 
 import javax.sql.DataSource;
 import picocli.CommandLine.Model.CommandSpec;

@@ -1,0 +1,215 @@
+package dev.postbox.core.engine.relay;
+
+import dev.postbox.core.relay.RelayListener;
+import dev.postbox.core.spi.LaneLease;
+import dev.postbox.core.spi.RelayStore;
+import dev.postbox.core.time.Sleeper;
+import dev.postbox.core.time.Ticker;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The lanes one relay owns: the heartbeat that registers the instance, renews its leases, takes
+ * lanes up to the fair share and <em>requests</em> the release of lanes above it; the releases,
+ * performed by the publishing thread between batches (so a lane is never handed over while one of
+ * its rows is in flight); and the local deadline before which the leases are surely valid.
+ *
+ * <p>The heartbeat thread and the publishing thread both hold {@link #leaseLock} while they change
+ * the lease table, so their views never cross. Time is read from the injected {@link Ticker}, and
+ * the heartbeat waits on the injected {@link Sleeper}. Thread-safe.
+ */
+final class LaneOwnership {
+
+  private static final Logger log = LoggerFactory.getLogger(RelayEngine.class);
+
+  /**
+   * Lanes owned and the local deadline (a {@link Ticker} reading) before which their leases are
+   * surely valid.
+   */
+  record Ownership(Map<Integer, LaneLease> leases, long validUntilNanos) {
+    static final Ownership NONE = new Ownership(Map.of(), Long.MIN_VALUE);
+  }
+
+  private final String instanceId;
+  private final String owner;
+  private final RelayStore store;
+  private final Duration leaseTtl;
+  private final Duration heartbeatInterval;
+  private final Ticker ticker;
+  private final Sleeper sleeper;
+  private final RelayListener listener;
+  private final Runnable afterHeartbeat;
+  private final ReentrantLock leaseLock = new ReentrantLock();
+  private volatile Ownership ownership = Ownership.NONE;
+  private volatile Set<Integer> releaseRequested = Set.of();
+
+  /**
+   * @param owner the owner token in the lease table
+   * @param listener told when the owned lanes change; must not throw
+   * @param afterHeartbeat run after each heartbeat, outside the lease lock (the backlog sample)
+   */
+  LaneOwnership(
+      String instanceId,
+      String owner,
+      RelayStore store,
+      Duration leaseTtl,
+      Duration heartbeatInterval,
+      Ticker ticker,
+      Sleeper sleeper,
+      RelayListener listener,
+      Runnable afterHeartbeat) {
+    this.instanceId = instanceId;
+    this.owner = owner;
+    this.store = store;
+    this.leaseTtl = leaseTtl;
+    this.heartbeatInterval = heartbeatInterval;
+    this.ticker = ticker;
+    this.sleeper = sleeper;
+    this.listener = listener;
+    this.afterHeartbeat = afterHeartbeat;
+  }
+
+  /** Waits one heartbeat interval, then beats, while {@code running}; returns when interrupted. */
+  void heartbeatLoop(BooleanSupplier running) {
+    while (running.getAsBoolean()) {
+      try {
+        sleeper.sleep(heartbeatInterval);
+      } catch (InterruptedException e) {
+        return;
+      }
+      if (running.getAsBoolean()) {
+        heartbeat();
+      }
+    }
+  }
+
+  /**
+   * Registers the instance, renews its leases and takes or requests to give up lanes to reach the
+   * fair share {@code ceil(lanes / live instances)}. A failure is logged and retried at the next
+   * heartbeat; the leases then stay valid only until their old deadline.
+   */
+  void heartbeat() {
+    leaseLock.lock();
+    try {
+      long t0 = ticker.nanos();
+      int live = store.heartbeat(owner, leaseTtl);
+      Map<Integer, LaneLease> mine = new TreeMap<>();
+      for (LaneLease l : store.renewLeases(owner, leaseTtl)) {
+        mine.put(l.lane(), l);
+      }
+      int fair = (store.laneCount() + live - 1) / live;
+      Set<Integer> release = Set.of();
+      if (mine.size() > fair) {
+        List<Integer> lanes = new ArrayList<>(mine.keySet());
+        release = Set.copyOf(lanes.subList(fair, lanes.size()));
+      } else if (mine.size() < fair) {
+        for (LaneLease l : store.acquireLeases(owner, fair - mine.size(), leaseTtl)) {
+          mine.put(l.lane(), l);
+        }
+      }
+      Set<Integer> before = ownership.leases().keySet();
+      ownership = new Ownership(Map.copyOf(mine), validUntil(t0));
+      releaseRequested = release;
+      if (!before.equals(mine.keySet())) {
+        log.debug("relay {} owns lanes {}", instanceId, mine.keySet());
+        listener.onLanesChanged(new TreeSet<>(mine.keySet()));
+      }
+    } catch (RuntimeException e) {
+      log.warn("relay {}: heartbeat failed; will retry", instanceId, e);
+    } finally {
+      leaseLock.unlock();
+    }
+    afterHeartbeat.run();
+  }
+
+  /**
+   * The local deadline of leases renewed by a heartbeat that started at {@code t0}: the store
+   * extended them to {@code db_now + ttl} where {@code db_now >= t0}; a fifth of the TTL is kept as
+   * a margin for clock rate and latency.
+   */
+  private long validUntil(long t0) {
+    return t0 + leaseTtl.toNanos() - leaseTtl.toNanos() / 5;
+  }
+
+  /** Whether a release was requested and not yet performed. */
+  boolean releasePending() {
+    return !releaseRequested.isEmpty();
+  }
+
+  /**
+   * Gives up the lanes the heartbeat asked to release (called by the publishing thread between
+   * batches, when none of their rows is in flight).
+   */
+  void applyReleases() {
+    Set<Integer> release = releaseRequested;
+    if (release.isEmpty()) {
+      return;
+    }
+    leaseLock.lock();
+    try {
+      Map<Integer, LaneLease> mine = new HashMap<>(ownership.leases());
+      List<LaneLease> giving = new ArrayList<>();
+      for (Integer lane : release) {
+        LaneLease l = mine.remove(lane);
+        if (l != null) {
+          giving.add(l);
+        }
+      }
+      if (!giving.isEmpty()) {
+        store.releaseLeases(owner, giving);
+        ownership = new Ownership(Map.copyOf(mine), ownership.validUntilNanos());
+        log.debug("relay {} released lanes {}", instanceId, release);
+        listener.onLanesChanged(new TreeSet<>(mine.keySet()));
+      }
+      releaseRequested = Set.of();
+    } finally {
+      leaseLock.unlock();
+    }
+  }
+
+  /** The lanes owned now, with their leases and validity. */
+  Ownership current() {
+    return ownership;
+  }
+
+  /** Whether {@code own} holds lanes whose leases are surely still valid now. */
+  boolean valid(Ownership own) {
+    return !own.leases().isEmpty() && !ticker.reached(own.validUntilNanos());
+  }
+
+  /** Whether the lanes owned now are surely still leased. */
+  boolean valid() {
+    return valid(ownership);
+  }
+
+  /** The lanes owned now, sorted. */
+  Set<Integer> lanes() {
+    return new TreeSet<>(ownership.leases().keySet());
+  }
+
+  /** How many lanes are owned now. */
+  int count() {
+    return ownership.leases().size();
+  }
+
+  /** Releases every lane and unregisters the instance (at close); may throw. */
+  void releaseAll() {
+    leaseLock.lock();
+    try {
+      store.unregister(owner);
+      ownership = Ownership.NONE;
+    } finally {
+      leaseLock.unlock();
+    }
+  }
+}

@@ -1,0 +1,336 @@
+package dev.postbox.core.engine.relay;
+
+import dev.postbox.core.CrashPoints;
+import dev.postbox.core.Message;
+import dev.postbox.core.relay.RelayListener;
+import dev.postbox.core.spi.LaneLease;
+import dev.postbox.core.spi.OutboxRecord;
+import dev.postbox.core.spi.RelayPublisher;
+import dev.postbox.core.spi.RelayPublisher.PublishOutcome;
+import dev.postbox.core.spi.RelayStore;
+import dev.postbox.core.time.Ticker;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.BooleanSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The publishing thread's loop: claims the owned lanes' pending rows, hands them to the publisher
+ * and settles (marks) each batch once its outcomes are in, with batch n+1 claimed while n is in
+ * flight. Knows lanes only through {@link LaneOwnership} and the broker only through {@link
+ * RelayPublisher}. Its state belongs to the publishing thread.
+ */
+final class PublishPipeline {
+
+  private static final Logger log = LoggerFactory.getLogger(RelayEngine.class);
+  private static final int PURGE_CHUNK = 5_000;
+
+  /**
+   * A batch handed to the publisher and not yet settled (marked): the relay claims the next batch
+   * and marks the previous one while it is in flight.
+   */
+  private record InFlight(
+      Collection<LaneLease> leases,
+      List<OutboxRecord> batch,
+      RelayPublisher.PendingPublish pending,
+      long sentNanos) {
+    Set<Long> positions() {
+      Set<Long> p = new HashSet<>(batch.size() * 2);
+      for (OutboxRecord r : batch) {
+        p.add(r.position());
+      }
+      return p;
+    }
+  }
+
+  private final RelayEngine.Config config;
+  private final String owner;
+  private final RelayStore store;
+  private final RelayPublisher publisher;
+  private final LaneOwnership lanes;
+  private final RelayMeters meters;
+  private final RelayListener listener;
+  private final UnpublishableRowMarker unpublishableRows;
+  private final Ticker ticker;
+  private final BooleanSupplier running;
+
+  // publishing thread only
+  private int failures;
+  private boolean idle = true; // a new instance row starts idle (V7 default)
+  private long nextPurge;
+  private InFlight flying;
+  private long claimNanos;
+
+  PublishPipeline(
+      RelayEngine.Config config,
+      String owner,
+      RelayStore store,
+      RelayPublisher publisher,
+      LaneOwnership lanes,
+      RelayMeters meters,
+      RelayListener listener,
+      BooleanSupplier running) {
+    this.config = config;
+    this.owner = owner;
+    this.store = store;
+    this.publisher = publisher;
+    this.lanes = lanes;
+    this.meters = meters;
+    this.listener = listener;
+    this.running = running;
+    this.ticker = config.ticker();
+    this.unpublishableRows =
+        new UnpublishableRowMarker(
+            config.instanceId(), config.unpublishableRows(), store, meters.unpublishableCounter());
+  }
+
+  /**
+   * Claims, publishes and marks in a pipeline: while batch n is in flight to the broker, the loop
+   * claims batch n+1 (leaving out n's rows, still pending), waits for n's outcomes, sends n+1 if
+   * every row of n was acknowledged or failed permanently, and only then marks n. So batches are
+   * never in flight together, and a transient failure in n stops n+1 from being sent (it is dropped
+   * unsent and claimed again, after n's failed rows, once the backoff is over): no row of a key
+   * goes out ahead of an earlier row of that key that was not acknowledged. A crash after n+1 was
+   * sent and before n was marked republishes both, in position order (duplicates, as for a crash
+   * between acknowledgement and mark). Runs until {@code running} turns false or the thread is
+   * interrupted.
+   */
+  void run() {
+    nextPurge = ticker.nanos();
+    try {
+      while (running.getAsBoolean()) {
+        try {
+          turn();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
+        } catch (RuntimeException e) {
+          failures++;
+          log.warn(
+              "relay {}: cycle failed (attempt {}); backing off", config.instanceId(), failures, e);
+          abandon();
+          try {
+            config.sleeper().sleep(config.backoff().delay(failures, ThreadLocalRandom.current()));
+          } catch (InterruptedException ie) {
+            Thread.currentThread().interrupt();
+            return;
+          }
+        }
+      }
+    } finally {
+      settleAtStop();
+    }
+  }
+
+  /** One turn of the loop: settle, release, claim, send or wait. */
+  private void turn() throws InterruptedException {
+    if (flying != null && (lanes.releasePending() || !lanes.valid())) {
+      // a lane is never handed over (nor a lapsed lease renewed) with one of its rows in flight
+      InFlight done = flying;
+      flying = null;
+      failures = afterSettling(settle(done, done.pending().outcomes()), failures);
+      return;
+    }
+    lanes.applyReleases();
+    LaneOwnership.Ownership own = lanes.current();
+    if (!lanes.valid(own)) {
+      store.awaitWork(config.pollInterval());
+      return;
+    }
+    Collection<LaneLease> leases = own.leases().values();
+    long c0 = ticker.nanos();
+    List<OutboxRecord> batch =
+        store.claim(
+            owner, leases, config.batchSize(), flying == null ? Set.of() : flying.positions());
+    claimNanos = ticker.nanos() - c0;
+    if (!batch.isEmpty() && idle) {
+      store.markIdle(owner, false); // busy: writers need not notify while we drain
+      idle = false;
+    }
+    if (flying != null) {
+      InFlight done = flying;
+      flying = null;
+      List<PublishOutcome> outcomes = done.pending().outcomes();
+      if (!batch.isEmpty() && allAcknowledged(outcomes) && lanes.valid()) {
+        flying = send(leases, batch); // n+1 goes out while n is marked
+      }
+      failures = afterSettling(settle(done, outcomes), failures);
+      if (flying != null || !batch.isEmpty()) {
+        return; // sent, or dropped unsent after a failure or a lapsed lease: claim again
+      }
+    }
+    if (batch.isEmpty()) {
+      idleTurn(leases);
+      return;
+    }
+    if (!lanes.valid()) {
+      return; // our lease may have lapsed while we claimed: do not publish on a stale lease
+    }
+    flying = send(leases, batch);
+  }
+
+  /** Nothing to claim: purge when due, mark the instance idle, or wait for work. */
+  private void idleTurn(Collection<LaneLease> leases) throws InterruptedException {
+    if (ticker.reached(nextPurge)) {
+      purge(leases);
+      nextPurge = ticker.deadlineIn(config.purgeInterval());
+    }
+    if (!idle) {
+      // from now on writers wake us; claim once more for rows committed before the mark
+      store.markIdle(owner, true);
+      idle = true;
+      return;
+    }
+    store.awaitWork(config.pollInterval());
+  }
+
+  /**
+   * Whether batch n+1 may be sent before n is marked: only if every row of n was acknowledged.
+   * After a transient failure n+1 waits behind the retry; after an unpublishable row, n+1 (claimed
+   * before the row was marked) may hold later rows of its key or topic, so it is dropped unsent and
+   * claimed again once the row holds them.
+   */
+  private static boolean allAcknowledged(List<PublishOutcome> outcomes) {
+    for (PublishOutcome o : outcomes) {
+      if (o instanceof PublishOutcome.Failed) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Backs off after a transient failure; returns the new count of consecutive failures. */
+  private int afterSettling(boolean transientFailure, int failures) throws InterruptedException {
+    if (!transientFailure) {
+      return 0;
+    }
+    config.sleeper().sleep(config.backoff().delay(failures + 1, ThreadLocalRandom.current()));
+    return failures + 1;
+  }
+
+  private InFlight send(Collection<LaneLease> leases, List<OutboxRecord> batch)
+      throws InterruptedException {
+    CrashPoints.hit("relay.after-claim");
+    List<Message> messages = new ArrayList<>(batch.size());
+    PublishOutcome[] decided = UnreadableRows.decide(batch);
+    for (int i = 0; i < batch.size(); i++) {
+      if (decided == null || decided[i] == null) {
+        messages.add(batch.get(i).message());
+      }
+    }
+    long p0 = ticker.nanos();
+    RelayPublisher.PendingPublish pending = publisher.send(messages);
+    return new InFlight(
+        List.copyOf(leases),
+        batch,
+        decided == null ? pending : UnreadableRows.merge(decided, pending),
+        p0);
+  }
+
+  /**
+   * After a failed cycle: waits for the batch in flight, if any, and leaves its rows pending (they
+   * are claimed and published again).
+   */
+  private void abandon() {
+    InFlight was = flying;
+    flying = null;
+    if (was != null) {
+      try {
+        was.pending().outcomes();
+      } catch (InterruptedException ie) {
+        Thread.currentThread().interrupt();
+      } catch (RuntimeException ignored) {
+        // its rows stay pending either way
+      }
+    }
+  }
+
+  /** At stop: marks the batch in flight, so a clean stop leaves nothing to republish. */
+  private void settleAtStop() {
+    if (flying == null || Thread.currentThread().isInterrupted()) {
+      return;
+    }
+    try {
+      settle(flying, flying.pending().outcomes());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (RuntimeException e) {
+      log.warn(
+          "relay {}: marking the last batch at stop failed; its rows are published again",
+          config.instanceId(),
+          e);
+    }
+  }
+
+  /**
+   * Marks the outcome of one batch whose publish is complete; returns whether a transient failure
+   * occurred.
+   */
+  private boolean settle(InFlight done, List<PublishOutcome> outcomes) {
+    List<OutboxRecord> batch = done.batch();
+    long p1 = ticker.nanos();
+    if (outcomes.size() != batch.size()) {
+      throw new IllegalStateException(
+          "publisher returned " + outcomes.size() + " outcomes for " + batch.size() + " messages");
+    }
+    Settlement s = Settlement.of(batch, outcomes);
+    for (Settlement.Failure f : s.failures()) {
+      meters.publishFailed();
+      listener.onPublishFailed(f.row(), f.outcome().error(), f.outcome().permanent());
+    }
+    CrashPoints.hit("relay.after-ack-before-mark");
+    if (!s.acked().isEmpty()) {
+      markPublished(done, s, p1);
+    }
+    for (Settlement.Failure f : s.unpublishable()) {
+      if (unpublishableRows.mark(owner, done.leases(), f.row(), f.outcome())) {
+        meters.permanentFailure();
+      }
+    }
+    if (s.retried() > 0) {
+      log.warn(
+          "relay {}: {} of {} rows not acknowledged; retrying with backoff",
+          config.instanceId(),
+          s.retried(),
+          batch.size());
+    }
+    return s.retried() > 0;
+  }
+
+  private void markPublished(InFlight done, Settlement s, long p1) {
+    List<OutboxRecord> acked = s.acked();
+    int marked =
+        store.markPublished(owner, done.leases(), acked, s.acks(), config.retention().isZero());
+    CrashPoints.hit("relay.after-mark");
+    meters.batchTimed(
+        done.batch().size(),
+        java.time.Duration.ofNanos(claimNanos),
+        java.time.Duration.ofNanos(p1 - done.sentNanos()),
+        ticker.elapsedSince(p1));
+    meters.batchMarked(acked.size(), marked);
+    if (marked < acked.size()) {
+      log.warn(
+          "relay {}: {} of {} acknowledged rows not marked: lane lease lost to another instance",
+          config.instanceId(),
+          acked.size() - marked,
+          acked.size());
+      listener.onFenced(acked.size(), marked);
+    }
+    listener.onPublished(acked);
+  }
+
+  private void purge(Collection<LaneLease> leases) {
+    if (config.retention().isZero()) {
+      return;
+    }
+    int n;
+    do {
+      n = store.purgePublished(leases, config.retention(), PURGE_CHUNK);
+    } while (n == PURGE_CHUNK && running.getAsBoolean());
+  }
+}

@@ -1,0 +1,185 @@
+package dev.postbox.core.engine.relay;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.postbox.core.Backoff;
+import dev.postbox.core.Message;
+import dev.postbox.core.metrics.PostboxMetrics;
+import dev.postbox.core.relay.RelayListener;
+import dev.postbox.core.relay.UnpublishableRows;
+import dev.postbox.core.spi.LaneLease;
+import dev.postbox.core.spi.OutboxRecord;
+import dev.postbox.core.spi.RelayPublisher;
+import dev.postbox.core.spi.RelayPublisher.PublishOutcome;
+import dev.postbox.core.time.FakeTime;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The publishing thread's loop on fake time, run on the test thread: the purge schedule, and no
+ * claim once the leases are no longer surely valid. Waiting for work advances the fake time; the
+ * loop stops after a set number of waits. Nothing sleeps.
+ */
+class PublishPipelineTest {
+
+  private static final Duration TTL = Duration.ofSeconds(10);
+  private static final Duration POLL = Duration.ofSeconds(1);
+
+  private final FakeTime time = FakeTime.create();
+  private final long origin = time.nanos();
+
+  @Test
+  void anIdleRelayPurgesOncePerPurgeInterval() {
+    EmptyStore store = new EmptyStore(time, 95);
+    LaneOwnership lanes = lanes(store, Duration.ofMinutes(10));
+    lanes.heartbeat();
+    pipeline(store, lanes).run();
+    assertThat(store.purges)
+        .containsExactly(
+            Duration.ZERO, Duration.ofSeconds(30), Duration.ofSeconds(60), Duration.ofSeconds(90));
+  }
+
+  @Test
+  void noClaimOnceTheLeasesAreNoLongerSurelyValid() {
+    EmptyStore store = new EmptyStore(time, 12);
+    LaneOwnership lanes = lanes(store, TTL); // not renewed: valid until 8 s
+    lanes.heartbeat();
+    pipeline(store, lanes).run();
+    assertThat(store.claims)
+        .as("claims while valid, none from 4/5 of the TTL on")
+        .allMatch(t -> t.compareTo(Duration.ofSeconds(8)) < 0)
+        .contains(Duration.ofSeconds(7));
+    assertThat(store.waits).as("it keeps waiting for work meanwhile").isEqualTo(12);
+  }
+
+  private LaneOwnership lanes(EmptyStore store, Duration ttl) {
+    return new LaneOwnership(
+        "relay-1",
+        "relay-1#test",
+        store,
+        ttl,
+        ttl.dividedBy(4),
+        time,
+        time,
+        RelayListener.NONE,
+        () -> {});
+  }
+
+  private PublishPipeline pipeline(EmptyStore store, LaneOwnership lanes) {
+    RelayEngine.Config config =
+        new RelayEngine.Config(
+            "relay-1",
+            10,
+            TTL,
+            TTL.dividedBy(4),
+            POLL,
+            Duration.ofHours(1),
+            Duration.ofSeconds(30),
+            Duration.ofSeconds(5),
+            new Backoff(Duration.ofMillis(100), Duration.ofSeconds(30), 2, 0.5),
+            time,
+            RelayListener.NONE,
+            PostboxMetrics.noop(),
+            Duration.ofSeconds(60),
+            UnpublishableRows.BLOCK_KEY,
+            time,
+            time);
+    RelayMeters meters =
+        new RelayMeters("relay-1", PostboxMetrics.noop(), Duration.ofSeconds(60), lanes::count);
+    return new PublishPipeline(
+        config,
+        "relay-1#test",
+        store,
+        new NoPublisher(),
+        lanes,
+        meters,
+        RelayListener.NONE,
+        () -> store.waits < store.maxWaits);
+  }
+
+  /** One lane, no rows: records when it claimed, purged and waited; a wait advances the time. */
+  private final class EmptyStore extends OneLaneMemoryStore {
+    private final FakeTime time;
+    private final int maxWaits;
+    final List<Duration> claims = new ArrayList<>();
+    final List<Duration> purges = new ArrayList<>();
+    int waits;
+
+    EmptyStore(FakeTime time, int maxWaits) {
+      this.time = time;
+      this.maxWaits = maxWaits;
+    }
+
+    private Duration now() {
+      return Duration.ofNanos(time.nanos() - origin);
+    }
+
+    @Override
+    public synchronized List<OutboxRecord> claim(
+        String instanceId,
+        Collection<LaneLease> leases,
+        int limit,
+        java.util.Set<Long> exceptPositions) {
+      claims.add(now());
+      return List.of();
+    }
+
+    @Override
+    public int purgePublished(Collection<LaneLease> leases, Duration retention, int limit) {
+      purges.add(now());
+      return 0;
+    }
+
+    @Override
+    public boolean awaitWork(Duration timeout) throws InterruptedException {
+      waits++;
+      time.sleep(timeout);
+      return false;
+    }
+
+    @Override
+    public int markFailed(
+        String instanceId, Collection<LaneLease> leases, List<OutboxRecord> records, String e) {
+      throw new AssertionError("nothing fails here");
+    }
+  }
+
+  /** A publisher that is never called (no rows). */
+  private static final class NoPublisher implements RelayPublisher {
+    @Override
+    public List<PublishOutcome> publish(List<Message> messages) {
+      throw new AssertionError("nothing to publish");
+    }
+
+    @Override
+    public void close() {}
+  }
+
+  @Test
+  void aSettlementSortsOutcomesAndRetriesNothingHeldBehindAnUnpublishableRow() {
+    List<OutboxRecord> batch = List.of(row(1, "A"), row(2, "K"), row(3, "K"), row(4, "C"));
+    RuntimeException tooLarge = new RuntimeException("too large");
+    RuntimeException down = new RuntimeException("broker unavailable");
+    Settlement s =
+        Settlement.of(
+            batch,
+            List.of(
+                PublishOutcome.ACKNOWLEDGED,
+                new PublishOutcome.Failed(tooLarge, true),
+                new PublishOutcome.Failed(down, false),
+                new PublishOutcome.Failed(down, false)));
+    assertThat(s.acked()).extracting(OutboxRecord::position).containsExactly(1L);
+    assertThat(s.failures()).hasSize(3);
+    assertThat(s.unpublishable()).extracting(f -> f.row().position()).containsExactly(2L);
+    assertThat(s.retried()).as("row 3 waits behind row 2 of its key; row 4 is retried").isOne();
+  }
+
+  private static OutboxRecord row(long position, String key) {
+    Message m = Message.builder("t", "x").key(key).jsonPayload("{}").build();
+    return new OutboxRecord(position, 0, m, Instant.EPOCH, 0);
+  }
+}

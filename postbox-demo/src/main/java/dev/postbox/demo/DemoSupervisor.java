@@ -1,0 +1,183 @@
+package dev.postbox.demo;
+
+import dev.postbox.core.CrashPoints;
+import dev.postbox.testkit.ChildJvm;
+import dev.postbox.testkit.ProcessSupervisor;
+import dev.postbox.testkit.ProcessSupervisor.Supervised;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+
+/**
+ * Runs the relay processes and the inventory process on the test kit's {@link ProcessSupervisor}
+ * and restarts any that dies. The first relay is armed to halt between the broker's acknowledgement
+ * and the mark at the batch given by --crash-at-batch; the first inventory process is armed to halt
+ * between an effect's commit and its offset commit at the delivery given by --consumer-crash-at.
+ * Halts at a crash point are counted.
+ */
+final class DemoSupervisor {
+
+  /** Where the children connect to, and where their logs go. */
+  record Settings(
+      String jdbcUrl,
+      String bootstrap,
+      String ordersTopic,
+      String stockTopic,
+      String inventoryGroup,
+      int relays,
+      int crashAtBatch,
+      int consumerCrashAt,
+      Path workDir) {}
+
+  /** A supervised process and what its crash point means. */
+  private record Member(
+      Supervised process,
+      boolean relay,
+      String crash, // what a halt at its crash point means
+      AtomicInteger crashes) {}
+
+  private final Settings settings;
+  private final PrintStream out;
+  private final DemoMetrics metrics;
+  private final AtomicInteger relayCrashes = new AtomicInteger();
+  private final AtomicInteger consumerCrashes = new AtomicInteger();
+  private final Map<Supervised, Member> members = new ConcurrentHashMap<>();
+  private final List<Member> order = new ArrayList<>(); // in start order
+  private final ProcessSupervisor supervisor =
+      new ProcessSupervisor(Duration.ofMillis(100), this::exited);
+
+  DemoSupervisor(Settings settings, PrintStream out, DemoMetrics metrics) {
+    this.settings = settings;
+    this.out = out;
+    this.metrics = metrics;
+  }
+
+  /** Relay halts at their crash point so far. */
+  int relayCrashes() {
+    return relayCrashes.get();
+  }
+
+  /** Inventory halts at their crash point so far. */
+  int consumerCrashes() {
+    return consumerCrashes.get();
+  }
+
+  /** Starts the relays and the inventory, waits until each started, then supervises them. */
+  void start() {
+    for (int i = 0; i < settings.relays(); i++) {
+      int index = i;
+      add(
+          relayId(i),
+          true,
+          "relay.after-ack-before-mark (acked, not marked)",
+          relayCrashes,
+          c -> relay(index));
+    }
+    add(
+        "inventory",
+        false,
+        "consumer.after-effect-before-offset-commit (effect committed, offset not)",
+        consumerCrashes,
+        this::inventory);
+    // only the first incarnation is armed: the first relay's and the inventory's
+    supervisor.armer(c -> c.incarnation() == 1 ? crashPointOf(members.get(c)) : Optional.empty());
+    for (Member m : order) {
+      supervisor.want(m.process());
+    }
+    for (Member m : order) {
+      m.process().jvm().orElseThrow().awaitLogLine("started", Duration.ofSeconds(60));
+    }
+    supervisor.startWatching();
+  }
+
+  private void add(
+      String name,
+      boolean relay,
+      String crash,
+      AtomicInteger crashes,
+      Function<Supervised, ChildJvm.Builder> launcher) {
+    Member m = new Member(supervisor.add(name, launcher::apply), relay, crash, crashes);
+    members.put(m.process(), m);
+    order.add(m);
+  }
+
+  private Optional<String> crashPointOf(Member m) {
+    if (m.relay()) {
+      return m.process().name().equals(relayId(0)) && settings.crashAtBatch() > 0
+          ? Optional.of("relay.after-ack-before-mark@" + settings.crashAtBatch())
+          : Optional.empty();
+    }
+    return settings.consumerCrashAt() > 0
+        ? Optional.of("consumer.after-effect-before-offset-commit@" + settings.consumerCrashAt())
+        : Optional.empty();
+  }
+
+  private static String relayId(int i) {
+    return "relay-" + (char) ('a' + i);
+  }
+
+  private ChildJvm.Builder relay(int i) {
+    String id = relayId(i);
+    return ChildJvm.builder(RelayProcess.class)
+        .args(
+            settings.jdbcUrl(),
+            settings.bootstrap(),
+            id,
+            "3000",
+            "--duplicate-publish=" + ShopEvents.ORDER_CREATED)
+        .jvmOptions(
+            "-Xmx256m",
+            "--enable-native-access=ALL-UNNAMED",
+            "-Dorg.slf4j.simpleLogger.log.dev.postbox=debug")
+        .systemProperty(MetricsEndpoint.PORT_PROPERTY, Integer.toString(metrics.portFor(id)))
+        .log(settings.workDir().resolve(id + ".log"));
+  }
+
+  private ChildJvm.Builder inventory(Supervised c) {
+    return ChildJvm.builder(InventoryProcess.class)
+        .args(
+            settings.jdbcUrl(),
+            settings.bootstrap(),
+            settings.ordersTopic(),
+            settings.stockTopic(),
+            settings.inventoryGroup(),
+            Integer.toString(c.incarnation()))
+        .jvmOptions(
+            "-Xmx256m",
+            "--enable-native-access=ALL-UNNAMED",
+            "-Dorg.slf4j.simpleLogger.log.dev.postbox=debug")
+        .systemProperty(
+            MetricsEndpoint.PORT_PROPERTY, Integer.toString(metrics.portFor("inventory")))
+        .log(settings.workDir().resolve("inventory.log"));
+  }
+
+  /** A child died by itself (it is restarted, unarmed, right after this). */
+  private void exited(Supervised c, ChildJvm jvm) {
+    if (!c.expectedDeath().isEmpty()) {
+      return;
+    }
+    Member m = members.get(c);
+    int code = jvm.exitCode().orElse(-1);
+    if (code == CrashPoints.EXIT_CODE) {
+      m.crashes().incrementAndGet();
+      out.printf("%s halted at crash point %s; restarting%n", c.name(), m.crash());
+    } else {
+      out.printf("%s exited with %d; restarting (log: %s)%n", c.name(), code, jvm.log());
+    }
+  }
+
+  /** Stops the inventory first (so that it commits its offsets), then the relays. */
+  void stop() throws InterruptedException {
+    List<Supervised> stopOrder =
+        new ArrayList<>(order.stream().filter(m -> !m.relay()).map(Member::process).toList());
+    stopOrder.addAll(order.stream().filter(Member::relay).map(Member::process).toList());
+    supervisor.stopAll(stopOrder, "end of demo", Duration.ofSeconds(20));
+  }
+}

@@ -1,0 +1,281 @@
+package dev.postbox.verify;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.postbox.jdbc.PostboxMigrations;
+import dev.postbox.testkit.KafkaBroker;
+import dev.postbox.testkit.PostgresServer;
+import dev.postbox.verify.Fleet.Child;
+import dev.postbox.verify.Fleet.Role;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.sql.Timestamp;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.Properties;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+
+/**
+ * The system a campaign runs on: PostgreSQL (its own process, synchronous commit on), a Kafka
+ * broker (its own JVM), the harness schema and topic, and the fleet of producers, relays and
+ * consumers (each its own JVM); and what the scenarios need of it (the history checker, the servers
+ * brought back up, the phase the children are started for).
+ */
+final class CampaignEnvironment implements AutoCloseable {
+
+  private final Campaign.Settings settings;
+  private final PrintStream out;
+  private final FaultLog log;
+  private PostgresServer pg;
+  private KafkaBroker kafka;
+  private HikariDataSource ds;
+  private Admin admin;
+  private TopicReader reader;
+  private HistoryChecker checker;
+  private Fleet fleet;
+  private final List<Child> producers = new ArrayList<>();
+  private String topic;
+  private volatile int phase;
+  // whether the consumers run with ordered parking (the parking scenario); read at each start
+  private volatile boolean consumerParking;
+  private TransientFailures failures;
+
+  CampaignEnvironment(Campaign.Settings settings, PrintStream out, FaultLog log) {
+    this.settings = settings;
+    this.out = out;
+    this.log = log;
+  }
+
+  PostgresServer pg() {
+    return pg;
+  }
+
+  KafkaBroker kafka() {
+    return kafka;
+  }
+
+  Admin admin() {
+    return admin;
+  }
+
+  HistoryChecker checker() {
+    return checker;
+  }
+
+  Fleet fleet() {
+    return fleet;
+  }
+
+  List<Child> producers() {
+    return producers;
+  }
+
+  TransientFailures failures() {
+    return failures;
+  }
+
+  /** The phase (one per scenario round) the producers are started for. */
+  int phase() {
+    return phase;
+  }
+
+  /** Starts the next phase; returns its number. */
+  int nextPhase() {
+    return ++phase;
+  }
+
+  boolean consumerParking() {
+    return consumerParking;
+  }
+
+  /** Whether consumers started from now on run with ordered parking. */
+  void consumerParking(boolean parking) {
+    consumerParking = parking;
+  }
+
+  /**
+   * Starts PostgreSQL, the broker, the relays and the consumers (the producers wait for a phase).
+   */
+  void start() throws Exception {
+    Path dir = settings.dir();
+    out.println("postbox verify: seed " + settings.seed() + ", report directory " + dir);
+    pg =
+        PostgresServer.builder()
+            .directory(dir.resolve("postgres"))
+            .serverConfig("track_commit_timestamp", "on")
+            .build();
+    pg.start();
+    kafka =
+        KafkaBroker.builder()
+            .dataDirectory(dir.resolve("kafka"))
+            .maxHeap("384m")
+            .startupTimeout(Duration.ofMinutes(3))
+            .build();
+    kafka.start();
+    String schema = pg.createSchema("verify");
+    ds = pg.dataSource(schema, 4);
+    PostboxMigrations.migrate(ds);
+    HarnessSchema.create(ds, Campaign.KEYS);
+    topic = "verify-" + Long.toUnsignedString(settings.seed(), 36);
+    kafka.createTopic(topic, Campaign.PARTITIONS);
+    Properties ap = new Properties();
+    ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+    ap.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000);
+    ap.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 15_000);
+    admin = Admin.create(ap);
+    reader = new TopicReader(kafka.bootstrapServers(), topic, Campaign.PARTITIONS);
+    checker =
+        new HistoryChecker(ds, admin, reader, topic, Campaign.PARTITIONS, Campaign.GROUP, log);
+    fleet = new Fleet(log);
+    failures = new TransientFailures(ds, log);
+    String jdbcUrl = pg.jdbcUrl(schema);
+    String bootstrap = kafka.bootstrapServers();
+    Path logs = dir.resolve("logs");
+    for (int i = 0; i < Campaign.PRODUCERS; i++) {
+      String name = "producer-" + (char) ('a' + i);
+      int index = i;
+      producers.add(
+          fleet.add(
+              name,
+              Role.PRODUCER,
+              (incarnation, instance) ->
+                  Fleet.jvm(ProducerMain.class, logs, name, "128m")
+                      .args(
+                          jdbcUrl,
+                          topic,
+                          instance,
+                          Integer.toString(phase),
+                          Double.toString(settings.rate() / Campaign.PRODUCERS),
+                          "3",
+                          Integer.toString(Campaign.KEYS),
+                          Integer.toString(Campaign.HOT_KEYS),
+                          Long.toString(
+                              settings.seed() * 1_000_003L
+                                  + phase * 1_009L
+                                  + index * 101L
+                                  + incarnation),
+                          "20")));
+    }
+    for (int i = 0; i < Campaign.RELAYS; i++) {
+      String name = "relay-" + (char) ('a' + i);
+      fleet.add(
+          name,
+          Role.RELAY,
+          (incarnation, instance) ->
+              Fleet.jvm(RelayMain.class, logs, name, "128m")
+                  .args(jdbcUrl, bootstrap, instance, Integer.toString(Campaign.LEASE_MS), "100"));
+    }
+    for (int i = 1; i <= Campaign.CONSUMERS; i++) {
+      String name = "consumer-" + i;
+      // consumers 1 and 2 are static members (a restart takes their partitions back at once); the
+      // last one is dynamic, so its restarts make the group rebalance and revoke partitions
+      boolean staticMember = i < Campaign.CONSUMERS;
+      fleet.add(
+          name,
+          Role.CONSUMER,
+          (incarnation, instance) ->
+              Fleet.jvm(ConsumerMain.class, logs, name, "160m")
+                  // its assignment, revocations and membership-fence waits, and its state file
+                  .jvmOptions("-Dorg.slf4j.simpleLogger.log.dev.postbox.kafka=info")
+                  .systemProperty(ConsumerStateFile.PROPERTY, stateFile(name).toString())
+                  .args(
+                      jdbcUrl,
+                      bootstrap,
+                      topic,
+                      Campaign.GROUP,
+                      instance,
+                      Integer.toString(Campaign.SESSION_MS),
+                      Integer.toString(Campaign.IDLE_IN_TX_MS),
+                      staticMember ? name : "",
+                      consumerParking ? "parking" : ""));
+    }
+    for (Child c : fleet.children()) {
+      if (c.role() != Role.PRODUCER) {
+        fleet.want(c);
+      }
+    }
+    fleet.awaitStarted(Duration.ofMinutes(2));
+    out.println(
+        "started: PostgreSQL, Kafka broker, "
+            + Campaign.RELAYS
+            + " relays, "
+            + Campaign.CONSUMERS
+            + " consumers (topic "
+            + topic
+            + ", "
+            + Campaign.PARTITIONS
+            + " partitions)");
+  }
+
+  Path stateFile(String consumer) {
+    return settings.dir().resolve("logs").resolve(consumer + ".state");
+  }
+
+  /**
+   * Starts PostgreSQL and the broker if they are down, retrying (a machine under load can take
+   * longer than one start-up timeout).
+   */
+  synchronized void ensureUp() {
+    for (int attempt = 1; ; attempt++) {
+      try {
+        if (!pg.isRunning()) {
+          pg.start();
+        }
+        if (!kafka.isRunning()) {
+          kafka.start();
+        }
+        return;
+      } catch (RuntimeException e) {
+        log.note("start-retry", "attempt " + attempt + ": " + e.getMessage());
+        if (attempt >= 5) {
+          throw e;
+        }
+        if (kafka.isRunning()) {
+          kafka.kill(); // a broker that did not become ready: start it afresh
+        }
+      }
+    }
+  }
+
+  /** When PostgreSQL's postmaster started, or empty if it cannot be asked (it is down). */
+  Optional<Instant> postmasterStart() {
+    try (Connection c = ds.getConnection();
+        Statement st = c.createStatement();
+        ResultSet rs = st.executeQuery("SELECT pg_postmaster_start_time()")) {
+      rs.next();
+      Timestamp t = rs.getTimestamp(1);
+      return Optional.of(t.toInstant());
+    } catch (Exception e) {
+      return Optional.empty();
+    }
+  }
+
+  /** Kills the processes and stops the servers. */
+  @Override
+  public void close() {
+    if (fleet != null) {
+      fleet.close();
+    }
+    if (reader != null) {
+      reader.close();
+    }
+    if (admin != null) {
+      admin.close(Duration.ofSeconds(2));
+    }
+    if (ds != null) {
+      ds.close();
+    }
+    if (kafka != null) {
+      kafka.close();
+    }
+    if (pg != null) {
+      pg.close();
+    }
+  }
+}
