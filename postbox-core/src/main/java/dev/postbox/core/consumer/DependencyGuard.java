@@ -28,6 +28,21 @@ import java.util.function.Predicate;
  */
 public interface DependencyGuard {
 
+  /** Default failure percentage at or above which a breaker opens. */
+  float DEFAULT_FAILURE_RATE_THRESHOLD = 50;
+
+  /** Default calls needed before the failure rate is judged. */
+  int DEFAULT_MINIMUM_CALLS = 10;
+
+  /** Default number of recent calls the failure rate is computed over. */
+  int DEFAULT_SLIDING_WINDOW_CALLS = 20;
+
+  /** Default time a breaker stays open before a probe. */
+  Duration DEFAULT_WAIT_IN_OPEN_STATE = Duration.ofSeconds(30);
+
+  /** Default probe calls let through when half open. */
+  int DEFAULT_PROBE_CALLS = 1;
+
   /** State of one dependency's breaker. */
   enum State {
     /** Calls go through; failures are counted. */
@@ -78,11 +93,11 @@ public interface DependencyGuard {
 
   /** Builds a {@link DependencyGuard}; validates at {@link #build()}. Not thread-safe. */
   final class Builder {
-    private float failureRateThreshold = 50;
-    private int minimumCalls = 10;
-    private int slidingWindowCalls = 20;
-    private Duration waitInOpenState = Duration.ofSeconds(30);
-    private int probeCalls = 1;
+    private float failureRateThreshold = DEFAULT_FAILURE_RATE_THRESHOLD;
+    private int minimumCalls = DEFAULT_MINIMUM_CALLS;
+    private int slidingWindowCalls = DEFAULT_SLIDING_WINDOW_CALLS;
+    private Duration waitInOpenState = DEFAULT_WAIT_IN_OPEN_STATE;
+    private int probeCalls = DEFAULT_PROBE_CALLS;
     private Predicate<Throwable> countAsFailure = t -> !(t instanceof PermanentMessageException);
     private Clock clock = Clock.systemUTC();
 
