@@ -119,7 +119,7 @@ public final class KafkaRelayPublisher implements RelayPublisher {
     boolean stop = false;
     for (int i = 0; i < n; i++) {
       if (i == n / 2) {
-        CrashPoints.hit("relay.mid-batch");
+        CrashPoints.hit(CrashPoints.RELAY_MID_BATCH);
       }
       Message m = messages.get(i);
       if (stop) {

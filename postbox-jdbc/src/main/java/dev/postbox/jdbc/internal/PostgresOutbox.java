@@ -149,9 +149,9 @@ public final class PostgresOutbox implements Outbox {
         if (refused != null) {
           throw refused; // rolled back below: a swallowed failure must not look like a commit
         }
-        CrashPoints.hit("outbox.before-commit");
+        CrashPoints.hit(CrashPoints.OUTBOX_BEFORE_COMMIT);
         c.commit();
-        CrashPoints.hit("outbox.after-commit");
+        CrashPoints.hit(CrashPoints.OUTBOX_AFTER_COMMIT);
         return result;
       } catch (Throwable t) {
         try {
