@@ -30,6 +30,11 @@ enum Modules {
       "dev.postbox.micrometer",
       "dev.postbox.micrometer.MicrometerPostboxMetrics",
       Tier.INTEGRATION),
+  RESILIENCE4J(
+      "postbox-resilience4j",
+      "dev.postbox.resilience4j",
+      "dev.postbox.resilience4j.Resilience4jGuardProvider",
+      Tier.INTEGRATION),
   TESTKIT(
       "postbox-testkit",
       "dev.postbox.testkit",
@@ -46,7 +51,7 @@ enum Modules {
     LIBRARY,
     /** A store or transport adapter on core; adapters never depend on each other. */
     ADAPTER,
-    /** An optional integration on core (metrics); depends on core only. */
+    /** An optional integration on core (metrics, circuit breakers); depends on core only. */
     INTEGRATION,
     /** The test kit: infrastructure for tests and the harnesses. */
     TEST_KIT,

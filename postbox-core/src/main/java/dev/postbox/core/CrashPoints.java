@@ -1,13 +1,14 @@
 package dev.postbox.core;
 
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Named crash points: one line at an exact step of the production code ({@code
- * CrashPoints.hit("relay.after-ack-before-mark")}) where the fault-injection harness can halt the
- * JVM as {@code kill -9} would, with no shutdown hooks and no finally blocks.
+ * CrashPoints.hit(CrashPoints.RELAY_AFTER_ACK_BEFORE_MARK)}) where the fault-injection harness can
+ * halt the JVM as {@code kill -9} would, with no shutdown hooks and no finally blocks.
  *
  * <p>Inert unless the system property {@value #PROPERTY} is set when this class loads: then {@link
  * #hit(String)} is a single read of a static final field. The property lists points as {@code name}
@@ -25,6 +26,34 @@ public final class CrashPoints {
   /** Exit code of a JVM halted by a crash point. */
   public static final int EXIT_CODE = 86;
 
+  /** Producer: the outbox rows are written, the business transaction not yet committed. */
+  public static final String OUTBOX_BEFORE_COMMIT = "outbox.before-commit";
+
+  /** Producer: the business transaction with its outbox rows has committed. */
+  public static final String OUTBOX_AFTER_COMMIT = "outbox.after-commit";
+
+  /** Relay: a batch is claimed, nothing of it sent yet. */
+  public static final String RELAY_AFTER_CLAIM = "relay.after-claim";
+
+  /** Relay: part of a batch is handed to the producer, the rest not yet. */
+  public static final String RELAY_MID_BATCH = "relay.mid-batch";
+
+  /** Relay: the broker acknowledged the batch, its rows are not yet marked published. */
+  public static final String RELAY_AFTER_ACK_BEFORE_MARK = "relay.after-ack-before-mark";
+
+  /** Relay: the batch's rows are marked published. */
+  public static final String RELAY_AFTER_MARK = "relay.after-mark";
+
+  /** {@code EFFECTIVELY_ONCE} consumer: the inbox row is inserted, the effect not yet applied. */
+  public static final String CONSUMER_AFTER_INBOX_INSERT = "consumer.after-inbox-insert";
+
+  /** Consumer: the effect is committed, the record's offset not yet committed. */
+  public static final String CONSUMER_AFTER_EFFECT_BEFORE_OFFSET_COMMIT =
+      "consumer.after-effect-before-offset-commit";
+
+  /** Consumer: inside a partition revocation, before the finished prefix is committed. */
+  public static final String CONSUMER_DURING_REBALANCE = "consumer.during-rebalance";
+
   /**
    * {@code DEDUPLICATED} consumer: the handler's effect is done, its completion is not yet written
    * to the idempotency store (the at-risk window: a crash here repeats the effect once the lease
@@ -32,6 +61,25 @@ public final class CrashPoints {
    */
   public static final String CONSUMER_AFTER_EFFECT_BEFORE_IDEMPOTENCY_COMPLETE =
       "consumer.after-effect-before-idempotency-complete";
+
+  /**
+   * Every crash point of the product, the one list of their names: production code calls {@link
+   * #hit(String)} with one of the constants above, and the harnesses arm names from here ({@code
+   * CrashPointNamesTest} in {@code postbox-architecture} fails on a name in the main code that is
+   * not listed).
+   */
+  public static final List<String> ALL =
+      List.of(
+          OUTBOX_BEFORE_COMMIT,
+          OUTBOX_AFTER_COMMIT,
+          RELAY_AFTER_CLAIM,
+          RELAY_MID_BATCH,
+          RELAY_AFTER_ACK_BEFORE_MARK,
+          RELAY_AFTER_MARK,
+          CONSUMER_AFTER_INBOX_INSERT,
+          CONSUMER_AFTER_EFFECT_BEFORE_OFFSET_COMMIT,
+          CONSUMER_DURING_REBALANCE,
+          CONSUMER_AFTER_EFFECT_BEFORE_IDEMPOTENCY_COMPLETE);
 
   /** Marker printed to standard error just before the halt. */
   public static final String MARKER = "POSTBOX-CRASH";

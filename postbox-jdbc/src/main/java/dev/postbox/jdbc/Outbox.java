@@ -31,6 +31,9 @@ import javax.sql.DataSource;
  */
 public interface Outbox {
 
+  /** Default: writes lock their key so per-key commit order equals position order. */
+  boolean DEFAULT_KEY_LOCKING = true;
+
   /** An outbox on PostgreSQL with the defaults (key locking on). */
   static Outbox postgres() {
     return builder().build();
@@ -65,7 +68,7 @@ public interface Outbox {
 
   /** Builds an {@link Outbox}. Not thread-safe. */
   final class Builder {
-    private boolean keyLocking = true;
+    private boolean keyLocking = DEFAULT_KEY_LOCKING;
 
     private Builder() {}
 

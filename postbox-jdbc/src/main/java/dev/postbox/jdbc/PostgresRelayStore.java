@@ -14,6 +14,9 @@ import javax.sql.DataSource;
  */
 public final class PostgresRelayStore {
 
+  /** Default: wait for {@code NOTIFY} on new rows (otherwise the relay only polls). */
+  public static final boolean DEFAULT_NOTIFICATIONS = true;
+
   private PostgresRelayStore() {}
 
   /** A store on {@code dataSource} with notifications on. */
@@ -29,7 +32,7 @@ public final class PostgresRelayStore {
   /** Builds a PostgreSQL {@link RelayStore}. Not thread-safe. */
   public static final class Builder {
     private final DataSource dataSource;
-    private boolean notifications = true;
+    private boolean notifications = DEFAULT_NOTIFICATIONS;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");

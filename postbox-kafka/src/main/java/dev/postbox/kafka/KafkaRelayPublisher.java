@@ -45,6 +45,28 @@ import org.slf4j.LoggerFactory;
  */
 public final class KafkaRelayPublisher implements RelayPublisher {
 
+  /**
+   * Producer properties set by default, before {@link Builder#producerProperty} (which may override
+   * them): {@code linger.ms=5}, {@code batch.size=131072}, {@code compression.type=lz4}, {@code
+   * client.id=postbox-relay}.
+   */
+  public static final Map<String, Object> DEFAULT_PRODUCER_PROPERTIES =
+      Map.of(
+          ProducerConfig.LINGER_MS_CONFIG,
+          5,
+          ProducerConfig.BATCH_SIZE_CONFIG,
+          131_072,
+          ProducerConfig.COMPRESSION_TYPE_CONFIG,
+          "lz4",
+          ProducerConfig.CLIENT_ID_CONFIG,
+          "postbox-relay");
+
+  /** Default time a record may wait for acknowledgement ({@code delivery.timeout.ms}). */
+  public static final Duration DEFAULT_DELIVERY_TIMEOUT = Duration.ofSeconds(120);
+
+  /** Default time a send waits for a topic's metadata ({@code max.block.ms}). */
+  public static final Duration DEFAULT_METADATA_WAIT = Duration.ofSeconds(5);
+
   private static final Logger log = LoggerFactory.getLogger(KafkaRelayPublisher.class);
 
   private final Map<String, Object> config;
@@ -97,7 +119,7 @@ public final class KafkaRelayPublisher implements RelayPublisher {
     boolean stop = false;
     for (int i = 0; i < n; i++) {
       if (i == n / 2) {
-        CrashPoints.hit("relay.mid-batch");
+        CrashPoints.hit(CrashPoints.RELAY_MID_BATCH);
       }
       Message m = messages.get(i);
       if (stop) {
@@ -251,12 +273,10 @@ public final class KafkaRelayPublisher implements RelayPublisher {
 
     private Builder(String bootstrapServers) {
       config = new ClientSettings(bootstrapServers);
-      config.put(ProducerConfig.LINGER_MS_CONFIG, 5);
-      config.put(ProducerConfig.BATCH_SIZE_CONFIG, 131_072);
-      config.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
-      config.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 120_000);
-      config.put(ProducerConfig.CLIENT_ID_CONFIG, "postbox-relay");
-      config.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 5_000);
+      DEFAULT_PRODUCER_PROPERTIES.forEach(config::put);
+      config.put(
+          ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, (int) DEFAULT_DELIVERY_TIMEOUT.toMillis());
+      config.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, (int) DEFAULT_METADATA_WAIT.toMillis());
     }
 
     /** Sets a producer property (for example {@code delivery.timeout.ms}, security settings). */

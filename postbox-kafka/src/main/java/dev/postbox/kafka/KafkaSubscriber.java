@@ -37,6 +37,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -83,6 +85,34 @@ import org.slf4j.LoggerFactory;
  * thread).
  */
 public final class KafkaSubscriber implements AutoCloseable {
+
+  /**
+   * Consumer properties set by default, before {@link Builder#consumerProperty} (which may override
+   * them): {@code isolation.level=read_committed}, {@code auto.offset.reset=earliest},
+   * cooperative-sticky assignment.
+   */
+  public static final Map<String, Object> DEFAULT_CONSUMER_PROPERTIES =
+      Map.of(
+          ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
+          ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest",
+          ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+              CooperativeStickyAssignor.class.getName());
+
+  /** Default delays of the parked retries. */
+  public static final List<Duration> DEFAULT_PARKING_TIERS =
+      List.of(Duration.ofSeconds(10), Duration.ofMinutes(1), Duration.ofMinutes(10));
+
+  /** Default: the rest of a parked key goes on when its head is dead-lettered. */
+  public static final boolean DEFAULT_BLOCK_KEY_AFTER_DEAD_LETTER = false;
+
+  /** Default: an inbox retention shorter than a topic's retention is refused at start. */
+  public static final boolean DEFAULT_FORCE_INBOX_RETENTION = false;
+
+  /** Default: an idempotency TTL shorter than a topic's retention is refused at start. */
+  public static final boolean DEFAULT_FORCE_IDEMPOTENCY_TTL = false;
+
+  /** Default interval between purges of inbox records older than the inbox retention. */
+  public static final Duration DEFAULT_INBOX_PURGE_INTERVAL = Duration.ofMinutes(10);
 
   private static final Logger log = LoggerFactory.getLogger(KafkaSubscriber.class);
 
@@ -351,16 +381,15 @@ public final class KafkaSubscriber implements AutoCloseable {
     private InboxStore inbox;
     private IdempotencyStore idempotencyStore;
     private DuplicateListener onDuplicate = DuplicateListener.ignore();
-    private boolean forceIdempotencyTtl;
+    private boolean forceIdempotencyTtl = DEFAULT_FORCE_IDEMPOTENCY_TTL;
     private DeadLetterStore deadLetters;
     private ParkingStore parking;
-    private List<Duration> parkingTiers =
-        List.of(Duration.ofSeconds(10), Duration.ofMinutes(1), Duration.ofMinutes(10));
-    private boolean blockKeyAfterDeadLetter;
+    private List<Duration> parkingTiers = DEFAULT_PARKING_TIERS;
+    private boolean blockKeyAfterDeadLetter = DEFAULT_BLOCK_KEY_AFTER_DEAD_LETTER;
     private List<Duration> retryTiers;
     private java.time.Clock clock = java.time.Clock.systemUTC();
-    private boolean forceInboxRetention;
-    private Duration inboxPurgeInterval = Duration.ofMinutes(10);
+    private boolean forceInboxRetention = DEFAULT_FORCE_INBOX_RETENTION;
+    private Duration inboxPurgeInterval = DEFAULT_INBOX_PURGE_INTERVAL;
     private PostboxMetrics metrics = PostboxMetrics.noop();
     private io.opentelemetry.api.OpenTelemetry openTelemetry;
     private Ticker ticker = Ticker.SYSTEM;

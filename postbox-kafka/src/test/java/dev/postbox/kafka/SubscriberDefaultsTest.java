@@ -44,4 +44,12 @@ class SubscriberDefaultsTest {
     assertThat(s.consumerConfig())
         .containsEntry(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, 123_456);
   }
+
+  @Test
+  void theDocumentedConsumerPropertiesAreTheOnesApplied() {
+    KafkaSubscriber s =
+        KafkaSubscriber.builder("127.0.0.1:1", subscription().build()).handler(d -> {}).build();
+    assertThat(s.consumerConfig())
+        .containsAllEntriesOf(KafkaSubscriber.DEFAULT_CONSUMER_PROPERTIES);
+  }
 }

@@ -33,6 +33,12 @@ public interface RedisIdempotencyStore extends IdempotencyStore, AutoCloseable {
   /** The default key prefix. */
   String DEFAULT_PREFIX = "idempotency:";
 
+  /** The default key prefix of the builder (the same as {@link #DEFAULT_PREFIX}). */
+  String DEFAULT_KEY_PREFIX = DEFAULT_PREFIX;
+
+  /** The default longest wait for one Redis command. */
+  Duration DEFAULT_COMMAND_TIMEOUT = Duration.ofSeconds(5);
+
   /** The default time to live of a completed key: 168 hours (7 days). */
   Duration DEFAULT_TTL = Duration.ofHours(168);
 
@@ -54,8 +60,8 @@ public interface RedisIdempotencyStore extends IdempotencyStore, AutoCloseable {
   /** Builds a {@link RedisIdempotencyStore}; validates at {@link #build()}. Not thread-safe. */
   final class Builder {
     private final String redisUri;
-    private String keyPrefix = DEFAULT_PREFIX;
-    private Duration commandTimeout = Duration.ofSeconds(5);
+    private String keyPrefix = DEFAULT_KEY_PREFIX;
+    private Duration commandTimeout = DEFAULT_COMMAND_TIMEOUT;
 
     private Builder(String redisUri) {
       this.redisUri = Objects.requireNonNull(redisUri, "redisUri");

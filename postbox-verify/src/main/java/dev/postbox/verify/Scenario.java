@@ -1,5 +1,6 @@
 package dev.postbox.verify;
 
+import dev.postbox.core.CrashPoints;
 import java.util.List;
 import java.util.Set;
 
@@ -46,17 +47,17 @@ record Scenario(
 
   static final List<String> RELAY_POINTS =
       List.of(
-          "relay.after-claim",
-          "relay.mid-batch",
-          "relay.after-ack-before-mark",
-          "relay.after-mark");
+          CrashPoints.RELAY_AFTER_CLAIM,
+          CrashPoints.RELAY_MID_BATCH,
+          CrashPoints.RELAY_AFTER_ACK_BEFORE_MARK,
+          CrashPoints.RELAY_AFTER_MARK);
   static final List<String> CONSUMER_POINTS =
       List.of(
-          "consumer.after-inbox-insert",
-          "consumer.after-effect-before-offset-commit",
-          "consumer.during-rebalance");
+          CrashPoints.CONSUMER_AFTER_INBOX_INSERT,
+          CrashPoints.CONSUMER_AFTER_EFFECT_BEFORE_OFFSET_COMMIT,
+          CrashPoints.CONSUMER_DURING_REBALANCE);
   static final List<String> PRODUCER_POINTS =
-      List.of("outbox.before-commit", "outbox.after-commit");
+      List.of(CrashPoints.OUTBOX_BEFORE_COMMIT, CrashPoints.OUTBOX_AFTER_COMMIT);
 
   /** The database's faults: fast restart, crash (SIGKILL, then crash recovery), killed sessions. */
   static final Set<Fault> DATABASE_FAULTS =
@@ -95,13 +96,13 @@ record Scenario(
   /** The highest hit count a crash point is armed at (small enough to fire under the load). */
   static int maxHits(String point) {
     return switch (point) {
-      case "consumer.during-rebalance" -> 1;
-      case "relay.after-claim",
-          "relay.mid-batch",
-          "relay.after-ack-before-mark",
-          "relay.after-mark" ->
+      case CrashPoints.CONSUMER_DURING_REBALANCE -> 1;
+      case CrashPoints.RELAY_AFTER_CLAIM,
+          CrashPoints.RELAY_MID_BATCH,
+          CrashPoints.RELAY_AFTER_ACK_BEFORE_MARK,
+          CrashPoints.RELAY_AFTER_MARK ->
           3;
-      case "outbox.before-commit", "outbox.after-commit" -> 10;
+      case CrashPoints.OUTBOX_BEFORE_COMMIT, CrashPoints.OUTBOX_AFTER_COMMIT -> 10;
       default -> 6;
     };
   }

@@ -1,9 +1,12 @@
 package dev.postbox.core.consumer;
 
 import dev.postbox.core.PermanentMessageException;
+import dev.postbox.core.spi.DependencyGuardProvider;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Iterator;
 import java.util.Objects;
+import java.util.ServiceLoader;
 import java.util.concurrent.Callable;
 import java.util.function.Predicate;
 
@@ -18,15 +21,34 @@ import java.util.function.Predicate;
  * After the wait, the next call is a probe: if it succeeds the breaker closes, if it fails the
  * breaker opens again.
  *
- * <p>Backed by Resilience4j's count-based circuit breaker. Defaults: the breaker opens when at
- * least 50 % of the last 20 calls failed, once at least 10 calls were made; it stays open 30 s; 1
- * probe call; every exception counts as a failure except {@link PermanentMessageException} (a
- * rejected message is not the dependency's fault); the system UTC clock.
+ * <p>The breakers come from the optional module {@code postbox-resilience4j} (Resilience4j's
+ * count-based circuit breaker), found through {@link DependencyGuardProvider}: add it to use a
+ * guard; {@link Builder#build()} without it fails with an {@link IllegalStateException} that says
+ * so. Core keeps this API and validates the settings, so that resilience4j is not a dependency of
+ * every user. Defaults (the {@code DEFAULT_*} constants here): the breaker opens when at least 50 %
+ * of the last 20 calls failed, once at least 10 calls were made; it stays open 30 s; 1 probe call;
+ * every exception counts as a failure except {@link PermanentMessageException} (a rejected message
+ * is not the dependency's fault); the system UTC clock.
  *
  * <p>Breakers are created on first use of a name and kept for the guard's life: use a fixed set of
  * names. Thread-safe; share one guard per dependency set (typically per application).
  */
 public interface DependencyGuard {
+
+  /** Default failure percentage at or above which a breaker opens. */
+  float DEFAULT_FAILURE_RATE_THRESHOLD = 50;
+
+  /** Default calls needed before the failure rate is judged. */
+  int DEFAULT_MINIMUM_CALLS = 10;
+
+  /** Default number of recent calls the failure rate is computed over. */
+  int DEFAULT_SLIDING_WINDOW_CALLS = 20;
+
+  /** Default time a breaker stays open before a probe. */
+  Duration DEFAULT_WAIT_IN_OPEN_STATE = Duration.ofSeconds(30);
+
+  /** Default probe calls let through when half open. */
+  int DEFAULT_PROBE_CALLS = 1;
 
   /** State of one dependency's breaker. */
   enum State {
@@ -76,13 +98,72 @@ public interface DependencyGuard {
   /** The state of {@code dependency}'s breaker ({@code CLOSED} if it was never called). */
   State state(String dependency);
 
+  /**
+   * The validated settings of a guard, what {@link Builder#build()} hands to the {@link
+   * DependencyGuardProvider}. Checked on construction, so a provider never sees a bad value.
+   *
+   * @param failureRateThreshold failure percentage, in (0, 100], at or above which a breaker opens
+   * @param minimumCalls calls needed before the failure rate is judged, at least 1
+   * @param slidingWindowCalls recent calls the failure rate is computed over, at least {@code
+   *     minimumCalls}
+   * @param waitInOpenState how long a breaker stays open before a probe, positive
+   * @param probeCalls probe calls let through when half open, at least 1
+   * @param countAsFailure which exceptions count against the dependency
+   * @param clock the clock of the open-state wait
+   */
+  record Settings(
+      float failureRateThreshold,
+      int minimumCalls,
+      int slidingWindowCalls,
+      Duration waitInOpenState,
+      int probeCalls,
+      Predicate<Throwable> countAsFailure,
+      Clock clock) {
+
+    /**
+     * @throws IllegalArgumentException if a setting is out of range, or {@code minimumCalls}
+     *     exceeds {@code slidingWindowCalls}
+     */
+    public Settings {
+      Objects.requireNonNull(waitInOpenState, "waitInOpenState");
+      Objects.requireNonNull(countAsFailure, "countAsFailure");
+      Objects.requireNonNull(clock, "clock");
+      if (!(failureRateThreshold > 0 && failureRateThreshold <= 100)) {
+        throw new IllegalArgumentException(
+            "failureRateThreshold must be in (0, 100], was " + failureRateThreshold);
+      }
+      if (minimumCalls < 1) {
+        throw new IllegalArgumentException("minimumCalls must be >= 1, was " + minimumCalls);
+      }
+      if (slidingWindowCalls < 1) {
+        throw new IllegalArgumentException(
+            "slidingWindowCalls must be >= 1, was " + slidingWindowCalls);
+      }
+      if (minimumCalls > slidingWindowCalls) {
+        throw new IllegalArgumentException(
+            "minimumCalls ("
+                + minimumCalls
+                + ") must not exceed slidingWindowCalls ("
+                + slidingWindowCalls
+                + ")");
+      }
+      if (waitInOpenState.isNegative() || waitInOpenState.isZero()) {
+        throw new IllegalArgumentException(
+            "waitInOpenState must be positive, was " + waitInOpenState);
+      }
+      if (probeCalls < 1) {
+        throw new IllegalArgumentException("probeCalls must be >= 1, was " + probeCalls);
+      }
+    }
+  }
+
   /** Builds a {@link DependencyGuard}; validates at {@link #build()}. Not thread-safe. */
   final class Builder {
-    private float failureRateThreshold = 50;
-    private int minimumCalls = 10;
-    private int slidingWindowCalls = 20;
-    private Duration waitInOpenState = Duration.ofSeconds(30);
-    private int probeCalls = 1;
+    private float failureRateThreshold = DEFAULT_FAILURE_RATE_THRESHOLD;
+    private int minimumCalls = DEFAULT_MINIMUM_CALLS;
+    private int slidingWindowCalls = DEFAULT_SLIDING_WINDOW_CALLS;
+    private Duration waitInOpenState = DEFAULT_WAIT_IN_OPEN_STATE;
+    private int probeCalls = DEFAULT_PROBE_CALLS;
     private Predicate<Throwable> countAsFailure = t -> !(t instanceof PermanentMessageException);
     private Clock clock = Clock.systemUTC();
 
@@ -138,42 +219,36 @@ public interface DependencyGuard {
      *
      * @throws IllegalArgumentException if a setting is out of range, or {@code minimumCalls}
      *     exceeds {@code slidingWindowCalls}
+     * @throws IllegalStateException if no {@link DependencyGuardProvider} is on the class path (add
+     *     {@code dev.postbox:postbox-resilience4j})
      */
     public DependencyGuard build() {
-      if (!(failureRateThreshold > 0 && failureRateThreshold <= 100)) {
-        throw new IllegalArgumentException(
-            "failureRateThreshold must be in (0, 100], was " + failureRateThreshold);
+      Settings settings =
+          new Settings(
+              failureRateThreshold,
+              minimumCalls,
+              slidingWindowCalls,
+              waitInOpenState,
+              probeCalls,
+              countAsFailure,
+              clock);
+      return provider().create(settings);
+    }
+
+    private static DependencyGuardProvider provider() {
+      for (ClassLoader loader :
+          new ClassLoader[] {
+            DependencyGuard.class.getClassLoader(), Thread.currentThread().getContextClassLoader()
+          }) {
+        Iterator<DependencyGuardProvider> found =
+            ServiceLoader.load(DependencyGuardProvider.class, loader).iterator();
+        if (found.hasNext()) {
+          return found.next();
+        }
       }
-      if (minimumCalls < 1) {
-        throw new IllegalArgumentException("minimumCalls must be >= 1, was " + minimumCalls);
-      }
-      if (slidingWindowCalls < 1) {
-        throw new IllegalArgumentException(
-            "slidingWindowCalls must be >= 1, was " + slidingWindowCalls);
-      }
-      if (minimumCalls > slidingWindowCalls) {
-        throw new IllegalArgumentException(
-            "minimumCalls ("
-                + minimumCalls
-                + ") must not exceed slidingWindowCalls ("
-                + slidingWindowCalls
-                + ")");
-      }
-      if (waitInOpenState.isNegative() || waitInOpenState.isZero()) {
-        throw new IllegalArgumentException(
-            "waitInOpenState must be positive, was " + waitInOpenState);
-      }
-      if (probeCalls < 1) {
-        throw new IllegalArgumentException("probeCalls must be >= 1, was " + probeCalls);
-      }
-      return new CircuitBreakerDependencyGuard(
-          failureRateThreshold,
-          minimumCalls,
-          slidingWindowCalls,
-          waitInOpenState,
-          probeCalls,
-          countAsFailure,
-          clock);
+      throw new IllegalStateException(
+          "no DependencyGuard implementation on the class path: add the module"
+              + " dev.postbox:postbox-resilience4j (it provides the circuit breakers)");
     }
   }
 }

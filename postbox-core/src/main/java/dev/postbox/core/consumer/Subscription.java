@@ -6,7 +6,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Locale;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Properties;
@@ -21,49 +20,239 @@ import java.util.Set;
  * most 1,000 records in flight (then partitions are paused); batch size 1 (no batching); no tenant
  * requirement; {@code FailureHandlers.of(RetryPolicy.defaults())} (3 attempts within 1 min, 100 ms
  * doubling to 5 s); inbox retention 7 days; idempotency TTL 168 hours and lease 60 s ({@code
- * DEDUPLICATED}); shutdown and revocation wait 30 s for records in flight. Immutable and
- * thread-safe.
+ * DEDUPLICATED}); shutdown and revocation wait 30 s for records in flight. Each is a {@code
+ * DEFAULT_*} constant here.
  *
- * @param name the consumer group id, also the consumer's name in the inbox
- * @param topics topics to read
- * @param guarantee what the subscription promises per message
- * @param ordering how records are ordered
- * @param concurrency most records handled at the same time
- * @param maxInFlight most records read but not finished; above it, reading pauses
- * @param batchSize records per batch for a {@link BatchHandler} (1 = no batching)
- * @param allowedTenants when not empty, messages must carry one of these tenants
- * @param eventTypes the registry for {@link Delivery#decoded()}; when present, unregistered types
- *     are ignored (counted, logged once per type) and never reach the handler
- * @param failureHandler decides retries and receives given-up messages
- * @param inboxRetention how long dedupe records are kept ({@code EFFECTIVELY_ONCE})
- * @param shutdownTimeout how long close and partition revocation wait for records in flight
- * @param idempotencyTtl how long the idempotency store keeps a completed message id and its result
- *     ({@code DEDUPLICATED})
- * @param idempotencyLease the processing lease of a claimed message id ({@code DEDUPLICATED}): the
- *     longest a handler may run; after it another delivery of the id may run the effect again
+ * <p>Built only by its {@link Builder} (no public constructor), so every subscription passed its
+ * {@link Builder#build()} checks. Immutable and thread-safe; equal when all settings are equal.
  */
-public record Subscription(
-    String name,
-    List<String> topics,
-    DeliveryGuarantee guarantee,
-    Ordering ordering,
-    int concurrency,
-    int maxInFlight,
-    int batchSize,
-    Set<String> allowedTenants,
-    Optional<EventTypes> eventTypes,
-    FailureHandler failureHandler,
-    Duration inboxRetention,
-    Duration shutdownTimeout,
-    Duration idempotencyTtl,
-    Duration idempotencyLease) {
+public final class Subscription {
 
   /** Property prefix of {@link #fromProperties}: {@code postbox.subscriptions.<name>.}. */
   public static final String PREFIX = "postbox.subscriptions.";
 
-  public Subscription {
-    topics = List.copyOf(topics);
-    allowedTenants = Set.copyOf(allowedTenants);
+  /** Default delivery guarantee. */
+  public static final DeliveryGuarantee DEFAULT_GUARANTEE = DeliveryGuarantee.AT_LEAST_ONCE;
+
+  /** Default ordering: per key, keys in parallel. */
+  public static final Ordering DEFAULT_ORDERING = Ordering.KEY;
+
+  /** Default most records handled at the same time. */
+  public static final int DEFAULT_CONCURRENCY = 16;
+
+  /** Default most records read but not finished before partitions pause. */
+  public static final int DEFAULT_MAX_IN_FLIGHT = 1_000;
+
+  /** Default batch size: 1, no batching. */
+  public static final int DEFAULT_BATCH_SIZE = 1;
+
+  /** Default time inbox dedupe records are kept. */
+  public static final Duration DEFAULT_INBOX_RETENTION = Duration.ofDays(7);
+
+  /** Default time close and revocation wait for records in flight. */
+  public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
+
+  /** Default time a completed message id and its result are kept ({@code DEDUPLICATED}). */
+  public static final Duration DEFAULT_IDEMPOTENCY_TTL = Duration.ofDays(7);
+
+  /** Default processing lease of a claimed message id ({@code DEDUPLICATED}). */
+  public static final Duration DEFAULT_IDEMPOTENCY_LEASE = Duration.ofSeconds(60);
+
+  private final String name;
+  private final List<String> topics;
+  private final DeliveryGuarantee guarantee;
+  private final Ordering ordering;
+  private final int concurrency;
+  private final int maxInFlight;
+  private final int batchSize;
+  private final Set<String> allowedTenants;
+  private final Optional<EventTypes> eventTypes;
+  private final FailureHandler failureHandler;
+  private final Duration inboxRetention;
+  private final Duration shutdownTimeout;
+  private final Duration idempotencyTtl;
+  private final Duration idempotencyLease;
+
+  private Subscription(
+      String name,
+      List<String> topics,
+      DeliveryGuarantee guarantee,
+      Ordering ordering,
+      int concurrency,
+      int maxInFlight,
+      int batchSize,
+      Set<String> allowedTenants,
+      Optional<EventTypes> eventTypes,
+      FailureHandler failureHandler,
+      Duration inboxRetention,
+      Duration shutdownTimeout,
+      Duration idempotencyTtl,
+      Duration idempotencyLease) {
+    this.name = name;
+    this.topics = List.copyOf(topics);
+    this.guarantee = guarantee;
+    this.ordering = ordering;
+    this.concurrency = concurrency;
+    this.maxInFlight = maxInFlight;
+    this.batchSize = batchSize;
+    this.allowedTenants = Set.copyOf(allowedTenants);
+    this.eventTypes = eventTypes;
+    this.failureHandler = failureHandler;
+    this.inboxRetention = inboxRetention;
+    this.shutdownTimeout = shutdownTimeout;
+    this.idempotencyTtl = idempotencyTtl;
+    this.idempotencyLease = idempotencyLease;
+  }
+
+  /** The consumer group id, also the consumer's name in the inbox. */
+  public String name() {
+    return name;
+  }
+
+  /** Topics to read. */
+  public List<String> topics() {
+    return topics;
+  }
+
+  /** What the subscription promises per message. */
+  public DeliveryGuarantee guarantee() {
+    return guarantee;
+  }
+
+  /** How records are ordered. */
+  public Ordering ordering() {
+    return ordering;
+  }
+
+  /** Most records handled at the same time. */
+  public int concurrency() {
+    return concurrency;
+  }
+
+  /** Most records read but not finished; above it, reading pauses. */
+  public int maxInFlight() {
+    return maxInFlight;
+  }
+
+  /** Records per batch for a {@link BatchHandler} (1 = no batching). */
+  public int batchSize() {
+    return batchSize;
+  }
+
+  /** When not empty, messages must carry one of these tenants. */
+  public Set<String> allowedTenants() {
+    return allowedTenants;
+  }
+
+  /**
+   * The registry for {@link Delivery#decoded()}; when present, unregistered types are ignored
+   * (counted, logged once per type) and never reach the handler.
+   */
+  public Optional<EventTypes> eventTypes() {
+    return eventTypes;
+  }
+
+  /** Decides retries and receives given-up messages. */
+  public FailureHandler failureHandler() {
+    return failureHandler;
+  }
+
+  /** How long dedupe records are kept ({@code EFFECTIVELY_ONCE}). */
+  public Duration inboxRetention() {
+    return inboxRetention;
+  }
+
+  /** How long close and partition revocation wait for records in flight. */
+  public Duration shutdownTimeout() {
+    return shutdownTimeout;
+  }
+
+  /**
+   * How long the idempotency store keeps a completed message id and its result ({@code
+   * DEDUPLICATED}).
+   */
+  public Duration idempotencyTtl() {
+    return idempotencyTtl;
+  }
+
+  /**
+   * The processing lease of a claimed message id ({@code DEDUPLICATED}): the longest a handler may
+   * run; after it another delivery of the id may run the effect again.
+   */
+  public Duration idempotencyLease() {
+    return idempotencyLease;
+  }
+
+  @Override
+  public boolean equals(Object other) {
+    return other instanceof Subscription o
+        && name.equals(o.name)
+        && topics.equals(o.topics)
+        && guarantee.equals(o.guarantee)
+        && ordering.equals(o.ordering)
+        && concurrency == o.concurrency
+        && maxInFlight == o.maxInFlight
+        && batchSize == o.batchSize
+        && allowedTenants.equals(o.allowedTenants)
+        && eventTypes.equals(o.eventTypes)
+        && failureHandler.equals(o.failureHandler)
+        && inboxRetention.equals(o.inboxRetention)
+        && shutdownTimeout.equals(o.shutdownTimeout)
+        && idempotencyTtl.equals(o.idempotencyTtl)
+        && idempotencyLease.equals(o.idempotencyLease);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(
+        name,
+        topics,
+        guarantee,
+        ordering,
+        concurrency,
+        maxInFlight,
+        batchSize,
+        allowedTenants,
+        eventTypes,
+        failureHandler,
+        inboxRetention,
+        shutdownTimeout,
+        idempotencyTtl,
+        idempotencyLease);
+  }
+
+  @Override
+  public String toString() {
+    return "Subscription["
+        + "name="
+        + name
+        + ", topics="
+        + topics
+        + ", guarantee="
+        + guarantee
+        + ", ordering="
+        + ordering
+        + ", concurrency="
+        + concurrency
+        + ", maxInFlight="
+        + maxInFlight
+        + ", batchSize="
+        + batchSize
+        + ", allowedTenants="
+        + allowedTenants
+        + ", eventTypes="
+        + eventTypes
+        + ", failureHandler="
+        + failureHandler
+        + ", inboxRetention="
+        + inboxRetention
+        + ", shutdownTimeout="
+        + shutdownTimeout
+        + ", idempotencyTtl="
+        + idempotencyTtl
+        + ", idempotencyLease="
+        + idempotencyLease
+        + "]";
   }
 
   /** A builder for the subscription (and consumer group) {@code name}. */
@@ -83,82 +272,25 @@ public record Subscription(
    * handler) can be added to the returned builder.
    */
   public static Builder fromProperties(String name, Properties properties) {
-    Builder b = builder(name);
-    String prefix = PREFIX + name + ".";
-    for (String key : properties.stringPropertyNames()) {
-      if (!key.startsWith(prefix)) {
-        continue;
-      }
-      String field = key.substring(prefix.length());
-      String value = properties.getProperty(key).trim();
-      try {
-        switch (field) {
-          case "topics" -> b.topics(splitList(value).toArray(String[]::new));
-          case "guarantee" -> b.guarantee(enumValue(DeliveryGuarantee.class, value));
-          case "ordering" -> b.ordering(enumValue(Ordering.class, value));
-          case "concurrency" -> b.concurrency(Integer.parseInt(value));
-          case "max-in-flight" -> b.maxInFlight(Integer.parseInt(value));
-          case "batch-size" -> b.batchSize(Integer.parseInt(value));
-          case "tenants" -> b.allowedTenants(Set.copyOf(splitList(value)));
-          case "max-attempts" ->
-              b.failureHandler(
-                  FailureHandlers.of(
-                      RetryPolicy.builder().maxAttempts(Integer.parseInt(value)).build()));
-          case "inbox-retention" -> b.inboxRetention(Duration.parse(value));
-          case "shutdown-timeout" -> b.shutdownTimeout(Duration.parse(value));
-          case "idempotency-ttl" -> b.idempotencyTtl(Duration.parse(value));
-          case "idempotency-lease" -> b.idempotencyLease(Duration.parse(value));
-          default ->
-              throw new IllegalArgumentException(
-                  "unknown subscription property "
-                      + key
-                      + " (known: topics, guarantee, ordering,"
-                      + " concurrency, max-in-flight, batch-size, tenants, max-attempts,"
-                      + " inbox-retention, idempotency-ttl, idempotency-lease,"
-                      + " shutdown-timeout)");
-        }
-      } catch (RuntimeException e) {
-        if (e instanceof IllegalArgumentException
-            && e.getMessage() != null
-            && e.getMessage().startsWith("unknown subscription property")) {
-          throw e;
-        }
-        throw new IllegalArgumentException("bad value for " + key + ": '" + value + "'", e);
-      }
-    }
-    return b;
-  }
-
-  private static List<String> splitList(String value) {
-    List<String> out = new ArrayList<>();
-    for (String s : value.split(",")) {
-      if (!s.isBlank()) {
-        out.add(s.trim());
-      }
-    }
-    return out;
-  }
-
-  private static <E extends Enum<E>> E enumValue(Class<E> type, String value) {
-    return Enum.valueOf(type, value.trim().toUpperCase(Locale.ROOT).replace('-', '_'));
+    return SubscriptionProperties.read(name, properties);
   }
 
   /** Builds a {@link Subscription}; validates at {@link #build()}. Not thread-safe. */
   public static final class Builder {
     private final String name;
     private final Set<String> topics = new LinkedHashSet<>();
-    private DeliveryGuarantee guarantee = DeliveryGuarantee.AT_LEAST_ONCE;
-    private Ordering ordering = Ordering.KEY;
-    private int concurrency = 16;
-    private int maxInFlight = 1000;
-    private int batchSize = 1;
+    private DeliveryGuarantee guarantee = DEFAULT_GUARANTEE;
+    private Ordering ordering = DEFAULT_ORDERING;
+    private int concurrency = DEFAULT_CONCURRENCY;
+    private int maxInFlight = DEFAULT_MAX_IN_FLIGHT;
+    private int batchSize = DEFAULT_BATCH_SIZE;
     private Set<String> allowedTenants = Set.of();
     private EventTypes eventTypes;
     private FailureHandler failureHandler = FailureHandlers.of(RetryPolicy.defaults());
-    private Duration inboxRetention = Duration.ofDays(7);
-    private Duration shutdownTimeout = Duration.ofSeconds(30);
-    private Duration idempotencyTtl = Duration.ofHours(168);
-    private Duration idempotencyLease = Duration.ofSeconds(60);
+    private Duration inboxRetention = DEFAULT_INBOX_RETENTION;
+    private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
+    private Duration idempotencyTtl = DEFAULT_IDEMPOTENCY_TTL;
+    private Duration idempotencyLease = DEFAULT_IDEMPOTENCY_LEASE;
 
     private Builder(String name) {
       this.name = name;

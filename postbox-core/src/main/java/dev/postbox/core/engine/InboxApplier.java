@@ -79,7 +79,7 @@ final class InboxApplier {
                     message.id(),
                     sha256(message.payload().unsafeBytes()),
                     conn -> {
-                      CrashPoints.hit("consumer.after-inbox-insert");
+                      CrashPoints.hit(CrashPoints.CONSUMER_AFTER_INBOX_INSERT);
                       h.handle(deliveries.of(in, message, attempt, Optional.of(conn)));
                     });
         switch (outcome) {
@@ -93,7 +93,7 @@ final class InboxApplier {
         h.handle(deliveries.of(in, message, attempt, Optional.empty()));
         telemetry.applied(in, message);
       }
-      CrashPoints.hit("consumer.after-effect-before-offset-commit");
+      CrashPoints.hit(CrashPoints.CONSUMER_AFTER_EFFECT_BEFORE_OFFSET_COMMIT);
       return null;
     } catch (VirtualMachineError e) {
       throw e;
@@ -181,7 +181,7 @@ final class InboxApplier {
       telemetry.applied.addAndGet(ds.size());
       telemetry.meters(first).processed.increment(ds.size());
     }
-    CrashPoints.hit("consumer.after-effect-before-offset-commit");
+    CrashPoints.hit(CrashPoints.CONSUMER_AFTER_EFFECT_BEFORE_OFFSET_COMMIT);
   }
 
   private static byte[] sha256(byte[] bytes) {

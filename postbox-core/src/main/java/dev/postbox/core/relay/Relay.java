@@ -34,9 +34,37 @@ import java.util.UUID;
  * (zero deletes them at once); purge every 30 s; backoff after a failed publish {@code 100 ms *
  * 2^n} up to 30 s with 50 % jitter; no metrics ({@link PostboxMetrics#noop()}); a pending row
  * counts as stuck after 60 s; a row that cannot be published holds its key ({@link
- * UnpublishableRows#BLOCK_KEY}). Configuration is frozen at {@link Builder#build()}. Thread-safe.
+ * UnpublishableRows#BLOCK_KEY}); each is a {@code DEFAULT_*} constant here. Configuration is frozen
+ * at {@link Builder#build()}. Thread-safe.
  */
 public interface Relay extends AutoCloseable {
+
+  /** Default most rows claimed and published in one batch. */
+  int DEFAULT_BATCH_SIZE = 2_000;
+
+  /** Default time a lane lease lasts without renewal (the failover time after a crash). */
+  Duration DEFAULT_LEASE_TTL = Duration.ofSeconds(10);
+
+  /** Default longest wait for new rows when no notification arrives. */
+  Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
+
+  /** Default time published rows are kept. */
+  Duration DEFAULT_RETENTION = Duration.ofHours(1);
+
+  /** Default interval between purges of published rows older than the retention. */
+  Duration DEFAULT_PURGE_INTERVAL = Duration.ofSeconds(30);
+
+  /** Default time {@link #close()} waits for the batch in flight. */
+  Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
+
+  /** Default backoff after a failed publish: 100 ms doubling up to 30 s, 50 % jitter. */
+  Backoff DEFAULT_BACKOFF = new Backoff(Duration.ofMillis(100), Duration.ofSeconds(30), 2, 0.5);
+
+  /** Default age of the oldest pending row above which the outbox counts as stuck. */
+  Duration DEFAULT_STUCK_THRESHOLD = Duration.ofSeconds(60);
+
+  /** Default handling of a row that cannot be published: it holds its key. */
+  UnpublishableRows DEFAULT_UNPUBLISHABLE_ROWS = UnpublishableRows.BLOCK_KEY;
 
   /** A builder for a relay reading {@code store} and publishing through {@code publisher}. */
   static Builder builder(RelayStore store, RelayPublisher publisher) {
@@ -79,19 +107,19 @@ public interface Relay extends AutoCloseable {
     private final RelayStore store;
     private final RelayPublisher publisher;
     private String instanceId;
-    private int batchSize = 2_000;
-    private Duration leaseTtl = Duration.ofSeconds(10);
+    private int batchSize = DEFAULT_BATCH_SIZE;
+    private Duration leaseTtl = DEFAULT_LEASE_TTL;
     private Duration heartbeatInterval;
-    private Duration pollInterval = Duration.ofSeconds(1);
-    private Duration retention = Duration.ofHours(1);
-    private Duration purgeInterval = Duration.ofSeconds(30);
-    private Duration shutdownTimeout = Duration.ofSeconds(30);
-    private Backoff backoff = new Backoff(Duration.ofMillis(100), Duration.ofSeconds(30), 2, 0.5);
+    private Duration pollInterval = DEFAULT_POLL_INTERVAL;
+    private Duration retention = DEFAULT_RETENTION;
+    private Duration purgeInterval = DEFAULT_PURGE_INTERVAL;
+    private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
+    private Backoff backoff = DEFAULT_BACKOFF;
     private Sleeper sleeper = Sleeper.SYSTEM;
     private RelayListener listener = RelayListener.NONE;
     private PostboxMetrics metrics = PostboxMetrics.noop();
-    private Duration stuckThreshold = Duration.ofSeconds(60);
-    private UnpublishableRows unpublishableRows = UnpublishableRows.BLOCK_KEY;
+    private Duration stuckThreshold = DEFAULT_STUCK_THRESHOLD;
+    private UnpublishableRows unpublishableRows = DEFAULT_UNPUBLISHABLE_ROWS;
 
     private Builder(RelayStore store, RelayPublisher publisher) {
       this.store = Objects.requireNonNull(store, "store");

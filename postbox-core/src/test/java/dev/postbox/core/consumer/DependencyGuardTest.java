@@ -1,126 +1,16 @@
 package dev.postbox.core.consumer;
 
-import static dev.postbox.core.consumer.TestSupport.delivery;
-import static dev.postbox.core.consumer.TestSupport.message;
-import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.postbox.core.Message;
-import dev.postbox.core.PermanentMessageException;
-import dev.postbox.core.consumer.FailureDecision.Retry;
-import dev.postbox.core.consumer.TestSupport.FakeClock;
-import java.io.IOException;
 import java.time.Duration;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
+/**
+ * What core does for a {@link DependencyGuard}: validate the settings, and find the breakers in
+ * {@code postbox-resilience4j} (not on core's class path, so here the builder says to add it). The
+ * breakers themselves are tested in that module.
+ */
 class DependencyGuardTest {
-
-  private final FakeClock clock = new FakeClock();
-  private final AtomicInteger calls = new AtomicInteger();
-
-  private DependencyGuard guard() {
-    return DependencyGuard.builder()
-        .minimumCalls(4)
-        .slidingWindowCalls(4)
-        .failureRateThreshold(50)
-        .waitInOpenState(Duration.ofSeconds(30))
-        .clock(clock)
-        .build();
-  }
-
-  private String failing() throws IOException {
-    calls.incrementAndGet();
-    throw new IOException("connection refused");
-  }
-
-  private String succeeding() {
-    calls.incrementAndGet();
-    return "ok";
-  }
-
-  private void openIt(DependencyGuard g) {
-    for (int i = 0; i < 4; i++) {
-      assertThatThrownBy(() -> g.call("payments", this::failing)).isInstanceOf(IOException.class);
-    }
-    assertThat(g.state("payments")).isEqualTo(DependencyGuard.State.OPEN);
-  }
-
-  @Test
-  void opensAfterFailuresFailsFastWithTheWaitAndClosesAfterASuccessfulProbe() throws Exception {
-    DependencyGuard g = guard();
-    assertThat(g.state("payments")).isEqualTo(DependencyGuard.State.CLOSED);
-    openIt(g);
-    calls.set(0);
-    assertThatThrownBy(() -> g.call("payments", this::succeeding))
-        .isInstanceOfSatisfying(
-            DependencyUnavailableException.class,
-            e -> {
-              assertThat(e.dependency()).isEqualTo("payments");
-              // Resilience4j lets the probe through strictly after the wait: 1 ms is added
-              assertThat(e.retryAfter()).isEqualTo(Duration.ofMillis(30_001));
-            });
-    clock.advance(Duration.ofSeconds(10));
-    assertThatThrownBy(() -> g.call("payments", this::succeeding))
-        .isInstanceOfSatisfying(
-            DependencyUnavailableException.class,
-            e -> assertThat(e.retryAfter()).isEqualTo(Duration.ofMillis(20_001)));
-    assertThat(calls).hasValue(0);
-    // other dependencies are unaffected
-    assertThat(g.call("inventory", this::succeeding)).isEqualTo("ok");
-    clock.advance(Duration.ofMillis(20_001));
-    assertThat(g.call("payments", this::succeeding)).isEqualTo("ok"); // the probe
-    assertThat(g.state("payments")).isEqualTo(DependencyGuard.State.CLOSED);
-    assertThat(g.call("payments", this::succeeding)).isEqualTo("ok");
-  }
-
-  @Test
-  void aFailedProbeOpensTheBreakerAgain() {
-    DependencyGuard g = guard();
-    openIt(g);
-    clock.advance(Duration.ofMillis(30_001));
-    assertThatThrownBy(() -> g.call("payments", this::failing)).isInstanceOf(IOException.class);
-    assertThat(g.state("payments")).isEqualTo(DependencyGuard.State.OPEN);
-    assertThatThrownBy(() -> g.call("payments", this::succeeding))
-        .isInstanceOfSatisfying(
-            DependencyUnavailableException.class,
-            e -> assertThat(e.retryAfter()).isEqualTo(Duration.ofMillis(30_001)));
-  }
-
-  @Test
-  void permanentMessageFailuresAreNotTheDependencysFault() {
-    DependencyGuard g = guard();
-    for (int i = 0; i < 10; i++) {
-      assertThatThrownBy(() ->
-              g.run(
-                  "payments",
-                  () -> {
-                    throw new PermanentMessageException("card number invalid");
-                  }))
-          .isInstanceOf(PermanentMessageException.class);
-    }
-    assertThat(g.state("payments")).isEqualTo(DependencyGuard.State.CLOSED);
-  }
-
-  @Test
-  void theFailureHandlerWaitsForTheBreakerWithoutCountingAttempts() {
-    DependencyGuard g = guard();
-    FailureHandler h =
-        FailureHandlers.of(RetryPolicy.builder().maxAttempts(1).clock(clock).build());
-    openIt(g);
-    Message m = message();
-    for (int attempt = 1; attempt <= 3; attempt++) {
-      Exception refused = null;
-      try {
-        g.call("payments", this::succeeding);
-      } catch (Exception e) {
-        refused = e;
-      }
-      assertThat(h.decide(delivery(m, attempt), refused))
-          .isEqualTo(new Retry(Duration.ofMillis(30_001).minusSeconds(10L * (attempt - 1))));
-      clock.advance(Duration.ofSeconds(10));
-    }
-  }
 
   @Test
   void buildFailsFastOnBadSettings() {
@@ -138,5 +28,21 @@ class DependencyGuardTest {
         .isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> DependencyGuard.builder().probeCalls(0).build())
         .isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @Test
+  void withoutTheModuleTheBuilderSaysWhichOneToAdd() {
+    assertThatThrownBy(DependencyGuard::defaults)
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("postbox-resilience4j");
+  }
+
+  @Test
+  void settingsAreCheckedWhereverTheyAreMade() {
+    assertThatThrownBy(() ->
+            new DependencyGuard.Settings(
+                50, 10, 20, Duration.ZERO, 1, t -> true, java.time.Clock.systemUTC()))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("waitInOpenState");
   }
 }

@@ -130,8 +130,8 @@ public final class PostgresOutbox implements Outbox {
             "its messages may be in the outbox or not",
             tx -> new Transactions.Step<>(work.execute(transaction(tx)), true),
             OutboxException::new,
-            () -> CrashPoints.hit("outbox.before-commit"),
-            () -> CrashPoints.hit("outbox.after-commit"));
+            () -> CrashPoints.hit(CrashPoints.OUTBOX_BEFORE_COMMIT),
+            () -> CrashPoints.hit(CrashPoints.OUTBOX_AFTER_COMMIT));
       } catch (RuntimeException | Error e) {
         throw e;
       } catch (Exception e) {

@@ -1,11 +1,11 @@
 package dev.postbox.kafka.internal;
 
 import dev.postbox.core.consumer.Subscription;
+import dev.postbox.kafka.KafkaSubscriber;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 
 /**
  * The Kafka consumer properties of a subscriber: Postbox's defaults, the two it fixes, and those
@@ -39,11 +39,7 @@ public final class ConsumerSettings {
   public static Map<String, Object> defaults(String bootstrapServers, String subscriptionName) {
     Map<String, Object> config = new HashMap<>();
     config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
-    config.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-    config.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-    config.put(
-        ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
-        CooperativeStickyAssignor.class.getName());
+    config.putAll(KafkaSubscriber.DEFAULT_CONSUMER_PROPERTIES);
     config.put(ConsumerConfig.CLIENT_ID_CONFIG, "postbox-" + subscriptionName);
     return config;
   }

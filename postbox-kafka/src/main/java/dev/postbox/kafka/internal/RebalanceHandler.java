@@ -79,7 +79,7 @@ public final class RebalanceHandler implements ConsumerRebalanceListener {
     Map<TopicPartition, OffsetAndMetadata> offsets = committer.advanced(revoked);
     if (!revokedPartitions.isEmpty()) {
       // in-flight work of the revoked partitions is finished, its offsets not committed yet
-      CrashPoints.hit("consumer.during-rebalance");
+      CrashPoints.hit(CrashPoints.CONSUMER_DURING_REBALANCE);
     }
     committer.commit(offsets, true); // nothing with AT_MOST_ONCE
     forget(revokedPartitions);

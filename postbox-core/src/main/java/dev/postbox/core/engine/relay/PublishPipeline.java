@@ -215,7 +215,7 @@ final class PublishPipeline {
 
   private InFlight send(Collection<LaneLease> leases, List<OutboxRecord> batch)
       throws InterruptedException {
-    CrashPoints.hit("relay.after-claim");
+    CrashPoints.hit(CrashPoints.RELAY_AFTER_CLAIM);
     List<Message> messages = new ArrayList<>(batch.size());
     PublishOutcome[] decided = UnreadableRows.decide(batch);
     for (int i = 0; i < batch.size(); i++) {
@@ -283,7 +283,7 @@ final class PublishPipeline {
       meters.publishFailed();
       listener.onPublishFailed(f.row(), f.outcome().error(), f.outcome().permanent());
     }
-    CrashPoints.hit("relay.after-ack-before-mark");
+    CrashPoints.hit(CrashPoints.RELAY_AFTER_ACK_BEFORE_MARK);
     if (!s.acked().isEmpty()) {
       markPublished(done, s, p1);
     }
@@ -306,7 +306,7 @@ final class PublishPipeline {
     List<OutboxRecord> acked = s.acked();
     int marked =
         store.markPublished(owner, done.leases(), acked, s.acks(), config.retention().isZero());
-    CrashPoints.hit("relay.after-mark");
+    CrashPoints.hit(CrashPoints.RELAY_AFTER_MARK);
     meters.batchTimed(
         done.batch().size(),
         java.time.Duration.ofNanos(claimNanos),

@@ -1,5 +1,7 @@
-package dev.postbox.core.consumer;
+package dev.postbox.resilience4j;
 
+import dev.postbox.core.consumer.DependencyGuard;
+import dev.postbox.core.consumer.DependencyUnavailableException;
 import io.github.resilience4j.circuitbreaker.CallNotPermittedException;
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
@@ -11,7 +13,6 @@ import java.util.Objects;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.Predicate;
 
 /** The {@link DependencyGuard} on Resilience4j circuit breakers. Thread-safe. */
 final class CircuitBreakerDependencyGuard implements DependencyGuard {
@@ -24,27 +25,20 @@ final class CircuitBreakerDependencyGuard implements DependencyGuard {
   private final Clock clock;
   private final Map<String, Guarded> breakers = new ConcurrentHashMap<>();
 
-  CircuitBreakerDependencyGuard(
-      float failureRateThreshold,
-      int minimumCalls,
-      int slidingWindowCalls,
-      Duration waitInOpenState,
-      int probeCalls,
-      Predicate<Throwable> countAsFailure,
-      Clock clock) {
-    this.waitInOpenState = waitInOpenState;
-    this.clock = clock;
+  CircuitBreakerDependencyGuard(DependencyGuard.Settings settings) {
+    this.waitInOpenState = settings.waitInOpenState();
+    this.clock = settings.clock();
     this.config =
         CircuitBreakerConfig.custom()
             .slidingWindowType(CircuitBreakerConfig.SlidingWindowType.COUNT_BASED)
-            .slidingWindowSize(slidingWindowCalls)
-            .minimumNumberOfCalls(minimumCalls)
-            .failureRateThreshold(failureRateThreshold)
-            .waitDurationInOpenState(waitInOpenState)
-            .permittedNumberOfCallsInHalfOpenState(probeCalls)
+            .slidingWindowSize(settings.slidingWindowCalls())
+            .minimumNumberOfCalls(settings.minimumCalls())
+            .failureRateThreshold(settings.failureRateThreshold())
+            .waitDurationInOpenState(settings.waitInOpenState())
+            .permittedNumberOfCallsInHalfOpenState(settings.probeCalls())
             .automaticTransitionFromOpenToHalfOpenEnabled(false)
-            .recordException(countAsFailure)
-            .clock(clock)
+            .recordException(settings.countAsFailure())
+            .clock(settings.clock())
             .build();
   }
 
