@@ -309,8 +309,21 @@ public final class CdcRelay implements AutoCloseable {
           publisher);
     }
 
-    private static String defaultName(String schema) {
-      return "postbox_cdc_" + schema.toLowerCase(java.util.Locale.ROOT);
+    /**
+     * {@code postbox_cdc_<schema>}; a schema name that is too long, or has characters a slot name
+     * cannot, is shortened or replaced and followed by a hash of the exact name, so that two
+     * schemas never share a default.
+     */
+    static String defaultName(String schema) {
+      String plain = "postbox_cdc_" + schema;
+      if (NAME.matcher(plain).matches()) {
+        return plain;
+      }
+      java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+      crc.update(schema.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      String hash = String.format("%08x", crc.getValue());
+      String cleaned = plain.toLowerCase(java.util.Locale.ROOT).replaceAll("[^a-z0-9_]", "_");
+      return cleaned.substring(0, Math.min(cleaned.length(), 63 - 9)) + "_" + hash;
     }
 
     private static String requireName(String name, String what) {

@@ -131,7 +131,7 @@ public final class CdcEngine {
     if (!closed.compareAndSet(false, true)) {
       return;
     }
-    if (started.get()) {
+    if (streamer != null) {
       streamer.stopReading();
       running = false;
       join(publishThread, config.shutdownTimeout());
