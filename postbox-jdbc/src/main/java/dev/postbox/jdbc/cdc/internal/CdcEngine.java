@@ -96,7 +96,7 @@ public final class CdcEngine {
         new PublishLoop(
             queue,
             publisher,
-            marker,
+            marker::submit,
             config.batchSize(),
             config.backoff(),
             config.sleeper(),

@@ -14,6 +14,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -22,12 +23,12 @@ import org.slf4j.LoggerFactory;
  * order, in batches of at most the batch size, one batch at a time.
  *
  * <p>Of each attempt, the acknowledged prefix and the rows that can never be published are handed
- * to the {@link PublishedRowMarker}; from the first row failed transiently on, the rest of the
- * batch is sent again after a backoff (with later rows of other keys that the broker had already
- * taken: duplicates, never a row of a key ahead of an earlier one that was not acknowledged). A row
- * the broker can never take, or one that cannot be read into a message, is marked failed and
- * skipped (the polling relay's {@code UnpublishableRows.SKIP}; holding its key is not implemented
- * for CDC yet). Runs on one thread.
+ * to the marker ({@link PublishedRowMarker#submit}); from the first row failed transiently on, the
+ * rest of the batch is sent again after a backoff (with later rows of other keys that the broker
+ * had already taken: duplicates, never a row of a key ahead of an earlier one that was not
+ * acknowledged). A row the broker can never take, or one that cannot be read into a message, is
+ * marked failed and skipped (the polling relay's {@code UnpublishableRows.SKIP}; holding its key is
+ * not implemented for CDC yet). Runs on one thread.
  */
 public final class PublishLoop {
 
@@ -38,7 +39,7 @@ public final class PublishLoop {
 
   private final BlockingQueue<CdcEvent> queue;
   private final RelayPublisher publisher;
-  private final PublishedRowMarker marker;
+  private final Consumer<PublishedRowMarker.Settled> marker;
   private final int batchSize;
   private final Backoff backoff;
   private final Sleeper sleeper;
@@ -51,7 +52,7 @@ public final class PublishLoop {
   public PublishLoop(
       BlockingQueue<CdcEvent> queue,
       RelayPublisher publisher,
-      PublishedRowMarker marker,
+      Consumer<PublishedRowMarker.Settled> marker,
       int batchSize,
       Backoff backoff,
       Sleeper sleeper,
@@ -102,8 +103,11 @@ public final class PublishLoop {
         outcomes = null;
       }
       if (outcomes != null && outcomes.size() != messages.size()) {
-        throw new IllegalStateException(
-            "publisher returned " + outcomes.size() + " outcomes for " + messages.size());
+        log.error(
+            "CDC relay: the publisher returned {} outcomes for {} messages; retrying the batch",
+            outcomes.size(),
+            messages.size());
+        outcomes = null;
       }
       CrashPoints.hit(CRASH_AFTER_ACK_BEFORE_MARK);
       int settled = outcomes == null ? 0 : settle(remaining, outcomes);
@@ -158,7 +162,7 @@ public final class PublishLoop {
     }
     if (n > 0) {
       published.addAndGet(acked.size());
-      marker.submit(new PublishedRowMarker.Settled(acked, acks, failed, errors, events.get(n - 1)));
+      marker.accept(new PublishedRowMarker.Settled(acked, acks, failed, errors, events.get(n - 1)));
     }
     return n;
   }
