@@ -97,7 +97,7 @@ class CdcDrainRateIT {
     relay.start();
     await().atMost(Duration.ofMinutes(5)).until(() -> relay.stats().published() >= EVENTS);
     long ms = (System.nanoTime() - t0) / 1_000_000;
-    report(label, ms);
+    report(label + " " + relay.stats(), ms);
     relay.close();
     try (Connection c = ds.getConnection();
         PreparedStatement ps = c.prepareStatement("SELECT pg_drop_replication_slot(?)")) {
@@ -124,7 +124,7 @@ class CdcDrainRateIT {
     relay.start();
     await().atMost(Duration.ofMinutes(5)).until(() -> relay.stats().published() >= EVENTS);
     long ms = (System.nanoTime() - t0) / 1_000_000;
-    report("polling", ms);
+    report("polling " + relay.stats(), ms);
     relay.close();
   }
 
