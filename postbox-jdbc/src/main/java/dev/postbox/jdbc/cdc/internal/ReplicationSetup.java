@@ -117,9 +117,11 @@ public final class ReplicationSetup {
               null);
         }
       }
+      // wal_status and max_slot_wal_keep_size arrived in PostgreSQL 13
+      boolean walCap = c.getMetaData().getDatabaseMajorVersion() >= 13;
       preparePublication(c);
-      prepareSlot(c);
-      if ("-1".equals(show(c, "max_slot_wal_keep_size"))) {
+      prepareSlot(c, walCap);
+      if (walCap && "-1".equals(show(c, "max_slot_wal_keep_size"))) {
         log.warn(
             "max_slot_wal_keep_size is unbounded (-1): while the CDC relay's slot {} is not"
                 + " consumed (every relay stopped), PostgreSQL keeps all WAL since its position and"
@@ -171,11 +173,12 @@ public final class ReplicationSetup {
     }
   }
 
-  private void prepareSlot(Connection c) throws SQLException {
+  private void prepareSlot(Connection c, boolean walStatus) throws SQLException {
     try (PreparedStatement ps =
         c.prepareStatement(
-            "SELECT plugin, database = current_database(), wal_status FROM pg_replication_slots"
-                + " WHERE slot_name = ?")) {
+            "SELECT plugin, database = current_database(), "
+                + (walStatus ? "wal_status" : "NULL")
+                + " FROM pg_replication_slots WHERE slot_name = ?")) {
       ps.setString(1, slot);
       try (ResultSet rs = ps.executeQuery()) {
         if (rs.next()) {
