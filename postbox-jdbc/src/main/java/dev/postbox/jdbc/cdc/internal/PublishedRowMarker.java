@@ -5,6 +5,8 @@ import dev.postbox.core.spi.OutboxRecord;
 import dev.postbox.core.spi.RelayPublisher.PublishOutcome;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
+import dev.postbox.jdbc.OutboxException;
+import dev.postbox.jdbc.internal.Transactions;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -141,7 +143,7 @@ public final class PublishedRowMarker {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         return;
-      } catch (SQLException | RuntimeException e) {
+      } catch (RuntimeException e) {
         failures++;
         log.warn("CDC relay: marking published rows failed (attempt {}); retrying", failures, e);
         if (stopping && failures >= 3) {
@@ -161,7 +163,7 @@ public final class PublishedRowMarker {
     return s.acked().size() + s.failed().size();
   }
 
-  private void mark(List<Settled> jobs) throws SQLException {
+  private void mark(List<Settled> jobs) {
     List<Long> positions = new ArrayList<>();
     List<Integer> partitions = new ArrayList<>();
     List<Long> offsets = new ArrayList<>();
@@ -172,39 +174,35 @@ public final class PublishedRowMarker {
         offsets.add(s.acks().get(i).offset());
       }
     }
-    try (Connection c = dataSource.getConnection()) {
-      c.setAutoCommit(false);
-      try {
-        if (!positions.isEmpty()) {
-          boolean delete = retention.isZero();
-          try (PreparedStatement ps =
-              c.prepareStatement(delete ? DELETE_PUBLISHED : MARK_PUBLISHED)) {
-            ps.setArray(1, c.createArrayOf("int8", positions.toArray()));
-            if (!delete) {
-              ps.setArray(2, c.createArrayOf("int4", partitions.toArray()));
-              ps.setArray(3, c.createArrayOf("int8", offsets.toArray()));
-            }
-            ps.executeUpdate();
-          }
-        }
-        for (Settled s : jobs) {
-          for (int i = 0; i < s.failed().size(); i++) {
-            try (PreparedStatement ps = c.prepareStatement(MARK_FAILED)) {
-              ps.setString(1, s.errors().get(i));
-              ps.setLong(2, s.failed().get(i).position());
+    Transactions.inTransaction(
+        dataSource,
+        "marking " + positions.size() + " published outbox rows failed",
+        c -> {
+          if (!positions.isEmpty()) {
+            boolean delete = retention.isZero();
+            try (PreparedStatement ps =
+                c.prepareStatement(delete ? DELETE_PUBLISHED : MARK_PUBLISHED)) {
+              ps.setArray(1, c.createArrayOf("int8", positions.toArray()));
+              if (!delete) {
+                ps.setArray(2, c.createArrayOf("int4", partitions.toArray()));
+                ps.setArray(3, c.createArrayOf("int8", offsets.toArray()));
+              }
               ps.executeUpdate();
             }
           }
-        }
-        c.commit();
-        marked += positions.size();
-      } catch (SQLException | RuntimeException e) {
-        c.rollback();
-        throw e;
-      } finally {
-        c.setAutoCommit(true);
-      }
-    }
+          for (Settled s : jobs) {
+            for (int i = 0; i < s.failed().size(); i++) {
+              try (PreparedStatement ps = c.prepareStatement(MARK_FAILED)) {
+                ps.setString(1, s.errors().get(i));
+                ps.setLong(2, s.failed().get(i).position());
+                ps.executeUpdate();
+              }
+            }
+          }
+          return null;
+        },
+        OutboxException::new);
+    marked += positions.size();
   }
 
   private void purge() {

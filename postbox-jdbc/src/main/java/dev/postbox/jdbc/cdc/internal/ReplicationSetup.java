@@ -1,6 +1,7 @@
 package dev.postbox.jdbc.cdc.internal;
 
 import dev.postbox.jdbc.OutboxException;
+import dev.postbox.jdbc.internal.PendingRows;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
@@ -207,8 +208,7 @@ public final class ReplicationSetup {
     long pending = 0;
     try (Statement s = c.createStatement();
         ResultSet rs =
-            s.executeQuery(
-                "SELECT count(*) FROM postbox_outbox WHERE published_at IS NULL AND failed_at IS NULL")) {
+            s.executeQuery("SELECT count(*) FROM postbox_outbox WHERE " + PendingRows.CONDITION)) {
       rs.next();
       pending = rs.getLong(1);
     }
