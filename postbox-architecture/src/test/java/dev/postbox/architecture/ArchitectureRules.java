@@ -247,16 +247,12 @@ final class ArchitectureRules {
   static final List<String> TRANSPORT_NAME_CONSTANTS = List.of("kafka", "rabbitmq", "redis");
 
   /**
-   * Core classes that name a transport in a string today, each with its reason. Issue 14 item 1
-   * gives the engine contract the adapter's retriable-error predicate and messaging-system name,
-   * and empties this list.
+   * Core classes that name a transport in a string, each with its reason: none. The consumer engine
+   * takes the messaging-system name, the span's position attribute and the retriable-error
+   * predicate from the adapter's {@code dev.postbox.core.engine.TransportBinding} (issue 14 item
+   * 1), so the rule holds with no exception; keep it so.
    */
-  static final Map<String, String> CORE_TRANSPORT_NAMES_BY_DESIGN =
-      Map.of(
-          "dev.postbox.core.consumer.StandardRetryPolicy",
-          "matches Kafka's RetriableException by class name (core cannot depend on kafka-clients)",
-          "dev.postbox.core.engine.DeliveryProcessor",
-          "its spans set messaging.system=kafka");
+  static final Map<String, String> CORE_TRANSPORT_NAMES_BY_DESIGN = Map.of();
 
   /**
    * The transport names in one class file's constant pool (see {@link #TRANSPORT_NAME_FRAGMENTS}).
