@@ -13,7 +13,6 @@ import com.tngtech.archunit.lang.ArchCondition;
 import com.tngtech.archunit.lang.ArchRule;
 import com.tngtech.archunit.lang.ConditionEvents;
 import com.tngtech.archunit.lang.SimpleConditionEvent;
-import com.tngtech.archunit.library.freeze.FreezingArchRule;
 import dev.postbox.architecture.Modules.Tier;
 import java.util.List;
 import java.util.Map;
@@ -200,8 +199,9 @@ final class ArchitectureRules {
 
   /**
    * Library main code (core, adapters, micrometer) reads time and sleeps through injected Clock,
-   * Ticker and Sleeper, never directly, except inside a time package. Not checked as is but frozen:
-   * see {@link #NO_RAW_TIME_IN_LIBRARY_CODE_FROZEN}.
+   * Ticker and Sleeper, never directly, except inside a time package. Checked strictly: the last
+   * raw-time calls left library code in issue 14 (the frozen store that tolerated them while they
+   * were removed is gone).
    */
   static final ArchRule NO_RAW_TIME_IN_LIBRARY_CODE =
       classes()
@@ -217,16 +217,6 @@ final class ArchitectureRules {
           .because(
               "time is injected (Clock, Ticker, Sleeper) so that tests can run on fake time"
                   + " (issue 14, item 3)");
-
-  /**
-   * {@link #NO_RAW_TIME_IN_LIBRARY_CODE} with today's calls recorded in {@code
-   * src/test/resources/archunit_store}: those pass, any new one fails. archunit.properties forbids
-   * creating or rewriting the store in a normal run, so a removed call also fails until the store
-   * is re-recorded on purpose (see the README's Testing section): the store can only shrink, and
-   * only in a commit that says so.
-   */
-  static final ArchRule NO_RAW_TIME_IN_LIBRARY_CODE_FROZEN =
-      FreezingArchRule.freeze(NO_RAW_TIME_IN_LIBRARY_CODE);
 
   /**
    * Transport names in core's class files: a string constant naming a transport's package, or a
