@@ -10,6 +10,7 @@ import dev.postbox.core.relay.Relay;
 import dev.postbox.jdbc.Outbox;
 import dev.postbox.jdbc.PostboxMigrations;
 import dev.postbox.jdbc.PostgresRelayStore;
+import dev.postbox.jdbc.cdc.CdcRelay;
 import dev.postbox.kafka.KafkaRelayPublisher;
 import dev.postbox.kafka.KafkaSubscriber;
 import dev.postbox.redis.RedisIdempotencyStore;
@@ -62,6 +63,7 @@ class ConfigurationReferenceTest {
         Outbox.class,
         PostgresRelayStore.class,
         Relay.class,
+        CdcRelay.class,
         KafkaRelayPublisher.class,
         Subscription.class,
         RetryPolicy.class,

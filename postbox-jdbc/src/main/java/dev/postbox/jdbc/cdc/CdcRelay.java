@@ -136,6 +136,28 @@ public final class CdcRelay implements AutoCloseable {
   public record Stats(
       long published, long publishFailures, long unpublishable, long marked, long batches) {}
 
+  /** Default for {@link Builder#batchSize(int)}. */
+  public static final int DEFAULT_BATCH_SIZE = 2_000;
+
+  /** Default for {@link Builder#statusInterval(Duration)}. */
+  public static final Duration DEFAULT_STATUS_INTERVAL = Duration.ofSeconds(10);
+
+  /** Default for {@link Builder#standbyRetryInterval(Duration)}. */
+  public static final Duration DEFAULT_STANDBY_RETRY_INTERVAL = Duration.ofSeconds(1);
+
+  /** Default for {@link Builder#retention(Duration)}. */
+  public static final Duration DEFAULT_RETENTION = Duration.ofHours(1);
+
+  /** Default for {@link Builder#purgeInterval(Duration)}. */
+  public static final Duration DEFAULT_PURGE_INTERVAL = Duration.ofSeconds(30);
+
+  /** Default for {@link Builder#shutdownTimeout(Duration)}. */
+  public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
+
+  /** Default for {@link Builder#backoff(Backoff)}: 100 ms doubling to 30 s, half jitter. */
+  public static final Backoff DEFAULT_BACKOFF =
+      new Backoff(Duration.ofMillis(100), Duration.ofSeconds(30), 2, 0.5);
+
   /** Builds a {@link CdcRelay}; validates at {@link #build()}. Not thread-safe. */
   public static final class Builder {
     private static final Pattern NAME = Pattern.compile("[a-z_][a-z0-9_]{0,62}");
@@ -147,13 +169,13 @@ public final class CdcRelay implements AutoCloseable {
     private String instanceId;
     private String slotName;
     private String publicationName;
-    private int batchSize = 2_000;
-    private Duration statusInterval = Duration.ofSeconds(10);
-    private Duration standbyRetryInterval = Duration.ofSeconds(1);
-    private Duration retention = Duration.ofHours(1);
-    private Duration purgeInterval = Duration.ofSeconds(30);
-    private Duration shutdownTimeout = Duration.ofSeconds(30);
-    private Backoff backoff = new Backoff(Duration.ofMillis(100), Duration.ofSeconds(30), 2, 0.5);
+    private int batchSize = DEFAULT_BATCH_SIZE;
+    private Duration statusInterval = DEFAULT_STATUS_INTERVAL;
+    private Duration standbyRetryInterval = DEFAULT_STANDBY_RETRY_INTERVAL;
+    private Duration retention = DEFAULT_RETENTION;
+    private Duration purgeInterval = DEFAULT_PURGE_INTERVAL;
+    private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
+    private Backoff backoff = DEFAULT_BACKOFF;
     private Sleeper sleeper = Sleeper.SYSTEM;
     private Ticker ticker = Ticker.SYSTEM;
 
