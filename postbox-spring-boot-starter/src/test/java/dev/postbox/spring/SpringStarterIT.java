@@ -9,17 +9,23 @@ import dev.postbox.core.consumer.Delivery;
 import dev.postbox.jdbc.TransactionRequiredException;
 import dev.postbox.kafka.KafkaRelayPublisher;
 import dev.postbox.testkit.PostboxTestContext;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.HealthIndicator;
+import org.springframework.boot.health.contributor.Status;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Import;
@@ -75,6 +81,11 @@ class SpringStarterIT {
     }
 
     @Bean
+    MeterRegistry meterRegistry() {
+      return new SimpleMeterRegistry();
+    }
+
+    @Bean
     TransactionTemplate transactionTemplate(PlatformTransactionManager tm) {
       return new TransactionTemplate(tm);
     }
@@ -115,7 +126,7 @@ class SpringStarterIT {
   static class OrderListener {
     final java.util.Set<String> failedOnce = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
-    @PostboxListener(topic = "${test.orders-topic}")
+    @PostboxListener(topic = "${test.orders-topic}", name = "inventory")
     void apply(Delivery delivery, String payload, Connection connection) throws SQLException {
       String orderId = payload.replace("\"", "");
       try (PreparedStatement ps =
@@ -133,6 +144,8 @@ class SpringStarterIT {
   @Autowired TransactionalOutbox outbox;
   @Autowired TransactionTemplate tx;
   @Autowired DataSource dataSource;
+  @Autowired HealthIndicator postboxHealthIndicator;
+  @Autowired MeterRegistry meterRegistry;
 
   private long count(String sql, Object... args) {
     return new JdbcTemplate(dataSource).queryForObject(sql, Long.class, args);
@@ -194,5 +207,23 @@ class SpringStarterIT {
         .isInstanceOf(TransactionRequiredException.class)
         .hasMessageContaining("@Transactional");
     assertThat(count("SELECT count(*) FROM postbox_outbox WHERE msg_key = ?", orderId)).isZero();
+  }
+
+  @Test
+  void healthShowsTheRelaysLanesAndTheListenersPollLoopAndMetricsGoToTheRegistry() {
+    await()
+        .atMost(Duration.ofSeconds(90))
+        .untilAsserted(() -> {
+          Health health = postboxHealthIndicator.health(true);
+          assertThat(health.getStatus()).isEqualTo(Status.UP);
+          @SuppressWarnings("unchecked")
+          Map<String, Object> relay = (Map<String, Object>) health.getDetails().get("relay");
+          assertThat((Integer) relay.get("lanesHeld")).isPositive();
+          @SuppressWarnings("unchecked")
+          Map<String, Object> consumer =
+              (Map<String, Object>) health.getDetails().get("consumer inventory");
+          assertThat(consumer).containsEntry("pollLoopAlive", true);
+        });
+    assertThat(meterRegistry.find("postbox.relay.published").meters()).isNotEmpty();
   }
 }
