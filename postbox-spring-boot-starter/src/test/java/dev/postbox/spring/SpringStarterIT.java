@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.postbox.core.Message;
 import dev.postbox.core.consumer.Delivery;
+import dev.postbox.core.consumer.Subscription;
 import dev.postbox.jdbc.TransactionRequiredException;
 import dev.postbox.kafka.KafkaRelayPublisher;
 import dev.postbox.testkit.PostboxTestContext;
@@ -49,6 +50,8 @@ class SpringStarterIT {
 
   static final PostboxTestContext CTX = PostboxTestContext.create("spring-starter");
   static final String ORDERS = CTX.topic("spring.orders");
+  static final String AUDIT = CTX.topic("spring.audit");
+  static final java.util.Set<UUID> AUDITED = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   @DynamicPropertySource
   static void properties(DynamicPropertyRegistry registry) {
@@ -78,6 +81,13 @@ class SpringStarterIT {
     @Bean
     PlatformTransactionManager transactionManager(DataSource dataSource) {
       return new DataSourceTransactionManager(dataSource);
+    }
+
+    /** A consumer with its own subscription (at-least-once, the library's defaults). */
+    @Bean
+    PostboxConsumer audit() {
+      return new PostboxConsumer(
+          Subscription.builder("audit").topics(AUDIT).build(), d -> AUDITED.add(d.message().id()));
     }
 
     @Bean
@@ -225,5 +235,12 @@ class SpringStarterIT {
           assertThat(consumer).containsEntry("pollLoopAlive", true);
         });
     assertThat(meterRegistry.find("postbox.relay.published").meters()).isNotEmpty();
+  }
+
+  @Test
+  void aPostboxConsumerBeanReceivesWhatATransactionTemplateWrote() {
+    Message m = Message.builder(AUDIT, "audit.entry").key("k").jsonPayload("{}").build();
+    tx.executeWithoutResult(status -> outbox.write(m));
+    await().atMost(Duration.ofSeconds(90)).until(() -> AUDITED.contains(m.id()));
   }
 }
