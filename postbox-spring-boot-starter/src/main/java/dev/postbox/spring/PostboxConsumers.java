@@ -132,6 +132,15 @@ public final class PostboxConsumers implements SmartLifecycle {
     return consumers.stream().map(c -> c.subscription().name()).toList().toString();
   }
 
+  /**
+   * Stops once the web server's graceful shutdown began ({@code DEFAULT_PHASE - 1024}) and before
+   * the relay ({@link PostboxRelayLifecycle#getPhase()}).
+   */
+  @Override
+  public int getPhase() {
+    return SmartLifecycle.DEFAULT_PHASE - 3072;
+  }
+
   @Override
   public synchronized void stop() {
     List<KafkaSubscriber> all = new ArrayList<>(running.values());

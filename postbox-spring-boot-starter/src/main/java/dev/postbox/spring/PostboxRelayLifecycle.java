@@ -56,6 +56,16 @@ public final class PostboxRelayLifecycle implements SmartLifecycle {
     relay = Optional.of(built);
   }
 
+  /**
+   * Starts before and stops after the web server ({@code DEFAULT_PHASE - 2048}) and the consumers,
+   * so that what requests and handlers write to the outbox while the application shuts down is
+   * still published.
+   */
+  @Override
+  public int getPhase() {
+    return SmartLifecycle.DEFAULT_PHASE - 4096;
+  }
+
   @Override
   public synchronized void stop() {
     relay.ifPresent(Relay::close);

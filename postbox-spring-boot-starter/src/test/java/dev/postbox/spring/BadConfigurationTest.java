@@ -56,6 +56,10 @@ class BadConfigurationTest {
         .contains("postbox.relay.batch-size must be in [1, 100000], was 0")
         .contains("postbox.kafka.bootstrap-servers is required");
     assertThat(e.problems()).hasSize(8);
+    org.springframework.boot.diagnostics.FailureAnalysis analysis =
+        new PostboxConfigurationFailureAnalyzer().analyze(failure);
+    assertThat(analysis.getDescription()).isEqualTo(e.getMessage());
+    assertThat(analysis.getAction()).contains("postbox.topics[order.created]");
   }
 
   @Test

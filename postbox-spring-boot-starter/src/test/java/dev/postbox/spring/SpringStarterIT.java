@@ -33,6 +33,7 @@ import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.stereotype.Service;
+import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.transaction.PlatformTransactionManager;
@@ -46,6 +47,8 @@ import org.springframework.transaction.support.TransactionTemplate;
  * publishes, and an effectively-once {@link PostboxListener} applies each message once.
  */
 @SpringBootTest(classes = SpringStarterIT.App.class)
+@DirtiesContext // closed (relay and consumers stopped) while the test kit's broker and database
+// still run
 class SpringStarterIT {
 
   static final PostboxTestContext CTX = PostboxTestContext.create("spring-starter");
