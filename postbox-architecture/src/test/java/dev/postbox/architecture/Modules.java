@@ -40,6 +40,11 @@ enum Modules {
       "dev.postbox.testkit",
       "dev.postbox.testkit.PostboxExtension",
       Tier.TEST_KIT),
+  SPRING_BOOT_STARTER(
+      "postbox-spring-boot-starter",
+      "dev.postbox.spring",
+      "dev.postbox.spring.PostboxAutoConfiguration",
+      Tier.STARTER),
   CLI("postbox-cli", "dev.postbox.cli", "dev.postbox.cli.OperatorCli", Tier.FRONT_END),
   DEMO("postbox-demo", "dev.postbox.demo", "dev.postbox.demo.PostboxCli", Tier.FRONT_END),
   VERIFY("postbox-verify", "dev.postbox.verify", "dev.postbox.verify.VerifyCli", Tier.FRONT_END),
@@ -53,6 +58,11 @@ enum Modules {
     ADAPTER,
     /** An optional integration on core (metrics, circuit breakers); depends on core only. */
     INTEGRATION,
+    /**
+     * A framework starter (Spring Boot): library code on the application's class path that wires
+     * core, a store and a transport together; never the test kit.
+     */
+    STARTER,
     /** The test kit: infrastructure for tests and the harnesses. */
     TEST_KIT,
     /** cli, demo, verify, bench: programs on the library, not libraries themselves. */
@@ -83,10 +93,13 @@ enum Modules {
 
   /**
    * Library main code: everything a user puts on a production class path (core, adapters,
-   * integrations).
+   * integrations, starters).
    */
   boolean isLibrary() {
-    return tier == Tier.LIBRARY || tier == Tier.ADAPTER || tier == Tier.INTEGRATION;
+    return tier == Tier.LIBRARY
+        || tier == Tier.ADAPTER
+        || tier == Tier.INTEGRATION
+        || tier == Tier.STARTER;
   }
 
   static List<Modules> withTier(Tier tier) {

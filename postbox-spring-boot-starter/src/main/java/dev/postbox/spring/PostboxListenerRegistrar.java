@@ -1,0 +1,59 @@
+package dev.postbox.spring;
+
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.springframework.aop.support.AopUtils;
+import org.springframework.beans.factory.config.BeanPostProcessor;
+import org.springframework.context.EnvironmentAware;
+import org.springframework.core.MethodIntrospector;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.core.env.Environment;
+
+/**
+ * Finds {@link PostboxListener} methods on the application's beans and records them as listener
+ * endpoints for {@link PostboxConsumers}, which subscribes them when the context starts.
+ */
+final class PostboxListenerRegistrar implements BeanPostProcessor, EnvironmentAware {
+
+  /** One annotated method: its subscription name, its topic and its handler. */
+  record Endpoint(String name, String topic, ListenerMethod handler) {}
+
+  private final List<Endpoint> endpoints = new ArrayList<>();
+  private Environment environment;
+
+  @Override
+  public void setEnvironment(Environment environment) {
+    this.environment = environment;
+  }
+
+  @Override
+  public Object postProcessAfterInitialization(Object bean, String beanName) {
+    Class<?> type = AopUtils.getTargetClass(bean);
+    Map<Method, PostboxListener> methods =
+        MethodIntrospector.selectMethods(
+            type,
+            (MethodIntrospector.MetadataLookup<PostboxListener>)
+                m -> AnnotatedElementUtils.findMergedAnnotation(m, PostboxListener.class));
+    methods.forEach((method, listener) -> {
+      String topic = environment.resolveRequiredPlaceholders(listener.topic());
+      String name =
+          listener.name().isBlank()
+              ? beanName + "." + method.getName()
+              : environment.resolveRequiredPlaceholders(listener.name());
+      Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
+      synchronized (endpoints) {
+        endpoints.add(new Endpoint(name, topic, new ListenerMethod(bean, invocable)));
+      }
+    });
+    return bean;
+  }
+
+  /** The endpoints found so far. */
+  List<Endpoint> endpoints() {
+    synchronized (endpoints) {
+      return List.copyOf(endpoints);
+    }
+  }
+}

@@ -1,0 +1,229 @@
+package dev.postbox.spring;
+
+import dev.postbox.core.relay.Relay;
+import dev.postbox.core.relay.UnpublishableRows;
+import dev.postbox.jdbc.Outbox;
+import dev.postbox.jdbc.PostgresRelayStore;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/**
+ * The {@code postbox.*} settings of a Spring application: the delivery table ({@code
+ * postbox.topics.<topic>.*}), the relay, the Kafka connection, the outbox and the migrations. Every
+ * default is the library's {@code DEFAULT_*} constant. Bound and checked by {@link
+ * PostboxSettingsBinder}, which refuses the whole configuration with one message listing every
+ * problem.
+ */
+@ConfigurationProperties(PostboxProperties.PREFIX)
+public class PostboxProperties {
+
+  /** The prefix of every Postbox key. */
+  public static final String PREFIX = "postbox";
+
+  /** The delivery table: one entry per topic (use {@code [a.b]} for a topic name with dots). */
+  private Map<String, TopicProperties> topics = new LinkedHashMap<>();
+
+  private final Kafka kafka = new Kafka();
+  private final RelaySettings relay = new RelaySettings();
+  private final OutboxSettings outbox = new OutboxSettings();
+  private final Migrations migrations = new Migrations();
+
+  public Map<String, TopicProperties> getTopics() {
+    return topics;
+  }
+
+  public void setTopics(Map<String, TopicProperties> topics) {
+    this.topics = topics;
+  }
+
+  public Kafka getKafka() {
+    return kafka;
+  }
+
+  public RelaySettings getRelay() {
+    return relay;
+  }
+
+  public OutboxSettings getOutbox() {
+    return outbox;
+  }
+
+  public Migrations getMigrations() {
+    return migrations;
+  }
+
+  /**
+   * The table's row for {@code topic}, or the library defaults for a topic the table leaves out.
+   */
+  public TopicProperties topic(String topic) {
+    return topics.getOrDefault(topic, new TopicProperties());
+  }
+
+  /** The Kafka connection. */
+  public static class Kafka {
+    /** Kafka bootstrap servers (host:port, comma-separated) of the relay and the consumers. */
+    private String bootstrapServers = "";
+
+    public String getBootstrapServers() {
+      return bootstrapServers;
+    }
+
+    public void setBootstrapServers(String bootstrapServers) {
+      this.bootstrapServers = bootstrapServers;
+    }
+  }
+
+  /** The relay that publishes the outbox (see {@code Relay.Builder}). */
+  public static class RelaySettings {
+    /** Whether this application runs a relay. */
+    private boolean enabled = true;
+
+    /** Unique id among live relays; empty: host, pid and a random suffix. */
+    private String instanceId = "";
+
+    /** Rows claimed and published per batch. */
+    private int batchSize = Relay.DEFAULT_BATCH_SIZE;
+
+    /** How long a lane lease lasts without renewal (failover time after a crash). */
+    private Duration leaseTtl = Relay.DEFAULT_LEASE_TTL;
+
+    /** Longest wait for new rows when no NOTIFY arrives. */
+    private Duration pollInterval = Relay.DEFAULT_POLL_INTERVAL;
+
+    /** How long published rows are kept; zero deletes them on publish. */
+    private Duration retention = Relay.DEFAULT_RETENTION;
+
+    /** How often old published rows are deleted. */
+    private Duration purgeInterval = Relay.DEFAULT_PURGE_INTERVAL;
+
+    /** How long stopping waits for the batch in flight. */
+    private Duration shutdownTimeout = Relay.DEFAULT_SHUTDOWN_TIMEOUT;
+
+    /** Age of the oldest pending row above which the relay counts as stuck. */
+    private Duration stuckThreshold = Relay.DEFAULT_STUCK_THRESHOLD;
+
+    /** What a row that cannot be published does: hold its key (or topic), or be skipped. */
+    private UnpublishableRows unpublishableRows = Relay.DEFAULT_UNPUBLISHABLE_ROWS;
+
+    /** Whether the relay waits for NOTIFY on new rows (one connection held for LISTEN). */
+    private boolean notifications = PostgresRelayStore.DEFAULT_NOTIFICATIONS;
+
+    public boolean isEnabled() {
+      return enabled;
+    }
+
+    public void setEnabled(boolean enabled) {
+      this.enabled = enabled;
+    }
+
+    public String getInstanceId() {
+      return instanceId;
+    }
+
+    public void setInstanceId(String instanceId) {
+      this.instanceId = instanceId;
+    }
+
+    public int getBatchSize() {
+      return batchSize;
+    }
+
+    public void setBatchSize(int batchSize) {
+      this.batchSize = batchSize;
+    }
+
+    public Duration getLeaseTtl() {
+      return leaseTtl;
+    }
+
+    public void setLeaseTtl(Duration leaseTtl) {
+      this.leaseTtl = leaseTtl;
+    }
+
+    public Duration getPollInterval() {
+      return pollInterval;
+    }
+
+    public void setPollInterval(Duration pollInterval) {
+      this.pollInterval = pollInterval;
+    }
+
+    public Duration getRetention() {
+      return retention;
+    }
+
+    public void setRetention(Duration retention) {
+      this.retention = retention;
+    }
+
+    public Duration getPurgeInterval() {
+      return purgeInterval;
+    }
+
+    public void setPurgeInterval(Duration purgeInterval) {
+      this.purgeInterval = purgeInterval;
+    }
+
+    public Duration getShutdownTimeout() {
+      return shutdownTimeout;
+    }
+
+    public void setShutdownTimeout(Duration shutdownTimeout) {
+      this.shutdownTimeout = shutdownTimeout;
+    }
+
+    public Duration getStuckThreshold() {
+      return stuckThreshold;
+    }
+
+    public void setStuckThreshold(Duration stuckThreshold) {
+      this.stuckThreshold = stuckThreshold;
+    }
+
+    public UnpublishableRows getUnpublishableRows() {
+      return unpublishableRows;
+    }
+
+    public void setUnpublishableRows(UnpublishableRows unpublishableRows) {
+      this.unpublishableRows = unpublishableRows;
+    }
+
+    public boolean isNotifications() {
+      return notifications;
+    }
+
+    public void setNotifications(boolean notifications) {
+      this.notifications = notifications;
+    }
+  }
+
+  /** The outbox writer (see {@code Outbox.Builder}). */
+  public static class OutboxSettings {
+    /** Whether writers of one key serialise on an advisory lock (position order = commit order). */
+    private boolean keyLocking = Outbox.DEFAULT_KEY_LOCKING;
+
+    public boolean isKeyLocking() {
+      return keyLocking;
+    }
+
+    public void setKeyLocking(boolean keyLocking) {
+      this.keyLocking = keyLocking;
+    }
+  }
+
+  /** Postbox's own schema migrations ({@code PostboxMigrations}). */
+  public static class Migrations {
+    /** Whether Postbox migrates its tables ({@code postbox_*}) at start-up. */
+    private boolean enabled = true;
+
+    public boolean isEnabled() {
+      return enabled;
+    }
+
+    public void setEnabled(boolean enabled) {
+      this.enabled = enabled;
+    }
+  }
+}

@@ -1,0 +1,89 @@
+package dev.postbox.spring;
+
+import dev.postbox.core.metrics.PostboxMetrics;
+import dev.postbox.core.relay.Relay;
+import dev.postbox.jdbc.PostgresRelayStore;
+import dev.postbox.kafka.KafkaRelayPublisher;
+import java.util.Optional;
+import java.util.Set;
+import javax.sql.DataSource;
+import org.springframework.context.SmartLifecycle;
+
+/**
+ * Runs the outbox relay (PostgreSQL store, Kafka publisher) with the Spring context: built from
+ * {@code postbox.relay.*} and started when the context starts; stopped gracefully (the batch in
+ * flight is marked, up to {@code postbox.relay.shutdown-timeout}, and the lanes are released) when
+ * it stops.
+ */
+public final class PostboxRelayLifecycle implements SmartLifecycle {
+
+  private final PostboxProperties properties;
+  private final DataSource dataSource;
+  private final PostboxMetrics metrics;
+  private Optional<Relay> relay = Optional.empty();
+
+  PostboxRelayLifecycle(
+      PostboxProperties properties, DataSource dataSource, PostboxMetrics metrics) {
+    this.properties = properties;
+    this.dataSource = dataSource;
+    this.metrics = metrics;
+  }
+
+  @Override
+  public synchronized void start() {
+    if (relay.isPresent()) {
+      return;
+    }
+    PostboxProperties.RelaySettings r = properties.getRelay();
+    Relay.Builder b =
+        Relay.builder(
+                PostgresRelayStore.builder(dataSource).notifications(r.isNotifications()).build(),
+                KafkaRelayPublisher.builder(properties.getKafka().getBootstrapServers()).build())
+            .batchSize(r.getBatchSize())
+            .leaseTtl(r.getLeaseTtl())
+            .pollInterval(r.getPollInterval())
+            .retention(r.getRetention())
+            .purgeInterval(r.getPurgeInterval())
+            .shutdownTimeout(r.getShutdownTimeout())
+            .stuckThreshold(r.getStuckThreshold())
+            .unpublishableRows(r.getUnpublishableRows())
+            .metrics(metrics);
+    if (!r.getInstanceId().isBlank()) {
+      b.instanceId(r.getInstanceId());
+    }
+    Relay built = b.build();
+    built.start();
+    relay = Optional.of(built);
+  }
+
+  /**
+   * Starts before and stops after the web server ({@code DEFAULT_PHASE - 2048}) and the consumers,
+   * so that what requests and handlers write to the outbox while the application shuts down is
+   * still published.
+   */
+  @Override
+  public int getPhase() {
+    return SmartLifecycle.DEFAULT_PHASE - 4096;
+  }
+
+  @Override
+  public synchronized void stop() {
+    relay.ifPresent(Relay::close);
+    relay = Optional.empty();
+  }
+
+  @Override
+  public synchronized boolean isRunning() {
+    return relay.isPresent();
+  }
+
+  /** The lanes this relay owns now (empty when it is not running). */
+  public synchronized Set<Integer> ownedLanes() {
+    return relay.map(Relay::ownedLanes).orElse(Set.of());
+  }
+
+  /** The relay's counters, while it runs. */
+  public synchronized Optional<Relay.Stats> stats() {
+    return relay.map(Relay::stats);
+  }
+}

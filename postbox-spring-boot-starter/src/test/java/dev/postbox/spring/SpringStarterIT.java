@@ -1,0 +1,249 @@
+package dev.postbox.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import dev.postbox.core.Message;
+import dev.postbox.core.consumer.Delivery;
+import dev.postbox.core.consumer.Subscription;
+import dev.postbox.jdbc.TransactionRequiredException;
+import dev.postbox.kafka.KafkaRelayPublisher;
+import dev.postbox.testkit.PostboxTestContext;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.HealthIndicator;
+import org.springframework.boot.health.contributor.Status;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.stereotype.Service;
+import org.springframework.test.annotation.DirtiesContext;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.annotation.EnableTransactionManagement;
+import org.springframework.transaction.annotation.Transactional;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * The starter in a Spring Boot application on the test kit's PostgreSQL and Kafka: the outbox joins
+ * {@code @Transactional} and {@code TransactionTemplate}, a rollback writes nothing, the relay
+ * publishes, and an effectively-once {@link PostboxListener} applies each message once.
+ */
+@SpringBootTest(classes = SpringStarterIT.App.class)
+@DirtiesContext // closed (relay and consumers stopped) while the test kit's broker and database
+// still run
+class SpringStarterIT {
+
+  static final PostboxTestContext CTX = PostboxTestContext.create("spring-starter");
+  static final String ORDERS = CTX.topic("spring.orders");
+  static final String AUDIT = CTX.topic("spring.audit");
+  static final java.util.Set<UUID> AUDITED = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+  @DynamicPropertySource
+  static void properties(DynamicPropertyRegistry registry) {
+    registry.add("postbox.kafka.bootstrap-servers", CTX::bootstrapServers);
+    registry.add("postbox.topics[" + ORDERS + "].guarantee", () -> "effectively-once");
+    registry.add("postbox.topics[" + ORDERS + "].max-retries", () -> "5");
+    registry.add("postbox.topics[" + ORDERS + "].backoff.initial", () -> "10ms");
+    registry.add("postbox.topics[" + ORDERS + "].backoff.max", () -> "50ms");
+    registry.add("postbox.relay.poll-interval", () -> "200ms");
+    registry.add("test.orders-topic", () -> ORDERS);
+  }
+
+  @SpringBootConfiguration
+  @EnableAutoConfiguration
+  @EnableTransactionManagement
+  @Import({OrderService.class, OrderListener.class})
+  static class App {
+    @Bean(destroyMethod = "")
+    DataSource dataSource() {
+      DataSource ds = CTX.dataSource();
+      JdbcTemplate jdbc = new JdbcTemplate(ds);
+      jdbc.execute("CREATE TABLE IF NOT EXISTS orders (id text PRIMARY KEY)");
+      jdbc.execute("CREATE TABLE IF NOT EXISTS applied (order_id text PRIMARY KEY)");
+      return ds;
+    }
+
+    @Bean
+    PlatformTransactionManager transactionManager(DataSource dataSource) {
+      return new DataSourceTransactionManager(dataSource);
+    }
+
+    /** A consumer with its own subscription (at-least-once, the library's defaults). */
+    @Bean
+    PostboxConsumer audit() {
+      return new PostboxConsumer(
+          Subscription.builder("audit").topics(AUDIT).build(), d -> AUDITED.add(d.message().id()));
+    }
+
+    @Bean
+    MeterRegistry meterRegistry() {
+      return new SimpleMeterRegistry();
+    }
+
+    @Bean
+    TransactionTemplate transactionTemplate(PlatformTransactionManager tm) {
+      return new TransactionTemplate(tm);
+    }
+  }
+
+  /** A business service: the order row and its event in one transaction. */
+  @Service
+  static class OrderService {
+    private final JdbcTemplate jdbc;
+    private final TransactionalOutbox outbox;
+
+    OrderService(DataSource dataSource, TransactionalOutbox outbox) {
+      this.jdbc = new JdbcTemplate(dataSource);
+      this.outbox = outbox;
+    }
+
+    @Transactional
+    public Message place(String orderId, boolean fail) {
+      jdbc.update("INSERT INTO orders (id) VALUES (?)", orderId);
+      Message m = event(orderId);
+      outbox.write(m);
+      if (fail) {
+        throw new IllegalStateException("payment refused");
+      }
+      return m;
+    }
+  }
+
+  static Message event(String orderId) {
+    return Message.builder(ORDERS, "order.created")
+        .key(orderId)
+        .jsonPayload("\"" + orderId + "\"")
+        .build();
+  }
+
+  /** Applies each order once, in the inbox transaction; fails its first attempt of each order. */
+  @Service
+  static class OrderListener {
+    final java.util.Set<String> failedOnce = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    @PostboxListener(topic = "${test.orders-topic}", name = "inventory")
+    void apply(Delivery delivery, String payload, Connection connection) throws SQLException {
+      String orderId = payload.replace("\"", "");
+      try (PreparedStatement ps =
+          connection.prepareStatement("INSERT INTO applied (order_id) VALUES (?)")) {
+        ps.setString(1, orderId);
+        ps.executeUpdate();
+      }
+      if (failedOnce.add(orderId)) {
+        throw new IllegalStateException("first attempt fails after its effect (rolled back)");
+      }
+    }
+  }
+
+  @Autowired OrderService orders;
+  @Autowired TransactionalOutbox outbox;
+  @Autowired TransactionTemplate tx;
+  @Autowired DataSource dataSource;
+  @Autowired HealthIndicator postboxHealthIndicator;
+  @Autowired MeterRegistry meterRegistry;
+
+  private long count(String sql, Object... args) {
+    return new JdbcTemplate(dataSource).queryForObject(sql, Long.class, args);
+  }
+
+  @Test
+  void transactionalServiceWritesTheRowAndTheMessageAndTheListenerAppliesItOnce() throws Exception {
+    String orderId = "o-" + UUID.randomUUID();
+    Message m = orders.place(orderId, false);
+
+    assertThat(count("SELECT count(*) FROM orders WHERE id = ?", orderId)).isEqualTo(1);
+    assertThat(count("SELECT count(*) FROM postbox_outbox WHERE message_id = ?", m.id()))
+        .isEqualTo(1);
+
+    // the relay publishes it, and the listener applies it (after one failed, rolled-back attempt)
+    await()
+        .atMost(Duration.ofSeconds(90))
+        .until(() -> count("SELECT count(*) FROM applied WHERE order_id = ?", orderId) == 1);
+    await()
+        .atMost(Duration.ofSeconds(90))
+        .until(() ->
+            count(
+                    "SELECT count(*) FROM postbox_outbox WHERE message_id = ? AND published_at"
+                        + " IS NOT NULL",
+                    m.id())
+                == 1);
+
+    // the same message again on the topic, then a later one of the same key: once the later one
+    // is applied, the duplicate (before it in key order) was handled, and suppressed
+    try (KafkaRelayPublisher raw = KafkaRelayPublisher.builder(CTX.bootstrapServers()).build()) {
+      raw.publish(List.of(m));
+    }
+    String next = orderId + "-next";
+    Message later =
+        Message.builder(ORDERS, "order.created")
+            .key(orderId)
+            .jsonPayload("\"" + next + "\"")
+            .build();
+    tx.executeWithoutResult(status -> outbox.write(later));
+    await()
+        .atMost(Duration.ofSeconds(90))
+        .until(() -> count("SELECT count(*) FROM applied WHERE order_id = ?", next) == 1);
+    assertThat(count("SELECT count(*) FROM applied WHERE order_id = ?", orderId)).isEqualTo(1);
+  }
+
+  @Test
+  void aRollbackWritesNeitherTheRowNorTheMessage() {
+    String orderId = "o-" + UUID.randomUUID();
+    assertThatThrownBy(() -> orders.place(orderId, true)).hasMessage("payment refused");
+
+    assertThat(count("SELECT count(*) FROM orders WHERE id = ?", orderId)).isZero();
+    assertThat(count("SELECT count(*) FROM postbox_outbox WHERE msg_key = ?", orderId)).isZero();
+  }
+
+  @Test
+  void outsideATransactionTheOutboxRefusesAndWritesNothing() {
+    String orderId = "o-" + UUID.randomUUID();
+    assertThatThrownBy(() -> outbox.write(event(orderId)))
+        .isInstanceOf(TransactionRequiredException.class)
+        .hasMessageContaining("@Transactional");
+    assertThat(count("SELECT count(*) FROM postbox_outbox WHERE msg_key = ?", orderId)).isZero();
+  }
+
+  @Test
+  void healthShowsTheRelaysLanesAndTheListenersPollLoopAndMetricsGoToTheRegistry() {
+    await()
+        .atMost(Duration.ofSeconds(90))
+        .untilAsserted(() -> {
+          Health health = postboxHealthIndicator.health(true);
+          assertThat(health.getStatus()).isEqualTo(Status.UP);
+          @SuppressWarnings("unchecked")
+          Map<String, Object> relay = (Map<String, Object>) health.getDetails().get("relay");
+          assertThat((Integer) relay.get("lanesHeld")).isPositive();
+          @SuppressWarnings("unchecked")
+          Map<String, Object> consumer =
+              (Map<String, Object>) health.getDetails().get("consumer inventory");
+          assertThat(consumer).containsEntry("pollLoopAlive", true);
+        });
+    assertThat(meterRegistry.find("postbox.relay.published").meters()).isNotEmpty();
+  }
+
+  @Test
+  void aPostboxConsumerBeanReceivesWhatATransactionTemplateWrote() {
+    Message m = Message.builder(AUDIT, "audit.entry").key("k").jsonPayload("{}").build();
+    tx.executeWithoutResult(status -> outbox.write(m));
+    await().atMost(Duration.ofSeconds(90)).until(() -> AUDITED.contains(m.id()));
+  }
+}
