@@ -9,10 +9,15 @@ import dev.postbox.jdbc.OutboxException;
 import dev.postbox.jdbc.internal.Transactions;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -42,9 +47,9 @@ public final class PublishedRowMarker {
       "UPDATE postbox_outbox o SET published_at = now(),"
           + " published_partition = nullif(a.part, -1), published_offset = nullif(a.off, -1)"
           + " FROM unnest(?::bigint[], ?::int[], ?::bigint[]) AS a(pos, part, off)"
-          + " WHERE o.position = a.pos";
+          + " WHERE o.position = a.pos RETURNING o.position";
   static final String DELETE_PUBLISHED =
-      "DELETE FROM postbox_outbox WHERE position = ANY(?::bigint[])";
+      "DELETE FROM postbox_outbox WHERE position = ANY(?::bigint[]) RETURNING position";
   static final String MARK_FAILED =
       "UPDATE postbox_outbox SET failed_at = now(), last_error = ?, attempts = attempts + 1"
           + " WHERE position = ? AND published_at IS NULL";
@@ -52,6 +57,15 @@ public final class PublishedRowMarker {
       "DELETE FROM postbox_outbox WHERE position IN (SELECT position FROM postbox_outbox"
           + " WHERE published_at < now() - make_interval(secs => ?) LIMIT ?)";
   private static final int MAX_ROWS_PER_MARK = 20_000;
+
+  /**
+   * How often rows the mark did not find are looked for again. The slot can hand out a transaction
+   * a moment before its committing backend has made it visible to other sessions (PostgreSQL
+   * flushes the commit record, which walsenders stream, before it leaves the proc array), so on a
+   * busy machine a mark may run too early for a few of its rows.
+   */
+  private static final int MAX_INVISIBLE_RETRIES = 40;
+
   private static final int PURGE_LIMIT = 5_000;
 
   /**
@@ -163,31 +177,53 @@ public final class PublishedRowMarker {
     return s.acked().size() + s.failed().size();
   }
 
-  private void mark(List<Settled> jobs) {
-    List<Long> positions = new ArrayList<>();
-    List<Integer> partitions = new ArrayList<>();
-    List<Long> offsets = new ArrayList<>();
+  private void mark(List<Settled> jobs) throws InterruptedException {
+    Map<Long, PublishOutcome.Acknowledged> acked = new LinkedHashMap<>();
     for (Settled s : jobs) {
       for (int i = 0; i < s.acked().size(); i++) {
-        positions.add(s.acked().get(i).position());
-        partitions.add(s.acks().get(i).partition());
-        offsets.add(s.acks().get(i).offset());
+        acked.put(s.acked().get(i).position(), s.acks().get(i));
       }
     }
+    Set<Long> found = markOnce(acked, jobs);
+    for (int attempt = 1; found.size() < acked.size(); attempt++) {
+      acked.keySet().removeAll(found);
+      if (attempt > MAX_INVISIBLE_RETRIES) {
+        log.warn(
+            "CDC relay: {} published rows were not found to mark (first position {}); they stay"
+                + " pending in the table (published: the slot moves on)",
+            acked.size(),
+            acked.keySet().iterator().next());
+        return;
+      }
+      sleeper.sleep(Duration.ofMillis(Math.min(500, 5L << Math.min(attempt, 7))));
+      found = markOnce(acked, List.of());
+    }
+  }
+
+  /** Marks (or deletes) {@code acked} and the failed rows of {@code jobs}; the positions found. */
+  private Set<Long> markOnce(Map<Long, PublishOutcome.Acknowledged> acked, List<Settled> jobs) {
+    Long[] positions = acked.keySet().toArray(Long[]::new);
+    Integer[] partitions = acked.values().stream().map(a -> a.partition()).toArray(Integer[]::new);
+    Long[] offsets = acked.values().stream().map(a -> a.offset()).toArray(Long[]::new);
+    Set<Long> found = new HashSet<>();
     Transactions.inTransaction(
         dataSource,
-        "marking " + positions.size() + " published outbox rows failed",
+        "marking " + positions.length + " published outbox rows failed",
         c -> {
-          if (!positions.isEmpty()) {
+          if (positions.length > 0) {
             boolean delete = retention.isZero();
             try (PreparedStatement ps =
                 c.prepareStatement(delete ? DELETE_PUBLISHED : MARK_PUBLISHED)) {
-              ps.setArray(1, c.createArrayOf("int8", positions.toArray()));
+              ps.setArray(1, c.createArrayOf("int8", positions));
               if (!delete) {
-                ps.setArray(2, c.createArrayOf("int4", partitions.toArray()));
-                ps.setArray(3, c.createArrayOf("int8", offsets.toArray()));
+                ps.setArray(2, c.createArrayOf("int4", partitions));
+                ps.setArray(3, c.createArrayOf("int8", offsets));
               }
-              ps.executeUpdate();
+              try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                  found.add(rs.getLong(1));
+                }
+              }
             }
           }
           for (Settled s : jobs) {
@@ -202,7 +238,8 @@ public final class PublishedRowMarker {
           return null;
         },
         OutboxException::new);
-    marked += positions.size();
+    marked += found.size();
+    return found;
   }
 
   private void purge() {
