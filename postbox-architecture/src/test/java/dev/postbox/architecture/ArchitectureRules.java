@@ -13,7 +13,6 @@ import com.tngtech.archunit.lang.ArchCondition;
 import com.tngtech.archunit.lang.ArchRule;
 import com.tngtech.archunit.lang.ConditionEvents;
 import com.tngtech.archunit.lang.SimpleConditionEvent;
-import com.tngtech.archunit.library.freeze.FreezingArchRule;
 import dev.postbox.architecture.Modules.Tier;
 import java.util.List;
 import java.util.Map;
@@ -200,8 +199,9 @@ final class ArchitectureRules {
 
   /**
    * Library main code (core, adapters, micrometer) reads time and sleeps through injected Clock,
-   * Ticker and Sleeper, never directly, except inside a time package. Not checked as is but frozen:
-   * see {@link #NO_RAW_TIME_IN_LIBRARY_CODE_FROZEN}.
+   * Ticker and Sleeper, never directly, except inside a time package. Checked strictly: the last
+   * raw-time calls left library code in issue 14 (the frozen store that tolerated them while they
+   * were removed is gone).
    */
   static final ArchRule NO_RAW_TIME_IN_LIBRARY_CODE =
       classes()
@@ -217,16 +217,6 @@ final class ArchitectureRules {
           .because(
               "time is injected (Clock, Ticker, Sleeper) so that tests can run on fake time"
                   + " (issue 14, item 3)");
-
-  /**
-   * {@link #NO_RAW_TIME_IN_LIBRARY_CODE} with today's calls recorded in {@code
-   * src/test/resources/archunit_store}: those pass, any new one fails. archunit.properties forbids
-   * creating or rewriting the store in a normal run, so a removed call also fails until the store
-   * is re-recorded on purpose (see the README's Testing section): the store can only shrink, and
-   * only in a commit that says so.
-   */
-  static final ArchRule NO_RAW_TIME_IN_LIBRARY_CODE_FROZEN =
-      FreezingArchRule.freeze(NO_RAW_TIME_IN_LIBRARY_CODE);
 
   /**
    * Transport names in core's class files: a string constant naming a transport's package, or a
@@ -247,16 +237,12 @@ final class ArchitectureRules {
   static final List<String> TRANSPORT_NAME_CONSTANTS = List.of("kafka", "rabbitmq", "redis");
 
   /**
-   * Core classes that name a transport in a string today, each with its reason. Issue 14 item 1
-   * gives the engine contract the adapter's retriable-error predicate and messaging-system name,
-   * and empties this list.
+   * Core classes that name a transport in a string, each with its reason: none. The consumer engine
+   * takes the messaging-system name, the span's position attribute and the retriable-error
+   * predicate from the adapter's {@code dev.postbox.core.engine.TransportBinding} (issue 14 item
+   * 1), so the rule holds with no exception; keep it so.
    */
-  static final Map<String, String> CORE_TRANSPORT_NAMES_BY_DESIGN =
-      Map.of(
-          "dev.postbox.core.consumer.StandardRetryPolicy",
-          "matches Kafka's RetriableException by class name (core cannot depend on kafka-clients)",
-          "dev.postbox.core.engine.DeliveryProcessor",
-          "its spans set messaging.system=kafka");
+  static final Map<String, String> CORE_TRANSPORT_NAMES_BY_DESIGN = Map.of();
 
   /**
    * The transport names in one class file's constant pool (see {@link #TRANSPORT_NAME_FRAGMENTS}).

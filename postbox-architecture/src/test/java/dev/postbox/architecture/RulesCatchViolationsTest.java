@@ -7,8 +7,6 @@ import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.lang.ArchRule;
 import com.tngtech.archunit.lang.EvaluationResult;
-import com.tngtech.archunit.library.freeze.FreezingArchRule;
-import com.tngtech.archunit.library.freeze.ViolationStore;
 import dev.postbox.core.archfixture.CoreNamingKafka;
 import dev.postbox.core.archfixture.CoreUsingKafka;
 import dev.postbox.core.time.archfixture.SystemTicker;
@@ -16,15 +14,9 @@ import dev.postbox.demo.archfixture.FrontEndUsingEngineContract;
 import dev.postbox.jdbc.archfixture.JdbcUsingCoreInternals;
 import dev.postbox.kafka.archfixture.KafkaUsingEngineContract;
 import dev.postbox.kafka.archfixture.KafkaUsingTestKit;
-import dev.postbox.micrometer.archfixture.KnownSleeper;
-import dev.postbox.micrometer.archfixture.NewSleeper;
 import dev.postbox.micrometer.archfixture.RawTimeUser;
 import dev.postbox.redis.archfixture.RedisUsingJdbc;
-import java.io.InputStream;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
-import java.util.Properties;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -132,64 +124,5 @@ class RulesCatchViolationsTest {
                 RawTimeUser.class))
         .isNotEmpty()
         .noneSatisfy(v -> assertThat(v).contains(SystemTicker.class.getName()));
-  }
-
-  @Test
-  void theFrozenTimeRuleToleratesRecordedCallsAndFailsOnANewOne() {
-    // The same freezing as in ArchitectureTest, but over a store in memory so that this test
-    // neither reads nor
-    // writes the committed store.
-    InMemoryViolationStore store = new InMemoryViolationStore();
-    ArchRule frozen =
-        FreezingArchRule.freeze(ArchitectureRules.NO_RAW_TIME_IN_LIBRARY_CODE).persistIn(store);
-
-    assertThat(frozen.evaluate(only(KnownSleeper.class)).hasViolation())
-        .as("first evaluation records the existing call")
-        .isFalse();
-    assertThat(store.stored).hasSize(1);
-
-    EvaluationResult withNewCall = frozen.evaluate(only(KnownSleeper.class, NewSleeper.class));
-    assertThat(withNewCall.hasViolation()).isTrue();
-    assertThat(withNewCall.getFailureReport().getDetails())
-        .hasSize(1)
-        .allSatisfy(v -> assertThat(v).contains(NewSleeper.class.getName()));
-  }
-
-  @Test
-  void theCommittedStoreCannotBeCreatedOrRewrittenByANormalRun() throws Exception {
-    Properties properties = new Properties();
-    try (InputStream in = getClass().getResourceAsStream("/archunit.properties")) {
-      assertThat(in).as("archunit.properties on the test class path").isNotNull();
-      properties.load(in);
-    }
-    assertThat(properties)
-        .containsEntry("freeze.store.default.allowStoreCreation", "false")
-        .containsEntry("freeze.store.default.allowStoreUpdate", "false");
-  }
-
-  /**
-   * A {@link ViolationStore} in memory: for showing the freeze without touching the committed
-   * store.
-   */
-  static final class InMemoryViolationStore implements ViolationStore {
-    final Map<String, List<String>> stored = new HashMap<>();
-
-    @Override
-    public void initialize(Properties properties) {}
-
-    @Override
-    public boolean contains(ArchRule rule) {
-      return stored.containsKey(rule.getDescription());
-    }
-
-    @Override
-    public void save(ArchRule rule, List<String> violations) {
-      stored.put(rule.getDescription(), List.copyOf(violations));
-    }
-
-    @Override
-    public List<String> getViolations(ArchRule rule) {
-      return stored.get(rule.getDescription());
-    }
   }
 }

@@ -179,6 +179,7 @@ public final class KafkaSubscriber implements AutoCloseable {
   private static DeliveryProcessor deliveryProcessor(
       Builder b, Optional<DeliveryProcessor.RetriesExhausted> retryTopics) {
     return new DeliveryProcessor(
+        KafkaBinding.TRANSPORT,
         b.subscription,
         b.handler,
         b.batchHandler,
@@ -195,6 +196,8 @@ public final class KafkaSubscriber implements AutoCloseable {
                     b.parking, b.parkingTiers, b.blockKeyAfterDeadLetter, IncomingRecords::of)),
         retryTopics,
         b.clock,
+        b.ticker,
+        b.sleeper,
         b.metrics,
         b.openTelemetry);
   }

@@ -166,6 +166,12 @@ class TraceIT extends Subscribers {
               .findFirst()
               .orElseThrow();
       assertThat(consumer).allMatch(s -> s.getTraceId().equals(origin.getTraceId()));
+      // the engine tags its spans with what Kafka's TransportBinding names
+      assertThat(consumer)
+          .allSatisfy(s ->
+              assertThat(s.getAttributes().asMap().toString())
+                  .contains("messaging.system=kafka")
+                  .contains("messaging.kafka.offset="));
       assertThat(consumer.subList(0, 3))
           .allMatch(s -> s.getParentSpanId().equals(origin.getSpanId()));
       assertThat(consumer.get(3).getParentSpanId()).isEqualTo(replay.getSpanId());

@@ -23,6 +23,19 @@ public interface FailureHandler {
   FailureDecision decide(Delivery delivery, Throwable error);
 
   /**
+   * This handler for a subscription read through a transport whose own errors that match {@code
+   * retriable} are transient. The consumer engine calls it once per subscription with the transport
+   * adapter's predicate (Kafka's: its {@code RetriableException} and subclasses) and uses the
+   * handler it returns. Handlers built by {@link FailureHandlers} answer a copy whose {@link
+   * RetryPolicy} classifies such errors as transient, after the permanent rules (see {@link
+   * RetryPolicy#classify}), sharing this handler's state; the default returns this handler
+   * unchanged.
+   */
+  default FailureHandler withTransientErrors(java.util.function.Predicate<Throwable> retriable) {
+    return this;
+  }
+
+  /**
    * Receives a message that is given up. The default logs it at ERROR with its id, type and
    * position.
    */

@@ -7,6 +7,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.function.Consumer;
+import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -38,17 +39,44 @@ final class PolicyFailureHandler implements FailureHandler {
       Consumer<RetryEvent> onRetry,
       Optional<Consumer<DeadLetterEvent>> onDeadLetter,
       int maxTracked) {
-    this.policy = policy;
-    this.budget = budget;
-    this.onRetry = onRetry;
-    this.onDeadLetter = onDeadLetter;
-    this.tracked =
+    this(
+        policy,
+        budget,
+        onRetry,
+        onDeadLetter,
         new LinkedHashMap<>(16, 0.75f, true) {
           @Override
           protected boolean removeEldestEntry(Map.Entry<UUID, Tracked> eldest) {
             return size() > maxTracked;
           }
-        };
+        });
+  }
+
+  private PolicyFailureHandler(
+      RetryPolicy policy,
+      Optional<RetryBudget> budget,
+      Consumer<RetryEvent> onRetry,
+      Optional<Consumer<DeadLetterEvent>> onDeadLetter,
+      Map<UUID, Tracked> tracked) {
+    this.policy = policy;
+    this.budget = budget;
+    this.onRetry = onRetry;
+    this.onDeadLetter = onDeadLetter;
+    this.tracked = tracked;
+  }
+
+  /**
+   * A copy whose policy also treats the transport's {@code retriable} errors as transient, sharing
+   * this handler's tracked failures, budget and listeners; a policy not built by {@link
+   * RetryPolicy#builder()} classifies on its own and is kept.
+   */
+  @Override
+  public FailureHandler withTransientErrors(Predicate<Throwable> retriable) {
+    if (!(policy instanceof StandardRetryPolicy standard)) {
+      return this;
+    }
+    return new PolicyFailureHandler(
+        standard.withTransportRetriable(retriable), budget, onRetry, onDeadLetter, tracked);
   }
 
   @Override

@@ -39,9 +39,10 @@ import java.util.function.Predicate;
  *             reports as a plain {@code SQLException});
  *         <li>{@link java.util.concurrent.TimeoutException}, {@link
  *             java.net.SocketTimeoutException};
- *         <li>any exception whose class, or a superclass, is named {@code
- *             org.apache.kafka.common.errors.RetriableException} (matched by name: core does not
- *             depend on Kafka);
+ *         <li>an error the transport declares retriable, when the policy runs in a subscription
+ *             (the consumer engine passes the transport adapter's predicate through {@link
+ *             FailureHandler#withTransientErrors}; Kafka's: its {@code RetriableException} and
+ *             subclasses);
  *         <li>an instance of a class given to {@link Builder#retryOn(Class[])}.
  *       </ul>
  *   <li>Otherwise {@link Builder#retryIf(Predicate)} decides, called with the error itself: {@code

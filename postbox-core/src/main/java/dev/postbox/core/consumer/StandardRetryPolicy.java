@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
@@ -21,8 +22,6 @@ import java.util.function.Predicate;
 
 /** The {@link RetryPolicy} built by {@link RetryPolicy.Builder}. Immutable and thread-safe. */
 final class StandardRetryPolicy implements RetryPolicy {
-
-  static final String KAFKA_RETRIABLE = "org.apache.kafka.common.errors.RetriableException";
 
   private static final List<Class<? extends Throwable>> BUILT_IN_TRANSIENT =
       List.of(
@@ -39,6 +38,7 @@ final class StandardRetryPolicy implements RetryPolicy {
   private final Set<Class<? extends Throwable>> abortOn;
   private final Predicate<Throwable> retryIf;
   private final Clock clock;
+  private final Predicate<Throwable> transportRetriable;
 
   StandardRetryPolicy(
       int maxAttempts,
@@ -48,6 +48,18 @@ final class StandardRetryPolicy implements RetryPolicy {
       Set<Class<? extends Throwable>> abortOn,
       Predicate<Throwable> retryIf,
       Clock clock) {
+    this(maxAttempts, maxDuration, backoff, retryOn, abortOn, retryIf, clock, t -> false);
+  }
+
+  private StandardRetryPolicy(
+      int maxAttempts,
+      Duration maxDuration,
+      Backoff backoff,
+      Set<Class<? extends Throwable>> retryOn,
+      Set<Class<? extends Throwable>> abortOn,
+      Predicate<Throwable> retryIf,
+      Clock clock,
+      Predicate<Throwable> transportRetriable) {
     this.maxAttempts = maxAttempts;
     this.maxDuration = maxDuration;
     this.backoff = backoff;
@@ -55,6 +67,23 @@ final class StandardRetryPolicy implements RetryPolicy {
     this.abortOn = abortOn;
     this.retryIf = retryIf;
     this.clock = clock;
+    this.transportRetriable = transportRetriable;
+  }
+
+  /**
+   * This policy for a transport whose errors matching {@code retriable} (tested against each
+   * throwable of the cause chain) are transient, ranked with the built-in transient list.
+   */
+  StandardRetryPolicy withTransportRetriable(Predicate<Throwable> retriable) {
+    return new StandardRetryPolicy(
+        maxAttempts,
+        maxDuration,
+        backoff,
+        retryOn,
+        abortOn,
+        retryIf,
+        clock,
+        Objects.requireNonNull(retriable, "retriable"));
   }
 
   @Override
@@ -68,7 +97,7 @@ final class StandardRetryPolicy implements RetryPolicy {
     for (Throwable t : chain) {
       if (isInstanceOfAny(t, BUILT_IN_TRANSIENT)
           || isTransientSqlState(t)
-          || isKafkaRetriable(t.getClass())
+          || transportRetriable.test(t)
           || isInstanceOfAny(t, retryOn)) {
         return FailureClass.TRANSIENT;
       }
@@ -151,15 +180,6 @@ final class StandardRetryPolicy implements RetryPolicy {
     if (t instanceof SQLException e && e.getSQLState() != null) {
       String state = e.getSQLState();
       return state.startsWith("08") || state.startsWith("40");
-    }
-    return false;
-  }
-
-  private static boolean isKafkaRetriable(Class<?> type) {
-    for (Class<?> c = type; c != null; c = c.getSuperclass()) {
-      if (c.getName().equals(KAFKA_RETRIABLE)) {
-        return true;
-      }
     }
     return false;
   }

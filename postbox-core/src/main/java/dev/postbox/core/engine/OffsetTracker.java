@@ -1,5 +1,7 @@
 package dev.postbox.core.engine;
 
+import dev.postbox.core.time.Sleeper;
+import dev.postbox.core.time.Ticker;
 import java.time.Duration;
 import java.util.OptionalLong;
 import java.util.TreeMap;
@@ -25,6 +27,23 @@ public final class OffsetTracker {
   private long highestDispatched = -1;
   private int running;
   private boolean revoked;
+  private final Ticker ticker;
+  private final Sleeper sleeper;
+
+  /** A tracker on the system's time. */
+  public OffsetTracker() {
+    this(Ticker.SYSTEM, Sleeper.SYSTEM);
+  }
+
+  /**
+   * A tracker whose {@link #revokeAndAwait} measures its deadline with {@code ticker}. With {@link
+   * Sleeper#SYSTEM} the wait for running records ends as soon as the last one ends; any other
+   * sleeper (a test's {@code FakeTime}) is used between checks instead.
+   */
+  public OffsetTracker(Ticker ticker, Sleeper sleeper) {
+    this.ticker = ticker;
+    this.sleeper = sleeper;
+  }
 
   /** A record was handed to a worker. */
   public void dispatched(long offset) {
@@ -99,7 +118,7 @@ public final class OffsetTracker {
    */
   public int revokeAndAwait(Duration timeout) throws InterruptedException {
     markRevoked();
-    return awaitIdle(System.nanoTime() + timeout.toNanos(), System::nanoTime);
+    return awaitIdle(ticker.deadlineIn(timeout), ticker::nanos);
   }
 
   /** Marks the partition revoked: records not yet started will not start. */
@@ -124,11 +143,25 @@ public final class OffsetTracker {
         if (left <= 0) {
           break;
         }
-        idle.awaitNanos(Math.min(left, TimeUnit.MILLISECONDS.toNanos(100)));
+        waitSlice(Math.min(left, TimeUnit.MILLISECONDS.toNanos(100)));
       }
       return running;
     } finally {
       lock.unlock();
+    }
+  }
+
+  /** Waits up to {@code nanos} for the running records to end; the lock is held on entry. */
+  private void waitSlice(long nanos) throws InterruptedException {
+    if (sleeper == Sleeper.SYSTEM) {
+      idle.awaitNanos(nanos); // woken at once when the last running record ends
+      return;
+    }
+    lock.unlock();
+    try {
+      sleeper.sleep(Duration.ofNanos(nanos));
+    } finally {
+      lock.lock();
     }
   }
 

@@ -20,13 +20,19 @@ import java.sql.SQLTransientException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.TimeoutException;
-import org.apache.kafka.common.errors.RetriableException;
 import org.junit.jupiter.api.Test;
 
 class RetryPolicyTest {
 
-  /** A subclass of the Kafka stand-in, recognised through its superclass's name. */
-  static final class NotLeaderForPartition extends RetriableException {
+  /** A transport's own retriable error (a stand-in: core names no transport). */
+  static class TransportRetriable extends RuntimeException {
+    TransportRetriable(String message) {
+      super(message);
+    }
+  }
+
+  /** A subclass of it, as a transport's concrete errors are. */
+  static final class NotLeaderForPartition extends TransportRetriable {
     NotLeaderForPartition() {
       super("not leader");
     }
@@ -60,8 +66,38 @@ class RetryPolicyTest {
     assertThat(strict.classify(new SocketTimeoutException())).isEqualTo(TRANSIENT);
     assertThat(strict.classify(new DependencyUnavailableException("payments", Duration.ZERO)))
         .isEqualTo(TRANSIENT);
-    assertThat(strict.classify(new RetriableException("kafka"))).isEqualTo(TRANSIENT);
-    assertThat(strict.classify(new NotLeaderForPartition())).isEqualTo(TRANSIENT);
+  }
+
+  @Test
+  void aTransportsRetriableErrorsAreTransientOnceTheEngineNamesThem() {
+    RetryPolicy forTransport =
+        ((StandardRetryPolicy) strict).withTransportRetriable(t -> t instanceof TransportRetriable);
+    assertThat(forTransport.classify(new TransportRetriable("broker"))).isEqualTo(TRANSIENT);
+    assertThat(forTransport.classify(new NotLeaderForPartition())).isEqualTo(TRANSIENT);
+    assertThat(
+            forTransport.classify(
+                new IllegalStateException("wrapped", new NotLeaderForPartition())))
+        .isEqualTo(TRANSIENT);
+    assertThat(forTransport.classify(new PermanentMessageException("poison"))).isEqualTo(PERMANENT);
+    assertThat(forTransport.classify(new IllegalStateException())).isEqualTo(PERMANENT);
+    // core alone knows no transport's errors
+    assertThat(strict.classify(new NotLeaderForPartition())).isEqualTo(PERMANENT);
+  }
+
+  @Test
+  void aHandlerBuiltOnAPolicyRetriesTheTransportsErrorsAndKeepsItsState() {
+    FailureHandler plain = FailureHandlers.of(strict);
+    FailureHandler forTransport = plain.withTransientErrors(t -> t instanceof TransportRetriable);
+    var delivery = TestSupport.delivery(TestSupport.message(), 1);
+    assertThat(plain.decide(delivery, new NotLeaderForPartition()))
+        .isInstanceOf(FailureDecision.GiveUp.class);
+    assertThat(forTransport.decide(delivery, new NotLeaderForPartition()))
+        .isInstanceOf(FailureDecision.Retry.class);
+    // the copy shares the tracked failures of the handler it came from
+    assertThat(((PolicyFailureHandler) plain).trackedCount()).isEqualTo(1);
+    // a handler of one's own is kept as it is
+    FailureHandler own = (d, e) -> new FailureDecision.GiveUp("mine");
+    assertThat(own.withTransientErrors(t -> true)).isSameAs(own);
   }
 
   @Test

@@ -107,6 +107,7 @@ class DeduplicatedProcessingTest {
 
   private DeliveryProcessor processor(Subscription sub, MessageHandler handler) {
     return new DeliveryProcessor(
+        EngineTesting.TRANSPORT,
         sub,
         handler,
         null,
@@ -120,6 +121,8 @@ class DeduplicatedProcessingTest {
         Optional.empty(),
         Optional.empty(),
         Clock.systemUTC(),
+        dev.postbox.core.time.Ticker.SYSTEM,
+        dev.postbox.core.time.Sleeper.SYSTEM,
         PostboxMetrics.noop(),
         io.opentelemetry.api.OpenTelemetry.noop());
   }
@@ -240,6 +243,7 @@ class DeduplicatedProcessingTest {
     List<Throwable> seen = new CopyOnWriteArrayList<>();
     DeliveryProcessor p =
         new DeliveryProcessor(
+            EngineTesting.TRANSPORT,
             subscription(DeliveryGuarantee.AT_LEAST_ONCE),
             d -> {
               try {
@@ -253,7 +257,10 @@ class DeduplicatedProcessingTest {
             Optional.empty(),
             Optional.empty(),
             Optional.empty(),
+            Optional.empty(),
             Clock.systemUTC(),
+            dev.postbox.core.time.Ticker.SYSTEM,
+            dev.postbox.core.time.Sleeper.SYSTEM,
             PostboxMetrics.noop(),
             io.opentelemetry.api.OpenTelemetry.noop());
     p.process(incoming(M), () -> true);
@@ -268,6 +275,7 @@ class DeduplicatedProcessingTest {
   void aDeduplicatedSubscriptionNeedsAStoreAndValidSettings() {
     assertThatThrownBy(() ->
             new DeliveryProcessor(
+                EngineTesting.TRANSPORT,
                 subscription(DeliveryGuarantee.DEDUPLICATED),
                 d -> {},
                 null,
@@ -275,7 +283,10 @@ class DeduplicatedProcessingTest {
                 Optional.empty(),
                 Optional.empty(),
                 Optional.empty(),
+                Optional.empty(),
                 Clock.systemUTC(),
+                dev.postbox.core.time.Ticker.SYSTEM,
+                dev.postbox.core.time.Sleeper.SYSTEM,
                 PostboxMetrics.noop(),
                 io.opentelemetry.api.OpenTelemetry.noop()))
         .hasMessageContaining("needs an IdempotencyStore");

@@ -90,6 +90,7 @@ class ProcessingObservabilityTest {
                         .build()))
             .build();
     return new DeliveryProcessor(
+        EngineTesting.TRANSPORT,
         sub,
         handler,
         null,
@@ -97,7 +98,10 @@ class ProcessingObservabilityTest {
         Optional.empty(),
         Optional.empty(),
         Optional.empty(),
+        Optional.empty(),
         Clock.systemUTC(),
+        dev.postbox.core.time.Ticker.SYSTEM,
+        dev.postbox.core.time.Sleeper.SYSTEM,
         metrics,
         otel);
   }
@@ -169,6 +173,8 @@ class ProcessingObservabilityTest {
       assertThat(s.getParentSpanId()).isEqualTo(producer.getSpanContext().getSpanId());
       assertThat(s.getAttributes().asMap().toString())
           .contains("messaging.consumer.group.name=billing")
+          .contains("messaging.system=test-bus")
+          .contains("messaging.test-bus.offset=41")
           .contains("messaging.message.id=" + m.id());
     }
     assertThat(consumer.get(0).getStatus().getStatusCode()).isEqualTo(StatusCode.ERROR);

@@ -1,0 +1,194 @@
+package dev.postbox.core.engine;
+
+import dev.postbox.core.CrashPoints;
+import dev.postbox.core.DeliveryGuarantee;
+import dev.postbox.core.Message;
+import dev.postbox.core.MessageConflictException;
+import dev.postbox.core.consumer.BatchHandler;
+import dev.postbox.core.consumer.Delivery;
+import dev.postbox.core.consumer.DuplicateListener;
+import dev.postbox.core.consumer.MessageHandler;
+import dev.postbox.core.consumer.Subscription;
+import dev.postbox.core.engine.DeliveryProcessor.Incoming;
+import dev.postbox.core.spi.InboxStore;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Applies a message (or a partition's batch) once under the subscription's guarantee: through the
+ * inbox in the effect's transaction for {@code EFFECTIVELY_ONCE}, under an idempotency lease for
+ * {@code DEDUPLICATED}, directly otherwise; counts what was applied or suppressed. Thread-safe.
+ */
+final class InboxApplier {
+
+  // the processor's logger name, which operators configure
+  private static final Logger log = LoggerFactory.getLogger(DeliveryProcessor.class);
+
+  private final Subscription subscription;
+  private final Optional<InboxStore> inbox;
+  private final Optional<IdempotentApply> idempotent;
+  private final Optional<DuplicateListener> onDuplicate;
+  private final EngineDelivery.Factory deliveries;
+  private final DeliveryTelemetry telemetry;
+
+  InboxApplier(
+      Subscription subscription,
+      Optional<InboxStore> inbox,
+      Optional<DeliveryProcessor.Idempotency> idempotency,
+      EngineDelivery.Factory deliveries,
+      DeliveryTelemetry telemetry) {
+    this.subscription = subscription;
+    this.inbox = inbox;
+    this.idempotent =
+        idempotency.map(i ->
+            new IdempotentApply(
+                i.store(),
+                i.sleeper(),
+                subscription.idempotencyLease(),
+                subscription.idempotencyTtl()));
+    this.onDuplicate = idempotency.map(DeliveryProcessor.Idempotency::onDuplicate);
+    this.deliveries = deliveries;
+    this.telemetry = telemetry;
+  }
+
+  /**
+   * One traced attempt to apply {@code message}; returns null when applied (or suppressed), else
+   * the failure.
+   */
+  Throwable attempt(Incoming in, Message message, MessageHandler h, int attempt) {
+    return telemetry.traced(in, message, attempt, () -> applyOnce(in, message, h, attempt));
+  }
+
+  private Throwable applyOnce(Incoming in, Message message, MessageHandler h, int attempt) {
+    try {
+      if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
+        InboxStore.Outcome outcome =
+            inbox
+                .orElseThrow()
+                .processOnce(
+                    subscription.name(),
+                    message.id(),
+                    sha256(message.payload().unsafeBytes()),
+                    conn -> {
+                      CrashPoints.hit(CrashPoints.CONSUMER_AFTER_INBOX_INSERT);
+                      h.handle(deliveries.of(in, message, attempt, Optional.of(conn)));
+                    });
+        switch (outcome) {
+          case APPLIED -> telemetry.applied(in, message);
+          case DUPLICATE -> telemetry.duplicates(in, 1);
+          case CONFLICT -> throw new MessageConflictException(message.id(), message.type());
+        }
+      } else if (subscription.guarantee() == DeliveryGuarantee.DEDUPLICATED) {
+        applyDeduplicated(in, message, h, attempt);
+      } else {
+        h.handle(deliveries.of(in, message, attempt, Optional.empty()));
+        telemetry.applied(in, message);
+      }
+      CrashPoints.hit(CrashPoints.CONSUMER_AFTER_EFFECT_BEFORE_OFFSET_COMMIT);
+      return null;
+    } catch (VirtualMachineError e) {
+      throw e;
+    } catch (Throwable e) {
+      return e;
+    }
+  }
+
+  /**
+   * {@code DEDUPLICATED}: claim {@code <subscription>:<message id>}, run the handler, complete with
+   * its recorded result (or release the lease if it threw); a duplicate goes to the listener.
+   */
+  private void applyDeduplicated(Incoming in, Message message, MessageHandler h, int attempt)
+      throws Exception {
+    EngineDelivery d = deliveries.of(in, message, attempt, Optional.empty());
+    IdempotentApply.Outcome outcome =
+        idempotent
+            .orElseThrow()
+            .apply(
+                subscription.name() + ":" + message.id(),
+                () -> {
+                  h.handle(d);
+                  return d.result();
+                },
+                new IdempotentApply.Events() {
+                  @Override
+                  public void previousLeaseExpired() {
+                    telemetry.leasesExpired.incrementAndGet();
+                    telemetry.meters(in).leaseExpired.increment();
+                  }
+
+                  @Override
+                  public void leaseLost() {
+                    telemetry.leasesLost.incrementAndGet();
+                    telemetry.meters(in).leaseLost.increment();
+                  }
+                });
+    if (!outcome.duplicate()) {
+      telemetry.applied(in, message);
+      return;
+    }
+    telemetry.duplicates(in, 1);
+    try {
+      onDuplicate.orElseThrow().duplicate(d, outcome.storedResult());
+    } catch (Exception e) {
+      log.warn(
+          "{}: the duplicate listener threw; the duplicate stays suppressed",
+          subscription.name(),
+          e);
+    }
+  }
+
+  /**
+   * Applies admitted records of one partition, in offset order, as one batch (one inbox transaction
+   * for {@code EFFECTIVELY_ONCE}, where duplicates are left out). Throws when the batch failed;
+   * nothing of it is then applied under {@code EFFECTIVELY_ONCE}.
+   */
+  void applyBatch(Map<Incoming, Message> admitted, BatchHandler batchHandler) throws Exception {
+    Incoming first = admitted.keySet().iterator().next(); // a batch is one partition's
+    if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
+      List<UUID> ids = admitted.values().stream().map(Message::id).toList();
+      Set<UUID> fresh =
+          inbox
+              .orElseThrow()
+              .processBatch(
+                  subscription.name(),
+                  ids,
+                  (conn, freshIds) -> {
+                    List<Delivery> ds = new ArrayList<>();
+                    Set<UUID> seen = new HashSet<>();
+                    admitted.forEach((in, m) -> {
+                      if (freshIds.contains(m.id()) && seen.add(m.id())) {
+                        ds.add(deliveries.of(in, m, 1, Optional.of(conn)));
+                      }
+                    });
+                    batchHandler.handle(ds);
+                  });
+      telemetry.duplicates(first, admitted.size() - fresh.size());
+      telemetry.applied.addAndGet(fresh.size());
+      telemetry.meters(first).processed.increment(fresh.size());
+    } else {
+      List<Delivery> ds = new ArrayList<>();
+      admitted.forEach((in, m) -> ds.add(deliveries.of(in, m, 1, Optional.empty())));
+      batchHandler.handle(ds);
+      telemetry.applied.addAndGet(ds.size());
+      telemetry.meters(first).processed.increment(ds.size());
+    }
+    CrashPoints.hit(CrashPoints.CONSUMER_AFTER_EFFECT_BEFORE_OFFSET_COMMIT);
+  }
+
+  private static byte[] sha256(byte[] bytes) {
+    try {
+      return MessageDigest.getInstance("SHA-256").digest(bytes);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}

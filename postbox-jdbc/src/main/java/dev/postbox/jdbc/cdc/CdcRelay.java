@@ -1,0 +1,362 @@
+package dev.postbox.jdbc.cdc;
+
+import dev.postbox.core.Backoff;
+import dev.postbox.core.spi.RelayPublisher;
+import dev.postbox.core.time.Sleeper;
+import dev.postbox.core.time.Ticker;
+import dev.postbox.jdbc.cdc.internal.CdcEngine;
+import dev.postbox.jdbc.cdc.internal.ReplicationSetup;
+import java.lang.management.ManagementFactory;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Properties;
+import java.util.UUID;
+import java.util.regex.Pattern;
+import javax.sql.DataSource;
+
+/**
+ * Publishes outbox rows as PostgreSQL's logical replication streams their inserts: the CDC
+ * alternative to the polling {@link dev.postbox.core.relay.Relay}, through the same {@link
+ * RelayPublisher}.
+ *
+ * <p><b>How.</b> A publication holds the inserts of the schema's {@code postbox_outbox}; a logical
+ * replication slot with the built-in {@code pgoutput} plugin (no server extension) streams them,
+ * transaction by transaction, in commit order. Both are created at {@link #start()} when missing
+ * (the role needs {@code REPLICATION}, the server {@code wal_level = logical}; {@code start()}
+ * fails with a message saying which is missing). The relay decodes each insert into the same
+ * envelope the polling relay reads, publishes the rows in stream order, and marks them published
+ * (or deletes them, with a zero retention) in batches on a thread of their own, so the polling
+ * relay's pending condition no longer sees them.
+ *
+ * <p><b>Guarantees.</b> Per key (in fact across keys) the broker receives rows in commit order: the
+ * WAL's order, so no advisory key lock is needed for it. A rolled-back transaction is never
+ * streamed. The slot is confirmed only up to the end of the last transaction whose every row the
+ * broker acknowledged and the outbox marked; progress is tracked as (commit LSN, index within the
+ * transaction), so a transaction done only in part is never confirmed. After a crash the next
+ * instance streams again everything after the confirmed position: at most the unconfirmed tail, in
+ * order, with the same message ids (duplicates, never loss). A row the broker can never take is
+ * marked failed and skipped.
+ *
+ * <p><b>One active instance per slot.</b> PostgreSQL lets one connection stream a slot at a time.
+ * Start the same relay (same slot) on several machines: one streams, the others stand by and retry
+ * every {@link Builder#standbyRetryInterval standby interval}, and one of them takes over once the
+ * active one's connection is gone (its process died; a hung process's connection is ended by
+ * PostgreSQL after {@code wal_sender_timeout}). Run either this relay or the polling relay on an
+ * outbox, not both.
+ *
+ * <p><b>Defaults.</b> slot and publication {@code postbox_cdc_<schema>}; batch size 2,000; status
+ * to the server at least every 10 s; standby retry every 1 s; retention of published rows 1 h (zero
+ * deletes them), purged every 30 s; backoff 100 ms doubling to 30 s, 50 % jitter; shutdown waits up
+ * to 30 s. Thread-safe.
+ */
+public final class CdcRelay implements AutoCloseable {
+
+  private final CdcEngine engine;
+  private final String instanceId;
+  private final String slotName;
+  private final String publicationName;
+
+  private CdcRelay(CdcEngine.Config config, RelayPublisher publisher) {
+    this.engine = new CdcEngine(config, publisher);
+    this.instanceId = config.instanceId();
+    this.slotName = config.slotName();
+    this.publicationName = config.publicationName();
+  }
+
+  /**
+   * A builder for a relay that reads the outbox through {@code dataSource} (its current schema) and
+   * streams it over a replication connection to {@code replicationUrl} (a pgjdbc URL of the same
+   * database, with the user, and the password unless given in {@link
+   * Builder#replicationProperties}), publishing through {@code publisher}.
+   */
+  public static Builder builder(
+      DataSource dataSource, String replicationUrl, RelayPublisher publisher) {
+    return new Builder(dataSource, replicationUrl, publisher);
+  }
+
+  /**
+   * Creates the publication and the slot if missing, then starts streaming (or standing by). Fails
+   * with an {@link dev.postbox.jdbc.OutboxException} when the server or the role cannot do logical
+   * replication. May be called once.
+   */
+  public void start() {
+    engine.start();
+  }
+
+  /**
+   * Stops reading, waits (up to the shutdown timeout) for the batch in flight to be acknowledged
+   * and marked, confirms it to the slot, lets go of the slot and closes the publisher. Idempotent.
+   */
+  @Override
+  public void close() {
+    engine.close();
+  }
+
+  /** Whether this instance streams the slot now (false while it stands by or reconnects). */
+  public boolean active() {
+    return engine.active();
+  }
+
+  /** The last slot position this instance confirmed ({@code X/Y}; {@code 0/0} if none yet). */
+  public String confirmedLsn() {
+    return engine.confirmedLsn();
+  }
+
+  /** This instance's id (in its thread names and logs). */
+  public String instanceId() {
+    return instanceId;
+  }
+
+  /** The replication slot streamed. */
+  public String slotName() {
+    return slotName;
+  }
+
+  /** The publication streamed. */
+  public String publicationName() {
+    return publicationName;
+  }
+
+  /** Counters since start. */
+  public Stats stats() {
+    CdcEngine.Counters c = engine.counters();
+    return new Stats(
+        c.published(), c.publishFailures(), c.unpublishable(), c.marked(), c.batches());
+  }
+
+  /**
+   * Counters of one CDC relay instance.
+   *
+   * @param published rows the broker acknowledged
+   * @param publishFailures rows not acknowledged by an attempt (each counted once per attempt)
+   * @param unpublishable rows marked failed and skipped (unreadable, or refused for good)
+   * @param marked rows marked published (or deleted)
+   * @param batches publish attempts
+   */
+  public record Stats(
+      long published, long publishFailures, long unpublishable, long marked, long batches) {}
+
+  /** Builds a {@link CdcRelay}; validates at {@link #build()}. Not thread-safe. */
+  public static final class Builder {
+    private static final Pattern NAME = Pattern.compile("[a-z_][a-z0-9_]{0,62}");
+
+    private final DataSource dataSource;
+    private final String replicationUrl;
+    private final RelayPublisher publisher;
+    private Properties replicationProperties = new Properties();
+    private String instanceId;
+    private String slotName;
+    private String publicationName;
+    private int batchSize = 2_000;
+    private Duration statusInterval = Duration.ofSeconds(10);
+    private Duration standbyRetryInterval = Duration.ofSeconds(1);
+    private Duration retention = Duration.ofHours(1);
+    private Duration purgeInterval = Duration.ofSeconds(30);
+    private Duration shutdownTimeout = Duration.ofSeconds(30);
+    private Backoff backoff = new Backoff(Duration.ofMillis(100), Duration.ofSeconds(30), 2, 0.5);
+    private Sleeper sleeper = Sleeper.SYSTEM;
+    private Ticker ticker = Ticker.SYSTEM;
+
+    private Builder(DataSource dataSource, String replicationUrl, RelayPublisher publisher) {
+      this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+      this.replicationUrl = Objects.requireNonNull(replicationUrl, "replicationUrl");
+      this.publisher = Objects.requireNonNull(publisher, "publisher");
+    }
+
+    /** Extra pgjdbc properties of the replication connection (a password, SSL settings). */
+    public Builder replicationProperties(Properties properties) {
+      this.replicationProperties = Objects.requireNonNull(properties, "properties");
+      return this;
+    }
+
+    /** Sets this instance's id (default {@code <host>-<pid>-<random>}). */
+    public Builder instanceId(String instanceId) {
+      this.instanceId = instanceId;
+      return this;
+    }
+
+    /**
+     * Sets the replication slot (default {@code postbox_cdc_<schema>}; lower-case letters, digits
+     * and {@code _}, at most 63). Every instance of one relay uses the same slot.
+     */
+    public Builder slotName(String slotName) {
+      this.slotName = slotName;
+      return this;
+    }
+
+    /** Sets the publication (default {@code postbox_cdc_<schema>}; same rules as the slot). */
+    public Builder publicationName(String publicationName) {
+      this.publicationName = publicationName;
+      return this;
+    }
+
+    /** Sets the most rows published in one batch (default 2,000). */
+    public Builder batchSize(int batchSize) {
+      this.batchSize = batchSize;
+      return this;
+    }
+
+    /**
+     * Sets the longest time between two status messages to the server (default 10 s; a new
+     * confirmed position is sent at once). Keep it well below the server's {@code
+     * wal_sender_timeout}.
+     */
+    public Builder statusInterval(Duration statusInterval) {
+      this.statusInterval = statusInterval;
+      return this;
+    }
+
+    /** Sets how often a standby tries to take the slot (default 1 s). */
+    public Builder standbyRetryInterval(Duration standbyRetryInterval) {
+      this.standbyRetryInterval = standbyRetryInterval;
+      return this;
+    }
+
+    /** Sets how long published rows are kept (default 1 h); zero deletes them once published. */
+    public Builder retention(Duration retention) {
+      this.retention = retention;
+      return this;
+    }
+
+    /** Sets how often rows older than the retention are purged (default 30 s). */
+    public Builder purgeInterval(Duration purgeInterval) {
+      this.purgeInterval = purgeInterval;
+      return this;
+    }
+
+    /** Sets how long {@link CdcRelay#close()} waits for each stage (default 30 s). */
+    public Builder shutdownTimeout(Duration shutdownTimeout) {
+      this.shutdownTimeout = shutdownTimeout;
+      return this;
+    }
+
+    /** Sets the backoff after a failed publish, mark or connection (default 100 ms to 30 s). */
+    public Builder backoff(Backoff backoff) {
+      this.backoff = backoff;
+      return this;
+    }
+
+    /** Sets how the relay waits (default {@link Sleeper#SYSTEM}). */
+    public Builder sleeper(Sleeper sleeper) {
+      this.sleeper = sleeper;
+      return this;
+    }
+
+    /** Sets the monotonic time source (default {@link Ticker#SYSTEM}). */
+    public Builder ticker(Ticker ticker) {
+      this.ticker = ticker;
+      return this;
+    }
+
+    /**
+     * Validates the configuration and builds the relay (not yet started); reads the data source's
+     * current schema for the default names.
+     */
+    public CdcRelay build() {
+      if (batchSize < 1 || batchSize > 100_000) {
+        throw new IllegalArgumentException("batchSize must be in [1, 100000], was " + batchSize);
+      }
+      requirePositive(statusInterval, "statusInterval");
+      requirePositive(standbyRetryInterval, "standbyRetryInterval");
+      Objects.requireNonNull(retention, "retention");
+      if (retention.isNegative()) {
+        throw new IllegalArgumentException("retention must not be negative, was " + retention);
+      }
+      requirePositive(purgeInterval, "purgeInterval");
+      requirePositive(shutdownTimeout, "shutdownTimeout");
+      Objects.requireNonNull(backoff, "backoff");
+      Objects.requireNonNull(sleeper, "sleeper");
+      Objects.requireNonNull(ticker, "ticker");
+      if (!replicationUrl.startsWith("jdbc:postgresql:")) {
+        throw new IllegalArgumentException(
+            "replicationUrl must be a pgjdbc URL (jdbc:postgresql:...), was " + replicationUrl);
+      }
+      String id = instanceId != null ? instanceId : defaultInstanceId();
+      if (id.isBlank()) {
+        throw new IllegalArgumentException("instanceId must not be blank");
+      }
+      String schema = null;
+      if (slotName == null || publicationName == null) {
+        schema = ReplicationSetup.currentSchema(dataSource);
+      }
+      String slot = requireName(slotName != null ? slotName : defaultName(schema), "slotName");
+      String pub =
+          requireName(
+              publicationName != null ? publicationName : defaultName(schema), "publicationName");
+      if (schema == null) {
+        schema = ReplicationSetup.currentSchema(dataSource);
+      }
+      Properties props = new Properties();
+      props.putAll(replicationProperties);
+      return new CdcRelay(
+          new CdcEngine.Config(
+              id,
+              dataSource,
+              replicationUrl,
+              props,
+              schema,
+              slot,
+              pub,
+              batchSize,
+              statusInterval,
+              standbyRetryInterval,
+              retention,
+              purgeInterval,
+              shutdownTimeout,
+              backoff,
+              sleeper,
+              ticker),
+          publisher);
+    }
+
+    /**
+     * {@code postbox_cdc_<schema>}; a schema name that is too long, or has characters a slot name
+     * cannot, is shortened or replaced and followed by a hash of the exact name, so that two
+     * schemas never share a default.
+     */
+    static String defaultName(String schema) {
+      String plain = "postbox_cdc_" + schema;
+      if (NAME.matcher(plain).matches()) {
+        return plain;
+      }
+      java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+      crc.update(schema.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      String hash = String.format("%08x", crc.getValue());
+      String cleaned = plain.toLowerCase(java.util.Locale.ROOT).replaceAll("[^a-z0-9_]", "_");
+      return cleaned.substring(0, Math.min(cleaned.length(), 63 - 9)) + "_" + hash;
+    }
+
+    private static String requireName(String name, String what) {
+      if (!NAME.matcher(name).matches()) {
+        throw new IllegalArgumentException(
+            what
+                + " must be lower-case letters, digits and _ (at most 63, not starting with a"
+                + " digit), was "
+                + name
+                + (name.length() > 63 ? " (set it explicitly: the default is too long)" : ""));
+      }
+      return name;
+    }
+
+    private static void requirePositive(Duration d, String name) {
+      Objects.requireNonNull(d, name);
+      if (d.isNegative() || d.isZero()) {
+        throw new IllegalArgumentException(name + " must be positive, was " + d);
+      }
+    }
+
+    private static String defaultInstanceId() {
+      String host;
+      try {
+        host = java.net.InetAddress.getLocalHost().getHostName();
+      } catch (java.io.IOException e) {
+        host = "host";
+      }
+      return host
+          + "-"
+          + ManagementFactory.getRuntimeMXBean().getPid()
+          + "-"
+          + UUID.randomUUID().toString().substring(0, 8);
+    }
+  }
+}

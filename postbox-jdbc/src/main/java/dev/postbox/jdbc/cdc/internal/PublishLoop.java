@@ -1,0 +1,169 @@
+package dev.postbox.jdbc.cdc.internal;
+
+import dev.postbox.core.Backoff;
+import dev.postbox.core.CrashPoints;
+import dev.postbox.core.Message;
+import dev.postbox.core.spi.OutboxRecord;
+import dev.postbox.core.spi.RelayPublisher;
+import dev.postbox.core.spi.RelayPublisher.PublishOutcome;
+import dev.postbox.core.time.Sleeper;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Publishes the streamed outbox rows through a {@link RelayPublisher}, in stream (that is, commit)
+ * order, in batches of at most the batch size, one batch at a time.
+ *
+ * <p>Of each attempt, the acknowledged prefix and the rows that can never be published are handed
+ * to the marker ({@link PublishedRowMarker#submit}); from the first row failed transiently on, the
+ * rest of the batch is sent again after a backoff (with later rows of other keys that the broker
+ * had already taken: duplicates, never a row of a key ahead of an earlier one that was not
+ * acknowledged). A row the broker can never take, or one that cannot be read into a message, is
+ * marked failed and skipped (the polling relay's {@code UnpublishableRows.SKIP}; holding its key is
+ * not implemented for CDC yet). Runs on one thread.
+ */
+public final class PublishLoop {
+
+  private static final Logger log = LoggerFactory.getLogger(PublishLoop.class);
+
+  /** After the broker acknowledged a batch, before any of it is marked or confirmed. */
+  public static final String CRASH_AFTER_ACK_BEFORE_MARK = "cdc.after-ack-before-mark";
+
+  private final BlockingQueue<CdcEvent> queue;
+  private final RelayPublisher publisher;
+  private final Consumer<PublishedRowMarker.Settled> marker;
+  private final int batchSize;
+  private final Backoff backoff;
+  private final Sleeper sleeper;
+  private final BooleanSupplier running;
+  final AtomicLong published = new AtomicLong();
+  final AtomicLong publishFailures = new AtomicLong();
+  final AtomicLong unpublishable = new AtomicLong();
+  final AtomicLong batches = new AtomicLong();
+
+  public PublishLoop(
+      BlockingQueue<CdcEvent> queue,
+      RelayPublisher publisher,
+      Consumer<PublishedRowMarker.Settled> marker,
+      int batchSize,
+      Backoff backoff,
+      Sleeper sleeper,
+      BooleanSupplier running) {
+    this.queue = queue;
+    this.publisher = publisher;
+    this.marker = marker;
+    this.batchSize = batchSize;
+    this.backoff = backoff;
+    this.sleeper = sleeper;
+    this.running = running;
+  }
+
+  /** Publishes until the relay stops; the batch in flight is finished first. */
+  public void run() {
+    List<CdcEvent> batch = new ArrayList<>(batchSize);
+    try {
+      while (running.getAsBoolean()) {
+        CdcEvent first = queue.poll(20, TimeUnit.MILLISECONDS);
+        if (first == null) {
+          continue;
+        }
+        batch.add(first);
+        queue.drainTo(batch, batchSize - 1);
+        publish(batch);
+        batch.clear();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private void publish(List<CdcEvent> batch) throws InterruptedException {
+    List<CdcEvent> remaining = batch;
+    int failures = 0;
+    while (!remaining.isEmpty()) {
+      List<Message> messages = new ArrayList<>(remaining.size());
+      for (CdcEvent e : remaining) {
+        if (e.record().readable()) {
+          messages.add(e.record().message());
+        }
+      }
+      List<PublishOutcome> outcomes;
+      try {
+        outcomes = messages.isEmpty() ? List.of() : publisher.publish(messages);
+      } catch (RuntimeException e) {
+        log.warn("CDC relay: publishing {} rows failed", messages.size(), e);
+        outcomes = null;
+      }
+      if (outcomes != null && outcomes.size() != messages.size()) {
+        log.error(
+            "CDC relay: the publisher returned {} outcomes for {} messages; retrying the batch",
+            outcomes.size(),
+            messages.size());
+        outcomes = null;
+      }
+      CrashPoints.hit(CRASH_AFTER_ACK_BEFORE_MARK);
+      int settled = outcomes == null ? 0 : settle(remaining, outcomes);
+      batches.incrementAndGet();
+      if (settled == remaining.size()) {
+        return;
+      }
+      failures++;
+      publishFailures.addAndGet(remaining.size() - settled);
+      remaining = remaining.subList(settled, remaining.size());
+      if (!running.getAsBoolean()) {
+        return; // not confirmed: streamed again after a restart
+      }
+      log.warn(
+          "CDC relay: {} rows not acknowledged; retrying from the first (attempt {})",
+          remaining.size(),
+          failures);
+      sleeper.sleep(backoff.delay(failures, ThreadLocalRandom.current()));
+    }
+  }
+
+  /** Hands the settled prefix to the marker; returns its length. */
+  private int settle(List<CdcEvent> events, List<PublishOutcome> outcomes) {
+    List<OutboxRecord> acked = new ArrayList<>();
+    List<PublishOutcome.Acknowledged> acks = new ArrayList<>();
+    List<OutboxRecord> failed = new ArrayList<>();
+    List<String> errors = new ArrayList<>();
+    int o = 0;
+    int n = 0;
+    for (CdcEvent e : events) {
+      OutboxRecord r = e.record();
+      if (!r.readable()) {
+        failed.add(r);
+        errors.add("unreadable: " + r.unreadable());
+      } else {
+        PublishOutcome outcome = outcomes.get(o++);
+        if (outcome instanceof PublishOutcome.Acknowledged a) {
+          acked.add(r);
+          acks.add(a);
+        } else if (outcome instanceof PublishOutcome.Failed f && f.unpublishable()) {
+          failed.add(r);
+          errors.add(String.valueOf(f.error()));
+        } else {
+          break;
+        }
+      }
+      n++;
+    }
+    if (!failed.isEmpty()) {
+      unpublishable.addAndGet(failed.size());
+      log.warn("CDC relay: {} rows cannot be published; marked failed and skipped", failed.size());
+    }
+    if (n > 0) {
+      published.addAndGet(acked.size());
+      marker.accept(new PublishedRowMarker.Settled(acked, acks, failed, errors, events.get(n - 1)));
+    }
+    return n;
+  }
+}

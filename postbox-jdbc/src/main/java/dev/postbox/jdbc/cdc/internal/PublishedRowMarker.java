@@ -1,0 +1,221 @@
+package dev.postbox.jdbc.cdc.internal;
+
+import dev.postbox.core.Backoff;
+import dev.postbox.core.spi.OutboxRecord;
+import dev.postbox.core.spi.RelayPublisher.PublishOutcome;
+import dev.postbox.core.time.Sleeper;
+import dev.postbox.core.time.Ticker;
+import dev.postbox.jdbc.OutboxException;
+import dev.postbox.jdbc.internal.Transactions;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Marks the rows the CDC relay published, off the publishing thread and in batches: {@code
+ * published_at} (with the broker's partition and offset, the same columns and statement shape as
+ * the polling relay's mark, without its lane fence), or deletes them when the retention is zero;
+ * rows the broker can never take get {@code failed_at} and the error. So the polling relay's
+ * pending condition ({@code published_at IS NULL AND failed_at IS NULL}) no longer sees them, and
+ * {@code OperationsProbe}, {@code MessageTracer} and retention work as for polled rows.
+ *
+ * <p>Only after a batch's marks committed does it tell the {@link CommitTracker} that those rows
+ * are done, so the slot is never confirmed past a row that is still unmarked (a crash between the
+ * two republishes the rows and marks them again: duplicates, never a row left pending for ever).
+ * Also purges rows published longer ago than the retention. Thread-safe ({@link #submit} from the
+ * publishing thread, {@link #run} on its own thread).
+ */
+public final class PublishedRowMarker {
+
+  private static final Logger log = LoggerFactory.getLogger(PublishedRowMarker.class);
+
+  static final String MARK_PUBLISHED =
+      "UPDATE postbox_outbox o SET published_at = now(),"
+          + " published_partition = nullif(a.part, -1), published_offset = nullif(a.off, -1)"
+          + " FROM unnest(?::bigint[], ?::int[], ?::bigint[]) AS a(pos, part, off)"
+          + " WHERE o.position = a.pos";
+  static final String DELETE_PUBLISHED =
+      "DELETE FROM postbox_outbox WHERE position = ANY(?::bigint[])";
+  static final String MARK_FAILED =
+      "UPDATE postbox_outbox SET failed_at = now(), last_error = ?, attempts = attempts + 1"
+          + " WHERE position = ? AND published_at IS NULL";
+  static final String PURGE =
+      "DELETE FROM postbox_outbox WHERE position IN (SELECT position FROM postbox_outbox"
+          + " WHERE published_at < now() - make_interval(secs => ?) LIMIT ?)";
+  private static final int MAX_ROWS_PER_MARK = 20_000;
+  private static final int PURGE_LIMIT = 5_000;
+
+  /**
+   * What one publish attempt settled: rows acknowledged (with their acknowledgements), rows that
+   * can never be published (with the error), and the last event covered, in stream order.
+   */
+  public record Settled(
+      List<OutboxRecord> acked,
+      List<PublishOutcome.Acknowledged> acks,
+      List<OutboxRecord> failed,
+      List<String> errors,
+      CdcEvent last) {}
+
+  private final DataSource dataSource;
+  private final CommitTracker tracker;
+  private final Duration retention;
+  private final Duration purgeInterval;
+  private final Backoff backoff;
+  private final Sleeper sleeper;
+  private final Ticker ticker;
+  private final LinkedBlockingQueue<Settled> queue = new LinkedBlockingQueue<>();
+  private volatile boolean stopping;
+  private volatile long marked;
+
+  public PublishedRowMarker(
+      DataSource dataSource,
+      CommitTracker tracker,
+      Duration retention,
+      Duration purgeInterval,
+      Backoff backoff,
+      Sleeper sleeper,
+      Ticker ticker) {
+    this.dataSource = dataSource;
+    this.tracker = tracker;
+    this.retention = retention;
+    this.purgeInterval = purgeInterval;
+    this.backoff = backoff;
+    this.sleeper = sleeper;
+    this.ticker = ticker;
+  }
+
+  /** Queues a settled publish attempt for marking. */
+  public void submit(Settled settled) {
+    queue.add(settled);
+  }
+
+  /** Rows marked (or deleted) so far. */
+  public long marked() {
+    return marked;
+  }
+
+  /** Asks {@link #run} to mark what is queued and return. */
+  public void stop() {
+    stopping = true;
+  }
+
+  /** The marking loop; returns after {@link #stop()} once the queue is empty (or marking fails). */
+  public void run() {
+    long nextPurge = ticker.deadlineIn(purgeInterval);
+    int failures = 0;
+    List<Settled> jobs = new ArrayList<>();
+    while (true) {
+      try {
+        if (jobs.isEmpty()) {
+          Settled first = queue.poll(20, TimeUnit.MILLISECONDS);
+          if (first == null) {
+            if (stopping) {
+              return;
+            }
+            if (!retention.isZero() && ticker.reached(nextPurge)) {
+              purge();
+              nextPurge = ticker.deadlineIn(purgeInterval);
+            }
+            continue;
+          }
+          jobs.add(first);
+          int rows = rows(first);
+          Settled next;
+          while (rows < MAX_ROWS_PER_MARK && (next = queue.poll()) != null) {
+            jobs.add(next);
+            rows += rows(next);
+          }
+        }
+        mark(jobs);
+        CdcEvent last = jobs.get(jobs.size() - 1).last();
+        tracker.done(last.commitLsn(), last.index());
+        jobs.clear();
+        failures = 0;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      } catch (RuntimeException e) {
+        failures++;
+        log.warn("CDC relay: marking published rows failed (attempt {}); retrying", failures, e);
+        if (stopping && failures >= 3) {
+          return; // unmarked rows stay unconfirmed: published again after a restart
+        }
+        try {
+          sleeper.sleep(backoff.delay(failures, ThreadLocalRandom.current()));
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          return;
+        }
+      }
+    }
+  }
+
+  private static int rows(Settled s) {
+    return s.acked().size() + s.failed().size();
+  }
+
+  private void mark(List<Settled> jobs) {
+    List<Long> positions = new ArrayList<>();
+    List<Integer> partitions = new ArrayList<>();
+    List<Long> offsets = new ArrayList<>();
+    for (Settled s : jobs) {
+      for (int i = 0; i < s.acked().size(); i++) {
+        positions.add(s.acked().get(i).position());
+        partitions.add(s.acks().get(i).partition());
+        offsets.add(s.acks().get(i).offset());
+      }
+    }
+    Transactions.inTransaction(
+        dataSource,
+        "marking " + positions.size() + " published outbox rows failed",
+        c -> {
+          if (!positions.isEmpty()) {
+            boolean delete = retention.isZero();
+            try (PreparedStatement ps =
+                c.prepareStatement(delete ? DELETE_PUBLISHED : MARK_PUBLISHED)) {
+              ps.setArray(1, c.createArrayOf("int8", positions.toArray()));
+              if (!delete) {
+                ps.setArray(2, c.createArrayOf("int4", partitions.toArray()));
+                ps.setArray(3, c.createArrayOf("int8", offsets.toArray()));
+              }
+              ps.executeUpdate();
+            }
+          }
+          for (Settled s : jobs) {
+            for (int i = 0; i < s.failed().size(); i++) {
+              try (PreparedStatement ps = c.prepareStatement(MARK_FAILED)) {
+                ps.setString(1, s.errors().get(i));
+                ps.setLong(2, s.failed().get(i).position());
+                ps.executeUpdate();
+              }
+            }
+          }
+          return null;
+        },
+        OutboxException::new);
+    marked += positions.size();
+  }
+
+  private void purge() {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(PURGE)) {
+      ps.setDouble(1, retention.toNanos() / 1e9);
+      ps.setInt(2, PURGE_LIMIT);
+      int n;
+      do {
+        n = ps.executeUpdate();
+      } while (n == PURGE_LIMIT && !stopping);
+    } catch (SQLException e) {
+      log.warn("CDC relay: purging published outbox rows failed; will retry", e);
+    }
+  }
+}

@@ -1,0 +1,229 @@
+package dev.postbox.jdbc.cdc.internal;
+
+import dev.postbox.core.Backoff;
+import dev.postbox.core.spi.OutboxRecord;
+import dev.postbox.core.time.Sleeper;
+import dev.postbox.core.time.Ticker;
+import java.nio.ByteBuffer;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import org.postgresql.replication.LogSequenceNumber;
+import org.postgresql.replication.PGReplicationStream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Owns the replication connection: takes the slot (or waits as a standby while another connection
+ * holds it), reads and decodes the stream, registers each committed transaction with the {@link
+ * CommitTracker} and queues its rows for the {@link PublishLoop}, and confirms to the slot the
+ * position the tracker allows ({@code setFlushedLSN}/{@code setAppliedLSN}, then {@code
+ * forceUpdateStatus}), so the server may recycle WAL before it.
+ *
+ * <p>PostgreSQL lets one connection stream a slot at a time: a second {@code START_REPLICATION}
+ * fails with SQLSTATE 55006 ("replication slot ... is active"). That is the standby's wait: it
+ * retries every standby interval and takes over once the active connection is gone (its process
+ * died, or PostgreSQL ended it after {@code wal_sender_timeout}). After a broken connection this
+ * process resumes at the end of the last transaction it already holds; a new process resumes at the
+ * slot's confirmed position. Runs on one thread; {@link #active()} and {@link #stopReading()} from
+ * any.
+ */
+public final class SlotStreamer {
+
+  private static final Logger log = LoggerFactory.getLogger(SlotStreamer.class);
+  private static final Duration MAX_IDLE_WAIT = Duration.ofMillis(5);
+
+  private final ReplicationSetup setup;
+  private final PgOutputDecoder decoder;
+  private final CommitTracker tracker;
+  private final BlockingQueue<CdcEvent> queue;
+  private final Duration standbyRetry;
+  private final Duration statusInterval;
+  private final Backoff backoff;
+  private final Sleeper sleeper;
+  private final Ticker ticker;
+  private final String name;
+  private volatile boolean reading = true;
+  private volatile boolean stopped;
+  private volatile boolean active;
+  private volatile long confirmed;
+  private long resumeFrom;
+  private long lastStatus;
+
+  public SlotStreamer(
+      String name,
+      ReplicationSetup setup,
+      PgOutputDecoder decoder,
+      CommitTracker tracker,
+      BlockingQueue<CdcEvent> queue,
+      Duration standbyRetry,
+      Duration statusInterval,
+      Backoff backoff,
+      Sleeper sleeper,
+      Ticker ticker) {
+    this.name = name;
+    this.setup = setup;
+    this.decoder = decoder;
+    this.tracker = tracker;
+    this.queue = queue;
+    this.standbyRetry = standbyRetry;
+    this.statusInterval = statusInterval;
+    this.backoff = backoff;
+    this.sleeper = sleeper;
+    this.ticker = ticker;
+    this.confirmed = tracker.confirmable();
+  }
+
+  /** Whether this instance streams the slot now (false while standby or reconnecting). */
+  public boolean active() {
+    return active;
+  }
+
+  /** The last position confirmed to the slot by this instance (0 if none). */
+  public long confirmed() {
+    return confirmed;
+  }
+
+  /** Stops reading new transactions; confirmations go on until {@link #stop()}. */
+  public void stopReading() {
+    reading = false;
+  }
+
+  /** Sends the last confirmation and ends {@link #run()}. */
+  public void stop() {
+    reading = false;
+    stopped = true;
+  }
+
+  /** The streaming loop, until {@link #stop()}. */
+  public void run() {
+    int failures = 0;
+    boolean standbyLogged = false;
+    while (!stopped) {
+      try (Connection c = setup.openReplicationConnection()) {
+        PGReplicationStream stream;
+        try {
+          stream = setup.startStream(c, resumeFrom);
+        } catch (SQLException e) {
+          if (!ReplicationSetup.SLOT_IN_USE.equals(e.getSQLState())) {
+            throw e;
+          }
+          if (!standbyLogged) {
+            log.info("CDC relay {}: slot in use by another instance; standing by", name);
+            standbyLogged = true;
+          }
+          failures = 0;
+          sleeper.sleep(standbyRetry);
+          continue;
+        }
+        standbyLogged = false;
+        failures = 0;
+        active = true;
+        log.info(
+            "CDC relay {}: streaming the slot from {}",
+            name,
+            resumeFrom > 0 ? LogSequenceNumber.valueOf(resumeFrom) : "its confirmed position");
+        try {
+          stream(stream);
+        } finally {
+          active = false;
+          decoder.reset();
+          try {
+            stream.close();
+          } catch (SQLException e) {
+            log.debug("closing the replication stream", e);
+          }
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      } catch (SQLException | RuntimeException e) {
+        active = false;
+        decoder.reset();
+        if (stopped) {
+          return;
+        }
+        failures++;
+        log.warn(
+            "CDC relay {}: replication stream failed (attempt {}); reconnecting",
+            name,
+            failures,
+            e);
+        try {
+          sleeper.sleep(backoff.delay(failures, ThreadLocalRandom.current()));
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          return;
+        }
+      }
+    }
+  }
+
+  private void stream(PGReplicationStream stream) throws SQLException, InterruptedException {
+    lastStatus = ticker.nanos();
+    long idleWaitNanos = 0;
+    while (!stopped) {
+      if (!reading) {
+        confirm(stream, tracker.confirmable());
+        sleeper.sleep(MAX_IDLE_WAIT);
+        continue;
+      }
+      ByteBuffer message = stream.readPending();
+      if (message == null) {
+        long lsn =
+            decoder.inTransaction()
+                ? tracker.confirmable()
+                : tracker.idle(stream.getLastReceiveLSN().asLong());
+        confirm(stream, lsn);
+        idleWaitNanos = Math.min(Math.max(idleWaitNanos * 2, 250_000), MAX_IDLE_WAIT.toNanos());
+        sleeper.sleep(Duration.ofNanos(idleWaitNanos));
+        continue;
+      }
+      idleWaitNanos = 0;
+      Optional<CdcTransaction> tx = decoder.decode(message);
+      if (tx.isPresent()) {
+        enqueue(stream, tx.get());
+      }
+    }
+    confirm(stream, tracker.confirmable());
+  }
+
+  private void enqueue(PGReplicationStream stream, CdcTransaction tx)
+      throws SQLException, InterruptedException {
+    List<OutboxRecord> records = tx.records();
+    tracker.received(tx.commitLsn(), tx.endLsn(), records.size());
+    for (int i = 0; i < records.size(); i++) {
+      CdcEvent event = new CdcEvent(tx.commitLsn(), i, records.get(i));
+      while (!queue.offer(event, 20, TimeUnit.MILLISECONDS)) {
+        // the publisher is behind (or the broker is down): keep the server's timeout at bay
+        confirm(stream, tracker.confirmable());
+        if (!reading) {
+          return; // not confirmed: streamed again after a restart
+        }
+      }
+    }
+    resumeFrom = tx.endLsn();
+  }
+
+  /** Confirms {@code lsn} if it moved, and sends a status at least every status interval. */
+  private void confirm(PGReplicationStream stream, long lsn) throws SQLException {
+    boolean moved = lsn > confirmed;
+    if (moved) {
+      LogSequenceNumber l = LogSequenceNumber.valueOf(lsn);
+      stream.setFlushedLSN(l);
+      stream.setAppliedLSN(l);
+    }
+    if (moved || ticker.elapsedSince(lastStatus).compareTo(statusInterval) >= 0) {
+      stream.forceUpdateStatus();
+      lastStatus = ticker.nanos();
+      if (moved) {
+        confirmed = lsn;
+      }
+    }
+  }
+}

@@ -1,0 +1,104 @@
+package dev.postbox.jdbc.cdc.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.postbox.core.Backoff;
+import dev.postbox.core.Message;
+import dev.postbox.core.spi.OutboxRecord;
+import dev.postbox.core.spi.RelayPublisher;
+import dev.postbox.core.time.FakeTime;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.Test;
+
+/** The publishing loop on fake time: what is handed to the marker, and what is sent again. */
+class PublishLoopTest {
+
+  private final FakeTime time = FakeTime.create();
+  private final List<PublishedRowMarker.Settled> settled = new ArrayList<>();
+  private final List<List<Message>> sent = new ArrayList<>();
+
+  private static CdcEvent event(long commitLsn, int index, long position, String key) {
+    Message m = Message.builder("t", "x").key(key).build();
+    return new CdcEvent(commitLsn, index, new OutboxRecord(position, 0, m, Instant.EPOCH, 0));
+  }
+
+  /** Runs the loop over {@code events} until the publisher has been called {@code calls} times. */
+  private void run(List<CdcEvent> events, int calls, Scripted publisher) throws Exception {
+    LinkedBlockingQueue<CdcEvent> queue = new LinkedBlockingQueue<>(events);
+    AtomicBoolean running = new AtomicBoolean(true);
+    publisher.onCall = n -> running.set(n < calls);
+    PublishLoop loop =
+        new PublishLoop(
+            queue,
+            publisher,
+            settled::add,
+            10,
+            new Backoff(Duration.ofMillis(100), Duration.ofSeconds(1), 2, 0),
+            time,
+            running::get);
+    loop.run();
+  }
+
+  private final class Scripted implements RelayPublisher {
+    final List<List<PublishOutcome>> script;
+    java.util.function.IntConsumer onCall = n -> {};
+    int calls;
+
+    Scripted(List<List<PublishOutcome>> script) {
+      this.script = script;
+    }
+
+    @Override
+    public List<PublishOutcome> publish(List<Message> messages) {
+      sent.add(List.copyOf(messages));
+      List<PublishOutcome> out = script.get(calls++);
+      onCall.accept(calls);
+      return out;
+    }
+
+    @Override
+    public void close() {}
+  }
+
+  private static final RelayPublisher.PublishOutcome OK =
+      RelayPublisher.PublishOutcome.ACKNOWLEDGED;
+  private static final RelayPublisher.PublishOutcome LATER =
+      new RelayPublisher.PublishOutcome.Failed(new RuntimeException("broker away"), false);
+  private static final RelayPublisher.PublishOutcome NEVER =
+      new RelayPublisher.PublishOutcome.Failed(new RuntimeException("too large"), true);
+
+  @Test
+  void afterATransientFailureTheRestIsSentAgainFromTheFirstUnacknowledgedRow() throws Exception {
+    List<CdcEvent> events =
+        List.of(
+            event(100, 0, 1, "a"),
+            event(100, 1, 2, "b"),
+            event(200, 0, 3, "a"),
+            event(200, 1, 4, "c"));
+    run(events, 2, new Scripted(List.of(List.of(OK, LATER, OK, LATER), List.of(OK, OK, OK))));
+    assertThat(sent.get(1)).extracting(m -> m.key().orElseThrow()).containsExactly("b", "a", "c");
+    assertThat(settled).hasSize(2);
+    assertThat(settled.get(0).acked()).extracting(OutboxRecord::position).containsExactly(1L);
+    assertThat(settled.get(0).last()).isEqualTo(events.get(0));
+    assertThat(settled.get(1).acked())
+        .extracting(OutboxRecord::position)
+        .containsExactly(2L, 3L, 4L);
+    assertThat(settled.get(1).last()).isEqualTo(events.get(3));
+    assertThat(time.sleeps()).containsExactly(Duration.ofMillis(100));
+  }
+
+  @Test
+  void aRowTheBrokerCanNeverTakeIsMarkedFailedAndTheRestGoesOn() throws Exception {
+    List<CdcEvent> events = List.of(event(100, 0, 1, "a"), event(100, 1, 2, "b"));
+    run(events, 1, new Scripted(List.of(List.of(NEVER, OK))));
+    assertThat(settled).hasSize(1);
+    assertThat(settled.get(0).failed()).extracting(OutboxRecord::position).containsExactly(1L);
+    assertThat(settled.get(0).acked()).extracting(OutboxRecord::position).containsExactly(2L);
+    assertThat(time.sleeps()).isEmpty();
+  }
+}
