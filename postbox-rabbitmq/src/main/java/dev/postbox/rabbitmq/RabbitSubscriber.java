@@ -64,6 +64,12 @@ public final class RabbitSubscriber implements AutoCloseable {
   /** Default prefetch ({@code basic.qos}) of each shard queue's channel. */
   public static final int DEFAULT_PREFETCH = 100;
 
+  /** Default number of shard queues per topic ({@link RabbitTopology#DEFAULT_SHARDS}). */
+  public static final int DEFAULT_SHARDS = RabbitTopology.DEFAULT_SHARDS;
+
+  /** Default wait between the attempts of the automatic connection recovery. */
+  public static final Duration DEFAULT_RECOVERY_INTERVAL = Duration.ofSeconds(1);
+
   /** Default client-provided connection name prefix (the subscription name follows). */
   public static final String CONNECTION_NAME_PREFIX = "postbox-";
 
@@ -238,7 +244,7 @@ public final class RabbitSubscriber implements AutoCloseable {
     private MessageHandler handler;
     private InboxStore inbox;
     private DeadLetterStore deadLetters;
-    private int shards = RabbitTopology.DEFAULT_SHARDS;
+    private int shards = DEFAULT_SHARDS;
     private int prefetch = DEFAULT_PREFETCH;
     private Clock clock = Clock.systemUTC();
     private PostboxMetrics metrics = PostboxMetrics.noop();
@@ -256,7 +262,7 @@ public final class RabbitSubscriber implements AutoCloseable {
       }
       factory.setAutomaticRecoveryEnabled(true);
       factory.setTopologyRecoveryEnabled(true);
-      factory.setNetworkRecoveryInterval(1_000);
+      factory.setNetworkRecoveryInterval(DEFAULT_RECOVERY_INTERVAL.toMillis());
     }
 
     /** Sets the handler for one message at a time. */
@@ -278,8 +284,8 @@ public final class RabbitSubscriber implements AutoCloseable {
     }
 
     /**
-     * Sets the number of shard queues per topic (default {@value RabbitTopology#DEFAULT_SHARDS});
-     * fixed for a subscription once messages flow, since it decides which queue a key lands in.
+     * Sets the number of shard queues per topic (default {@value #DEFAULT_SHARDS}); fixed for a
+     * subscription once messages flow, since it decides which queue a key lands in.
      */
     public Builder shards(int shards) {
       if (shards < 1) {
