@@ -18,9 +18,11 @@ import java.util.Objects;
  * messages of a key land in one queue, in publish order; single active consumer lets any number of
  * instances subscribe to every shard while one instance at a time consumes each, so a key is
  * handled by one instance at a time, in order (plain competing consumers on one queue would lose
- * that order). Within an instance the consumer engine runs different keys of a shard concurrently.
- * The price: a shard's throughput is bounded by one consumer, and the shard count of a subscription
- * is fixed once messages flow (changing it rehashes keys onto other queues).
+ * that order). Single active consumer does not balance: the first instance to subscribe to a shard
+ * is active on it, the others are standbys that take over at once when it goes. Within an instance
+ * the consumer engine runs different keys of a shard concurrently. The price: a shard's throughput
+ * is bounded by one consumer, and the shard count of a subscription is fixed once messages flow
+ * (changing it rehashes keys onto other queues).
  *
  * <p>A declaration that conflicts with what exists (another exchange type, a classic queue where a
  * quorum queue is expected, other arguments) fails with a {@link RabbitTopologyException} naming
