@@ -10,6 +10,7 @@ import dev.postbox.core.consumer.ConsumerStats;
 import dev.postbox.core.consumer.MessageHandler;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.engine.DeliveryProcessor;
+import dev.postbox.core.engine.InboxJanitor;
 import dev.postbox.core.engine.KeyedExecutor;
 import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.DeadLetterStore;
@@ -57,8 +58,7 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>Not there yet (issue 16): batches, {@code DEDUPLICATED}, ordered parking and broker-side
- * delayed retries (TTL wait queues), the inbox purge thread, re-subscription after a consumer
- * cancel. Thread-safe.
+ * delayed retries (TTL wait queues), re-subscription after a consumer cancel. Thread-safe.
  */
 public final class RabbitSubscriber implements AutoCloseable {
 
@@ -71,6 +71,9 @@ public final class RabbitSubscriber implements AutoCloseable {
   /** Default wait between the attempts of the automatic connection recovery. */
   public static final Duration DEFAULT_RECOVERY_INTERVAL = Duration.ofSeconds(1);
 
+  /** Default interval between purges of inbox records older than the inbox retention. */
+  public static final Duration DEFAULT_INBOX_PURGE_INTERVAL = Duration.ofMinutes(10);
+
   /** Default client-provided connection name prefix (the subscription name follows). */
   public static final String CONNECTION_NAME_PREFIX = "postbox-";
 
@@ -81,12 +84,16 @@ public final class RabbitSubscriber implements AutoCloseable {
   private final int shards;
   private final int prefetch;
   private final Ticker ticker;
+  private final Sleeper sleeper;
+  private final Optional<InboxStore> inbox;
+  private final Duration inboxPurgeInterval;
   private final DeliveryProcessor processor;
   private final KeyedExecutor executor;
   private final InFlight inFlight = new InFlight();
   private final List<ShardConsumer> consumers = new ArrayList<>();
   private volatile boolean running;
   private Connection connection;
+  private Thread purgeThread;
 
   private RabbitSubscriber(Builder b) {
     this.subscription = b.subscription;
@@ -94,6 +101,9 @@ public final class RabbitSubscriber implements AutoCloseable {
     this.shards = b.shards;
     this.prefetch = b.prefetch;
     this.ticker = b.ticker;
+    this.sleeper = b.sleeper;
+    this.inbox = Optional.ofNullable(b.inbox);
+    this.inboxPurgeInterval = b.inboxPurgeInterval;
     this.processor =
         new DeliveryProcessor(
             RabbitBinding.TRANSPORT,
@@ -183,6 +193,19 @@ public final class RabbitSubscriber implements AutoCloseable {
       throw new IllegalStateException(
           "subscription '" + subscription.name() + "': cannot start consuming: " + e, e);
     }
+    if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
+      purgeThread =
+          Thread.ofVirtual()
+              .name("postbox-inbox-purge-" + subscription.name())
+              .start(
+                  new InboxJanitor(
+                      inbox.orElseThrow(),
+                      subscription.name(),
+                      subscription.inboxRetention(),
+                      inboxPurgeInterval,
+                      sleeper,
+                      () -> running));
+    }
     log.info(
         "{} consuming {} shard queue(s) of {} (prefetch {})",
         subscription.name(),
@@ -230,6 +253,9 @@ public final class RabbitSubscriber implements AutoCloseable {
       Thread.currentThread().interrupt();
     }
     executor.close();
+    if (purgeThread != null) {
+      purgeThread.interrupt();
+    }
     try {
       c.close(5_000);
     } catch (IOException | RuntimeException e) {
@@ -247,6 +273,7 @@ public final class RabbitSubscriber implements AutoCloseable {
     private DeadLetterStore deadLetters;
     private int shards = DEFAULT_SHARDS;
     private int prefetch = DEFAULT_PREFETCH;
+    private Duration inboxPurgeInterval = DEFAULT_INBOX_PURGE_INTERVAL;
     private Clock clock = Clock.systemUTC();
     private PostboxMetrics metrics = PostboxMetrics.noop();
     private io.opentelemetry.api.OpenTelemetry openTelemetry;
@@ -275,6 +302,16 @@ public final class RabbitSubscriber implements AutoCloseable {
     /** Sets the inbox (required for {@code EFFECTIVELY_ONCE}). */
     public Builder inbox(InboxStore inbox) {
       this.inbox = Objects.requireNonNull(inbox, "inbox");
+      return this;
+    }
+
+    /** Sets how often dedupe records older than the inbox retention are purged (default 10 min). */
+    public Builder inboxPurgeInterval(Duration interval) {
+      Objects.requireNonNull(interval, "interval");
+      if (interval.isNegative() || interval.isZero()) {
+        throw new IllegalArgumentException("inboxPurgeInterval must be positive");
+      }
+      this.inboxPurgeInterval = interval;
       return this;
     }
 
