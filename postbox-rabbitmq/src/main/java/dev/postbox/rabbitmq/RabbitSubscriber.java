@@ -58,7 +58,7 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>Not there yet (issue 16): batches, {@code DEDUPLICATED}, ordered parking and broker-side
- * delayed retries (TTL wait queues), re-subscription after a consumer cancel. Thread-safe.
+ * delayed retries (TTL wait queues). Thread-safe.
  */
 public final class RabbitSubscriber implements AutoCloseable {
 
@@ -164,7 +164,8 @@ public final class RabbitSubscriber implements AutoCloseable {
                   processor,
                   executor,
                   inFlight,
-                  () -> running);
+                  () -> running,
+                  sleeper);
           ch.basicConsume(queues.get(i), false, consumer); // manual acks, even AT_MOST_ONCE
           if (ch instanceof Recoverable r) {
             String queue = queues.get(i);

@@ -66,6 +66,30 @@ public final class RabbitTopology {
   }
 
   /**
+   * Declares the durable quorum queue {@code queue} with single active consumer and binds it with
+   * weight 1 to the (existing) exchange of {@code topic}.
+   */
+  public static void declareShard(Channel channel, String queue, String topic) {
+    try {
+      channel.queueDeclare(
+          queue,
+          true,
+          false,
+          false,
+          Map.of("x-queue-type", "quorum", "x-single-active-consumer", true));
+      channel.queueBind(queue, exchange(topic), "1");
+    } catch (IOException | RuntimeException e) {
+      throw new RabbitTopologyException(
+          "cannot declare queue '"
+              + queue
+              + "' (durable quorum queue with single active consumer) bound to exchange '"
+              + exchange(topic)
+              + "': does a queue with other arguments exist under that name?",
+          e);
+    }
+  }
+
+  /**
    * Declares the exchange of {@code topic} and the {@code shards} quorum queues of {@code
    * subscription} bound to it; returns the queue names, shard 0 first.
    */
@@ -78,23 +102,7 @@ public final class RabbitTopology {
     List<String> queues = new ArrayList<>(shards);
     for (int i = 0; i < shards; i++) {
       String q = queue(subscription, topic, i);
-      try {
-        channel.queueDeclare(
-            q,
-            true,
-            false,
-            false,
-            Map.of("x-queue-type", "quorum", "x-single-active-consumer", true));
-        channel.queueBind(q, exchange(topic), "1");
-      } catch (IOException | RuntimeException e) {
-        throw new RabbitTopologyException(
-            "cannot declare queue '"
-                + q
-                + "' (durable quorum queue with single active consumer) bound to exchange '"
-                + exchange(topic)
-                + "': does a queue with other arguments exist under that name?",
-            e);
-      }
+      declareShard(channel, q, topic);
       queues.add(q);
     }
     return List.copyOf(queues);

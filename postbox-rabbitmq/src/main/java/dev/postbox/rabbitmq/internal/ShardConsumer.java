@@ -10,9 +10,13 @@ import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.engine.DeliveryProcessor;
 import dev.postbox.core.engine.DeliveryProcessor.Incoming;
 import dev.postbox.core.engine.KeyedExecutor;
+import dev.postbox.core.time.Sleeper;
 import dev.postbox.rabbitmq.RabbitMessages;
+import dev.postbox.rabbitmq.RabbitTopology;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
@@ -26,10 +30,14 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A delivery belongs to the channel's <em>epoch</em>: when the channel or its connection is lost
  * (and recovered), the epoch moves on, deliveries of the old one count as no longer owned (the
- * broker redelivers them) and are never acked on the new channel. Thread-safe: the connection's
- * thread delivers, workers ack.
+ * broker redelivers them) and are never acked on the new channel. A consumer the broker cancels
+ * (queue deleted) declares its shard again and re-subscribes. Thread-safe: the connection's thread
+ * delivers, workers ack.
  */
 public final class ShardConsumer extends DefaultConsumer {
+
+  /** Wait between re-subscription attempts after a consumer cancel. */
+  public static final Duration RESUBSCRIBE_INTERVAL = Duration.ofSeconds(1);
 
   private static final Logger log = LoggerFactory.getLogger(ShardConsumer.class);
 
@@ -41,6 +49,7 @@ public final class ShardConsumer extends DefaultConsumer {
   private final KeyedExecutor executor;
   private final InFlight inFlight;
   private final BooleanSupplier running;
+  private final Sleeper sleeper;
   private final AtomicLong epoch = new AtomicLong();
 
   /** A consumer of {@code queue} (shard {@code shard} of {@code topic}) on {@code channel}. */
@@ -53,7 +62,8 @@ public final class ShardConsumer extends DefaultConsumer {
       DeliveryProcessor processor,
       KeyedExecutor executor,
       InFlight inFlight,
-      BooleanSupplier running) {
+      BooleanSupplier running,
+      Sleeper sleeper) {
     super(channel);
     this.topic = topic;
     this.shard = shard;
@@ -63,6 +73,7 @@ public final class ShardConsumer extends DefaultConsumer {
     this.executor = executor;
     this.inFlight = inFlight;
     this.running = running;
+    this.sleeper = sleeper;
   }
 
   /** The channel or its connection was lost or recovered: earlier deliveries are not ours. */
@@ -141,12 +152,39 @@ public final class ShardConsumer extends DefaultConsumer {
     }
   }
 
+  /**
+   * The broker cancelled this consumer (its queue was deleted, or a quorum queue lost its leader):
+   * declares the shard again and re-subscribes, on a thread of its own, retrying every {@link
+   * #RESUBSCRIBE_INTERVAL} while the subscriber runs.
+   */
   @Override
   public void handleCancel(String consumerTag) {
     log.warn(
-        "{}: the broker cancelled the consumer of {} (queue deleted?); not consuming it any more",
+        "{}: the broker cancelled the consumer of {} (queue deleted?); subscribing again",
         subscription.name(),
         queue);
+    Thread.ofVirtual().name("postbox-resubscribe-" + queue).start(this::resubscribe);
+  }
+
+  private void resubscribe() {
+    while (running.getAsBoolean()) {
+      Channel ch = getChannel();
+      try {
+        try (Channel setup = ch.getConnection().createChannel()) {
+          RabbitTopology.declareShard(setup, queue, topic);
+        }
+        ch.basicConsume(queue, false, this);
+        log.info("{}: consuming {} again after a consumer cancel", subscription.name(), queue);
+        return;
+      } catch (IOException | TimeoutException | RuntimeException e) {
+        log.warn("{}: cannot subscribe to {} again: {}", subscription.name(), queue, e.toString());
+      }
+      try {
+        sleeper.sleep(RESUBSCRIBE_INTERVAL);
+      } catch (InterruptedException e) {
+        return;
+      }
+    }
   }
 
   @Override
