@@ -5,6 +5,9 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.Recoverable;
 import com.rabbitmq.client.RecoveryListener;
+import com.rabbitmq.client.impl.recovery.RetryHandler;
+import com.rabbitmq.client.impl.recovery.TopologyRecoveryRetryHandlerBuilder;
+import com.rabbitmq.client.impl.recovery.TopologyRecoveryRetryLogic;
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.consumer.ConsumerStats;
 import dev.postbox.core.consumer.MessageHandler;
@@ -52,9 +55,9 @@ import org.slf4j.LoggerFactory;
  *       unacked, so the broker stops delivering while the workers are behind.
  *   <li><b>Recovery.</b> The client's automatic connection recovery reopens the channels and
  *       consumers; deliveries of the lost channel are not acked (the broker redelivers them).
- *   <li><b>Shutdown.</b> {@link #close()} cancels the consumers, lets running deliveries finish
- *       within the shutdown timeout, and closes the connection (the broker requeues what is
- *       unacked).
+ *   <li><b>Shutdown.</b> {@link #close()} starts no more deliveries, lets running ones finish
+ *       within the shutdown timeout, and closes the connection (the broker returns what is unacked,
+ *       in order, and a standby instance takes the shards over).
  * </ul>
  *
  * <p>Not there yet (issue 16): batches, {@code DEDUPLICATED}, ordered parking and broker-side
@@ -104,6 +107,7 @@ public final class RabbitSubscriber implements AutoCloseable {
     this.sleeper = b.sleeper;
     this.inbox = Optional.ofNullable(b.inbox);
     this.inboxPurgeInterval = b.inboxPurgeInterval;
+    b.factory.setTopologyRecoveryRetryHandler(recoveryRetries(b.sleeper));
     this.processor =
         new DeliveryProcessor(
             RabbitBinding.TRANSPORT,
@@ -121,6 +125,30 @@ public final class RabbitSubscriber implements AutoCloseable {
             b.metrics,
             b.openTelemetry);
     this.executor = new KeyedExecutor("postbox-" + subscription.name(), subscription.concurrency());
+  }
+
+  /**
+   * Retries the recovery of a queue, binding or consumer (every second, for a minute): after a
+   * broker restart a quorum queue may refuse {@code basic.consume} until it has a leader, and a
+   * consumer whose recovery failed once would otherwise stay gone.
+   */
+  private static RetryHandler recoveryRetries(Sleeper sleeper) {
+    return TopologyRecoveryRetryHandlerBuilder.builder()
+        .queueRecoveryRetryCondition((q, e) -> true)
+        .queueRecoveryRetryOperation(
+            TopologyRecoveryRetryLogic.RECOVER_CHANNEL.andThen(
+                TopologyRecoveryRetryLogic.RECOVER_QUEUE))
+        .bindingRecoveryRetryCondition((b, e) -> true)
+        .bindingRecoveryRetryOperation(
+            TopologyRecoveryRetryLogic.RECOVER_CHANNEL.andThen(
+                TopologyRecoveryRetryLogic.RECOVER_BINDING))
+        .consumerRecoveryRetryCondition((c, e) -> true)
+        .consumerRecoveryRetryOperation(
+            TopologyRecoveryRetryLogic.RECOVER_CHANNEL.andThen(
+                TopologyRecoveryRetryLogic.RECOVER_CONSUMER))
+        .retryAttempts(60)
+        .backoffPolicy(attempt -> sleeper.sleep(DEFAULT_RECOVERY_INTERVAL))
+        .build();
   }
 
   /** A builder for a subscriber to the broker at {@code uri} ({@code amqp://user:pass@host/vh}). */
@@ -239,15 +267,9 @@ public final class RabbitSubscriber implements AutoCloseable {
       }
       running = false;
     }
-    for (ShardConsumer consumer : consumers) {
-      try {
-        if (consumer.getChannel().isOpen() && consumer.getConsumerTag() != null) {
-          consumer.getChannel().basicCancel(consumer.getConsumerTag());
-        }
-      } catch (IOException | RuntimeException e) {
-        log.debug("cannot cancel a consumer: {}", e.toString());
-      }
-    }
+    // No basic.cancel first: with single active consumer the standby would get later messages of a
+    // shard while this one still holds earlier unacked ones. Deliveries not started are abandoned
+    // (not acked); closing the connection returns them, in order, and hands the shards over.
     try {
       inFlight.awaitZero(subscription.shutdownTimeout(), ticker);
     } catch (InterruptedException e) {
