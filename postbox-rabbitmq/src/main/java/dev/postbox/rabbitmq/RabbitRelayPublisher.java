@@ -202,6 +202,9 @@ public final class RabbitRelayPublisher implements RelayPublisher {
       }
       closeConnection();
       connection = factory.newConnection(connectionName);
+      connection.addBlockedListener(
+          reason -> log.warn("the broker blocks publishing: {}", reason),
+          () -> log.info("the broker unblocked publishing"));
       Channel ch = connection.createChannel();
       ch.confirmSelect();
       ch.addConfirmListener(

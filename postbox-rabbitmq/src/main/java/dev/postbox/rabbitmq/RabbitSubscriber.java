@@ -196,19 +196,19 @@ public final class RabbitSubscriber implements AutoCloseable {
                   sleeper);
           ch.basicConsume(queues.get(i), false, consumer); // manual acks, even AT_MOST_ONCE
           if (ch instanceof Recoverable r) {
+            // only logged: the epoch moves on the channel's shutdown signal, which the client
+            // dispatches after the lost channel's last delivery; a recovery that re-ran later
+            // (a retried consumer recovery) must not disown deliveries of the live channel
             String queue = queues.get(i);
             r.addRecoveryListener(
                 new RecoveryListener() {
                   @Override
                   public void handleRecovery(Recoverable recoverable) {
-                    consumer.newEpoch();
                     log.info("{}: consuming {} again after recovery", subscription.name(), queue);
                   }
 
                   @Override
-                  public void handleRecoveryStarted(Recoverable recoverable) {
-                    consumer.newEpoch();
-                  }
+                  public void handleRecoveryStarted(Recoverable recoverable) {}
                 });
           }
           consumers.add(consumer);

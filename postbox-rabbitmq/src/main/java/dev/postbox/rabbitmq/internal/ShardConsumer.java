@@ -76,7 +76,7 @@ public final class ShardConsumer extends DefaultConsumer {
     this.sleeper = sleeper;
   }
 
-  /** The channel or its connection was lost or recovered: earlier deliveries are not ours. */
+  /** The channel or its connection was lost: earlier deliveries are not ours any more. */
   public void newEpoch() {
     epoch.incrementAndGet();
   }
