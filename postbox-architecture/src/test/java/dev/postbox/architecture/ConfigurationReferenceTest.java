@@ -13,6 +13,8 @@ import dev.postbox.jdbc.PostgresRelayStore;
 import dev.postbox.jdbc.cdc.CdcRelay;
 import dev.postbox.kafka.KafkaRelayPublisher;
 import dev.postbox.kafka.KafkaSubscriber;
+import dev.postbox.rabbitmq.RabbitRelayPublisher;
+import dev.postbox.rabbitmq.RabbitSubscriber;
 import dev.postbox.redis.RedisIdempotencyStore;
 import java.io.IOException;
 import java.lang.reflect.Field;
@@ -69,6 +71,8 @@ class ConfigurationReferenceTest {
         RetryPolicy.class,
         DependencyGuard.class,
         KafkaSubscriber.class,
+        RabbitRelayPublisher.class,
+        RabbitSubscriber.class,
         RedisIdempotencyStore.class);
   }
 

@@ -25,6 +25,11 @@ enum Modules {
       "dev.postbox.redis",
       "dev.postbox.redis.RedisIdempotencyStore",
       Tier.ADAPTER),
+  RABBITMQ(
+      "postbox-rabbitmq",
+      "dev.postbox.rabbitmq",
+      "dev.postbox.rabbitmq.RabbitRelayPublisher",
+      Tier.ADAPTER),
   MICROMETER(
       "postbox-micrometer",
       "dev.postbox.micrometer",

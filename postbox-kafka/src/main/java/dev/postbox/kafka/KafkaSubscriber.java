@@ -8,6 +8,7 @@ import dev.postbox.core.consumer.MessageHandler;
 import dev.postbox.core.consumer.Ordering;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.engine.DeliveryProcessor;
+import dev.postbox.core.engine.InboxJanitor;
 import dev.postbox.core.engine.KeyedExecutor;
 import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.DeadLetterStore;
@@ -18,7 +19,6 @@ import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
 import dev.postbox.kafka.internal.ConsumerSettings;
 import dev.postbox.kafka.internal.InFlightLimit;
-import dev.postbox.kafka.internal.InboxJanitor;
 import dev.postbox.kafka.internal.IncomingRecords;
 import dev.postbox.kafka.internal.MembershipFence;
 import dev.postbox.kafka.internal.OffsetCommitter;
@@ -81,8 +81,8 @@ import org.slf4j.LoggerFactory;
  * dev.postbox.kafka.internal}: {@link ConsumerSettings} (the consumer's properties), {@link
  * PollLoop} (the poll thread), {@link RecordDispatcher} (records to workers), {@link
  * OffsetCommitter} (commits and the membership proof), {@link RebalanceHandler}, {@link
- * SubscriberGauges}, {@link InboxJanitor} (the purge thread) and {@link ParkedDrainer} (the unpark
- * thread).
+ * SubscriberGauges} and {@link ParkedDrainer} (the unpark thread); the purge thread is the engine's
+ * {@link InboxJanitor}.
  */
 public final class KafkaSubscriber implements AutoCloseable {
 

@@ -45,6 +45,10 @@ public final class OwnedDirectories {
 
   private static final Logger LOG = LoggerFactory.getLogger(OwnedDirectories.class);
   private static final String LOCK_FILE = ".owner.lock";
+
+  /** The file holding a RabbitMQ node's Erlang VM pid ({@code RabbitMqServer.PID_FILE}). */
+  static final String RABBITMQ_PID_FILE = "rabbitmq-beam.pid";
+
   private static final Map<Path, FileChannel> HELD = new ConcurrentHashMap<>();
   private static final Set<PosixFilePermission> OWNER_ONLY =
       PosixFilePermissions.fromString("rwx------");
@@ -190,9 +194,39 @@ public final class OwnedDirectories {
       }
       LOG.info("Removing {}, left behind by a JVM that did not shut down", dir);
       stopOrphanedPostgres(dir);
+      stopOrphanedRabbitMq(dir);
       Shutdown.deleteRecursively(dir);
     } catch (IOException | RuntimeException e) {
       LOG.debug("cannot clean up {}", dir, e);
+    }
+  }
+
+  /**
+   * Kills a RabbitMQ node's Erlang VM whose pid {@code RabbitMqServer} wrote to {@value
+   * #RABBITMQ_PID_FILE} in {@code dir} (its data goes with the directory anyway).
+   */
+  private static void stopOrphanedRabbitMq(Path dir) throws IOException {
+    Path pidFile = dir.resolve(RABBITMQ_PID_FILE);
+    if (!Files.exists(pidFile)) {
+      return;
+    }
+    Optional<ProcessHandle> beam =
+        Files.readAllLines(pidFile).stream()
+            .findFirst()
+            .map(String::trim)
+            .filter(s -> s.matches("\\d+"))
+            .flatMap(s -> ProcessHandle.of(Long.parseLong(s)))
+            .filter(h -> h.info().command().map(c -> c.endsWith("beam.smp")).orElse(false));
+    if (beam.isPresent()) {
+      LOG.info("Killing orphaned RabbitMQ node pid {} of {}", beam.get().pid(), dir);
+      beam.get().destroyForcibly();
+      try {
+        beam.get().onExit().get(20, TimeUnit.SECONDS);
+      } catch (TimeoutException | ExecutionException e) {
+        LOG.debug("orphaned RabbitMQ node {} did not exit", beam.get().pid(), e);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 

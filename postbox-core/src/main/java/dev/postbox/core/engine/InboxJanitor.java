@@ -1,4 +1,4 @@
-package dev.postbox.kafka.internal;
+package dev.postbox.core.engine;
 
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.time.Sleeper;
@@ -8,8 +8,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Purges an {@code EFFECTIVELY_ONCE} subscription's dedupe records older than its inbox retention,
- * in chunks, once every purge interval, on its own thread.
+ * Purges an {@code EFFECTIVELY_ONCE} subscription's dedupe records (for any transport adapter)
+ * older than its inbox retention, in chunks, once every purge interval, on its own thread.
  *
  * <p>A full chunk is followed by the next at once; a failed purge is logged and tried again after
  * the interval. {@link #run()} returns when {@code running} turns false (checked between chunks and

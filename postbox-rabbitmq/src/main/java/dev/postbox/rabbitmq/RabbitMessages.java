@@ -1,0 +1,399 @@
+package dev.postbox.rabbitmq;
+
+import static dev.postbox.rabbitmq.internal.HeaderText.quote;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Envelope;
+import com.rabbitmq.client.LongString;
+import dev.postbox.core.DecodingException;
+import dev.postbox.core.Message;
+import dev.postbox.core.Payload;
+import dev.postbox.core.spi.DeadLetterStore;
+import dev.postbox.core.tracing.TraceHeaders;
+import dev.postbox.rabbitmq.internal.HeaderText;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Date;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.function.Function;
+
+/**
+ * The one mapping between a {@link Message} and an AMQP 0-9-1 message, following the <a
+ * href="https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/bindings/amqp-protocol-binding.md">CloudEvents
+ * AMQP protocol binding</a> in <b>binary content mode</b>: the payload is the body as is, the
+ * envelope travels in application properties (AMQP 0-9-1 headers) named {@code cloudEvents_} plus
+ * the attribute, and {@code datacontenttype} in the {@code content_type} property.
+ *
+ * <table>
+ *   <caption>Message fields and AMQP message parts</caption>
+ *   <tr><th>Message</th><th>AMQP</th><th>Written</th><th>When read</th></tr>
+ *   <tr><td>-</td><td>{@value #CE_SPECVERSION}</td><td>always, {@value #SPEC_VERSION}</td>
+ *       <td>required, must be {@value #SPEC_VERSION}</td></tr>
+ *   <tr><td>id</td><td>{@value #CE_ID}, and the {@code message_id} property</td>
+ *       <td>always, canonical lower-case UUID</td><td>{@value #CE_ID} required, a UUID</td></tr>
+ *   <tr><td>source</td><td>{@value #CE_SOURCE}</td><td>always</td><td>required</td></tr>
+ *   <tr><td>type</td><td>{@value #CE_TYPE}, and the {@code type} property</td><td>always</td>
+ *       <td>{@value #CE_TYPE} required</td></tr>
+ *   <tr><td>occurredAt</td><td>{@value #CE_TIME}</td><td>always, RFC 3339 in UTC</td>
+ *       <td>RFC 3339 with any offset; if absent, the {@code timestamp} property; else an
+ *       error</td></tr>
+ *   <tr><td>schemaVersion</td><td>{@value #CE_SCHEMAVERSION}</td><td>always</td>
+ *       <td>positive decimal; absent = 1</td></tr>
+ *   <tr><td>key</td><td>{@value #CE_PARTITIONKEY}, and the routing key</td><td>when there is
+ *       a key (the routing key is then the key, else the message id)</td>
+ *       <td>{@value #CE_PARTITIONKEY} if present and not empty, else none</td></tr>
+ *   <tr><td>correlationId</td><td>{@value #CE_CORRELATIONID}, and the {@code correlation_id}
+ *       property</td><td>when present</td><td>{@value #CE_CORRELATIONID}</td></tr>
+ *   <tr><td>causationId</td><td>{@value #CE_CAUSATIONID}</td><td>when present</td>
+ *       <td>optional</td></tr>
+ *   <tr><td>tenant</td><td>{@value #CE_TENANT}</td><td>when present</td><td>optional</td></tr>
+ *   <tr><td>payload content type</td><td>{@code content_type} property</td><td>always</td>
+ *       <td>absent = {@value Payload#OCTET_STREAM}</td></tr>
+ *   <tr><td>payload bytes</td><td>body</td><td>always</td><td>as is</td></tr>
+ *   <tr><td>trace context</td><td>the plain W3C headers {@code traceparent}, {@code tracestate}
+ *       and {@value #CE_TRACEPARENT}, {@value #CE_TRACESTATE}</td><td>when present</td>
+ *       <td>the plain headers; if absent, the extension's</td></tr>
+ *   <tr><td>headers</td><td>plain AMQP headers, same names, string values</td><td>each</td>
+ *       <td>every header not named {@code cloudEvents_*}, {@code cloudEvents:*} or {@code pb_*}
+ *       (any case) whose value is text, a number or a boolean (broker tables such as {@code
+ *       x-death} are not copied)</td></tr>
+ *   <tr><td>topic</td><td>the exchange published to (one per topic)</td><td>-</td>
+ *       <td>the topic of the queue it was read from</td></tr>
+ * </table>
+ *
+ * <p>Messages are persistent ({@code delivery_mode} 2). The extension attributes have the same
+ * names as the Kafka binding's ({@code schemaversion}, {@code partitionkey}, {@code correlationid},
+ * {@code causationid}, {@code tenant}); only the prefix is the AMQP binding's. Reading also accepts
+ * the binding's older prefix {@code cloudEvents:}.
+ *
+ * <p><b>Reading is strict.</b> Deliveries are untrusted input: one that does not map to a valid
+ * message raises a {@link DecodingException} carrying the body and whatever of id, type and schema
+ * version was read; never another exception.
+ *
+ * <p>Stateless and thread-safe.
+ */
+public final class RabbitMessages {
+
+  /** The CloudEvents spec version written and accepted. */
+  public static final String SPEC_VERSION = "1.0";
+
+  /** The prefix of the CloudEvents attributes in AMQP application properties. */
+  public static final String PREFIX = "cloudEvents_";
+
+  /** The older prefix of the AMQP binding, accepted when read. */
+  public static final String OLD_PREFIX = "cloudEvents:";
+
+  /** Header of the CloudEvents spec version. */
+  public static final String CE_SPECVERSION = PREFIX + "specversion";
+
+  /** Header of the message id. */
+  public static final String CE_ID = PREFIX + "id";
+
+  /** Header of the source. */
+  public static final String CE_SOURCE = PREFIX + "source";
+
+  /** Header of the event type. */
+  public static final String CE_TYPE = PREFIX + "type";
+
+  /** Header of the time the event occurred. */
+  public static final String CE_TIME = PREFIX + "time";
+
+  /** Header of the schema version (extension {@code schemaversion}). */
+  public static final String CE_SCHEMAVERSION = PREFIX + "schemaversion";
+
+  /** Header of the ordering key (extension {@code partitionkey}). */
+  public static final String CE_PARTITIONKEY = PREFIX + "partitionkey";
+
+  /** Header of the correlation id (extension {@code correlationid}). */
+  public static final String CE_CORRELATIONID = PREFIX + "correlationid";
+
+  /** Header of the causation id (extension {@code causationid}). */
+  public static final String CE_CAUSATIONID = PREFIX + "causationid";
+
+  /** Header of the tenant (extension {@code tenant}). */
+  public static final String CE_TENANT = PREFIX + "tenant";
+
+  /** Header of the creation trace context (distributed-tracing extension). */
+  public static final String CE_TRACEPARENT = PREFIX + "traceparent";
+
+  /** Header of the creation trace state (distributed-tracing extension). */
+  public static final String CE_TRACESTATE = PREFIX + "tracestate";
+
+  /** AMQP delivery mode of a persistent message. */
+  public static final int PERSISTENT = 2;
+
+  private RabbitMessages() {}
+
+  /**
+   * The routing key of {@code message}: its ordering key, or its id when it has none (so that
+   * messages without a key spread over the shard queues).
+   */
+  public static String routingKey(Message message) {
+    return message.key().orElseGet(() -> message.id().toString());
+  }
+
+  /** The AMQP properties (with the CloudEvents headers) of {@code message}. */
+  public static AMQP.BasicProperties toProperties(Message message) {
+    Objects.requireNonNull(message, "message");
+    Map<String, Object> headers = new LinkedHashMap<>();
+    for (var h : message.headers().entrySet()) {
+      headers.put(h.getKey(), h.getValue());
+    }
+    headers.put(CE_SPECVERSION, SPEC_VERSION);
+    headers.put(CE_ID, message.id().toString());
+    headers.put(CE_SOURCE, message.source());
+    headers.put(CE_TYPE, message.type());
+    headers.put(CE_TIME, HeaderText.formatTime(message.occurredAt()));
+    headers.put(CE_SCHEMAVERSION, Integer.toString(message.schemaVersion()));
+    message.key().ifPresent(k -> headers.put(CE_PARTITIONKEY, k));
+    message.correlationId().ifPresent(v -> headers.put(CE_CORRELATIONID, v));
+    message.causationId().ifPresent(v -> headers.put(CE_CAUSATIONID, v));
+    message.tenant().ifPresent(v -> headers.put(CE_TENANT, v));
+    message.header(TraceHeaders.TRACEPARENT).ifPresent(v -> headers.put(CE_TRACEPARENT, v));
+    message.header(TraceHeaders.TRACESTATE).ifPresent(v -> headers.put(CE_TRACESTATE, v));
+    return new AMQP.BasicProperties.Builder()
+        .contentType(message.payload().contentType())
+        .deliveryMode(PERSISTENT)
+        .messageId(message.id().toString())
+        .type(message.type())
+        .correlationId(message.correlationId().orElse(null))
+        .headers(headers)
+        .build();
+  }
+
+  /**
+   * The message in a delivery read from a queue of {@code topic}, read strictly as described in the
+   * class documentation.
+   *
+   * @throws DecodingException if the delivery does not map to a valid message
+   */
+  public static Message fromDelivery(
+      String topic, Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
+    Objects.requireNonNull(topic, "topic");
+    return new Reader(topic, envelope, properties, body == null ? new byte[0] : body).read();
+  }
+
+  /**
+   * The headers of a delivery as the dead letters keep them: each text, number or boolean header as
+   * UTF-8 text, the content type as {@code content-type}.
+   */
+  public static List<DeadLetterStore.Header> deadLetterHeaders(AMQP.BasicProperties properties) {
+    List<DeadLetterStore.Header> out = new ArrayList<>();
+    if (properties == null) {
+      return out;
+    }
+    if (properties.getContentType() != null) {
+      out.add(
+          new DeadLetterStore.Header(
+              "content-type", properties.getContentType().getBytes(StandardCharsets.UTF_8)));
+    }
+    if (properties.getHeaders() != null) {
+      for (var h : properties.getHeaders().entrySet()) {
+        byte[] v = rawBytes(h.getValue());
+        if (h.getKey() != null && v != null) {
+          out.add(new DeadLetterStore.Header(h.getKey(), v));
+        }
+      }
+    }
+    return List.copyOf(out);
+  }
+
+  private static byte[] rawBytes(Object v) {
+    if (v instanceof LongString ls) {
+      return ls.getBytes();
+    }
+    if (v instanceof byte[] b) {
+      return b.clone();
+    }
+    if (v instanceof String || v instanceof Number || v instanceof Boolean) {
+      return v.toString().getBytes(StandardCharsets.UTF_8);
+    }
+    return null;
+  }
+
+  /** State of reading one delivery, kept so that a failure can report what was read. */
+  private static final class Reader {
+    private final String topic;
+    private final Envelope envelope;
+    private final AMQP.BasicProperties properties;
+    private final byte[] body;
+    private UUID id;
+    private String type;
+    private int schemaVersion;
+
+    Reader(String topic, Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
+      this.topic = topic;
+      this.envelope = envelope;
+      this.properties = properties;
+      this.body = body;
+    }
+
+    Message read() {
+      Map<String, Object> ce = new HashMap<>();
+      Map<String, String> app = new HashMap<>();
+      Map<String, Object> headers = properties == null ? null : properties.getHeaders();
+      if (headers != null) {
+        for (var h : headers.entrySet()) {
+          String name = h.getKey();
+          if (name == null || h.getValue() == null) {
+            continue;
+          }
+          if (name.startsWith(PREFIX) || name.startsWith(OLD_PREFIX)) {
+            ce.put(name.substring(PREFIX.length()), h.getValue()); // decoded when read, below
+          } else if (!reserved(name)
+              && !(h.getValue() instanceof List<?>)
+              && !(h.getValue() instanceof Map<?, ?>)) {
+            app.put(name, text(name, h.getValue()));
+          }
+        }
+      }
+      String contentType = properties == null ? null : properties.getContentType();
+      if (contentType != null
+          && contentType.toLowerCase(Locale.ROOT).startsWith("application/cloudevents")) {
+        throw fail(
+            "structured content mode (content-type "
+                + quote(contentType)
+                + ") is not supported; expected binary mode",
+            null);
+      }
+      String specVersion = attribute(ce, "specversion");
+      if (specVersion == null) {
+        throw fail(
+            "missing header " + CE_SPECVERSION + " (not a CloudEvents binary message)", null);
+      }
+      if (!specVersion.equals(SPEC_VERSION)) {
+        throw fail(
+            "unsupported CloudEvents spec version "
+                + quote(specVersion)
+                + ", expected "
+                + SPEC_VERSION,
+            null);
+      }
+      id = parse(CE_ID, required(CE_ID, attribute(ce, "id")), HeaderText::parseUuid);
+      String versionText = attribute(ce, "schemaversion");
+      schemaVersion =
+          versionText == null
+              ? 1
+              : parse(CE_SCHEMAVERSION, versionText, HeaderText::parsePositiveInt);
+      type = attribute(ce, "type");
+      required(CE_TYPE, type);
+      String source = required(CE_SOURCE, attribute(ce, "source"));
+      Instant occurredAt;
+      String time = attribute(ce, "time");
+      if (time != null) {
+        occurredAt = parse(CE_TIME, time, HeaderText::parseTime);
+      } else if (properties != null && properties.getTimestamp() != null) {
+        occurredAt = properties.getTimestamp().toInstant();
+      } else {
+        throw fail("missing header " + CE_TIME + " and the message has no timestamp", null);
+      }
+      String traceparent = attribute(ce, "traceparent");
+      String tracestate = attribute(ce, "tracestate");
+      if (traceparent != null && !app.containsKey(TraceHeaders.TRACEPARENT)) {
+        app.put(TraceHeaders.TRACEPARENT, traceparent);
+        if (tracestate != null) {
+          app.put(TraceHeaders.TRACESTATE, tracestate);
+        }
+      }
+      String key = attribute(ce, "partitionkey");
+      String correlationId = attribute(ce, "correlationid");
+      String causationId = attribute(ce, "causationid");
+      String tenant = attribute(ce, "tenant");
+      try {
+        return new Message(
+            id,
+            topic,
+            type,
+            schemaVersion,
+            Optional.ofNullable(key).filter(k -> !k.isEmpty()),
+            occurredAt,
+            source,
+            Optional.ofNullable(correlationId),
+            Optional.ofNullable(causationId),
+            Optional.ofNullable(tenant),
+            app,
+            new Payload(body, contentType != null ? contentType : Payload.OCTET_STREAM));
+      } catch (IllegalArgumentException e) {
+        throw fail("not a valid message: " + e.getMessage(), e);
+      }
+    }
+
+    /** The CloudEvents attribute {@code name} as text, or null when absent. */
+    private String attribute(Map<String, Object> ce, String name) {
+      Object v = ce.get(name);
+      return v == null ? null : text(PREFIX + name, v);
+    }
+
+    private static boolean reserved(String name) {
+      String lower = name.toLowerCase(Locale.ROOT);
+      return lower.startsWith("cloudevents_")
+          || lower.startsWith("cloudevents:")
+          || lower.startsWith("pb_");
+    }
+
+    private String text(String name, Object v) {
+      try {
+        if (v instanceof LongString ls) {
+          return HeaderText.utf8(ls.getBytes());
+        }
+        if (v instanceof byte[] b) {
+          return HeaderText.utf8(b);
+        }
+        if (v instanceof Date d) {
+          return HeaderText.formatTime(d.toInstant());
+        }
+        return v.toString();
+      } catch (IllegalArgumentException e) {
+        throw fail("header " + name + ": " + e.getMessage(), e);
+      }
+    }
+
+    private String required(String name, String v) {
+      if (v == null) {
+        throw fail("missing header " + name, null);
+      }
+      return v;
+    }
+
+    private <A, R> R parse(String what, A input, Function<A, R> parser) {
+      try {
+        return parser.apply(input);
+      } catch (IllegalArgumentException e) {
+        throw fail(what + ": " + e.getMessage(), e);
+      }
+    }
+
+    private DecodingException fail(String reason, Throwable cause) {
+      String where =
+          envelope == null
+              ? topic
+              : topic
+                  + " (exchange "
+                  + envelope.getExchange()
+                  + ", tag "
+                  + envelope.getDeliveryTag()
+                  + ")";
+      DecodingException.Builder b =
+          DecodingException.builder("cannot read AMQP message from " + where + ": " + reason, body)
+              .cause(cause);
+      if (id != null) {
+        b.messageId(id);
+      }
+      if (type != null) {
+        b.type(type);
+      }
+      if (schemaVersion > 0) {
+        b.schemaVersion(schemaVersion);
+      }
+      return b.build();
+    }
+  }
+}

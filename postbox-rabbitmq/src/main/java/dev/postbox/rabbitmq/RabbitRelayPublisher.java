@@ -1,0 +1,308 @@
+package dev.postbox.rabbitmq;
+
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.ConfirmListener;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ConnectionFactory;
+import dev.postbox.core.CrashPoints;
+import dev.postbox.core.Message;
+import dev.postbox.core.spi.RelayPublisher;
+import dev.postbox.rabbitmq.internal.ConfirmedBatch;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeoutException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Publishes outbox rows to RabbitMQ for the relay: one channel in <b>publisher-confirm</b> mode,
+ * persistent messages mapped by {@link RabbitMessages} (CloudEvents AMQP binding) to the topic's
+ * consistent-hash exchange ({@link RabbitTopology}) with the ordering key as routing key, and the
+ * {@code mandatory} flag.
+ *
+ * <ul>
+ *   <li><b>Acknowledged</b> only when the broker confirmed the message ({@code basic.ack}; for a
+ *       quorum queue, once a majority has it). Confirms are awaited asynchronously and in batches:
+ *       {@link #send} publishes the whole batch and returns; {@link PendingPublish#outcomes()}
+ *       waits for the confirms (at most the confirm timeout).
+ *   <li><b>Unroutable</b> (returned because no queue is bound to the exchange): a failure of the
+ *       topic ({@code topicWide}), which the relay holds instead of retrying, never a silent drop.
+ *   <li><b>Nacked</b> by the broker, or unconfirmed when the channel or connection is lost or the
+ *       confirm timeout passes: a transient failure; the connection is discarded and the relay
+ *       publishes the failed message and everything after it again on a new one (same ids: the
+ *       consumer's inbox absorbs a message that was in fact enqueued).
+ *   <li><b>Exchanges</b> are declared (idempotently, on a separate channel, once per topic) before
+ *       the first message of a topic; a refused declaration is a failure of the topic.
+ * </ul>
+ *
+ * <p><b>Order.</b> One channel publishes in list order, and the broker enqueues a channel's
+ * messages to one queue in that order, so a key's messages (one shard queue) stay in order. After a
+ * publish error nothing later in the batch is sent. Not covered: a {@code basic.nack} of one
+ * message while later messages of its key were confirmed (a broker-internal error), after which the
+ * resend lands behind them.
+ *
+ * <p>Used by one relay thread at a time; {@link #close()} may be called from any thread.
+ */
+public final class RabbitRelayPublisher implements RelayPublisher {
+
+  /** Default time the publisher waits for a batch's confirms. */
+  public static final Duration DEFAULT_CONFIRM_TIMEOUT = Duration.ofSeconds(30);
+
+  /** Default client-provided connection name. */
+  public static final String DEFAULT_CONNECTION_NAME = "postbox-relay";
+
+  private static final Logger log = LoggerFactory.getLogger(RabbitRelayPublisher.class);
+
+  private final ConnectionFactory factory;
+  private final Duration confirmTimeout;
+  private final String connectionName;
+  private final Set<String> declared = ConcurrentHashMap.newKeySet();
+  private final Object lock = new Object();
+  private Connection connection;
+  private Channel channel;
+  private volatile ConfirmedBatch current;
+  private volatile boolean closed;
+
+  private RabbitRelayPublisher(Builder b) {
+    this.factory = b.factory;
+    this.confirmTimeout = b.confirmTimeout;
+    this.connectionName = b.connectionName;
+  }
+
+  /**
+   * A builder for a publisher to the broker at {@code uri} ({@code amqp://user:pass@host/vhost}).
+   */
+  public static Builder builder(String uri) {
+    return new Builder(uri);
+  }
+
+  @Override
+  public List<PublishOutcome> publish(List<Message> messages) throws InterruptedException {
+    return send(messages).outcomes();
+  }
+
+  /**
+   * Publishes the batch on the confirm channel and returns; {@link PendingPublish#outcomes()} waits
+   * for the broker's confirms.
+   */
+  @Override
+  public PendingPublish send(List<Message> messages) {
+    int n = messages.size();
+    if (n == 0) {
+      return List::of;
+    }
+    Channel ch;
+    try {
+      ch = channel();
+    } catch (IOException | TimeoutException | RuntimeException e) {
+      log.warn("cannot open a confirm channel: {}", e.toString());
+      PublishOutcome failed = new PublishOutcome.Failed(e, false);
+      List<PublishOutcome> all = Collections.nCopies(n, failed);
+      return () -> all;
+    }
+    ConfirmedBatch batch = new ConfirmedBatch(ch, n);
+    current = batch;
+    Set<String> heldTopics = new HashSet<>();
+    boolean stop = false;
+    for (int i = 0; i < n; i++) {
+      if (i == n / 2) {
+        CrashPoints.hit(CrashPoints.RELAY_MID_BATCH);
+      }
+      Message m = messages.get(i);
+      if (stop) {
+        batch.notSent(i, new PublishOutcome.Failed(new IllegalStateException("not sent"), false));
+        continue;
+      }
+      if (heldTopics.contains(m.topic())) {
+        batch.notSent(
+            i,
+            new PublishOutcome.Failed(
+                new IllegalStateException("not sent: behind an unpublishable message of its topic"),
+                false));
+        continue;
+      }
+      if (!declared.contains(m.topic())) {
+        try {
+          declare(m.topic());
+        } catch (RabbitTopologyException e) {
+          batch.notSent(i, new PublishOutcome.Failed(e, false, true));
+          heldTopics.add(m.topic());
+          continue;
+        } catch (IOException | TimeoutException | RuntimeException e) {
+          batch.notSent(i, new PublishOutcome.Failed(e, false));
+          stop = true;
+          discard(e);
+          continue;
+        }
+      }
+      try {
+        long seq = ch.getNextPublishSeqNo();
+        batch.published(seq, i, m.id().toString());
+        ch.basicPublish(
+            RabbitTopology.exchange(m.topic()),
+            RabbitMessages.routingKey(m),
+            true,
+            RabbitMessages.toProperties(m),
+            m.payload().bytes());
+      } catch (IOException | RuntimeException e) {
+        batch.notSent(i, new PublishOutcome.Failed(e, false));
+        stop = true; // keep later messages behind this one
+        discard(e);
+      }
+    }
+    return () -> {
+      if (!batch.await(confirmTimeout)) {
+        discard(new IllegalStateException("no confirms within " + confirmTimeout));
+      }
+      return batch.outcomes();
+    };
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    synchronized (lock) {
+      closeConnection();
+    }
+  }
+
+  /** Declares the exchange of {@code topic} on a short-lived channel (a refusal closes it). */
+  private void declare(String topic) throws IOException, TimeoutException {
+    Connection c;
+    synchronized (lock) {
+      c = connection;
+    }
+    if (c == null) {
+      throw new IOException("no connection");
+    }
+    Channel admin = c.createChannel();
+    try {
+      RabbitTopology.declareExchange(admin, topic);
+      declared.add(topic);
+    } finally {
+      if (admin.isOpen()) {
+        admin.close();
+      }
+    }
+  }
+
+  private Channel channel() throws IOException, TimeoutException {
+    synchronized (lock) {
+      if (closed) {
+        throw new IllegalStateException("publisher is closed");
+      }
+      if (channel != null && channel.isOpen()) {
+        return channel;
+      }
+      closeConnection();
+      connection = factory.newConnection(connectionName);
+      connection.addBlockedListener(
+          reason -> log.warn("the broker blocks publishing: {}", reason),
+          () -> log.info("the broker unblocked publishing"));
+      Channel ch = connection.createChannel();
+      ch.confirmSelect();
+      ch.addConfirmListener(
+          new ConfirmListener() {
+            @Override
+            public void handleAck(long seq, boolean multiple) {
+              ConfirmedBatch b = current;
+              if (b != null && b.on(ch)) {
+                b.acked(seq, multiple);
+              }
+            }
+
+            @Override
+            public void handleNack(long seq, boolean multiple) {
+              ConfirmedBatch b = current;
+              if (b != null && b.on(ch)) {
+                b.nacked(seq, multiple);
+              }
+            }
+          });
+      ch.addReturnListener(r -> {
+        ConfirmedBatch b = current;
+        if (b != null && b.on(ch)) {
+          b.returned(
+              r.getProperties().getMessageId(),
+              r.getReplyCode(),
+              r.getReplyText(),
+              r.getExchange());
+        }
+      });
+      ch.addShutdownListener(cause -> {
+        ConfirmedBatch b = current;
+        if (b != null && b.on(ch)) {
+          b.lost(cause);
+        }
+      });
+      channel = ch;
+      return ch;
+    }
+  }
+
+  /** Drops the connection after a failure; the next batch opens a new one. */
+  private void discard(Throwable cause) {
+    log.warn("publish failed; discarding the connection: {}", cause.toString());
+    synchronized (lock) {
+      closeConnection();
+    }
+  }
+
+  private void closeConnection() {
+    Connection c = connection;
+    connection = null;
+    channel = null;
+    declared.clear();
+    if (c != null && c.isOpen()) {
+      try {
+        c.close(5_000);
+      } catch (IOException | RuntimeException e) {
+        c.abort();
+      }
+    }
+  }
+
+  /** Builds a {@link RabbitRelayPublisher}; validates at {@link #build()}. Not thread-safe. */
+  public static final class Builder {
+    private final ConnectionFactory factory = new ConnectionFactory();
+    private Duration confirmTimeout = DEFAULT_CONFIRM_TIMEOUT;
+    private String connectionName = DEFAULT_CONNECTION_NAME;
+
+    private Builder(String uri) {
+      Objects.requireNonNull(uri, "uri");
+      try {
+        factory.setUri(uri);
+      } catch (Exception e) {
+        throw new IllegalArgumentException("not an AMQP URI: " + uri, e);
+      }
+      factory.setAutomaticRecoveryEnabled(false); // a lost connection fails the batch; next opens
+    }
+
+    /** How long a batch waits for its confirms before they count as failed (default 30 s). */
+    public Builder confirmTimeout(Duration timeout) {
+      Objects.requireNonNull(timeout, "timeout");
+      if (timeout.isNegative() || timeout.isZero()) {
+        throw new IllegalArgumentException("confirmTimeout must be positive");
+      }
+      this.confirmTimeout = timeout;
+      return this;
+    }
+
+    /** The client-provided connection name shown by the broker (default {@code postbox-relay}). */
+    public Builder connectionName(String name) {
+      this.connectionName = Objects.requireNonNull(name, "name");
+      return this;
+    }
+
+    /** Builds the publisher; the connection is opened lazily on the first batch. */
+    public RabbitRelayPublisher build() {
+      return new RabbitRelayPublisher(this);
+    }
+  }
+}

@@ -1,0 +1,420 @@
+package dev.postbox.rabbitmq;
+
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ConnectionFactory;
+import com.rabbitmq.client.Recoverable;
+import com.rabbitmq.client.RecoveryListener;
+import com.rabbitmq.client.impl.recovery.RetryHandler;
+import com.rabbitmq.client.impl.recovery.TopologyRecoveryRetryHandlerBuilder;
+import com.rabbitmq.client.impl.recovery.TopologyRecoveryRetryLogic;
+import dev.postbox.core.DeliveryGuarantee;
+import dev.postbox.core.consumer.ConsumerStats;
+import dev.postbox.core.consumer.MessageHandler;
+import dev.postbox.core.consumer.Subscription;
+import dev.postbox.core.engine.DeliveryProcessor;
+import dev.postbox.core.engine.InboxJanitor;
+import dev.postbox.core.engine.KeyedExecutor;
+import dev.postbox.core.metrics.PostboxMetrics;
+import dev.postbox.core.spi.DeadLetterStore;
+import dev.postbox.core.spi.InboxStore;
+import dev.postbox.core.time.Sleeper;
+import dev.postbox.core.time.Ticker;
+import dev.postbox.rabbitmq.internal.InFlight;
+import dev.postbox.rabbitmq.internal.ShardConsumer;
+import java.io.IOException;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.TimeoutException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Consumes a {@link Subscription} from RabbitMQ on the core consumer engine, with its delivery
+ * guarantee, ordering and concurrency.
+ *
+ * <ul>
+ *   <li><b>Topology.</b> At {@link #start()} it declares, for each topic, the topic's
+ *       consistent-hash exchange and the subscription's shard queues ({@link RabbitTopology}:
+ *       quorum queues with single active consumer), and consumes every shard queue on a channel of
+ *       its own. Any number of instances can run: each shard is consumed by one of them at a time
+ *       (the first to subscribe; the others stand by).
+ *   <li><b>Acks.</b> Manual: a delivery is acked when the engine finished it (applied, suppressed,
+ *       ignored or dead-lettered); {@code AT_MOST_ONCE} acks before handling; for {@code
+ *       EFFECTIVELY_ONCE} the inbox row commits with the effect, before the ack, so a redelivery
+ *       (after a crash, a lost connection, a restart) is suppressed by the inbox.
+ *   <li><b>Key-ordered concurrency.</b> With {@code Ordering.KEY} the deliveries of one routing key
+ *       (the ordering key) run in order and different keys of a shard run concurrently on virtual
+ *       threads, up to the subscription's concurrency; {@code PARTITION} runs a shard in order;
+ *       {@code UNORDERED} runs all concurrently.
+ *   <li><b>Back-pressure.</b> The prefetch ({@code basic.qos}, per shard channel) bounds what is
+ *       unacked, so the broker stops delivering while the workers are behind.
+ *   <li><b>Recovery.</b> The client's automatic connection recovery reopens the channels and
+ *       consumers; deliveries of the lost channel are not acked (the broker redelivers them).
+ *   <li><b>Shutdown.</b> {@link #close()} starts no more deliveries, lets running ones finish
+ *       within the shutdown timeout, and closes the connection (the broker returns what is unacked,
+ *       in order, and a standby instance takes the shards over).
+ * </ul>
+ *
+ * <p>Not there yet (issue 16): batches, {@code DEDUPLICATED}, ordered parking and broker-side
+ * delayed retries (TTL wait queues). Thread-safe.
+ */
+public final class RabbitSubscriber implements AutoCloseable {
+
+  /** Default prefetch ({@code basic.qos}) of each shard queue's channel. */
+  public static final int DEFAULT_PREFETCH = 100;
+
+  /** Default number of shard queues per topic ({@link RabbitTopology#DEFAULT_SHARDS}). */
+  public static final int DEFAULT_SHARDS = RabbitTopology.DEFAULT_SHARDS;
+
+  /** Default wait between the attempts of the automatic connection recovery. */
+  public static final Duration DEFAULT_RECOVERY_INTERVAL = Duration.ofSeconds(1);
+
+  /** Default interval between purges of inbox records older than the inbox retention. */
+  public static final Duration DEFAULT_INBOX_PURGE_INTERVAL = Duration.ofMinutes(10);
+
+  /** Default client-provided connection name prefix (the subscription name follows). */
+  public static final String CONNECTION_NAME_PREFIX = "postbox-";
+
+  private static final Logger log = LoggerFactory.getLogger(RabbitSubscriber.class);
+
+  private final Subscription subscription;
+  private final ConnectionFactory factory;
+  private final int shards;
+  private final int prefetch;
+  private final Ticker ticker;
+  private final Sleeper sleeper;
+  private final Optional<InboxStore> inbox;
+  private final Duration inboxPurgeInterval;
+  private final DeliveryProcessor processor;
+  private final KeyedExecutor executor;
+  private final InFlight inFlight = new InFlight();
+  private final List<ShardConsumer> consumers = new ArrayList<>();
+  private volatile boolean running;
+  private Connection connection;
+  private Thread purgeThread;
+
+  private RabbitSubscriber(Builder b) {
+    this.subscription = b.subscription;
+    this.factory = b.factory;
+    this.shards = b.shards;
+    this.prefetch = b.prefetch;
+    this.ticker = b.ticker;
+    this.sleeper = b.sleeper;
+    this.inbox = Optional.ofNullable(b.inbox);
+    this.inboxPurgeInterval = b.inboxPurgeInterval;
+    b.factory.setTopologyRecoveryRetryHandler(recoveryRetries(b.sleeper));
+    this.processor =
+        new DeliveryProcessor(
+            RabbitBinding.TRANSPORT,
+            b.subscription,
+            b.handler,
+            null,
+            Optional.ofNullable(b.inbox),
+            Optional.empty(),
+            Optional.ofNullable(b.deadLetters),
+            Optional.empty(),
+            Optional.empty(),
+            b.clock,
+            b.ticker,
+            b.sleeper,
+            b.metrics,
+            b.openTelemetry);
+    this.executor = new KeyedExecutor("postbox-" + subscription.name(), subscription.concurrency());
+  }
+
+  /**
+   * Retries the recovery of a queue, binding or consumer (every second, for a minute): after a
+   * broker restart a quorum queue may refuse {@code basic.consume} until it has a leader, and a
+   * consumer whose recovery failed once would otherwise stay gone.
+   */
+  private static RetryHandler recoveryRetries(Sleeper sleeper) {
+    return TopologyRecoveryRetryHandlerBuilder.builder()
+        .queueRecoveryRetryCondition((q, e) -> true)
+        .queueRecoveryRetryOperation(
+            TopologyRecoveryRetryLogic.RECOVER_CHANNEL.andThen(
+                TopologyRecoveryRetryLogic.RECOVER_QUEUE))
+        .bindingRecoveryRetryCondition((b, e) -> true)
+        .bindingRecoveryRetryOperation(
+            TopologyRecoveryRetryLogic.RECOVER_CHANNEL.andThen(
+                TopologyRecoveryRetryLogic.RECOVER_BINDING))
+        .consumerRecoveryRetryCondition((c, e) -> true)
+        .consumerRecoveryRetryOperation(
+            TopologyRecoveryRetryLogic.RECOVER_CHANNEL.andThen(
+                TopologyRecoveryRetryLogic.RECOVER_CONSUMER))
+        .retryAttempts(60)
+        .backoffPolicy(attempt -> sleeper.sleep(DEFAULT_RECOVERY_INTERVAL))
+        .build();
+  }
+
+  /** A builder for a subscriber to the broker at {@code uri} ({@code amqp://user:pass@host/vh}). */
+  public static Builder builder(String uri, Subscription subscription) {
+    return new Builder(uri, subscription);
+  }
+
+  /**
+   * Connects, declares the topology and starts consuming every shard queue.
+   *
+   * @throws RabbitTopologyException if a declaration conflicts with what exists
+   * @throws IllegalStateException if the broker cannot be reached or refuses the credentials
+   */
+  public synchronized void start() {
+    if (connection != null) {
+      throw new IllegalStateException("already started");
+    }
+    try {
+      connection = factory.newConnection(CONNECTION_NAME_PREFIX + subscription.name());
+    } catch (IOException | TimeoutException e) {
+      throw new IllegalStateException(
+          "subscription '" + subscription.name() + "': cannot connect to RabbitMQ: " + e, e);
+    }
+    running = true;
+    try {
+      // kept open with the connection: automatic recovery redeclares on the channel that declared
+      Channel setup = connection.createChannel();
+      for (String topic : subscription.topics()) {
+        List<String> queues =
+            RabbitTopology.declareShards(setup, subscription.name(), topic, shards);
+        for (int i = 0; i < queues.size(); i++) {
+          Channel ch = connection.createChannel();
+          ch.basicQos(prefetch);
+          ShardConsumer consumer =
+              new ShardConsumer(
+                  ch,
+                  topic,
+                  i,
+                  queues.get(i),
+                  subscription,
+                  processor,
+                  executor,
+                  inFlight,
+                  () -> running,
+                  sleeper);
+          ch.basicConsume(queues.get(i), false, consumer); // manual acks, even AT_MOST_ONCE
+          if (ch instanceof Recoverable r) {
+            // only logged: the epoch moves on the channel's shutdown signal, which the client
+            // dispatches after the lost channel's last delivery; a recovery that re-ran later
+            // (a retried consumer recovery) must not disown deliveries of the live channel
+            String queue = queues.get(i);
+            r.addRecoveryListener(
+                new RecoveryListener() {
+                  @Override
+                  public void handleRecovery(Recoverable recoverable) {
+                    log.info("{}: consuming {} again after recovery", subscription.name(), queue);
+                  }
+
+                  @Override
+                  public void handleRecoveryStarted(Recoverable recoverable) {}
+                });
+          }
+          consumers.add(consumer);
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      close();
+      if (e instanceof RabbitTopologyException t) {
+        throw t;
+      }
+      throw new IllegalStateException(
+          "subscription '" + subscription.name() + "': cannot start consuming: " + e, e);
+    }
+    if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
+      purgeThread =
+          Thread.ofVirtual()
+              .name("postbox-inbox-purge-" + subscription.name())
+              .start(
+                  new InboxJanitor(
+                      inbox.orElseThrow(),
+                      subscription.name(),
+                      subscription.inboxRetention(),
+                      inboxPurgeInterval,
+                      sleeper,
+                      () -> running));
+    }
+    log.info(
+        "{} consuming {} shard queue(s) of {} (prefetch {})",
+        subscription.name(),
+        consumers.size(),
+        subscription.topics(),
+        prefetch);
+  }
+
+  /** Counters since start. */
+  public ConsumerStats stats() {
+    return processor.stats();
+  }
+
+  /** Deliveries handed to the workers and not yet done. */
+  public int inFlight() {
+    return inFlight.get();
+  }
+
+  /**
+   * Stops consuming, lets running deliveries finish (up to the shutdown timeout; the rest is
+   * redelivered), and closes the connection. Idempotent.
+   */
+  @Override
+  public void close() {
+    Connection c;
+    synchronized (this) {
+      c = connection;
+      if (c == null || !running) {
+        return;
+      }
+      running = false;
+    }
+    // No basic.cancel first: with single active consumer the standby would get later messages of a
+    // shard while this one still holds earlier unacked ones. Deliveries not started are abandoned
+    // (not acked); closing the connection returns them, in order, and hands the shards over.
+    try {
+      inFlight.awaitZero(subscription.shutdownTimeout(), ticker);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    executor.close();
+    if (purgeThread != null) {
+      purgeThread.interrupt();
+    }
+    try {
+      c.close(5_000);
+    } catch (IOException | RuntimeException e) {
+      c.abort();
+    }
+    log.info("{} closed: {}", subscription.name(), stats());
+  }
+
+  /** Builds a {@link RabbitSubscriber}; validates at {@link #build()}. Not thread-safe. */
+  public static final class Builder {
+    private final Subscription subscription;
+    private final ConnectionFactory factory = new ConnectionFactory();
+    private MessageHandler handler;
+    private InboxStore inbox;
+    private DeadLetterStore deadLetters;
+    private int shards = DEFAULT_SHARDS;
+    private int prefetch = DEFAULT_PREFETCH;
+    private Duration inboxPurgeInterval = DEFAULT_INBOX_PURGE_INTERVAL;
+    private Clock clock = Clock.systemUTC();
+    private PostboxMetrics metrics = PostboxMetrics.noop();
+    private io.opentelemetry.api.OpenTelemetry openTelemetry;
+    private Ticker ticker = Ticker.SYSTEM;
+    private Sleeper sleeper = Sleeper.SYSTEM;
+
+    private Builder(String uri, Subscription subscription) {
+      Objects.requireNonNull(uri, "uri");
+      this.subscription = Objects.requireNonNull(subscription, "subscription");
+      try {
+        factory.setUri(uri);
+      } catch (Exception e) {
+        throw new IllegalArgumentException("not an AMQP URI: " + uri, e);
+      }
+      factory.setAutomaticRecoveryEnabled(true);
+      factory.setTopologyRecoveryEnabled(true);
+      factory.setNetworkRecoveryInterval(DEFAULT_RECOVERY_INTERVAL.toMillis());
+    }
+
+    /** Sets the handler for one message at a time. */
+    public Builder handler(MessageHandler handler) {
+      this.handler = Objects.requireNonNull(handler, "handler");
+      return this;
+    }
+
+    /** Sets the inbox (required for {@code EFFECTIVELY_ONCE}). */
+    public Builder inbox(InboxStore inbox) {
+      this.inbox = Objects.requireNonNull(inbox, "inbox");
+      return this;
+    }
+
+    /** Sets how often dedupe records older than the inbox retention are purged (default 10 min). */
+    public Builder inboxPurgeInterval(Duration interval) {
+      Objects.requireNonNull(interval, "interval");
+      if (interval.isNegative() || interval.isZero()) {
+        throw new IllegalArgumentException("inboxPurgeInterval must be positive");
+      }
+      this.inboxPurgeInterval = interval;
+      return this;
+    }
+
+    /** Keeps every given-up delivery in {@code store} before it is acked (default: logged only). */
+    public Builder deadLetters(DeadLetterStore store) {
+      this.deadLetters = Objects.requireNonNull(store, "store");
+      return this;
+    }
+
+    /**
+     * Sets the number of shard queues per topic (default {@value #DEFAULT_SHARDS}); fixed for a
+     * subscription once messages flow, since it decides which queue a key lands in.
+     */
+    public Builder shards(int shards) {
+      if (shards < 1) {
+        throw new IllegalArgumentException("shards must be at least 1");
+      }
+      this.shards = shards;
+      return this;
+    }
+
+    /** Sets the prefetch of each shard channel (default {@value #DEFAULT_PREFETCH}). */
+    public Builder prefetch(int prefetch) {
+      if (prefetch < 1) {
+        throw new IllegalArgumentException("prefetch must be at least 1");
+      }
+      this.prefetch = prefetch;
+      return this;
+    }
+
+    /** Sets where the subscriber reports its metrics (default: none). */
+    public Builder metrics(PostboxMetrics metrics) {
+      this.metrics = Objects.requireNonNull(metrics, "metrics");
+      return this;
+    }
+
+    /** Sets the OpenTelemetry of the processing spans (default: {@code GlobalOpenTelemetry}). */
+    public Builder openTelemetry(io.opentelemetry.api.OpenTelemetry openTelemetry) {
+      this.openTelemetry = Objects.requireNonNull(openTelemetry, "openTelemetry");
+      return this;
+    }
+
+    /** Sets the clock for failure times (default: system UTC). */
+    public Builder clock(Clock clock) {
+      this.clock = Objects.requireNonNull(clock, "clock");
+      return this;
+    }
+
+    /** Sets the monotonic time and sleeping (default: the system's); for tests. Not an API. */
+    Builder time(Ticker ticker, Sleeper sleeper) {
+      this.ticker = Objects.requireNonNull(ticker, "ticker");
+      this.sleeper = Objects.requireNonNull(sleeper, "sleeper");
+      return this;
+    }
+
+    /** How long the connection recovery waits between attempts (default 1 s). */
+    public Builder recoveryInterval(Duration interval) {
+      factory.setNetworkRecoveryInterval(interval.toMillis());
+      return this;
+    }
+
+    /** Validates and builds the subscriber (not yet started). */
+    public RabbitSubscriber build() {
+      if (subscription.batchSize() > 1) {
+        throw new IllegalArgumentException(
+            "subscription '"
+                + subscription.name()
+                + "': batches are not supported on RabbitMQ yet");
+      }
+      if (handler == null) {
+        throw new IllegalArgumentException(
+            "subscription '" + subscription.name() + "' needs a handler");
+      }
+      if (subscription.guarantee() == DeliveryGuarantee.DEDUPLICATED) {
+        throw new IllegalArgumentException(
+            "subscription '"
+                + subscription.name()
+                + "': DEDUPLICATED is not supported on RabbitMQ yet; use EFFECTIVELY_ONCE");
+      }
+      return new RabbitSubscriber(this);
+    }
+  }
+}

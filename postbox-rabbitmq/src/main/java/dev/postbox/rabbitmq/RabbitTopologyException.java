@@ -1,0 +1,14 @@
+package dev.postbox.rabbitmq;
+
+import dev.postbox.core.PostboxException;
+
+/**
+ * The broker refused a declaration: an exchange or queue exists with other arguments (type, quorum,
+ * single active consumer), the consistent-hash exchange plugin is not enabled, or access is denied.
+ */
+public class RabbitTopologyException extends PostboxException {
+  /** An exception naming what was declared, with the broker's answer as cause. */
+  public RabbitTopologyException(String message, Throwable cause) {
+    super(message, cause);
+  }
+}

@@ -1,0 +1,197 @@
+package dev.postbox.rabbitmq.internal;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.DefaultConsumer;
+import com.rabbitmq.client.Envelope;
+import com.rabbitmq.client.ShutdownSignalException;
+import dev.postbox.core.DeliveryGuarantee;
+import dev.postbox.core.consumer.Subscription;
+import dev.postbox.core.engine.DeliveryProcessor;
+import dev.postbox.core.engine.DeliveryProcessor.Incoming;
+import dev.postbox.core.engine.KeyedExecutor;
+import dev.postbox.core.time.Sleeper;
+import dev.postbox.rabbitmq.RabbitMessages;
+import dev.postbox.rabbitmq.RabbitTopology;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Consumes one shard queue on its own channel (manual acks, the channel's prefetch as the in-flight
+ * bound) and feeds the engine: each delivery runs on the key's lane of the {@link KeyedExecutor}
+ * and is acked when the engine finished it ({@code AT_MOST_ONCE}: acked before it runs). A delivery
+ * the engine abandoned is not acked: the broker delivers it again once the channel closes.
+ *
+ * <p>A delivery belongs to the channel's <em>epoch</em>: when the channel or its connection is lost
+ * (and recovered), the epoch moves on, deliveries of the old one count as no longer owned (the
+ * broker redelivers them) and are never acked on the new channel. A consumer the broker cancels
+ * (queue deleted) declares its shard again and re-subscribes. Thread-safe: the connection's thread
+ * delivers, workers ack.
+ */
+public final class ShardConsumer extends DefaultConsumer {
+
+  /** Wait between re-subscription attempts after a consumer cancel. */
+  public static final Duration RESUBSCRIBE_INTERVAL = Duration.ofSeconds(1);
+
+  private static final Logger log = LoggerFactory.getLogger(ShardConsumer.class);
+
+  private final String topic;
+  private final int shard;
+  private final String queue;
+  private final Subscription subscription;
+  private final DeliveryProcessor processor;
+  private final KeyedExecutor executor;
+  private final InFlight inFlight;
+  private final BooleanSupplier running;
+  private final Sleeper sleeper;
+  private final AtomicLong epoch = new AtomicLong();
+
+  /** A consumer of {@code queue} (shard {@code shard} of {@code topic}) on {@code channel}. */
+  public ShardConsumer(
+      Channel channel,
+      String topic,
+      int shard,
+      String queue,
+      Subscription subscription,
+      DeliveryProcessor processor,
+      KeyedExecutor executor,
+      InFlight inFlight,
+      BooleanSupplier running,
+      Sleeper sleeper) {
+    super(channel);
+    this.topic = topic;
+    this.shard = shard;
+    this.queue = queue;
+    this.subscription = subscription;
+    this.processor = processor;
+    this.executor = executor;
+    this.inFlight = inFlight;
+    this.running = running;
+    this.sleeper = sleeper;
+  }
+
+  /** The channel or its connection was lost: earlier deliveries are not ours any more. */
+  public void newEpoch() {
+    epoch.incrementAndGet();
+  }
+
+  @Override
+  public void handleDelivery(
+      String consumerTag, Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
+    processor.received(1);
+    long tag = envelope.getDeliveryTag();
+    long mine = epoch.get();
+    byte[] key =
+        envelope.getRoutingKey() == null
+            ? null
+            : envelope.getRoutingKey().getBytes(StandardCharsets.UTF_8);
+    Incoming in =
+        new Incoming(
+            topic,
+            shard,
+            tag,
+            () -> RabbitMessages.fromDelivery(topic, envelope, properties, body),
+            key,
+            body,
+            RabbitMessages.deadLetterHeaders(properties));
+    boolean atMostOnce = subscription.guarantee() == DeliveryGuarantee.AT_MOST_ONCE;
+    if (atMostOnce) {
+      ack(tag, mine); // before handling: a crash now loses the message, never repeats it
+    }
+    inFlight.started();
+    executor.submit(lane(envelope), () -> run(in, tag, mine, atMostOnce));
+  }
+
+  private Object lane(Envelope envelope) {
+    return switch (subscription.ordering()) {
+      case UNORDERED -> null;
+      case PARTITION -> queue;
+      case KEY -> new KeyLane(queue, envelope.getRoutingKey());
+    };
+  }
+
+  private record KeyLane(String queue, String key) {}
+
+  private void run(Incoming in, long tag, long mine, boolean atMostOnce) {
+    try {
+      if (!running.getAsBoolean() || epoch.get() != mine) {
+        processor.abandoned(1);
+        return;
+      }
+      boolean finished = false;
+      try {
+        finished = processor.process(in, () -> running.getAsBoolean() && epoch.get() == mine);
+      } catch (RuntimeException e) {
+        log.error("{}: unexpected failure at {} tag {}", subscription.name(), queue, tag, e);
+      }
+      if (finished && !atMostOnce) {
+        ack(tag, mine);
+      }
+    } finally {
+      inFlight.finished();
+    }
+  }
+
+  private void ack(long tag, long mine) {
+    Channel ch = getChannel();
+    synchronized (ch) {
+      if (epoch.get() != mine || !ch.isOpen()) {
+        return; // redelivered on the new channel; an ack here would hit another delivery
+      }
+      try {
+        ch.basicAck(tag, false);
+      } catch (IOException | RuntimeException e) {
+        log.warn("{}: cannot ack {} tag {}: {}", subscription.name(), queue, tag, e.toString());
+      }
+    }
+  }
+
+  /**
+   * The broker cancelled this consumer (its queue was deleted, or a quorum queue lost its leader):
+   * declares the shard again and re-subscribes, on a thread of its own, retrying every {@link
+   * #RESUBSCRIBE_INTERVAL} while the subscriber runs.
+   */
+  @Override
+  public void handleCancel(String consumerTag) {
+    log.warn(
+        "{}: the broker cancelled the consumer of {} (queue deleted?); subscribing again",
+        subscription.name(),
+        queue);
+    Thread.ofVirtual().name("postbox-resubscribe-" + queue).start(this::resubscribe);
+  }
+
+  private void resubscribe() {
+    while (running.getAsBoolean()) {
+      Channel ch = getChannel();
+      try {
+        try (Channel setup = ch.getConnection().createChannel()) {
+          RabbitTopology.declareShard(setup, queue, topic);
+        }
+        ch.basicConsume(queue, false, this);
+        log.info("{}: consuming {} again after a consumer cancel", subscription.name(), queue);
+        return;
+      } catch (IOException | TimeoutException | RuntimeException e) {
+        log.warn("{}: cannot subscribe to {} again: {}", subscription.name(), queue, e.toString());
+      }
+      try {
+        sleeper.sleep(RESUBSCRIBE_INTERVAL);
+      } catch (InterruptedException e) {
+        return;
+      }
+    }
+  }
+
+  @Override
+  public void handleShutdownSignal(String consumerTag, ShutdownSignalException sig) {
+    newEpoch();
+    if (running.getAsBoolean()) {
+      log.warn("{}: channel of {} lost: {}", subscription.name(), queue, sig.getMessage());
+    }
+  }
+}
