@@ -4,6 +4,7 @@ import java.lang.reflect.Method;
 import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.jupiter.api.extension.ParameterContext;
 import org.junit.jupiter.api.extension.ParameterResolver;
+import org.junit.platform.commons.support.AnnotationSupport;
 
 /**
  * JUnit Jupiter extension that injects a {@link PostboxTestContext} into test methods, lifecycle
@@ -33,9 +34,21 @@ public final class PostboxExtension implements ParameterResolver {
     return extension
         .getStore(NAMESPACE)
         .getOrComputeIfAbsent(
-            PostboxTestContext.class,
-            key -> PostboxTestContext.create(contextName(extension)),
-            PostboxTestContext.class);
+            PostboxTestContext.class, key -> newContext(extension), PostboxTestContext.class);
+  }
+
+  private static PostboxTestContext newContext(ExtensionContext extension) {
+    PostboxTestContext context = PostboxTestContext.create(contextName(extension));
+    boolean migrate =
+        extension
+            .getTestClass()
+            .flatMap(c -> AnnotationSupport.findAnnotation(c, PostboxTest.class))
+            .map(PostboxTest::migrate)
+            .orElse(false);
+    if (migrate) {
+      context.migrate();
+    }
+    return context;
   }
 
   private static String contextName(ExtensionContext extension) {

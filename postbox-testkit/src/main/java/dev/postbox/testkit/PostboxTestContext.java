@@ -94,6 +94,27 @@ public final class PostboxTestContext implements AutoCloseable {
     return track(postgres().dataSource(schema(), maxPoolSize));
   }
 
+  /**
+   * Creates Postbox's tables in {@link #schema()} (idempotent) with the {@link
+   * dev.postbox.core.spi.SchemaMigrator} on the class path ({@code postbox-jdbc} provides it);
+   * returns how many migrations were applied. {@code @PostboxTest(migrate = true)} calls it for
+   * every context.
+   *
+   * @throws IllegalStateException if no migrator is on the class path
+   */
+  public int migrate() {
+    dev.postbox.core.spi.SchemaMigrator migrator =
+        java.util.ServiceLoader.load(
+                dev.postbox.core.spi.SchemaMigrator.class,
+                PostboxTestContext.class.getClassLoader())
+            .findFirst()
+            .orElseThrow(() ->
+                new IllegalStateException(
+                    "No dev.postbox.core.spi.SchemaMigrator on the class path: add the dependency"
+                        + " dev.postbox:postbox-jdbc to migrate the test schema"));
+    return migrator.migrate(dataSource());
+  }
+
   /** The JDBC URL (with credentials) whose connections use {@link #schema()}. */
   public String jdbcUrl() {
     return postgres().jdbcUrl(schema());

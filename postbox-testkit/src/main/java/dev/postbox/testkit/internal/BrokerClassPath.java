@@ -29,38 +29,65 @@ public final class BrokerClassPath {
   public static final String M2_PLACEHOLDER = "$M2";
 
   private static final String FETCH_HINT =
-      "Fetch the broker's jars with `mvn dependency:resolve -pl postbox-testkit-broker` (in the"
-          + " Postbox source tree), or set "
+      "Let the test kit fetch them (unset "
+          + MavenJarFetcher.FETCH_ENV
+          + "=false; it runs your `mvn`), fetch them with `mvn dependency:resolve -pl"
+          + " postbox-testkit-broker` in the Postbox source tree, or set "
           + OVERRIDE_ENV
           + " to a class path that holds the Kafka broker (kafka_2.13, kafka-tools and an slf4j"
           + " binding).";
+
+  /** Fetches jars missing from the local repository. */
+  @FunctionalInterface
+  public interface JarFetcher {
+    /** Fetches the jars (paths relative to {@code repo}) into {@code repo}, or throws. */
+    void fetch(Path repo, List<String> relativePaths);
+  }
 
   private BrokerClassPath() {}
 
   /** Resolves the class path from this JVM's environment, system properties and class path. */
   public static String resolve() {
+    MavenJarFetcher fetcher = new MavenJarFetcher(System.getenv());
+    Path home = Path.of(System.getProperty("user.home"));
+    Path repo =
+        MavenLocalRepository.find(
+            System.getenv(), key -> Optional.ofNullable(System.getProperty(key)), home);
     return resolve(
         System.getenv(),
-        Optional.ofNullable(System.getProperty("maven.repo.local")),
-        Path.of(System.getProperty("user.home")),
-        readResource());
+        repo,
+        readResource(),
+        fetcher.enabled() ? Optional.of(fetcher::fetch) : Optional.empty());
   }
 
   /**
-   * Resolves the class path.
+   * Resolves the class path without fetching (for tests of the lookup).
    *
    * @param env the environment ({@value #OVERRIDE_ENV}, {@code M2_REPO})
    * @param mavenRepoLocal the {@code maven.repo.local} system property
    * @param home the user's home directory (for {@code ~/.m2/repository})
    * @param recorded the content of {@link #RESOURCE}, if it is on the class path
-   * @throws BrokerClassPathException if there is no override and the resource is missing or names
-   *     jars that do not exist
    */
   public static String resolve(
       Map<String, String> env,
       Optional<String> mavenRepoLocal,
       Path home,
       Optional<String> recorded) {
+    return resolve(env, localRepository(env, mavenRepoLocal, home), recorded, Optional.empty());
+  }
+
+  /**
+   * Resolves the class path, fetching missing jars with {@code fetcher} when one is given.
+   *
+   * @param env the environment ({@value #OVERRIDE_ENV})
+   * @param repo the local Maven repository
+   * @param recorded the content of {@link #RESOURCE}, if it is on the class path
+   * @param fetcher fetches missing jars into {@code repo}
+   * @throws BrokerClassPathException if there is no override and the resource is missing or names
+   *     jars that do not exist (after the fetch, if any)
+   */
+  public static String resolve(
+      Map<String, String> env, Path repo, Optional<String> recorded, Optional<JarFetcher> fetcher) {
     String override = env.get(OVERRIDE_ENV);
     if (override != null && !override.isBlank()) {
       return override.trim();
@@ -74,33 +101,38 @@ public final class BrokerClassPath {
                     + " dev.postbox:postbox-testkit-broker (postbox-testkit declares it), or set "
                     + OVERRIDE_ENV
                     + "."));
-    Path repo = localRepository(env, mavenRepoLocal, home);
-    List<String> entries = new ArrayList<>();
-    List<String> missing = new ArrayList<>();
+    List<String> relative = new ArrayList<>();
     for (String entry : raw.trim().split(":")) {
-      if (entry.isBlank()) {
-        continue;
-      }
-      String resolved = entry.replace(M2_PLACEHOLDER, repo.toString());
-      entries.add(resolved);
-      if (!Files.exists(Path.of(resolved))) {
-        missing.add(resolved);
+      if (!entry.isBlank()) {
+        relative.add(
+            entry.startsWith(M2_PLACEHOLDER + "/")
+                ? entry.substring(M2_PLACEHOLDER.length() + 1)
+                : entry);
       }
     }
-    if (entries.isEmpty()) {
+    if (relative.isEmpty()) {
       throw new BrokerClassPathException(RESOURCE + " is empty. " + FETCH_HINT);
+    }
+    List<String> missing = missing(repo, relative);
+    if (!missing.isEmpty() && fetcher.isPresent()) {
+      fetcher.get().fetch(repo, missing);
+      missing = missing(repo, relative);
     }
     if (!missing.isEmpty()) {
       throw new BrokerClassPathException(
           "The Kafka broker jar "
-              + missing.get(0)
+              + repo.resolve(missing.get(0))
               + (missing.size() > 1 ? " (and " + (missing.size() - 1) + " more)" : "")
               + " is missing from the local Maven repository "
               + repo
               + ". "
               + FETCH_HINT);
     }
-    return String.join(":", entries);
+    return String.join(":", relative.stream().map(r -> repo.resolve(r).toString()).toList());
+  }
+
+  private static List<String> missing(Path repo, List<String> relative) {
+    return relative.stream().filter(r -> !Files.exists(repo.resolve(r))).toList();
   }
 
   /** The local Maven repository: {@code maven.repo.local}, else {@code M2_REPO}, else ~/.m2. */

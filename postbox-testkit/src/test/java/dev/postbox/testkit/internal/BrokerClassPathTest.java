@@ -82,4 +82,43 @@ class BrokerClassPathTest {
   void theRecordedClassPathIsOnTheTestClassPathAndResolves() {
     assertThat(BrokerClassPath.resolve()).contains("kafka_2.13-4.4.0.jar");
   }
+
+  @Test
+  void missingJarsAreFetchedIntoTheRepositoryThenUsed() throws Exception {
+    Path repo = home.resolve("repo");
+    jar(repo, "org/a/a/1/a-1.jar");
+    java.util.List<java.util.List<String>> asked = new java.util.ArrayList<>();
+    String cp =
+        BrokerClassPath.resolve(
+            Map.of(),
+            repo,
+            Optional.of("$M2/org/a/a/1/a-1.jar:$M2/org/k/k/2/k-2.jar"),
+            Optional.of((r, missing) -> {
+              asked.add(missing);
+              missing.forEach(m -> {
+                try {
+                  jar(r, m);
+                } catch (Exception e) {
+                  throw new IllegalStateException(e);
+                }
+              });
+            }));
+    assertThat(asked).containsExactly(java.util.List.of("org/k/k/2/k-2.jar"));
+    assertThat(cp)
+        .isEqualTo(repo.resolve("org/a/a/1/a-1.jar") + ":" + repo.resolve("org/k/k/2/k-2.jar"));
+  }
+
+  @Test
+  void aFetchThatBringsNothingStillNamesTheMissingJar() {
+    Path repo = home.resolve("repo");
+    assertThatThrownBy(() ->
+            BrokerClassPath.resolve(
+                Map.of(),
+                repo,
+                Optional.of("$M2/org/k/k/2/k-2.jar"),
+                Optional.of((r, missing) -> {})))
+        .isInstanceOf(BrokerClassPathException.class)
+        .hasMessageContaining(repo.resolve("org/k/k/2/k-2.jar").toString())
+        .hasMessageContaining("POSTBOX_KAFKA_FETCH");
+  }
 }
