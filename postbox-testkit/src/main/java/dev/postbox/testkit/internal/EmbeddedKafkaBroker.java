@@ -97,8 +97,8 @@ public final class EmbeddedKafkaBroker implements KafkaBroker {
     if (jvm != null && jvm.isAlive()) {
       return;
     }
+    prepare(); // may fetch the broker's jars first (minutes): not part of the start-up timeout
     long t0 = System.nanoTime();
-    prepare();
     Optional<Duration> formatted = formatIfNeeded();
     jvm.start();
     long deadline = t0 + settings.startupTimeout().toNanos();

@@ -28,6 +28,9 @@ public final class MavenJarFetcher {
       "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:resolve";
   private static final long TIMEOUT_MINUTES = 15;
 
+  private static final org.slf4j.Logger log =
+      org.slf4j.LoggerFactory.getLogger(MavenJarFetcher.class);
+
   private final Map<String, String> env;
 
   public MavenJarFetcher(Map<String, String> env) {
@@ -73,6 +76,12 @@ public final class MavenJarFetcher {
             work.resolve("pom.xml").toString(),
             "-Dmaven.repo.local=" + repo,
             DEPENDENCY_PLUGIN);
+    log.info(
+        "Fetching {} Kafka broker jars into {} with {} (first use; {}=false turns this off)",
+        artifacts.size(),
+        repo,
+        mvn,
+        FETCH_ENV);
     int exit;
     try {
       Process process =
