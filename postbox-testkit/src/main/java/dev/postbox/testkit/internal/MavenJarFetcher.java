@@ -76,7 +76,7 @@ public final class MavenJarFetcher {
             work.resolve("pom.xml").toString(),
             "-Dmaven.repo.local=" + repo,
             DEPENDENCY_PLUGIN);
-    log.info(
+    LOG.info(
         "Fetching {} Kafka broker jars into {} with {} (first use; {}=false turns this off)",
         artifacts.size(),
         repo,
