@@ -28,7 +28,7 @@ public final class MavenJarFetcher {
       "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:resolve";
   private static final long TIMEOUT_MINUTES = 15;
 
-  private static final org.slf4j.Logger log =
+  private static final org.slf4j.Logger LOG =
       org.slf4j.LoggerFactory.getLogger(MavenJarFetcher.class);
 
   private final Map<String, String> env;
