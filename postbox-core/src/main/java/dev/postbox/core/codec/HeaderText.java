@@ -1,4 +1,4 @@
-package dev.postbox.kafka.internal;
+package dev.postbox.core.codec;
 
 import static java.time.temporal.ChronoField.HOUR_OF_DAY;
 import static java.time.temporal.ChronoField.MINUTE_OF_HOUR;
@@ -21,7 +21,8 @@ import java.util.UUID;
 /**
  * Strict text conversions for header values: UTF-8 that rejects malformed input, RFC 3339
  * timestamps, canonical UUIDs. Methods throw {@link IllegalArgumentException} with a short reason.
- * Stateless and thread-safe.
+ * Stateless and thread-safe. One copy for every transport adapter's mapping (Kafka headers, AMQP
+ * headers), so that both read a header exactly alike.
  */
 public final class HeaderText {
 
