@@ -186,6 +186,12 @@ public final class EventTypes {
         throw e;
       }
       throw DecodingException.forMessage(message, e.reason(), e.getCause());
+    } catch (RuntimeException e) {
+      // the codec and upcasters classify their failures; anything else is a bug in them, but the
+      // same bytes will fail again: permanent, never an unclassified exception (message not
+      // copied, it may quote the payload)
+      throw DecodingException.forMessage(
+          message, "decoding failed unexpectedly: " + e.getClass().getName(), e);
     }
   }
 

@@ -91,17 +91,28 @@ public final class HeaderText {
     return DateTimeFormatter.ISO_INSTANT.format(instant);
   }
 
-  /** Parses an RFC 3339 timestamp with any offset. */
+  /**
+   * Parses an RFC 3339 timestamp with any offset. The instant must be one {@link #formatTime} can
+   * write back (years 0000 to 9999 in UTC), so that whatever is read can be published again: the
+   * formatter alone accepted {@code +10000-01-01T00:00:00Z} (found by fuzzing).
+   */
   public static Instant parseTime(String text) {
     Instant fast = parseUtcTime(text);
     if (fast != null) {
       return fast;
     }
+    Instant parsed;
     try {
-      return OffsetDateTime.parse(text, RFC_3339).toInstant();
+      parsed = OffsetDateTime.parse(text, RFC_3339).toInstant();
     } catch (RuntimeException e) {
       throw new IllegalArgumentException(quote(text) + " is not an RFC 3339 timestamp");
     }
+    long s = parsed.getEpochSecond();
+    if (s < MIN_RFC_3339_SECOND || s > MAX_RFC_3339_SECOND) {
+      throw new IllegalArgumentException(
+          quote(text) + " is outside the years 0000-9999 in UTC that RFC 3339 can express");
+    }
+    return parsed;
   }
 
   /**

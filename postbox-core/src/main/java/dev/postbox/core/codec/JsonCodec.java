@@ -178,7 +178,8 @@ public final class JsonCodec {
    */
   public static boolean isJson(String contentType) {
     Objects.requireNonNull(contentType, "contentType");
-    String[] parts = contentType.split(";");
+    // limit -1 keeps empty parts: ";;;" splits into four empty parts, not none (found by fuzzing)
+    String[] parts = contentType.split(";", -1);
     String media = parts[0].trim().toLowerCase(Locale.ROOT);
     boolean json = media.equals(Payload.JSON) || (media.contains("/") && media.endsWith("+json"));
     if (!json) {

@@ -68,6 +68,16 @@ class JsonCodecTest {
   }
 
   @Test
+  void aContentTypeOfOnlySeparatorsIsNotJsonRatherThanACrash() {
+    // found by DecodingFuzzTest: ";;;".split(";") is empty, and isJson read element 0
+    assertThat(JsonCodec.isJson(";;;")).isFalse();
+    assertThat(JsonCodec.isJson(";")).isFalse();
+    assertThat(JsonCodec.isJson("")).isFalse();
+    assertThatThrownBy(() -> codec.decode(new Payload(utf8("{}"), ";;;"), Line.class))
+        .isInstanceOf(DecodingException.class);
+  }
+
+  @Test
   void ignoresUnknownFields() {
     byte[] json = utf8("{\"sku\":\"a\",\"quantity\":3,\"colour\":\"red\",\"extra\":{\"x\":[1,2]}}");
     assertThat(codec.decode(json, Line.class)).isEqualTo(new Line("a", 3));
