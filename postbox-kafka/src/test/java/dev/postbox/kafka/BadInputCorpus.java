@@ -301,7 +301,7 @@ final class BadInputCorpus {
         "tenant-forged",
         "ce_tenant 'evil'",
         r -> r.set(KafkaRecords.CE_TENANT, "evil"),
-        tenant("has tenant 'evil', not allowed"));
+        tenant("has a tenant that is not allowed"));
     one(
         c,
         "tenant-missing",

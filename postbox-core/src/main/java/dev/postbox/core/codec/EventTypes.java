@@ -151,7 +151,9 @@ public final class EventTypes {
     Payload payload = message.payload();
     if (!JsonCodec.isJson(payload.contentType())) {
       throw DecodingException.forMessage(
-          message, "content type '" + payload.contentType() + "' is not JSON", null);
+          message,
+          "content type (" + HeaderText.quote(payload.contentType()) + ") is not JSON",
+          null);
     }
     Upcaster[] chain = upcasters.get(r.type());
     for (int v = version; v < r.version(); v++) {

@@ -201,9 +201,13 @@ public final class HeaderText {
     return UUID.fromString(text);
   }
 
-  /** The text in single quotes for an error message, cut to 64 characters (input is untrusted). */
+  /**
+   * An untrusted header value described for an error message <b>without its content</b>: its length
+   * only. Error messages reach logs, and header values (like payloads) never may; the dead letter
+   * keeps the raw headers for whoever is allowed to read them.
+   */
   public static String quote(String text) {
-    return text.length() <= 64 ? "'" + text + "'" : "'" + text.substring(0, 64) + "...'";
+    return "a value of " + text.length() + (text.length() == 1 ? " character" : " characters");
   }
 
   /** Parses a positive decimal int without sign or leading zeros. */

@@ -125,11 +125,12 @@ final class Admission {
       return "message " + message.id() + " has no tenant";
     }
     if (!subscription.allowedTenants().contains(message.tenant().get())) {
+      // the tenant is a header value: named by its length only, as header values never reach logs
       return "message "
           + message.id()
-          + " has tenant '"
-          + message.tenant().get()
-          + "', not allowed";
+          + " has a tenant that is not allowed ("
+          + dev.postbox.core.codec.HeaderText.quote(message.tenant().get())
+          + ")";
     }
     return null;
   }
