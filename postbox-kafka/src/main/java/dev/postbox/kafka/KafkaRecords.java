@@ -1,12 +1,12 @@
 package dev.postbox.kafka;
 
-import static dev.postbox.kafka.internal.HeaderText.quote;
+import static dev.postbox.core.codec.HeaderText.quote;
 
 import dev.postbox.core.DecodingException;
 import dev.postbox.core.Message;
 import dev.postbox.core.Payload;
+import dev.postbox.core.codec.HeaderText;
 import dev.postbox.core.tracing.TraceHeaders;
-import dev.postbox.kafka.internal.HeaderText;
 import java.time.Instant;
 import java.util.HashMap;
 import java.util.Locale;

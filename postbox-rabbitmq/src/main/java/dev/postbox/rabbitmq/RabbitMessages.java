@@ -1,6 +1,6 @@
 package dev.postbox.rabbitmq;
 
-import static dev.postbox.rabbitmq.internal.HeaderText.quote;
+import static dev.postbox.core.codec.HeaderText.quote;
 
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Envelope;
@@ -8,9 +8,9 @@ import com.rabbitmq.client.LongString;
 import dev.postbox.core.DecodingException;
 import dev.postbox.core.Message;
 import dev.postbox.core.Payload;
+import dev.postbox.core.codec.HeaderText;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.tracing.TraceHeaders;
-import dev.postbox.rabbitmq.internal.HeaderText;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.ArrayList;

@@ -151,7 +151,9 @@ public final class EventTypes {
     Payload payload = message.payload();
     if (!JsonCodec.isJson(payload.contentType())) {
       throw DecodingException.forMessage(
-          message, "content type '" + payload.contentType() + "' is not JSON", null);
+          message,
+          "content type (" + HeaderText.quote(payload.contentType()) + ") is not JSON",
+          null);
     }
     Upcaster[] chain = upcasters.get(r.type());
     for (int v = version; v < r.version(); v++) {
@@ -186,6 +188,12 @@ public final class EventTypes {
         throw e;
       }
       throw DecodingException.forMessage(message, e.reason(), e.getCause());
+    } catch (RuntimeException e) {
+      // the codec and upcasters classify their failures; anything else is a bug in them, but the
+      // same bytes will fail again: permanent, never an unclassified exception (message not
+      // copied, it may quote the payload)
+      throw DecodingException.forMessage(
+          message, "decoding failed unexpectedly: " + e.getClass().getName(), e);
     }
   }
 

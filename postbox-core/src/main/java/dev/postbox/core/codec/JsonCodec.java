@@ -1,7 +1,9 @@
 package dev.postbox.core.codec;
 
+import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.Module;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -178,7 +180,8 @@ public final class JsonCodec {
    */
   public static boolean isJson(String contentType) {
     Objects.requireNonNull(contentType, "contentType");
-    String[] parts = contentType.split(";");
+    // limit -1 keeps empty parts: ";;;" splits into four empty parts, not none (found by fuzzing)
+    String[] parts = contentType.split(";", -1);
     String media = parts[0].trim().toLowerCase(Locale.ROOT);
     boolean json = media.equals(Payload.JSON) || (media.contains("/") && media.endsWith("+json"));
     if (!json) {
@@ -200,15 +203,53 @@ public final class JsonCodec {
     Objects.requireNonNull(payload, "payload");
     if (!isJson(payload.contentType())) {
       throw failure(
-          "content type '" + payload.contentType() + "' is not JSON", payload.unsafeBytes(), null);
+          "content type (" + HeaderText.quote(payload.contentType()) + ") is not JSON",
+          payload.unsafeBytes(),
+          null);
     }
   }
 
-  private static String detail(Exception e) {
-    return e instanceof JsonProcessingException j ? j.getOriginalMessage() : e.toString();
+  /**
+   * What went wrong, without the payload: Jackson's messages quote the offending token or value
+   * ({@code Unrecognized token 'secret'}, {@code from String "secret"}) and a constructor's
+   * exception message may hold field values, so only the exception class, the location and the JSON
+   * path (field names: the schema, not the data) are kept. Error messages reach logs; the payload
+   * is for the dead letter only.
+   */
+  static String detail(Exception e) {
+    StringBuilder b = new StringBuilder(e.getClass().getSimpleName());
+    if (e instanceof JsonProcessingException j) {
+      JsonLocation at = j.getLocation();
+      if (at != null && at.getLineNr() > 0) {
+        b.append(" at line ").append(at.getLineNr()).append(", column ").append(at.getColumnNr());
+      }
+      if (j instanceof JsonMappingException m && !m.getPath().isEmpty()) {
+        b.append(", path ");
+        for (JsonMappingException.Reference r : m.getPath()) {
+          b.append(r.getFieldName() != null ? "." + r.getFieldName() : "[" + r.getIndex() + "]");
+        }
+      }
+    }
+    return b.toString();
   }
 
+  /**
+   * The failure, with the codec's exception as its cause only in redacted form (its class, the
+   * location and its stack trace; not its message), since causes are logged with their messages.
+   */
   private static DecodingException failure(String reason, byte[] raw, Throwable cause) {
-    return DecodingException.builder(reason, raw).cause(cause).build();
+    Throwable redacted = cause == null ? null : new RedactedCause(cause);
+    return DecodingException.builder(reason, raw).cause(redacted).build();
+  }
+
+  /** A stand-in for a codec exception whose message may quote the payload. Never thrown. */
+  static final class RedactedCause extends dev.postbox.core.PostboxException {
+    RedactedCause(Throwable original) {
+      super(
+          original.getClass().getName()
+              + " (message withheld: it may quote the payload)"
+              + (original instanceof Exception e ? ": " + detail(e) : ""));
+      setStackTrace(original.getStackTrace());
+    }
   }
 }

@@ -53,7 +53,7 @@ final class Admission {
   Message admit(Incoming in) {
     Message message;
     try {
-      message = in.decode().get();
+      message = decode(in);
     } catch (DecodingException e) {
       telemetry.rejected.incrementAndGet();
       telemetry.givenUp.incrementAndGet();
@@ -95,6 +95,27 @@ final class Admission {
     return message;
   }
 
+  /**
+   * The record's message. A transport mapping must throw only {@link DecodingException}; anything
+   * else it throws is a bug in it, but the bytes will not map any better on a retry, so it is
+   * classified here as a permanent decoding failure (dead-lettered) instead of escaping the engine,
+   * where it would leave the record unfinished and its partition's commits stalled. Its message is
+   * not copied: it may quote the bytes.
+   */
+  private static Message decode(Incoming in) {
+    try {
+      return in.decode().get();
+    } catch (DecodingException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      throw DecodingException.builder(
+              "the transport mapping failed unexpectedly: " + e.getClass().getName(),
+              in.value() == null ? new byte[0] : in.value())
+          .cause(e)
+          .build();
+    }
+  }
+
   /** Why the message's tenant is not allowed, or null when it is (or every tenant is). */
   private String tenantRejection(Message message) {
     if (subscription.allowedTenants().isEmpty()) {
@@ -104,11 +125,12 @@ final class Admission {
       return "message " + message.id() + " has no tenant";
     }
     if (!subscription.allowedTenants().contains(message.tenant().get())) {
+      // the tenant is a header value: named by its length only, as header values never reach logs
       return "message "
           + message.id()
-          + " has tenant '"
-          + message.tenant().get()
-          + "', not allowed";
+          + " has a tenant that is not allowed ("
+          + dev.postbox.core.codec.HeaderText.quote(message.tenant().get())
+          + ")";
     }
     return null;
   }

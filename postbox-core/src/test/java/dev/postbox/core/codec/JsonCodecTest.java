@@ -68,6 +68,16 @@ class JsonCodecTest {
   }
 
   @Test
+  void aContentTypeOfOnlySeparatorsIsNotJsonRatherThanACrash() {
+    // found by DecodingFuzzTest: ";;;".split(";") is empty, and isJson read element 0
+    assertThat(JsonCodec.isJson(";;;")).isFalse();
+    assertThat(JsonCodec.isJson(";")).isFalse();
+    assertThat(JsonCodec.isJson("")).isFalse();
+    assertThatThrownBy(() -> codec.decode(new Payload(utf8("{}"), ";;;"), Line.class))
+        .isInstanceOf(DecodingException.class);
+  }
+
+  @Test
   void ignoresUnknownFields() {
     byte[] json = utf8("{\"sku\":\"a\",\"quantity\":3,\"colour\":\"red\",\"extra\":{\"x\":[1,2]}}");
     assertThat(codec.decode(json, Line.class)).isEqualTo(new Line("a", 3));
@@ -110,7 +120,9 @@ class JsonCodecTest {
     Payload xml = new Payload(utf8("{\"sku\":\"a\",\"quantity\":1}"), "application/xml");
     assertThatThrownBy(() -> codec.decode(xml, Line.class))
         .isInstanceOf(DecodingException.class)
-        .hasMessageContaining("application/xml");
+        .hasMessageContaining("is not JSON")
+        .as("header values are not copied into messages")
+        .hasMessageNotContaining("application/xml");
   }
 
   @Test

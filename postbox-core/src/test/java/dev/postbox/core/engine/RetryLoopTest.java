@@ -112,6 +112,35 @@ class RetryLoopTest {
   }
 
   @Test
+  void aMappingThatThrowsSomethingElseThanDecodingIsDeadLetteredAsPermanentNotLeftUnfinished() {
+    DeliveryProcessor p = processor(alwaysFails, Optional.empty());
+    DeliveryProcessor.Incoming broken =
+        new DeliveryProcessor.Incoming(
+            "orders",
+            0,
+            8,
+            () -> {
+              throw new ArrayIndexOutOfBoundsException("a mapping bug");
+            },
+            null,
+            new byte[] {2},
+            List.of());
+
+    assertThat(p.process(broken, () -> true)).as("finished").isTrue();
+
+    assertThat(attempts).as("never handled, never retried").isEmpty();
+    assertThat(deadLetters)
+        .singleElement()
+        .satisfies(l -> {
+          assertThat(l.classification()).isEqualTo(Classification.PERMANENT);
+          assertThat(l.errorClass()).isEqualTo(dev.postbox.core.DecodingException.class.getName());
+          assertThat(l.errorMessage())
+              .contains("ArrayIndexOutOfBoundsException")
+              .doesNotContain("a mapping bug");
+        });
+  }
+
+  @Test
   void aRecordThatSucceedsOnItsThirdAttemptWaitsTheFirstTwoBackoffsOnly() {
     DeliveryProcessor p =
         processor(

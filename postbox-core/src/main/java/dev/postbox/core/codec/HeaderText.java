@@ -1,4 +1,4 @@
-package dev.postbox.kafka.internal;
+package dev.postbox.core.codec;
 
 import static java.time.temporal.ChronoField.HOUR_OF_DAY;
 import static java.time.temporal.ChronoField.MINUTE_OF_HOUR;
@@ -21,7 +21,8 @@ import java.util.UUID;
 /**
  * Strict text conversions for header values: UTF-8 that rejects malformed input, RFC 3339
  * timestamps, canonical UUIDs. Methods throw {@link IllegalArgumentException} with a short reason.
- * Stateless and thread-safe.
+ * Stateless and thread-safe. One copy for every transport adapter's mapping (Kafka headers, AMQP
+ * headers), so that both read a header exactly alike.
  */
 public final class HeaderText {
 
@@ -90,17 +91,28 @@ public final class HeaderText {
     return DateTimeFormatter.ISO_INSTANT.format(instant);
   }
 
-  /** Parses an RFC 3339 timestamp with any offset. */
+  /**
+   * Parses an RFC 3339 timestamp with any offset. The instant must be one {@link #formatTime} can
+   * write back (years 0000 to 9999 in UTC), so that whatever is read can be published again: the
+   * formatter alone accepted {@code +10000-01-01T00:00:00Z} (found by fuzzing).
+   */
   public static Instant parseTime(String text) {
     Instant fast = parseUtcTime(text);
     if (fast != null) {
       return fast;
     }
+    Instant parsed;
     try {
-      return OffsetDateTime.parse(text, RFC_3339).toInstant();
+      parsed = OffsetDateTime.parse(text, RFC_3339).toInstant();
     } catch (RuntimeException e) {
       throw new IllegalArgumentException(quote(text) + " is not an RFC 3339 timestamp");
     }
+    long s = parsed.getEpochSecond();
+    if (s < MIN_RFC_3339_SECOND || s > MAX_RFC_3339_SECOND) {
+      throw new IllegalArgumentException(
+          quote(text) + " is outside the years 0000-9999 in UTC that RFC 3339 can express");
+    }
+    return parsed;
   }
 
   /**
@@ -189,9 +201,13 @@ public final class HeaderText {
     return UUID.fromString(text);
   }
 
-  /** The text in single quotes for an error message, cut to 64 characters (input is untrusted). */
+  /**
+   * An untrusted header value described for an error message <b>without its content</b>: its length
+   * only. Error messages reach logs, and header values (like payloads) never may; the dead letter
+   * keeps the raw headers for whoever is allowed to read them.
+   */
   public static String quote(String text) {
-    return text.length() <= 64 ? "'" + text + "'" : "'" + text.substring(0, 64) + "...'";
+    return "a value of " + text.length() + (text.length() == 1 ? " character" : " characters");
   }
 
   /** Parses a positive decimal int without sign or leading zeros. */
