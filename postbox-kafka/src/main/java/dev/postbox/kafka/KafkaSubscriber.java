@@ -12,6 +12,7 @@ import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.IdempotencyStore;
 import dev.postbox.core.spi.InboxStore;
+import dev.postbox.core.spi.OffsetStore;
 import dev.postbox.core.spi.ParkingStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
@@ -22,6 +23,7 @@ import dev.postbox.kafka.internal.PollLoop;
 import dev.postbox.kafka.internal.PollLoopHealth;
 import dev.postbox.kafka.internal.RebalanceHandler;
 import dev.postbox.kafka.internal.RecordDispatcher;
+import dev.postbox.kafka.internal.StoredOffsetSeek;
 import dev.postbox.kafka.internal.SubscriberGauges;
 import dev.postbox.kafka.internal.SubscriberRuntime;
 import java.time.Duration;
@@ -29,6 +31,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import org.apache.kafka.clients.consumer.GroupProtocol;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -45,13 +48,9 @@ import org.slf4j.LoggerFactory;
  *   <li><b>Key-ordered concurrency.</b> With {@link Ordering#KEY}, records of one key run in order
  *       and different keys of the same partition run concurrently on virtual threads, up to the
  *       subscription's concurrency.
- *   <li><b>Back-pressure.</b> When {@code maxInFlight} records are unfinished, every assigned
- *       partition is paused; reading resumes at half of it, as soon as a worker gets there. Where a
- *       partition's records run one after another (batches, {@link Ordering#PARTITION}), a
- *       partition is also paused alone once it holds its share of {@code maxInFlight} (divided by
- *       the assigned partitions, at least two batches) until it is down to half of that, so that
- *       one partition's backlog cannot fill the window while the others wait. The poll loop never
- *       blocks on handlers, so the consumer stays in its group.
+ *   <li><b>Back-pressure.</b> Above {@code maxInFlight} unfinished records the partitions pause
+ *       ({@link PausePolicy}); the poll loop never blocks on handlers, so the consumer stays in its
+ *       group.
  *   <li><b>Rebalances</b> (cooperative-sticky by default). On revocation, records of the partition
  *       that have not started are dropped, running ones may finish within the shutdown timeout, and
  *       the finished prefix is committed; anything else is redelivered to the new owner (and
@@ -60,12 +59,7 @@ import org.slf4j.LoggerFactory;
  *       shutdown timeout, commits and closes.
  * </ul>
  *
- * <p>Defaults: {@code isolation.level=read_committed}, {@code auto.offset.reset=earliest},
- * auto-commit off, cooperative-sticky assignment, {@code max.poll.interval.ms} = the shutdown
- * timeout + 30 s (the poll thread never runs handlers; this is also the group's rebalance timeout,
- * so a rebalance waits that long at most for members that died in it), and for a batch size above 1
- * {@code max.poll.records} = the batch size (at most Kafka's 500; a property set on the builder
- * wins). Thread-safe.
+ * <p>The consumer's defaults and derived properties are {@link ConsumerSettings}'. Thread-safe.
  *
  * <p>This class is the builder and the lifecycle (start, close); the work is done in {@code
  * dev.postbox.kafka.internal}: {@link ConsumerSettings} (the consumer's properties), {@link
@@ -103,6 +97,10 @@ public final class KafkaSubscriber implements AutoCloseable {
   /** Default interval between purges of inbox records older than the inbox retention. */
   public static final Duration DEFAULT_INBOX_PURGE_INTERVAL =
       KafkaSubscriberSettings.DEFAULT_INBOX_PURGE_INTERVAL;
+
+  /** Default group protocol: {@code CLASSIC}, with the cooperative-sticky assignor. */
+  public static final GroupProtocol DEFAULT_GROUP_PROTOCOL =
+      KafkaSubscriberSettings.DEFAULT_GROUP_PROTOCOL;
 
   private static final Logger log = LoggerFactory.getLogger(KafkaSubscriber.class);
 
@@ -159,7 +157,7 @@ public final class KafkaSubscriber implements AutoCloseable {
     if (pollThread != null) {
       throw new IllegalStateException("already started");
     }
-    if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
+    if (settings.inbox().isPresent()) {
       RetentionChecks.checkInboxRetention(config, subscription, settings.forceInboxRetention());
     }
     if (subscription.guarantee() == DeliveryGuarantee.DEDUPLICATED) {
@@ -171,7 +169,11 @@ public final class KafkaSubscriber implements AutoCloseable {
     pollLoop =
         runtime.pollLoop(
             new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer()),
-            AssignmentListener.NONE,
+            settings
+                .offsetStore()
+                .<AssignmentListener>map(
+                    o -> new StoredOffsetSeek(o, subscription.name(), settings.sleeper()))
+                .orElse(AssignmentListener.NONE),
             () -> running);
     running = true;
     runtime.health().started();
@@ -268,6 +270,29 @@ public final class KafkaSubscriber implements AutoCloseable {
     }
 
     /**
+     * Keeps each partition's next offset in {@code store}, in the effect's transaction, instead of
+     * an inbox row per message (the offsets-in-the-database mode; needs an {@code EFFECTIVELY_ONCE}
+     * subscription with {@code PARTITION} ordering and batch size 1, no parking, no retry topics):
+     * every assigned partition is sought to its stored offset, a record below it is skipped as a
+     * duplicate, and Kafka's committed offsets (still committed, for lag) are never relied on.
+     */
+    public Builder offsetStore(OffsetStore store) {
+      settings.offsetStore(store);
+      return this;
+    }
+
+    /**
+     * Sets Kafka's group protocol (default {@code CLASSIC}): {@code CONSUMER} is KIP-848's (brokers
+     * 4.0+), where the broker assigns partitions incrementally and no rebalance stops the group;
+     * the client-side assignor, session timeout and heartbeat interval are then the broker's
+     * ({@code group.consumer.*}) and must not be set here.
+     */
+    public Builder groupProtocol(GroupProtocol protocol) {
+      settings.groupProtocol(protocol);
+      return this;
+    }
+
+    /**
      * Sets the idempotency store (required for {@code DEDUPLICATED}, for example {@code
      * RedisIdempotencyStore}): each message id is claimed with the subscription's lease before the
      * handler runs and completed with the handler's {@linkplain
@@ -340,8 +365,8 @@ public final class KafkaSubscriber implements AutoCloseable {
      * <p><b>Order is not kept:</b> a retried message is applied after later messages of its key,
      * which flow on meanwhile. Use {@link #parking} when order matters.
      *
-     * <p>Retry headers are trusted only on records read from these retry topics, and even there the
-     * tier is the topic's, and a due time is never later than now plus the tier's delay.
+     * <p>Retry headers are trusted only on records read from retry topics, and only within the
+     * tier's delay.
      */
     public Builder retryTopics(Duration... tiers) {
       settings.retryTopics(tiers);

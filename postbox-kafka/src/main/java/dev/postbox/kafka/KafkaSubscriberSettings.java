@@ -10,6 +10,7 @@ import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.IdempotencyStore;
 import dev.postbox.core.spi.InboxStore;
+import dev.postbox.core.spi.OffsetStore;
 import dev.postbox.core.spi.ParkingStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
@@ -20,11 +21,13 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
+import org.apache.kafka.clients.consumer.GroupProtocol;
 
 /**
  * What a {@link KafkaSubscriber} is built from, validated: the defaults ({@code DEFAULT_*}, which
@@ -38,6 +41,7 @@ record KafkaSubscriberSettings(
     MessageHandler handler,
     BatchHandler batchHandler,
     Optional<InboxStore> inbox,
+    Optional<OffsetStore> offsetStore,
     Optional<IdempotencyStore> idempotencyStore,
     DuplicateListener onDuplicate,
     boolean forceIdempotencyTtl,
@@ -68,6 +72,7 @@ record KafkaSubscriberSettings(
   static final boolean DEFAULT_FORCE_INBOX_RETENTION = false;
   static final boolean DEFAULT_FORCE_IDEMPOTENCY_TTL = false;
   static final Duration DEFAULT_INBOX_PURGE_INTERVAL = Duration.ofMinutes(10);
+  static final GroupProtocol DEFAULT_GROUP_PROTOCOL = GroupProtocol.CLASSIC;
 
   /** The engine's processor for these settings: the one place it is constructed. */
   DeliveryProcessor deliveryProcessor(Optional<DeliveryProcessor.RetriesExhausted> retryTopics) {
@@ -77,6 +82,7 @@ record KafkaSubscriberSettings(
         handler,
         batchHandler,
         inbox,
+        offsetStore,
         idempotencyStore.map(s -> new DeliveryProcessor.Idempotency(s, onDuplicate, sleeper)),
         deadLetters,
         parking.map(p ->
@@ -97,6 +103,7 @@ record KafkaSubscriberSettings(
     private MessageHandler handler;
     private BatchHandler batchHandler;
     private InboxStore inbox;
+    private OffsetStore offsetStore;
     private IdempotencyStore idempotencyStore;
     private DuplicateListener onDuplicate = DuplicateListener.ignore();
     private boolean forceIdempotencyTtl = DEFAULT_FORCE_IDEMPOTENCY_TTL;
@@ -129,6 +136,16 @@ record KafkaSubscriberSettings(
 
     void inbox(InboxStore inbox) {
       this.inbox = Objects.requireNonNull(inbox, "inbox");
+    }
+
+    void offsetStore(OffsetStore store) {
+      this.offsetStore = Objects.requireNonNull(store, "store");
+    }
+
+    void groupProtocol(GroupProtocol protocol) {
+      config.put(
+          ConsumerConfig.GROUP_PROTOCOL_CONFIG,
+          Objects.requireNonNull(protocol, "protocol").name().toLowerCase(Locale.ROOT));
     }
 
     void idempotencyStore(IdempotencyStore store) {
@@ -226,6 +243,10 @@ record KafkaSubscriberSettings(
         throw new IllegalArgumentException(
             name + " has an idempotencyStore but is " + guarantee + "; use DEDUPLICATED");
       }
+      if (offsetStore != null && inbox != null) {
+        throw new IllegalArgumentException(
+            name + ": an inbox and an offsetStore are alternatives; choose one");
+      }
       if (parking != null && retryTiers != null) {
         throw new IllegalArgumentException(
             name + ": parking and retryTopics are alternatives; choose one");
@@ -236,6 +257,7 @@ record KafkaSubscriberSettings(
           handler,
           batchHandler,
           Optional.ofNullable(inbox),
+          Optional.ofNullable(offsetStore),
           Optional.ofNullable(idempotencyStore),
           onDuplicate,
           forceIdempotencyTtl,
