@@ -13,6 +13,7 @@ import dev.postbox.jdbc.PostgresRelayStore;
 import dev.postbox.jdbc.cdc.CdcRelay;
 import dev.postbox.kafka.KafkaRelayPublisher;
 import dev.postbox.kafka.KafkaSubscriber;
+import dev.postbox.kafka.KafkaTransformer;
 import dev.postbox.rabbitmq.RabbitRelayPublisher;
 import dev.postbox.rabbitmq.RabbitSubscriber;
 import dev.postbox.redis.RedisIdempotencyStore;
@@ -71,6 +72,7 @@ class ConfigurationReferenceTest {
         RetryPolicy.class,
         DependencyGuard.class,
         KafkaSubscriber.class,
+        KafkaTransformer.class,
         RabbitRelayPublisher.class,
         RabbitSubscriber.class,
         RedisIdempotencyStore.class);

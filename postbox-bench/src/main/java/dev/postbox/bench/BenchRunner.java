@@ -107,6 +107,8 @@ public final class BenchRunner {
     c.prepare();
     Measurement alo = record(c.atLeastOnce());
     record(c.effectivelyOnceSingle().against(alo));
+    Measurement eoPartition = record(c.effectivelyOncePartitionInbox());
+    record(c.effectivelyOnceOffsets().against(eoPartition).target(Target.atLeast(1.0)));
     Measurement batch = record(c.effectivelyOnceBatch().against(alo).target(Target.atLeast(0.8)));
     Measurement spring = record(c.springKafka());
     record(

@@ -63,6 +63,12 @@ public final class CrashPoints {
       "consumer.after-effect-before-idempotency-complete";
 
   /**
+   * Consume-transform-produce: the batch's outputs are sent and its input offsets added to the
+   * Kafka transaction, which is not yet committed.
+   */
+  public static final String TRANSFORM_BEFORE_COMMIT = "transform.before-transaction-commit";
+
+  /**
    * Every crash point of the product, the one list of their names: production code calls {@link
    * #hit(String)} with one of the constants above, and the harnesses arm names from here ({@code
    * CrashPointNamesTest} in {@code postbox-architecture} fails on a name in the main code that is
@@ -79,7 +85,8 @@ public final class CrashPoints {
           CONSUMER_AFTER_INBOX_INSERT,
           CONSUMER_AFTER_EFFECT_BEFORE_OFFSET_COMMIT,
           CONSUMER_DURING_REBALANCE,
-          CONSUMER_AFTER_EFFECT_BEFORE_IDEMPOTENCY_COMPLETE);
+          CONSUMER_AFTER_EFFECT_BEFORE_IDEMPOTENCY_COMPLETE,
+          TRANSFORM_BEFORE_COMMIT);
 
   /** Marker printed to standard error just before the halt. */
   public static final String MARKER = "POSTBOX-CRASH";

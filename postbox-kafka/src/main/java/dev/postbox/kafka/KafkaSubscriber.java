@@ -8,37 +8,30 @@ import dev.postbox.core.consumer.MessageHandler;
 import dev.postbox.core.consumer.Ordering;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.engine.DeliveryProcessor;
-import dev.postbox.core.engine.InboxJanitor;
-import dev.postbox.core.engine.KeyedExecutor;
 import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.IdempotencyStore;
 import dev.postbox.core.spi.InboxStore;
+import dev.postbox.core.spi.OffsetStore;
 import dev.postbox.core.spi.ParkingStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
+import dev.postbox.kafka.internal.AssignmentListener;
 import dev.postbox.kafka.internal.ConsumerSettings;
-import dev.postbox.kafka.internal.InFlightLimit;
-import dev.postbox.kafka.internal.IncomingRecords;
-import dev.postbox.kafka.internal.MembershipFence;
 import dev.postbox.kafka.internal.OffsetCommitter;
-import dev.postbox.kafka.internal.ParkedDrainer;
-import dev.postbox.kafka.internal.PausePolicy;
 import dev.postbox.kafka.internal.PollLoop;
 import dev.postbox.kafka.internal.PollLoopHealth;
 import dev.postbox.kafka.internal.RebalanceHandler;
 import dev.postbox.kafka.internal.RecordDispatcher;
+import dev.postbox.kafka.internal.StoredOffsetSeek;
 import dev.postbox.kafka.internal.SubscriberGauges;
-import dev.postbox.kafka.internal.SubscriberPartitions;
+import dev.postbox.kafka.internal.SubscriberRuntime;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
+import org.apache.kafka.clients.consumer.GroupProtocol;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -55,13 +48,9 @@ import org.slf4j.LoggerFactory;
  *   <li><b>Key-ordered concurrency.</b> With {@link Ordering#KEY}, records of one key run in order
  *       and different keys of the same partition run concurrently on virtual threads, up to the
  *       subscription's concurrency.
- *   <li><b>Back-pressure.</b> When {@code maxInFlight} records are unfinished, every assigned
- *       partition is paused; reading resumes at half of it, as soon as a worker gets there. Where a
- *       partition's records run one after another (batches, {@link Ordering#PARTITION}), a
- *       partition is also paused alone once it holds its share of {@code maxInFlight} (divided by
- *       the assigned partitions, at least two batches) until it is down to half of that, so that
- *       one partition's backlog cannot fill the window while the others wait. The poll loop never
- *       blocks on handlers, so the consumer stays in its group.
+ *   <li><b>Back-pressure.</b> Above {@code maxInFlight} unfinished records the partitions pause
+ *       ({@link PausePolicy}); the poll loop never blocks on handlers, so the consumer stays in its
+ *       group.
  *   <li><b>Rebalances</b> (cooperative-sticky by default). On revocation, records of the partition
  *       that have not started are dropped, running ones may finish within the shutdown timeout, and
  *       the finished prefix is committed; anything else is redelivered to the new owner (and
@@ -70,19 +59,14 @@ import org.slf4j.LoggerFactory;
  *       shutdown timeout, commits and closes.
  * </ul>
  *
- * <p>Defaults: {@code isolation.level=read_committed}, {@code auto.offset.reset=earliest},
- * auto-commit off, cooperative-sticky assignment, {@code max.poll.interval.ms} = the shutdown
- * timeout + 30 s (the poll thread never runs handlers; this is also the group's rebalance timeout,
- * so a rebalance waits that long at most for members that died in it), and for a batch size above 1
- * {@code max.poll.records} = the batch size (at most Kafka's 500; a property set on the builder
- * wins). Thread-safe.
+ * <p>The consumer's defaults and derived properties are {@link ConsumerSettings}'. Thread-safe.
  *
  * <p>This class is the builder and the lifecycle (start, close); the work is done in {@code
  * dev.postbox.kafka.internal}: {@link ConsumerSettings} (the consumer's properties), {@link
  * PollLoop} (the poll thread), {@link RecordDispatcher} (records to workers), {@link
  * OffsetCommitter} (commits and the membership proof), {@link RebalanceHandler}, {@link
- * SubscriberGauges} and {@link ParkedDrainer} (the unpark thread); the purge thread is the engine's
- * {@link InboxJanitor}.
+ * SubscriberGauges}, all wired by {@link SubscriberRuntime}; {@link KafkaSubscriberSettings} holds
+ * the defaults and validation, {@link SideThreads} the unpark and purge threads.
  */
 public final class KafkaSubscriber implements AutoCloseable {
 
@@ -92,114 +76,63 @@ public final class KafkaSubscriber implements AutoCloseable {
    * cooperative-sticky assignment.
    */
   public static final Map<String, Object> DEFAULT_CONSUMER_PROPERTIES =
-      Map.of(
-          ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
-          ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest",
-          ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
-              CooperativeStickyAssignor.class.getName());
+      KafkaSubscriberSettings.DEFAULT_CONSUMER_PROPERTIES;
 
   /** Default delays of the parked retries. */
   public static final List<Duration> DEFAULT_PARKING_TIERS =
-      List.of(Duration.ofSeconds(10), Duration.ofMinutes(1), Duration.ofMinutes(10));
+      KafkaSubscriberSettings.DEFAULT_PARKING_TIERS;
 
   /** Default: the rest of a parked key goes on when its head is dead-lettered. */
-  public static final boolean DEFAULT_BLOCK_KEY_AFTER_DEAD_LETTER = false;
+  public static final boolean DEFAULT_BLOCK_KEY_AFTER_DEAD_LETTER =
+      KafkaSubscriberSettings.DEFAULT_BLOCK_KEY_AFTER_DEAD_LETTER;
 
   /** Default: an inbox retention shorter than a topic's retention is refused at start. */
-  public static final boolean DEFAULT_FORCE_INBOX_RETENTION = false;
+  public static final boolean DEFAULT_FORCE_INBOX_RETENTION =
+      KafkaSubscriberSettings.DEFAULT_FORCE_INBOX_RETENTION;
 
   /** Default: an idempotency TTL shorter than a topic's retention is refused at start. */
-  public static final boolean DEFAULT_FORCE_IDEMPOTENCY_TTL = false;
+  public static final boolean DEFAULT_FORCE_IDEMPOTENCY_TTL =
+      KafkaSubscriberSettings.DEFAULT_FORCE_IDEMPOTENCY_TTL;
 
   /** Default interval between purges of inbox records older than the inbox retention. */
-  public static final Duration DEFAULT_INBOX_PURGE_INTERVAL = Duration.ofMinutes(10);
+  public static final Duration DEFAULT_INBOX_PURGE_INTERVAL =
+      KafkaSubscriberSettings.DEFAULT_INBOX_PURGE_INTERVAL;
+
+  /** Default group protocol: {@code CLASSIC}, with the cooperative-sticky assignor. */
+  public static final GroupProtocol DEFAULT_GROUP_PROTOCOL =
+      KafkaSubscriberSettings.DEFAULT_GROUP_PROTOCOL;
 
   private static final Logger log = LoggerFactory.getLogger(KafkaSubscriber.class);
 
   private final Subscription subscription;
+  private final KafkaSubscriberSettings settings;
   private final DeliveryProcessor processor;
   private final Map<String, Object> config;
-  private final KeyedExecutor executor;
-  private final SubscriberPartitions partitions = new SubscriberPartitions();
-  private final InFlightLimit inFlight;
-  private final PausePolicy pauses;
-  private final MembershipFence fence;
-  private final PollLoopHealth health;
-  private final SubscriberGauges gauges;
-  private final Ticker ticker;
-  private final Sleeper sleeper;
-  private final Optional<InboxStore> inbox;
-  private final boolean forceInboxRetention;
-  private final boolean forceIdempotencyTtl;
-  private final Duration inboxPurgeInterval;
-  private final boolean parkingEnabled;
+  private final SubscriberRuntime runtime;
   private final KafkaRetryTopics retryTopics;
   private volatile boolean running;
   private PollLoop pollLoop;
   private Thread pollThread;
-  private Thread purgeThread;
-  private Thread unparkThread;
+  private SideThreads sideThreads;
 
-  private KafkaSubscriber(Builder b) {
-    this.subscription = b.subscription;
-    this.ticker = b.ticker;
-    this.sleeper = b.sleeper;
-    this.inbox = Optional.ofNullable(b.inbox);
-    this.forceInboxRetention = b.forceInboxRetention;
-    this.forceIdempotencyTtl = b.forceIdempotencyTtl;
-    this.inboxPurgeInterval = b.inboxPurgeInterval;
+  private KafkaSubscriber(KafkaSubscriberSettings b) {
+    this.subscription = b.subscription();
+    this.settings = b;
     this.retryTopics =
-        b.retryTiers == null
-            ? null
-            : new KafkaRetryTopics(
-                b.subscription.name(),
-                b.subscription.topics(),
-                b.retryTiers,
-                b.config,
-                b.clock,
-                b.sleeper);
-    this.processor = deliveryProcessor(b, Optional.ofNullable(retryTopics));
-    this.parkingEnabled = b.parking != null;
-    this.config = ConsumerSettings.forSubscription(b.config, subscription);
-    this.fence =
-        new MembershipFence(
-            subscription.name(), MembershipFence.thresholdFor(config), ticker::nanos);
-    this.health = new PollLoopHealth(b.clock);
-    this.gauges =
-        new SubscriberGauges(
-            b.metrics, subscription.name(), b.clock, partitions::assignment, partitions.trackers());
-    this.inFlight = new InFlightLimit(subscription.maxInFlight());
-    boolean serial = subscription.batchSize() > 1 || subscription.ordering() == Ordering.PARTITION;
-    this.pauses =
-        new PausePolicy(subscription.maxInFlight(), serial ? 2 * subscription.batchSize() : 0);
-    this.executor = new KeyedExecutor("postbox-" + subscription.name(), subscription.concurrency());
-  }
-
-  /** The engine's processor for the builder's subscription: the one place it is constructed. */
-  private static DeliveryProcessor deliveryProcessor(
-      Builder b, Optional<DeliveryProcessor.RetriesExhausted> retryTopics) {
-    return new DeliveryProcessor(
-        KafkaBinding.TRANSPORT,
-        b.subscription,
-        b.handler,
-        b.batchHandler,
-        Optional.ofNullable(b.inbox),
-        b.idempotencyStore == null
-            ? Optional.empty()
-            : Optional.of(
-                new DeliveryProcessor.Idempotency(b.idempotencyStore, b.onDuplicate, b.sleeper)),
-        Optional.ofNullable(b.deadLetters),
-        b.parking == null
-            ? Optional.empty()
-            : Optional.of(
-                new DeliveryProcessor.Parking(
-                    b.parking, b.parkingTiers, b.blockKeyAfterDeadLetter, IncomingRecords::of)),
-        retryTopics,
-        b.clock,
-        b.ticker,
-        b.sleeper,
-        b.metrics,
-        b.openTelemetry);
+        b.retryTiers()
+            .map(tiers ->
+                new KafkaRetryTopics(
+                    subscription.name(),
+                    subscription.topics(),
+                    tiers,
+                    b.config(),
+                    b.clock(),
+                    b.sleeper()))
+            .orElse(null);
+    this.processor = b.deliveryProcessor(Optional.ofNullable(retryTopics));
+    this.config = ConsumerSettings.forSubscription(b.config(), subscription);
+    this.runtime =
+        new SubscriberRuntime(subscription, processor, config, b.metrics(), b.clock(), b.ticker());
   }
 
   /** The consumer's configuration as built (defaults applied); for tests. */
@@ -224,80 +157,32 @@ public final class KafkaSubscriber implements AutoCloseable {
     if (pollThread != null) {
       throw new IllegalStateException("already started");
     }
-    if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
-      RetentionChecks.checkInboxRetention(config, subscription, forceInboxRetention);
+    if (settings.inbox().isPresent()) {
+      RetentionChecks.checkInboxRetention(config, subscription, settings.forceInboxRetention());
     }
     if (subscription.guarantee() == DeliveryGuarantee.DEDUPLICATED) {
-      RetentionChecks.checkIdempotencyTtl(config, subscription, forceIdempotencyTtl);
+      RetentionChecks.checkIdempotencyTtl(config, subscription, settings.forceIdempotencyTtl());
     }
     if (retryTopics != null) {
       retryTopics.open(processor);
     }
     pollLoop =
-        pollLoop(
-            new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer()));
+        runtime.pollLoop(
+            new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer()),
+            settings
+                .offsetStore()
+                .<AssignmentListener>map(
+                    o -> new StoredOffsetSeek(o, subscription.name(), settings.sleeper()))
+                .orElse(AssignmentListener.NONE),
+            () -> running);
     running = true;
-    health.started();
-    gauges.health(health::alive, this::fenced);
+    runtime.health().started();
+    runtime.gauges().health(runtime.health()::alive, runtime::fenced);
     if (retryTopics != null) {
       retryTopics.start();
     }
-    String name = subscription.name();
-    if (parkingEnabled) {
-      unparkThread =
-          Thread.ofVirtual()
-              .name("postbox-unpark-" + name)
-              .start(new ParkedDrainer(name, processor::drainParked, sleeper, () -> running));
-    }
-    if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
-      purgeThread =
-          Thread.ofVirtual()
-              .name("postbox-inbox-purge-" + name)
-              .start(
-                  new InboxJanitor(
-                      inbox.orElseThrow(),
-                      name,
-                      subscription.inboxRetention(),
-                      inboxPurgeInterval,
-                      sleeper,
-                      () -> running));
-    }
-    pollThread = Thread.ofPlatform().name("postbox-poll-" + name).start(pollLoop);
-  }
-
-  /** Wires the poll loop's parts around {@code consumer}. */
-  private PollLoop pollLoop(KafkaConsumer<byte[], byte[]> consumer) {
-    boolean atMostOnce = subscription.guarantee() == DeliveryGuarantee.AT_MOST_ONCE;
-    OffsetCommitter committer =
-        new OffsetCommitter(consumer, subscription.name(), atMostOnce, partitions.trackers());
-    RebalanceHandler rebalance =
-        new RebalanceHandler(
-            subscription.name(),
-            subscription.shutdownTimeout(),
-            ticker,
-            consumer,
-            partitions,
-            committer,
-            pauses::allPaused,
-            gauges);
-    RecordDispatcher dispatcher =
-        new RecordDispatcher(subscription, processor, executor, partitions, inFlight, fence);
-    return new PollLoop(
-        new PollLoop.Parts(
-            subscription,
-            consumer,
-            processor,
-            dispatcher,
-            committer,
-            rebalance,
-            partitions,
-            inFlight,
-            pauses,
-            fence,
-            health,
-            gauges,
-            ticker),
-        () -> running);
+    sideThreads = SideThreads.start(settings, processor, () -> running);
+    pollThread = Thread.ofPlatform().name("postbox-poll-" + subscription.name()).start(pollLoop);
   }
 
   /** Counters since start. */
@@ -307,12 +192,12 @@ public final class KafkaSubscriber implements AutoCloseable {
 
   /** Partitions currently assigned to this instance. */
   public Set<TopicPartition> assignment() {
-    return partitions.assignment();
+    return runtime.partitions().assignment();
   }
 
   /** Records read and not yet finished. */
   public int inFlight() {
-    return inFlight.get();
+    return runtime.inFlight();
   }
 
   /**
@@ -320,20 +205,15 @@ public final class KafkaSubscriber implements AutoCloseable {
    * whether records wait on the membership fence, when it last polled.
    */
   public SubscriberState state() {
+    PollLoopHealth health = runtime.health();
     return new SubscriberState(
         running,
         health.alive(),
         health.failure(),
-        partitions.assignment(),
-        fenced(),
+        assignment(),
+        runtime.fenced(),
         health.lastPoll(),
-        inFlight.get());
-  }
-
-  private boolean fenced() {
-    return health.alive()
-        && subscription.guarantee() != DeliveryGuarantee.AT_MOST_ONCE
-        && fence.fenced();
+        inFlight());
   }
 
   /**
@@ -355,17 +235,8 @@ public final class KafkaSubscriber implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-    if (purgeThread != null) {
-      purgeThread.interrupt();
-    }
-    if (unparkThread != null) {
-      try {
-        unparkThread.join(subscription.shutdownTimeout().toMillis() + 1_000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    }
-    executor.close();
+    sideThreads.stop(settings);
+    runtime.executor().close();
     if (retryTopics != null) {
       retryTopics.close();
     }
@@ -374,48 +245,50 @@ public final class KafkaSubscriber implements AutoCloseable {
 
   /** Builds a {@link KafkaSubscriber}; validates at {@link #build()}. Not thread-safe. */
   public static final class Builder {
-    private final Subscription subscription;
-    private final Map<String, Object> config;
-    private MessageHandler handler;
-    private BatchHandler batchHandler;
-    private InboxStore inbox;
-    private IdempotencyStore idempotencyStore;
-    private DuplicateListener onDuplicate = DuplicateListener.ignore();
-    private boolean forceIdempotencyTtl = DEFAULT_FORCE_IDEMPOTENCY_TTL;
-    private DeadLetterStore deadLetters;
-    private ParkingStore parking;
-    private List<Duration> parkingTiers = DEFAULT_PARKING_TIERS;
-    private boolean blockKeyAfterDeadLetter = DEFAULT_BLOCK_KEY_AFTER_DEAD_LETTER;
-    private List<Duration> retryTiers;
-    private java.time.Clock clock = java.time.Clock.systemUTC();
-    private boolean forceInboxRetention = DEFAULT_FORCE_INBOX_RETENTION;
-    private Duration inboxPurgeInterval = DEFAULT_INBOX_PURGE_INTERVAL;
-    private PostboxMetrics metrics = PostboxMetrics.noop();
-    private io.opentelemetry.api.OpenTelemetry openTelemetry;
-    private Ticker ticker = Ticker.SYSTEM;
-    private Sleeper sleeper = Sleeper.SYSTEM;
+    private final KafkaSubscriberSettings.Builder settings;
 
     private Builder(String bootstrapServers, Subscription subscription) {
-      Objects.requireNonNull(bootstrapServers, "bootstrapServers");
-      this.subscription = Objects.requireNonNull(subscription, "subscription");
-      this.config = new HashMap<>(ConsumerSettings.defaults(bootstrapServers, subscription.name()));
+      this.settings = new KafkaSubscriberSettings.Builder(bootstrapServers, subscription);
     }
 
     /** Sets the handler for one message at a time. */
     public Builder handler(MessageHandler handler) {
-      this.handler = Objects.requireNonNull(handler, "handler");
+      settings.handler(handler);
       return this;
     }
 
     /** Sets a batch handler (used when the subscription's batch size is above 1). */
     public Builder batchHandler(BatchHandler batchHandler) {
-      this.batchHandler = Objects.requireNonNull(batchHandler, "batchHandler");
+      settings.batchHandler(batchHandler);
       return this;
     }
 
     /** Sets the inbox (required for {@code EFFECTIVELY_ONCE}). */
     public Builder inbox(InboxStore inbox) {
-      this.inbox = Objects.requireNonNull(inbox, "inbox");
+      settings.inbox(inbox);
+      return this;
+    }
+
+    /**
+     * Keeps each partition's next offset in {@code store}, in the effect's transaction, instead of
+     * an inbox row per message (the offsets-in-the-database mode; needs an {@code EFFECTIVELY_ONCE}
+     * subscription with {@code PARTITION} ordering and batch size 1, no parking, no retry topics):
+     * every assigned partition is sought to its stored offset, a record below it is skipped as a
+     * duplicate, and Kafka's committed offsets (still committed, for lag) are never relied on.
+     */
+    public Builder offsetStore(OffsetStore store) {
+      settings.offsetStore(store);
+      return this;
+    }
+
+    /**
+     * Sets Kafka's group protocol (default {@code CLASSIC}): {@code CONSUMER} is KIP-848's (brokers
+     * 4.0+), where the broker assigns partitions incrementally and no rebalance stops the group;
+     * the client-side assignor, session timeout and heartbeat interval are then the broker's
+     * ({@code group.consumer.*}) and must not be set here.
+     */
+    public Builder groupProtocol(GroupProtocol protocol) {
+      settings.groupProtocol(protocol);
       return this;
     }
 
@@ -427,7 +300,7 @@ public final class KafkaSubscriber implements AutoCloseable {
      * after it; a failing handler releases the lease so its retry can claim it.
      */
     public Builder idempotencyStore(IdempotencyStore store) {
-      this.idempotencyStore = Objects.requireNonNull(store, "store");
+      settings.idempotencyStore(store);
       return this;
     }
 
@@ -436,7 +309,7 @@ public final class KafkaSubscriber implements AutoCloseable {
      * still counted as duplicates suppressed).
      */
     public Builder onDuplicate(DuplicateListener listener) {
-      this.onDuplicate = Objects.requireNonNull(listener, "listener");
+      settings.onDuplicate(listener);
       return this;
     }
 
@@ -445,7 +318,7 @@ public final class KafkaSubscriber implements AutoCloseable {
      * #start()} refuses it). Only safe when old messages can never be delivered again.
      */
     public Builder forceIdempotencyTtl(boolean force) {
-      this.forceIdempotencyTtl = force;
+      settings.forceIdempotencyTtl(force);
       return this;
     }
 
@@ -455,7 +328,7 @@ public final class KafkaSubscriber implements AutoCloseable {
      * given-up records are only logged).
      */
     public Builder deadLetters(DeadLetterStore store) {
-      this.deadLetters = Objects.requireNonNull(store, "store");
+      settings.deadLetters(store);
       return this;
     }
 
@@ -466,7 +339,7 @@ public final class KafkaSubscriber implements AutoCloseable {
      * Needs KEY or PARTITION ordering.
      */
     public Builder parking(ParkingStore store) {
-      this.parking = Objects.requireNonNull(store, "store");
+      settings.parking(store);
       return this;
     }
 
@@ -475,15 +348,7 @@ public final class KafkaSubscriber implements AutoCloseable {
      * is dead-lettered.
      */
     public Builder parkingTiers(Duration... tiers) {
-      if (tiers.length == 0) {
-        throw new IllegalArgumentException("at least one parking tier is required");
-      }
-      for (Duration t : tiers) {
-        if (t.isNegative()) {
-          throw new IllegalArgumentException("parking tiers must not be negative: " + t);
-        }
-      }
-      this.parkingTiers = List.of(tiers);
+      settings.parkingTiers(tiers);
       return this;
     }
 
@@ -500,19 +365,11 @@ public final class KafkaSubscriber implements AutoCloseable {
      * <p><b>Order is not kept:</b> a retried message is applied after later messages of its key,
      * which flow on meanwhile. Use {@link #parking} when order matters.
      *
-     * <p>Retry headers are trusted only on records read from these retry topics, and even there the
-     * tier is the topic's, and a due time is never later than now plus the tier's delay.
+     * <p>Retry headers are trusted only on records read from retry topics, and only within the
+     * tier's delay.
      */
     public Builder retryTopics(Duration... tiers) {
-      if (tiers.length == 0) {
-        throw new IllegalArgumentException("at least one retry tier is required");
-      }
-      for (Duration t : tiers) {
-        if (t.isNegative()) {
-          throw new IllegalArgumentException("retry tiers must not be negative: " + t);
-        }
-      }
-      this.retryTiers = List.of(tiers);
+      settings.retryTopics(tiers);
       return this;
     }
 
@@ -522,7 +379,7 @@ public final class KafkaSubscriber implements AutoCloseable {
      * default: skip).
      */
     public Builder blockKeyAfterDeadLetter(boolean block) {
-      this.blockKeyAfterDeadLetter = block;
+      settings.blockKeyAfterDeadLetter(block);
       return this;
     }
 
@@ -533,7 +390,7 @@ public final class KafkaSubscriber implements AutoCloseable {
      * oldest unprocessed record, the offset lag) and per topic the handler and end-to-end time.
      */
     public Builder metrics(PostboxMetrics metrics) {
-      this.metrics = Objects.requireNonNull(metrics, "metrics");
+      settings.metrics(metrics);
       return this;
     }
 
@@ -544,13 +401,13 @@ public final class KafkaSubscriber implements AutoCloseable {
      * handler runs (so messages the handler writes to the outbox continue the trace).
      */
     public Builder openTelemetry(io.opentelemetry.api.OpenTelemetry openTelemetry) {
-      this.openTelemetry = Objects.requireNonNull(openTelemetry, "openTelemetry");
+      settings.openTelemetry(openTelemetry);
       return this;
     }
 
     /** Sets the clock for failure times (default: system UTC). */
     public Builder clock(java.time.Clock clock) {
-      this.clock = Objects.requireNonNull(clock, "clock");
+      settings.clock(clock);
       return this;
     }
 
@@ -559,24 +416,19 @@ public final class KafkaSubscriber implements AutoCloseable {
      * #start()} refuses it). Only safe when old messages can never be delivered again.
      */
     public Builder forceInboxRetention(boolean force) {
-      this.forceInboxRetention = force;
+      settings.forceInboxRetention(force);
       return this;
     }
 
     /** Sets how often dedupe records older than the inbox retention are purged (default 10 min). */
     public Builder inboxPurgeInterval(Duration interval) {
-      Objects.requireNonNull(interval, "interval");
-      if (interval.isNegative() || interval.isZero()) {
-        throw new IllegalArgumentException("inboxPurgeInterval must be positive");
-      }
-      this.inboxPurgeInterval = interval;
+      settings.inboxPurgeInterval(interval);
       return this;
     }
 
     /** Sets a consumer property; {@code group.id} and {@code enable.auto.commit} are fixed. */
     public Builder consumerProperty(String name, Object value) {
-      ConsumerSettings.checkSettable(name);
-      config.put(name, Objects.requireNonNull(value, "value"));
+      settings.consumerProperty(name, value);
       return this;
     }
 
@@ -585,44 +437,13 @@ public final class KafkaSubscriber implements AutoCloseable {
      * for tests, which pass a {@code FakeTime}. Not an API.
      */
     Builder time(Ticker ticker, Sleeper sleeper) {
-      this.ticker = Objects.requireNonNull(ticker, "ticker");
-      this.sleeper = Objects.requireNonNull(sleeper, "sleeper");
+      settings.time(ticker, sleeper);
       return this;
     }
 
     /** Validates and builds the subscriber (not yet started). */
     public KafkaSubscriber build() {
-      if (subscription.batchSize() > 1 && batchHandler == null) {
-        throw new IllegalArgumentException(
-            "subscription '"
-                + subscription.name()
-                + "' has batchSize > 1 and needs a batchHandler");
-      }
-      if (subscription.batchSize() == 1 && handler == null) {
-        throw new IllegalArgumentException(
-            "subscription '" + subscription.name() + "' needs a handler");
-      }
-      if (subscription.guarantee() == DeliveryGuarantee.DEDUPLICATED && idempotencyStore == null) {
-        throw new IllegalArgumentException(
-            "subscription '"
-                + subscription.name()
-                + "' is DEDUPLICATED and needs an idempotencyStore");
-      }
-      if (subscription.guarantee() != DeliveryGuarantee.DEDUPLICATED && idempotencyStore != null) {
-        throw new IllegalArgumentException(
-            "subscription '"
-                + subscription.name()
-                + "' has an idempotencyStore but is "
-                + subscription.guarantee()
-                + "; use DEDUPLICATED");
-      }
-      if (parking != null && retryTiers != null) {
-        throw new IllegalArgumentException(
-            "subscription '"
-                + subscription.name()
-                + "': parking and retryTopics are alternatives; choose one");
-      }
-      return new KafkaSubscriber(this);
+      return new KafkaSubscriber(settings.build());
     }
   }
 }

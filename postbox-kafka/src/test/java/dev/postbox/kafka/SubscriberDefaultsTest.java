@@ -1,11 +1,19 @@
 package dev.postbox.kafka;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.postbox.core.DeliveryGuarantee;
+import dev.postbox.core.consumer.Ordering;
 import dev.postbox.core.consumer.Subscription;
+import dev.postbox.core.spi.InboxStore;
+import dev.postbox.core.spi.OffsetStore;
 import dev.postbox.kafka.internal.ConsumerSettings;
+import java.sql.Connection;
 import java.time.Duration;
+import java.util.OptionalLong;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.GroupProtocol;
 import org.junit.jupiter.api.Test;
 
 /** Consumer defaults that a subscriber applies (nothing is started: no broker needed). */
@@ -51,5 +59,86 @@ class SubscriberDefaultsTest {
         KafkaSubscriber.builder("127.0.0.1:1", subscription().build()).handler(d -> {}).build();
     assertThat(s.consumerConfig())
         .containsAllEntriesOf(KafkaSubscriber.DEFAULT_CONSUMER_PROPERTIES);
+  }
+
+  /** Never called: the builder only checks that it fits the subscription. */
+  private static final OffsetStore UNUSED_STORE =
+      new OffsetStore() {
+        @Override
+        public OptionalLong nextOffset(String group, String topic, int partition) {
+          throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public boolean applyAt(
+            String group, String topic, int partition, long offset, InboxStore.Work work) {
+          throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public boolean advanceVersion(Connection connection, String entity, long version) {
+          throw new UnsupportedOperationException();
+        }
+      };
+
+  @Test
+  void anOffsetStoreNeedsPartitionOrderAndNoInboxParkingOrRetryTopics() {
+    Subscription.Builder eo =
+        subscription().guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE).ordering(Ordering.PARTITION);
+    assertThat(
+            KafkaSubscriber.builder("127.0.0.1:1", eo.build())
+                .offsetStore(UNUSED_STORE)
+                .handler(d -> {})
+                .build())
+        .isNotNull();
+    assertThatThrownBy(() ->
+            KafkaSubscriber.builder("127.0.0.1:1", eo.ordering(Ordering.KEY).build())
+                .offsetStore(UNUSED_STORE)
+                .handler(d -> {})
+                .build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("PARTITION");
+    assertThatThrownBy(() ->
+            KafkaSubscriber.builder("127.0.0.1:1", eo.ordering(Ordering.PARTITION).build())
+                .offsetStore(UNUSED_STORE)
+                .retryTopics(Duration.ofSeconds(1))
+                .handler(d -> {})
+                .build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("out of offset order");
+    assertThatThrownBy(() ->
+            KafkaSubscriber.builder(
+                    "127.0.0.1:1", subscription().ordering(Ordering.PARTITION).build())
+                .offsetStore(UNUSED_STORE)
+                .handler(d -> {})
+                .build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("EFFECTIVELY_ONCE");
+  }
+
+  @Test
+  void theConsumerGroupProtocolDropsTheClientSideAssignor() {
+    KafkaSubscriber s =
+        KafkaSubscriber.builder("127.0.0.1:1", subscription().build())
+            .groupProtocol(GroupProtocol.CONSUMER)
+            .handler(d -> {})
+            .build();
+    assertThat(s.consumerConfig())
+        .containsEntry(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer")
+        .doesNotContainKey(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG);
+  }
+
+  @Test
+  void aTransformerIsEffectivelyOnceAndNeedsATransform() {
+    assertThatThrownBy(
+            () -> KafkaTransformer.builder("127.0.0.1:1", subscription().build()).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("transform");
+    assertThatThrownBy(() ->
+            KafkaTransformer.builder("127.0.0.1:1", subscription().build())
+                .transform((in, out) -> {})
+                .build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("EFFECTIVELY_ONCE");
   }
 }

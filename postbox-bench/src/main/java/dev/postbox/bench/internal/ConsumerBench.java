@@ -8,6 +8,7 @@ import dev.postbox.core.consumer.Delivery;
 import dev.postbox.core.consumer.Ordering;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.jdbc.PostgresInboxStore;
+import dev.postbox.jdbc.PostgresOffsetStore;
 import dev.postbox.kafka.KafkaSubscriber;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -89,6 +90,38 @@ public final class ConsumerBench {
     double rate = run("eo_single", topic, eoSingle(), config.consumerEvents(), wiring);
     return Measurement.of("consumer_eo_single_per_s", rate, "msgs/s")
         .note("inbox record + effect in one transaction per message");
+  }
+
+  /**
+   * EFFECTIVELY_ONCE with the inbox, in partition order: the baseline of the offsets-in-PostgreSQL
+   * mode, which reads in partition order too.
+   */
+  public Measurement effectivelyOncePartitionInbox() throws InterruptedException {
+    Consumer<KafkaSubscriber.Builder> wiring =
+        b ->
+            b.inbox(PostgresInboxStore.create(db.dataSource()))
+                .handler(d -> insert(d.connection().orElseThrow(), "eop", d));
+    Subscription.Builder sub = eoSingle().ordering(Ordering.PARTITION);
+    run("eo_partition_inbox-warmup", topic, sub, warmupEvents(), wiring);
+    double rate = run("eo_partition_inbox", topic, sub, config.consumerEvents(), wiring);
+    return Measurement.of("consumer_eo_partition_inbox_per_s", rate, "msgs/s")
+        .note("PARTITION order (" + PARTITIONS + " partitions): inbox record + effect per message");
+  }
+
+  /**
+   * EFFECTIVELY_ONCE with offsets in PostgreSQL: each partition's next offset in the effect's
+   * transaction instead of an inbox record.
+   */
+  public Measurement effectivelyOnceOffsets() throws InterruptedException {
+    Consumer<KafkaSubscriber.Builder> wiring =
+        b ->
+            b.offsetStore(PostgresOffsetStore.create(db.dataSource()))
+                .handler(d -> insert(d.connection().orElseThrow(), "eoo", d));
+    Subscription.Builder sub = eoSingle().ordering(Ordering.PARTITION);
+    run("eo_offsets-warmup", topic, sub, warmupEvents(), wiring);
+    double rate = run("eo_offsets", topic, sub, config.consumerEvents(), wiring);
+    return Measurement.of("consumer_eo_offsets_per_s", rate, "msgs/s")
+        .note("PARTITION order (" + PARTITIONS + " partitions): offset row + effect per message");
   }
 
   /** EFFECTIVELY_ONCE, batches of 100 messages of one partition per inbox transaction. */

@@ -14,6 +14,7 @@ import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.DeadLetterStore.Classification;
 import dev.postbox.core.spi.IdempotencyStore;
 import dev.postbox.core.spi.InboxStore;
+import dev.postbox.core.spi.OffsetStore;
 import dev.postbox.core.spi.ParkingStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
@@ -130,8 +131,58 @@ public final class DeliveryProcessor {
       Sleeper sleeper,
       PostboxMetrics metrics,
       OpenTelemetry openTelemetry) {
+    this(
+        transport,
+        subscription,
+        handler,
+        batchHandler,
+        inbox,
+        Optional.empty(),
+        idempotency,
+        deadLetters,
+        parking,
+        retriesExhausted,
+        clock,
+        ticker,
+        sleeper,
+        metrics,
+        openTelemetry);
+  }
+
+  /**
+   * As above, for an {@code EFFECTIVELY_ONCE} subscription that keeps its positions in {@code
+   * offsets} (instead of an inbox): each record's effect commits with its partition's next offset,
+   * and a record below the stored offset is skipped as a duplicate. Needs {@code PARTITION}
+   * ordering, a batch size of 1 and neither parking nor retry topics (they apply records out of
+   * offset order).
+   *
+   * @throws IllegalArgumentException if the parts do not fit the subscription
+   */
+  public DeliveryProcessor(
+      TransportBinding transport,
+      Subscription subscription,
+      MessageHandler handler,
+      BatchHandler batchHandler,
+      Optional<InboxStore> inbox,
+      Optional<OffsetStore> offsets,
+      Optional<Idempotency> idempotency,
+      Optional<DeadLetterStore> deadLetters,
+      Optional<Parking> parking,
+      Optional<RetriesExhausted> retriesExhausted,
+      Clock clock,
+      Ticker ticker,
+      Sleeper sleeper,
+      PostboxMetrics metrics,
+      OpenTelemetry openTelemetry) {
     ProcessorChecks.check(
-        subscription, handler, batchHandler, inbox, idempotency, parking, retriesExhausted);
+        subscription,
+        handler,
+        batchHandler,
+        inbox,
+        offsets,
+        idempotency,
+        parking,
+        retriesExhausted);
     this.group = subscription.name();
     this.handler = handler;
     this.batchHandler = batchHandler;
@@ -139,13 +190,15 @@ public final class DeliveryProcessor {
     this.telemetry = new DeliveryTelemetry(group, transport, metrics, openTelemetry, clock, ticker);
     FailureHandler failures =
         subscription.failureHandler().withTransientErrors(transport.retriable());
-    EngineDelivery.Factory deliveries = new EngineDelivery.Factory(subscription, inbox, telemetry);
+    EngineDelivery.Factory deliveries =
+        new EngineDelivery.Factory(subscription, inbox, offsets, telemetry);
     StoreRetry storeRetry = new StoreRetry(sleeper);
     this.deadLetters =
         new DeadLetterWriter(group, deadLetters, failures, storeRetry, telemetry, clock);
     this.admission =
         new Admission(subscription, failures, deliveries, this.deadLetters, telemetry, clock);
-    this.applier = new InboxApplier(subscription, inbox, idempotency, deliveries, telemetry);
+    this.applier =
+        new InboxApplier(subscription, inbox, offsets, idempotency, deliveries, telemetry);
     this.parking = new OrderedParking(group, parking, storeRetry, telemetry, clock);
     this.retryLoop =
         new RetryLoop(

@@ -7,6 +7,7 @@ import dev.postbox.core.consumer.Delivery;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.engine.DeliveryProcessor.Incoming;
 import dev.postbox.core.spi.InboxStore;
+import dev.postbox.core.spi.OffsetStore;
 import java.sql.Connection;
 import java.util.Optional;
 
@@ -18,7 +19,10 @@ final class EngineDelivery implements Delivery {
 
   /** Makes the deliveries of one subscription. */
   record Factory(
-      Subscription subscription, Optional<InboxStore> inbox, DeliveryTelemetry telemetry) {
+      Subscription subscription,
+      Optional<InboxStore> inbox,
+      Optional<OffsetStore> offsets,
+      DeliveryTelemetry telemetry) {
 
     EngineDelivery of(Incoming in, Message message, int attempt, Optional<Connection> connection) {
       return new EngineDelivery(this, in, message, attempt, connection);
@@ -118,7 +122,10 @@ final class EngineDelivery implements Delivery {
                 "advanceVersion needs the inbox transaction: use EFFECTIVELY_ONCE"));
     boolean newer;
     try {
-      newer = context.inbox().orElseThrow().advanceVersion(c, entity, version);
+      newer =
+          context.inbox().isPresent()
+              ? context.inbox().get().advanceVersion(c, entity, version)
+              : context.offsets().orElseThrow().advanceVersion(c, entity, version);
     } catch (RuntimeException e) {
       throw e;
     } catch (Exception e) {

@@ -11,6 +11,7 @@ import dev.postbox.core.consumer.MessageHandler;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.engine.DeliveryProcessor.Incoming;
 import dev.postbox.core.spi.InboxStore;
+import dev.postbox.core.spi.OffsetStore;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
@@ -35,6 +36,7 @@ final class InboxApplier {
 
   private final Subscription subscription;
   private final Optional<InboxStore> inbox;
+  private final Optional<OffsetStore> offsets;
   private final Optional<IdempotentApply> idempotent;
   private final Optional<DuplicateListener> onDuplicate;
   private final EngineDelivery.Factory deliveries;
@@ -43,11 +45,13 @@ final class InboxApplier {
   InboxApplier(
       Subscription subscription,
       Optional<InboxStore> inbox,
+      Optional<OffsetStore> offsets,
       Optional<DeliveryProcessor.Idempotency> idempotency,
       EngineDelivery.Factory deliveries,
       DeliveryTelemetry telemetry) {
     this.subscription = subscription;
     this.inbox = inbox;
+    this.offsets = offsets;
     this.idempotent =
         idempotency.map(i ->
             new IdempotentApply(
@@ -70,7 +74,9 @@ final class InboxApplier {
 
   private Throwable applyOnce(Incoming in, Message message, MessageHandler h, int attempt) {
     try {
-      if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
+      if (offsets.isPresent()) {
+        applyAtOffset(in, message, h, attempt);
+      } else if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
         InboxStore.Outcome outcome =
             inbox
                 .orElseThrow()
@@ -99,6 +105,31 @@ final class InboxApplier {
       throw e;
     } catch (Throwable e) {
       return e;
+    }
+  }
+
+  /**
+   * {@code EFFECTIVELY_ONCE} with an offset store: the effect and the partition's next offset in
+   * one transaction; a record below the stored offset is a duplicate.
+   */
+  private void applyAtOffset(Incoming in, Message message, MessageHandler h, int attempt)
+      throws Exception {
+    boolean applied =
+        offsets
+            .orElseThrow()
+            .applyAt(
+                subscription.name(),
+                in.topic(),
+                in.partition(),
+                in.offset(),
+                conn -> {
+                  CrashPoints.hit(CrashPoints.CONSUMER_AFTER_INBOX_INSERT);
+                  h.handle(deliveries.of(in, message, attempt, Optional.of(conn)));
+                });
+    if (applied) {
+      telemetry.applied(in, message);
+    } else {
+      telemetry.duplicates(in, 1);
     }
   }
 

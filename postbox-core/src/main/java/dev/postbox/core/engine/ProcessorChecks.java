@@ -9,6 +9,7 @@ import dev.postbox.core.engine.DeliveryProcessor.Idempotency;
 import dev.postbox.core.engine.DeliveryProcessor.Parking;
 import dev.postbox.core.engine.DeliveryProcessor.RetriesExhausted;
 import dev.postbox.core.spi.InboxStore;
+import dev.postbox.core.spi.OffsetStore;
 import java.util.Optional;
 
 /**
@@ -28,6 +29,7 @@ final class ProcessorChecks {
       MessageHandler handler,
       BatchHandler batchHandler,
       Optional<InboxStore> inbox,
+      Optional<OffsetStore> offsets,
       Optional<Idempotency> idempotency,
       Optional<Parking> parking,
       Optional<RetriesExhausted> retriesExhausted) {
@@ -52,9 +54,16 @@ final class ProcessorChecks {
     if (parking.isPresent() && parking.get().tiers().isEmpty()) {
       throw new IllegalArgumentException("parking needs at least one delay tier");
     }
-    if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE && inbox.isEmpty()) {
+    if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE
+        && inbox.isEmpty()
+        && offsets.isEmpty()) {
       throw new IllegalArgumentException(
-          "subscription '" + subscription.name() + "' is EFFECTIVELY_ONCE and needs an InboxStore");
+          "subscription '"
+              + subscription.name()
+              + "' is EFFECTIVELY_ONCE and needs an InboxStore or an OffsetStore");
+    }
+    if (offsets.isPresent()) {
+      OffsetStoreChecks.check(subscription, inbox, parking, retriesExhausted);
     }
     if (handler == null && batchHandler == null) {
       throw new IllegalArgumentException("a handler or a batch handler is required");

@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 
 /**
  * The Kafka consumer properties of a subscriber: Postbox's defaults, the two it fixes, and those
@@ -63,6 +64,13 @@ public final class ConsumerSettings {
     Map<String, Object> c = new HashMap<>(configured);
     c.put(ConsumerConfig.GROUP_ID_CONFIG, subscription.name());
     c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+    if ("consumer".equalsIgnoreCase(String.valueOf(c.get(ConsumerConfig.GROUP_PROTOCOL_CONFIG)))
+        && CooperativeStickyAssignor.class
+            .getName()
+            .equals(c.get(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG))) {
+      // KIP-848: the broker assigns; Kafka refuses a client-side assignor with this protocol
+      c.remove(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG);
+    }
     if (subscription.batchSize() > 1) {
       // a poll then holds about one batch, so the per-partition pauses can take turns
       c.putIfAbsent(

@@ -35,11 +35,9 @@ public final class RebalanceHandler implements ConsumerRebalanceListener {
   private final OffsetCommitter committer;
   private final BooleanSupplier allPaused;
   private final SubscriberGauges gauges;
+  private final AssignmentListener onAssigned;
 
-  /**
-   * A handler for subscription {@code name}: revocations wait at most {@code shutdownTimeout} on
-   * {@code ticker}; new partitions are paused while {@code allPaused}.
-   */
+  /** As below, with nothing to do on assignment. */
   public RebalanceHandler(
       String name,
       Duration shutdownTimeout,
@@ -49,6 +47,33 @@ public final class RebalanceHandler implements ConsumerRebalanceListener {
       OffsetCommitter committer,
       BooleanSupplier allPaused,
       SubscriberGauges gauges) {
+    this(
+        name,
+        shutdownTimeout,
+        ticker,
+        consumer,
+        partitions,
+        committer,
+        allPaused,
+        gauges,
+        AssignmentListener.NONE);
+  }
+
+  /**
+   * A handler for subscription {@code name}: revocations wait at most {@code shutdownTimeout} on
+   * {@code ticker}; new partitions are paused while {@code allPaused}, then handed to {@code
+   * onAssigned} (which may seek them).
+   */
+  public RebalanceHandler(
+      String name,
+      Duration shutdownTimeout,
+      Ticker ticker,
+      Consumer<byte[], byte[]> consumer,
+      SubscriberPartitions partitions,
+      OffsetCommitter committer,
+      BooleanSupplier allPaused,
+      SubscriberGauges gauges,
+      AssignmentListener onAssigned) {
     this.name = name;
     this.shutdownTimeout = shutdownTimeout;
     this.ticker = ticker;
@@ -57,6 +82,7 @@ public final class RebalanceHandler implements ConsumerRebalanceListener {
     this.committer = committer;
     this.allPaused = allPaused;
     this.gauges = gauges;
+    this.onAssigned = onAssigned;
   }
 
   @Override
@@ -107,6 +133,7 @@ public final class RebalanceHandler implements ConsumerRebalanceListener {
     if (allPaused.getAsBoolean()) {
       consumer.pause(assigned);
     }
+    onAssigned.assigned(consumer, assigned);
     partitions.assigned(consumer.assignment());
     gauges.assigned(assigned);
     log.info("{}: assigned {} (now owns {})", name, assigned, partitions.assignment().size());

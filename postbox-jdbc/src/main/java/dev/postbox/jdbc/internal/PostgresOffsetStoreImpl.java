@@ -1,0 +1,141 @@
+package dev.postbox.jdbc.internal;
+
+import dev.postbox.core.spi.InboxStore;
+import dev.postbox.core.spi.OffsetStore;
+import dev.postbox.jdbc.InboxException;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.Objects;
+import java.util.OptionalLong;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** {@link OffsetStore} on PostgreSQL ({@code postbox_consumer_offset}). */
+public final class PostgresOffsetStoreImpl implements OffsetStore {
+
+  private static final Logger log = LoggerFactory.getLogger(PostgresOffsetStoreImpl.class);
+
+  private static final String READ =
+      "SELECT next_offset FROM postbox_consumer_offset"
+          + " WHERE consumer_group = ? AND topic = ? AND partition = ?";
+  private static final String ENSURE =
+      "INSERT INTO postbox_consumer_offset (consumer_group, topic, partition, next_offset)"
+          + " VALUES (?, ?, ?, 0) ON CONFLICT DO NOTHING";
+  // the row stays locked until the transaction ends: applies of one partition serialise on it
+  private static final String LOCK = READ + " FOR UPDATE";
+  private static final String STORE =
+      "UPDATE postbox_consumer_offset SET next_offset = ?, updated_at = now()"
+          + " WHERE consumer_group = ? AND topic = ? AND partition = ?";
+
+  private final DataSource dataSource;
+  private final PostgresInboxStoreImpl versions;
+
+  public PostgresOffsetStoreImpl(DataSource dataSource) {
+    this.dataSource = dataSource;
+    Tables.require(dataSource, InboxException::new, "postbox_consumer_offset");
+    this.versions = new PostgresInboxStoreImpl(dataSource);
+  }
+
+  @Override
+  public OptionalLong nextOffset(String group, String topic, int partition) {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(READ)) {
+      bind(ps, 1, group, topic, partition);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? OptionalLong.of(rs.getLong(1)) : OptionalLong.empty();
+      }
+    } catch (SQLException e) {
+      throw new InboxException(
+          "reading the next offset of '" + group + "' on " + topic + "-" + partition + " failed",
+          e);
+    }
+  }
+
+  @Override
+  public boolean applyAt(
+      String group, String topic, int partition, long offset, InboxStore.Work work)
+      throws Exception {
+    Objects.requireNonNull(group, "group");
+    Objects.requireNonNull(topic, "topic");
+    Objects.requireNonNull(work, "work");
+    String what = topic + "-" + partition + "@" + offset + " of consumer group '" + group + "'";
+    Connection c;
+    try {
+      c = dataSource.getConnection();
+    } catch (SQLException e) {
+      throw new InboxException("cannot get a connection to process " + what, e);
+    }
+    try {
+      return Transactions.forCaller(
+          c,
+          what,
+          "if the commit did happen anyway, a redelivery is skipped by its offset",
+          conn -> {
+            if (lockedNextOffset(conn, group, topic, partition, what) > offset) {
+              return new Transactions.Step<>(false, false); // applied before
+            }
+            work.run(conn);
+            try (PreparedStatement ps = conn.prepareStatement(STORE)) {
+              ps.setLong(1, offset + 1);
+              bind(ps, 2, group, topic, partition);
+              ps.executeUpdate();
+            } catch (SQLException e) {
+              throw new InboxException("storing the next offset of " + what + " failed", e);
+            }
+            return new Transactions.Step<>(true, true);
+          },
+          InboxException::new,
+          () -> {},
+          () -> {});
+    } finally {
+      try {
+        c.close();
+      } catch (SQLException e) {
+        log.warn("closing the offset store's connection failed", e);
+      }
+    }
+  }
+
+  private static long lockedNextOffset(
+      Connection c, String group, String topic, int partition, String what) {
+    try {
+      OptionalLong locked = lock(c, group, topic, partition);
+      if (locked.isPresent()) {
+        return locked.getAsLong();
+      }
+      // the partition's first apply: make the row (a concurrent first insert waits here), lock it
+      try (PreparedStatement ps = c.prepareStatement(ENSURE)) {
+        bind(ps, 1, group, topic, partition);
+        ps.executeUpdate();
+      }
+      return lock(c, group, topic, partition).orElseThrow();
+    } catch (SQLException e) {
+      throw new InboxException("locking the offset row of " + what + " failed", e);
+    }
+  }
+
+  private static OptionalLong lock(Connection c, String group, String topic, int partition)
+      throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(LOCK)) {
+      bind(ps, 1, group, topic, partition);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? OptionalLong.of(rs.getLong(1)) : OptionalLong.empty();
+      }
+    }
+  }
+
+  private static void bind(PreparedStatement ps, int from, String group, String topic, int p)
+      throws SQLException {
+    ps.setString(from, group);
+    ps.setString(from + 1, topic);
+    ps.setInt(from + 2, p);
+  }
+
+  @Override
+  public boolean advanceVersion(Connection connection, String entity, long version) {
+    return versions.advanceVersion(connection, entity, version);
+  }
+}

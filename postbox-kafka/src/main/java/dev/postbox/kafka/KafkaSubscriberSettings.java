@@ -1,0 +1,278 @@
+package dev.postbox.kafka;
+
+import dev.postbox.core.DeliveryGuarantee;
+import dev.postbox.core.consumer.BatchHandler;
+import dev.postbox.core.consumer.DuplicateListener;
+import dev.postbox.core.consumer.MessageHandler;
+import dev.postbox.core.consumer.Subscription;
+import dev.postbox.core.engine.DeliveryProcessor;
+import dev.postbox.core.metrics.PostboxMetrics;
+import dev.postbox.core.spi.DeadLetterStore;
+import dev.postbox.core.spi.IdempotencyStore;
+import dev.postbox.core.spi.InboxStore;
+import dev.postbox.core.spi.OffsetStore;
+import dev.postbox.core.spi.ParkingStore;
+import dev.postbox.core.time.Sleeper;
+import dev.postbox.core.time.Ticker;
+import dev.postbox.kafka.internal.ConsumerSettings;
+import dev.postbox.kafka.internal.IncomingRecords;
+import io.opentelemetry.api.OpenTelemetry;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
+import org.apache.kafka.clients.consumer.GroupProtocol;
+
+/**
+ * What a {@link KafkaSubscriber} is built from, validated: the defaults ({@code DEFAULT_*}, which
+ * {@link KafkaSubscriber} republishes under the same names), each setting's own checks, and the
+ * checks across settings made at {@code build()}. {@link KafkaSubscriber.Builder} is the public
+ * face and delegates here; this record is what the subscriber's parts are made from.
+ */
+record KafkaSubscriberSettings(
+    Subscription subscription,
+    Map<String, Object> config,
+    MessageHandler handler,
+    BatchHandler batchHandler,
+    Optional<InboxStore> inbox,
+    Optional<OffsetStore> offsetStore,
+    Optional<IdempotencyStore> idempotencyStore,
+    DuplicateListener onDuplicate,
+    boolean forceIdempotencyTtl,
+    Optional<DeadLetterStore> deadLetters,
+    Optional<ParkingStore> parking,
+    List<Duration> parkingTiers,
+    boolean blockKeyAfterDeadLetter,
+    Optional<List<Duration>> retryTiers,
+    Clock clock,
+    boolean forceInboxRetention,
+    Duration inboxPurgeInterval,
+    PostboxMetrics metrics,
+    OpenTelemetry openTelemetry,
+    Ticker ticker,
+    Sleeper sleeper) {
+
+  /** See {@link KafkaSubscriber#DEFAULT_CONSUMER_PROPERTIES}. */
+  static final Map<String, Object> DEFAULT_CONSUMER_PROPERTIES =
+      Map.of(
+          ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
+          ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest",
+          ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+              CooperativeStickyAssignor.class.getName());
+
+  static final List<Duration> DEFAULT_PARKING_TIERS =
+      List.of(Duration.ofSeconds(10), Duration.ofMinutes(1), Duration.ofMinutes(10));
+  static final boolean DEFAULT_BLOCK_KEY_AFTER_DEAD_LETTER = false;
+  static final boolean DEFAULT_FORCE_INBOX_RETENTION = false;
+  static final boolean DEFAULT_FORCE_IDEMPOTENCY_TTL = false;
+  static final Duration DEFAULT_INBOX_PURGE_INTERVAL = Duration.ofMinutes(10);
+  static final GroupProtocol DEFAULT_GROUP_PROTOCOL = GroupProtocol.CLASSIC;
+
+  /** The engine's processor for these settings: the one place it is constructed. */
+  DeliveryProcessor deliveryProcessor(Optional<DeliveryProcessor.RetriesExhausted> retryTopics) {
+    return new DeliveryProcessor(
+        KafkaBinding.TRANSPORT,
+        subscription,
+        handler,
+        batchHandler,
+        inbox,
+        offsetStore,
+        idempotencyStore.map(s -> new DeliveryProcessor.Idempotency(s, onDuplicate, sleeper)),
+        deadLetters,
+        parking.map(p ->
+            new DeliveryProcessor.Parking(
+                p, parkingTiers, blockKeyAfterDeadLetter, IncomingRecords::of)),
+        retryTopics,
+        clock,
+        ticker,
+        sleeper,
+        metrics,
+        openTelemetry);
+  }
+
+  /** Collects the settings one at a time and validates them at {@link #build()}. */
+  static final class Builder {
+    private final Subscription subscription;
+    private final Map<String, Object> config;
+    private MessageHandler handler;
+    private BatchHandler batchHandler;
+    private InboxStore inbox;
+    private OffsetStore offsetStore;
+    private IdempotencyStore idempotencyStore;
+    private DuplicateListener onDuplicate = DuplicateListener.ignore();
+    private boolean forceIdempotencyTtl = DEFAULT_FORCE_IDEMPOTENCY_TTL;
+    private DeadLetterStore deadLetters;
+    private ParkingStore parking;
+    private List<Duration> parkingTiers = DEFAULT_PARKING_TIERS;
+    private boolean blockKeyAfterDeadLetter = DEFAULT_BLOCK_KEY_AFTER_DEAD_LETTER;
+    private List<Duration> retryTiers;
+    private Clock clock = Clock.systemUTC();
+    private boolean forceInboxRetention = DEFAULT_FORCE_INBOX_RETENTION;
+    private Duration inboxPurgeInterval = DEFAULT_INBOX_PURGE_INTERVAL;
+    private PostboxMetrics metrics = PostboxMetrics.noop();
+    private OpenTelemetry openTelemetry;
+    private Ticker ticker = Ticker.SYSTEM;
+    private Sleeper sleeper = Sleeper.SYSTEM;
+
+    Builder(String bootstrapServers, Subscription subscription) {
+      Objects.requireNonNull(bootstrapServers, "bootstrapServers");
+      this.subscription = Objects.requireNonNull(subscription, "subscription");
+      this.config = new HashMap<>(ConsumerSettings.defaults(bootstrapServers, subscription.name()));
+    }
+
+    void handler(MessageHandler handler) {
+      this.handler = Objects.requireNonNull(handler, "handler");
+    }
+
+    void batchHandler(BatchHandler batchHandler) {
+      this.batchHandler = Objects.requireNonNull(batchHandler, "batchHandler");
+    }
+
+    void inbox(InboxStore inbox) {
+      this.inbox = Objects.requireNonNull(inbox, "inbox");
+    }
+
+    void offsetStore(OffsetStore store) {
+      this.offsetStore = Objects.requireNonNull(store, "store");
+    }
+
+    void groupProtocol(GroupProtocol protocol) {
+      config.put(
+          ConsumerConfig.GROUP_PROTOCOL_CONFIG,
+          Objects.requireNonNull(protocol, "protocol").name().toLowerCase(Locale.ROOT));
+    }
+
+    void idempotencyStore(IdempotencyStore store) {
+      this.idempotencyStore = Objects.requireNonNull(store, "store");
+    }
+
+    void onDuplicate(DuplicateListener listener) {
+      this.onDuplicate = Objects.requireNonNull(listener, "listener");
+    }
+
+    void forceIdempotencyTtl(boolean force) {
+      this.forceIdempotencyTtl = force;
+    }
+
+    void deadLetters(DeadLetterStore store) {
+      this.deadLetters = Objects.requireNonNull(store, "store");
+    }
+
+    void parking(ParkingStore store) {
+      this.parking = Objects.requireNonNull(store, "store");
+    }
+
+    void parkingTiers(Duration... tiers) {
+      this.parkingTiers = tiers("parking", tiers);
+    }
+
+    void retryTopics(Duration... tiers) {
+      this.retryTiers = tiers("retry", tiers);
+    }
+
+    void blockKeyAfterDeadLetter(boolean block) {
+      this.blockKeyAfterDeadLetter = block;
+    }
+
+    void metrics(PostboxMetrics metrics) {
+      this.metrics = Objects.requireNonNull(metrics, "metrics");
+    }
+
+    void openTelemetry(OpenTelemetry openTelemetry) {
+      this.openTelemetry = Objects.requireNonNull(openTelemetry, "openTelemetry");
+    }
+
+    void clock(Clock clock) {
+      this.clock = Objects.requireNonNull(clock, "clock");
+    }
+
+    void forceInboxRetention(boolean force) {
+      this.forceInboxRetention = force;
+    }
+
+    void inboxPurgeInterval(Duration interval) {
+      Objects.requireNonNull(interval, "interval");
+      if (interval.isNegative() || interval.isZero()) {
+        throw new IllegalArgumentException("inboxPurgeInterval must be positive");
+      }
+      this.inboxPurgeInterval = interval;
+    }
+
+    void consumerProperty(String name, Object value) {
+      ConsumerSettings.checkSettable(name);
+      config.put(name, Objects.requireNonNull(value, "value"));
+    }
+
+    void time(Ticker ticker, Sleeper sleeper) {
+      this.ticker = Objects.requireNonNull(ticker, "ticker");
+      this.sleeper = Objects.requireNonNull(sleeper, "sleeper");
+    }
+
+    private static List<Duration> tiers(String what, Duration... tiers) {
+      if (tiers.length == 0) {
+        throw new IllegalArgumentException("at least one " + what + " tier is required");
+      }
+      for (Duration t : tiers) {
+        if (t.isNegative()) {
+          throw new IllegalArgumentException(what + " tiers must not be negative: " + t);
+        }
+      }
+      return List.of(tiers);
+    }
+
+    /** Checks the settings against each other and the subscription. */
+    KafkaSubscriberSettings build() {
+      String name = "subscription '" + subscription.name() + "'";
+      if (subscription.batchSize() > 1 && batchHandler == null) {
+        throw new IllegalArgumentException(name + " has batchSize > 1 and needs a batchHandler");
+      }
+      if (subscription.batchSize() == 1 && handler == null) {
+        throw new IllegalArgumentException(name + " needs a handler");
+      }
+      DeliveryGuarantee guarantee = subscription.guarantee();
+      if (guarantee == DeliveryGuarantee.DEDUPLICATED && idempotencyStore == null) {
+        throw new IllegalArgumentException(name + " is DEDUPLICATED and needs an idempotencyStore");
+      }
+      if (guarantee != DeliveryGuarantee.DEDUPLICATED && idempotencyStore != null) {
+        throw new IllegalArgumentException(
+            name + " has an idempotencyStore but is " + guarantee + "; use DEDUPLICATED");
+      }
+      if (offsetStore != null && inbox != null) {
+        throw new IllegalArgumentException(
+            name + ": an inbox and an offsetStore are alternatives; choose one");
+      }
+      if (parking != null && retryTiers != null) {
+        throw new IllegalArgumentException(
+            name + ": parking and retryTopics are alternatives; choose one");
+      }
+      return new KafkaSubscriberSettings(
+          subscription,
+          Map.copyOf(config),
+          handler,
+          batchHandler,
+          Optional.ofNullable(inbox),
+          Optional.ofNullable(offsetStore),
+          Optional.ofNullable(idempotencyStore),
+          onDuplicate,
+          forceIdempotencyTtl,
+          Optional.ofNullable(deadLetters),
+          Optional.ofNullable(parking),
+          parkingTiers,
+          blockKeyAfterDeadLetter,
+          Optional.ofNullable(retryTiers),
+          clock,
+          forceInboxRetention,
+          inboxPurgeInterval,
+          metrics,
+          openTelemetry,
+          ticker,
+          sleeper);
+    }
+  }
+}

@@ -1,0 +1,195 @@
+package dev.postbox.kafka.internal;
+
+import dev.postbox.core.CrashPoints;
+import dev.postbox.core.DecodingException;
+import dev.postbox.core.Message;
+import dev.postbox.core.consumer.Ordering;
+import dev.postbox.core.engine.KeyedExecutor;
+import dev.postbox.core.time.Ticker;
+import dev.postbox.kafka.KafkaRecords;
+import dev.postbox.kafka.Transform;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One poll batch as one Kafka transaction: begins it, runs every record through the transform on
+ * its key's (or partition's) lane, waits for all of them and for every output's acknowledgement
+ * within the batch timeout, adds the batch's next offsets with the consumer's group metadata (so a
+ * member of an older generation is refused), and commits. Any failure propagates and the caller
+ * aborts or recreates the producer ({@link TransactionErrors}). An input that is not a Postbox
+ * message is logged and passed over (its offset commits with the batch).
+ */
+public final class TransactionalBatch {
+
+  private static final Logger log = LoggerFactory.getLogger(TransactionalBatch.class);
+
+  private final String group;
+  private final Transform transform;
+  private final Ordering ordering;
+  private final KeyedExecutor executor;
+  private final Duration timeout;
+  private final Ticker ticker;
+
+  /**
+   * Batches of {@code group} run by {@code transform} on {@code executor}, within {@code timeout}
+   * on {@code ticker}.
+   */
+  public TransactionalBatch(
+      String group,
+      Transform transform,
+      Ordering ordering,
+      KeyedExecutor executor,
+      Duration timeout,
+      Ticker ticker) {
+    this.group = group;
+    this.transform = transform;
+    this.ordering = ordering;
+    this.executor = executor;
+    this.timeout = timeout;
+    this.ticker = ticker;
+  }
+
+  /** The offsets after each partition's last record of {@code records}. */
+  public static Map<TopicPartition, OffsetAndMetadata> nextOffsets(
+      ConsumerRecords<byte[], byte[]> records) {
+    Map<TopicPartition, OffsetAndMetadata> out = new HashMap<>();
+    for (TopicPartition tp : records.partitions()) {
+      List<ConsumerRecord<byte[], byte[]>> rs = records.records(tp);
+      out.put(tp, new OffsetAndMetadata(rs.get(rs.size() - 1).offset() + 1));
+    }
+    return out;
+  }
+
+  /**
+   * Runs {@code records} in one transaction of {@code producer}, committed with their offsets.
+   *
+   * @throws Exception the first failure (a transform's, a send's, a transaction call's, or a {@link
+   *     TimeoutException} past the batch timeout); the transaction is then still open
+   */
+  public void run(
+      Producer<byte[], byte[]> producer,
+      ConsumerRecords<byte[], byte[]> records,
+      ConsumerGroupMetadata groupMetadata)
+      throws Exception {
+    long deadline = ticker.deadlineIn(timeout);
+    Gate gate = new Gate();
+    producer.beginTransaction();
+    try {
+      List<CompletableFuture<List<Future<RecordMetadata>>>> applied = new ArrayList<>();
+      for (ConsumerRecord<byte[], byte[]> r : records) {
+        CompletableFuture<List<Future<RecordMetadata>>> done = new CompletableFuture<>();
+        applied.add(done);
+        executor.submit(
+            lane(r),
+            () -> {
+              try {
+                done.complete(apply(producer, gate, r));
+              } catch (Throwable e) {
+                done.completeExceptionally(e);
+              }
+            });
+      }
+      for (CompletableFuture<List<Future<RecordMetadata>>> done : applied) {
+        for (Future<RecordMetadata> sent : await(done, deadline)) {
+          await(sent, deadline);
+        }
+      }
+    } finally {
+      // a task of a failed batch that is still running must not send into the next transaction
+      gate.close();
+    }
+    producer.sendOffsetsToTransaction(nextOffsets(records), groupMetadata);
+    CrashPoints.hit(CrashPoints.TRANSFORM_BEFORE_COMMIT);
+    producer.commitTransaction();
+  }
+
+  /**
+   * Lets a batch's tasks send while the batch is open: once it is closed (done or failed), a late
+   * send throws instead of joining whatever transaction the producer has next.
+   */
+  private static final class Gate {
+    private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+    private boolean open = true;
+
+    Future<RecordMetadata> send(
+        Producer<byte[], byte[]> producer, ProducerRecord<byte[], byte[]> record) {
+      lock.readLock().lock();
+      try {
+        if (!open) {
+          throw new IllegalStateException("the batch's transaction is over; output dropped");
+        }
+        return producer.send(record);
+      } finally {
+        lock.readLock().unlock();
+      }
+    }
+
+    void close() {
+      lock.writeLock().lock();
+      try {
+        open = false;
+      } finally {
+        lock.writeLock().unlock();
+      }
+    }
+  }
+
+  private List<Future<RecordMetadata>> apply(
+      Producer<byte[], byte[]> producer, Gate gate, ConsumerRecord<byte[], byte[]> r)
+      throws Exception {
+    Message input;
+    try {
+      input = KafkaRecords.fromRecord(r);
+    } catch (DecodingException e) {
+      log.warn(
+          "{}: {}-{}@{} is not a Postbox message; passed over: {}",
+          group,
+          r.topic(),
+          r.partition(),
+          r.offset(),
+          e.getMessage());
+      return List.of();
+    }
+    List<Future<RecordMetadata>> sent = new ArrayList<>();
+    transform.apply(input, out -> sent.add(gate.send(producer, KafkaRecords.toRecord(out))));
+    return sent;
+  }
+
+  private Object lane(ConsumerRecord<byte[], byte[]> r) {
+    TopicPartition tp = new TopicPartition(r.topic(), r.partition());
+    return switch (ordering) {
+      case UNORDERED -> null;
+      case PARTITION -> tp;
+      case KEY -> r.key() == null ? tp : List.of(tp, ByteBuffer.wrap(r.key()));
+    };
+  }
+
+  private <T> T await(Future<T> f, long deadline) throws Exception {
+    long left = deadline - ticker.nanos();
+    try {
+      return f.get(Math.max(0, left), TimeUnit.NANOSECONDS);
+    } catch (ExecutionException e) {
+      throw e.getCause() instanceof Exception cause ? cause : e;
+    }
+  }
+}
