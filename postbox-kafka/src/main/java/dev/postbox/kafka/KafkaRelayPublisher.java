@@ -47,6 +47,12 @@ import org.slf4j.LoggerFactory;
  * compression.type=lz4}, {@code delivery.timeout.ms=120000}. Settings that would break the
  * guarantee ({@code acks}, idempotence) cannot be overridden. Used by one relay thread at a time;
  * {@link #close()} may be called from any thread.
+ *
+ * <p>Every record carries its lane and lease epoch ({@link KafkaRecords#PB_RELAY_LANE}, {@link
+ * KafkaRecords#PB_RELAY_EPOCH}). {@link Builder#transactional(String)} makes it the
+ * <em>transactional relay</em>: one transactional producer per owned lane, initialised when the
+ * relay takes the lane (which fences the lane's earlier owners at the broker), one transaction per
+ * lane per batch, and a row reported acknowledged only after its lane's transaction committed.
  */
 public final class KafkaRelayPublisher implements RelayPublisher {
 

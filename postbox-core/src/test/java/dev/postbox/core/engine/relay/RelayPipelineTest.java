@@ -183,7 +183,7 @@ class RelayPipelineTest {
   }
 
   /** One lane, rows 1..n pending; the message key is the position. Thread-safe (synchronized). */
-  static final class MemoryStore extends OneLaneMemoryStore {
+  static class MemoryStore extends OneLaneMemoryStore {
     MemoryStore(int rows) {
       for (long p = 1; p <= rows; p++) {
         Message m = Message.builder("t", "x").key(Long.toString(p)).jsonPayload("{}").build();
