@@ -38,7 +38,9 @@ public final class BenchCli implements Callable<Integer> {
       names = "--only",
       split = ",",
       paramLabel = "GROUP",
-      description = "Run only these groups: relay, write, consumer, redis, latency, keys, heap.")
+      description =
+          "Run only these groups: relay, write, consumer, redis, latency, keys, heap; and, only"
+              + " when named, txrelay (transactional vs idempotent relay).")
   java.util.List<String> only = BenchRunner.GROUPS;
 
   @Option(

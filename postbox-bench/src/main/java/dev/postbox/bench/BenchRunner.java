@@ -26,6 +26,12 @@ public final class BenchRunner {
   public static final List<String> GROUPS =
       List.of("relay", "write", "consumer", "redis", "latency", "keys", "heap");
 
+  /**
+   * Groups run only when asked for with {@code --only} (not in the default run nor CI's quick one):
+   * {@code txrelay}, the transactional relay against the idempotent relay.
+   */
+  public static final List<String> OPT_IN_GROUPS = List.of("txrelay");
+
   private final BenchConfig config;
   private final PrintStream log;
   private final Set<String> groups;
@@ -41,8 +47,11 @@ public final class BenchRunner {
     this.config = Objects.requireNonNull(config, "config");
     this.log = Objects.requireNonNull(log, "log");
     this.groups = Set.copyOf(groups);
-    if (!GROUPS.containsAll(this.groups)) {
-      throw new IllegalArgumentException("unknown groups " + groups + "; known: " + GROUPS);
+    if (!java.util.stream.Stream.concat(GROUPS.stream(), OPT_IN_GROUPS.stream())
+        .toList()
+        .containsAll(this.groups)) {
+      throw new IllegalArgumentException(
+          "unknown groups " + groups + "; known: " + GROUPS + " and " + OPT_IN_GROUPS);
     }
   }
 
@@ -69,6 +78,9 @@ public final class BenchRunner {
       }
       if (groups.contains("heap")) {
         record(new HeapBench(env, config).run());
+      }
+      if (groups.contains("txrelay")) {
+        new dev.postbox.bench.internal.TxRelayBench(env, config).run().forEach(this::record);
       }
     }
     return new BenchReport(LocalDate.now(), cores(), memoryGb(), config.quick(), results);

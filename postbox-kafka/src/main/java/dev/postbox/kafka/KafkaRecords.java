@@ -150,6 +150,19 @@ public final class KafkaRecords {
   /** Header of the payload content type. */
   public static final String CONTENT_TYPE = "content-type";
 
+  /**
+   * Header the relay adds: the outbox lane of the record's row (decimal text). Reserved ({@code
+   * pb_}): never part of the message's headers.
+   */
+  public static final String PB_RELAY_LANE = dev.postbox.kafka.internal.RelayHeaders.LANE;
+
+  /**
+   * Header the relay adds: the epoch of the lane lease under which the record was published
+   * (decimal text). In one partition, a record whose epoch is lower than an earlier record's of the
+   * same lane was published by an owner that had lost the lane: a stale publish. Reserved.
+   */
+  public static final String PB_RELAY_EPOCH = dev.postbox.kafka.internal.RelayHeaders.EPOCH;
+
   private static final byte[] EMPTY = new byte[0];
   private static final byte[] SPEC_VERSION_BYTES = HeaderText.bytes(SPEC_VERSION);
 

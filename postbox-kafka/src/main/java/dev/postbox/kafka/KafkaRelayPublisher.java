@@ -2,10 +2,15 @@ package dev.postbox.kafka;
 
 import dev.postbox.core.CrashPoints;
 import dev.postbox.core.Message;
+import dev.postbox.core.spi.LaneLease;
 import dev.postbox.core.spi.RelayPublisher;
+import dev.postbox.core.time.Ticker;
 import dev.postbox.kafka.internal.ClientSettings;
+import dev.postbox.kafka.internal.RelayHeaders;
+import dev.postbox.kafka.internal.TransactionalLanes;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -42,6 +47,12 @@ import org.slf4j.LoggerFactory;
  * compression.type=lz4}, {@code delivery.timeout.ms=120000}. Settings that would break the
  * guarantee ({@code acks}, idempotence) cannot be overridden. Used by one relay thread at a time;
  * {@link #close()} may be called from any thread.
+ *
+ * <p>Every record carries its lane and lease epoch ({@link KafkaRecords#PB_RELAY_LANE}, {@link
+ * KafkaRecords#PB_RELAY_EPOCH}). {@link Builder#transactional(String)} makes it the
+ * <em>transactional relay</em>: one transactional producer per owned lane, initialised when the
+ * relay takes the lane (which fences the lane's earlier owners at the broker), one transaction per
+ * lane per batch, and a row reported acknowledged only after its lane's transaction committed.
  */
 public final class KafkaRelayPublisher implements RelayPublisher {
 
@@ -67,21 +78,47 @@ public final class KafkaRelayPublisher implements RelayPublisher {
   /** Default time a send waits for a topic's metadata ({@code max.block.ms}). */
   public static final Duration DEFAULT_METADATA_WAIT = Duration.ofSeconds(5);
 
+  /**
+   * Default of the transactional relay's {@code transaction.timeout.ms}: how long the broker lets
+   * one lane's transaction stay open before it aborts it (an owner that stops mid-batch holds
+   * {@code read_committed} readers of the partitions it wrote to at most this long, unless its
+   * successor's {@code initTransactions} aborts it sooner).
+   */
+  public static final Duration DEFAULT_TRANSACTION_TIMEOUT = Duration.ofSeconds(60);
+
   private static final Logger log = LoggerFactory.getLogger(KafkaRelayPublisher.class);
 
   private final Map<String, Object> config;
   private final TopicCheck topicChecks;
+  private final TransactionalLanes transactional; // null: the idempotent relay
   private final Object lock = new Object();
   private Producer<byte[], byte[]> producer;
   private volatile boolean closed;
 
-  private KafkaRelayPublisher(Map<String, Object> config) {
+  private KafkaRelayPublisher(Map<String, Object> config, String transactionalPrefix) {
     this.config = Map.copyOf(config);
     this.topicChecks =
         new TopicCheck(
             config,
             Duration.ofMillis(
                 Long.parseLong(config.get(ProducerConfig.MAX_BLOCK_MS_CONFIG).toString())));
+    this.transactional =
+        transactionalPrefix == null
+            ? null
+            : new TransactionalLanes(
+                this.config,
+                transactionalPrefix,
+                Duration.ofMillis(
+                    Long.parseLong(
+                        config.get(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG).toString())),
+                this::failure,
+                c -> new KafkaProducer<>(c, new ByteArraySerializer(), new ByteArraySerializer()),
+                Ticker.SYSTEM);
+  }
+
+  /** Whether this is the transactional relay (one transactional producer per owned lane). */
+  public boolean transactional() {
+    return transactional != null;
   }
 
   /** A builder for a publisher to the cluster at {@code bootstrapServers}. */
@@ -105,6 +142,28 @@ public final class KafkaRelayPublisher implements RelayPublisher {
    */
   @Override
   public PendingPublish send(List<Message> messages) {
+    if (transactional != null) {
+      throw new IllegalStateException(
+          "the transactional relay publishes by lane: use send(messages, leases)");
+    }
+    return send(messages, null);
+  }
+
+  /**
+   * Like {@link #send(List)}, stamping each record with its lane and lease epoch ({@link
+   * KafkaRecords#PB_RELAY_LANE}, {@link KafkaRecords#PB_RELAY_EPOCH}). The transactional relay
+   * sends each lane's records in one transaction of the lane's producer and reports them
+   * acknowledged only once it committed.
+   */
+  @Override
+  public PendingPublish send(List<Message> messages, List<LaneLease> leases) {
+    if (leases != null && leases.size() != messages.size()) {
+      throw new IllegalArgumentException(
+          leases.size() + " leases for " + messages.size() + " messages");
+    }
+    if (transactional != null) {
+      return transactional.send(messages, leases);
+    }
     int n = messages.size();
     PublishOutcome[] outcomes = new PublishOutcome[n];
     if (n == 0) {
@@ -136,7 +195,8 @@ public final class KafkaRelayPublisher implements RelayPublisher {
         done.countDown();
         continue;
       }
-      ProducerRecord<byte[], byte[]> record = KafkaRecords.toRecord(m);
+      ProducerRecord<byte[], byte[]> record =
+          RelayHeaders.stamp(KafkaRecords.toRecord(m), leases == null ? null : leases.get(i));
       int index = i;
       refused[0] = null;
       Throwable thrown = null;
@@ -220,10 +280,25 @@ public final class KafkaRelayPublisher implements RelayPublisher {
     return new PublishOutcome.Failed(e, permanent(e));
   }
 
+  /**
+   * The transactional relay initialises a producer for each newly owned lane ({@code
+   * initTransactions}: the broker fences the lane's earlier owners) and closes those of lanes no
+   * longer owned; the idempotent relay does nothing.
+   */
+  @Override
+  public void lanesOwned(Collection<LaneLease> leases) throws InterruptedException {
+    if (transactional != null) {
+      transactional.lanesOwned(leases);
+    }
+  }
+
   @Override
   public void close() {
     closed = true;
     topicChecks.close();
+    if (transactional != null) {
+      transactional.close();
+    }
     synchronized (lock) {
       if (producer != null) {
         producer.close(Duration.ofSeconds(10));
@@ -270,6 +345,8 @@ public final class KafkaRelayPublisher implements RelayPublisher {
   /** Builds a {@link KafkaRelayPublisher}; validates at {@link #build()}. Not thread-safe. */
   public static final class Builder {
     private final ClientSettings config;
+    private String transactionalPrefix;
+    private Duration transactionTimeout = DEFAULT_TRANSACTION_TIMEOUT;
 
     private Builder(String bootstrapServers) {
       config = new ClientSettings(bootstrapServers);
@@ -309,14 +386,58 @@ public final class KafkaRelayPublisher implements RelayPublisher {
       return this;
     }
 
+    /**
+     * Makes this the <em>transactional relay</em> (default: off, the idempotent relay). Each lane
+     * the relay owns publishes through its own transactional producer, {@code transactional.id =
+     * <prefix>-lane-<n>}, initialised when the relay takes the lane, so the broker fences every
+     * earlier owner of the lane (its open transaction is aborted, its later sends and commits are
+     * refused); each batch is one transaction per lane, and a row is marked published only after
+     * its lane's transaction committed. {@code read_committed} consumers then never see a record
+     * published by an owner that had lost its lane after a record of its successor. Every relay
+     * instance of one outbox must use the same prefix, and no other outbox (nor any other producer)
+     * may use it. Cost: one producer per owned lane and a commit per lane per batch (see the
+     * README). Its producers retry with {@code retry.backoff.ms=10} and {@code
+     * retry.backoff.max.ms=100} unless set by {@link #producerProperty}: a lane's next transaction
+     * often meets the previous one's commit markers still being written ({@code
+     * CONCURRENT_TRANSACTIONS}), and Kafka's default backoff (100 ms to 1 s) would then set the
+     * latency.
+     *
+     * @param prefix 1 to 200 characters of {@code [A-Za-z0-9._-]}
+     */
+    public Builder transactional(String prefix) {
+      this.transactionalPrefix = java.util.Objects.requireNonNull(prefix, "prefix");
+      return this;
+    }
+
+    /**
+     * Sets the transactional relay's {@code transaction.timeout.ms} (default 60 s): how long the
+     * broker keeps one lane's transaction open before aborting it. Must be at least 1 s, and at
+     * most the broker's {@code transaction.max.timeout.ms} (15 min by default).
+     */
+    public Builder transactionTimeout(Duration timeout) {
+      this.transactionTimeout = java.util.Objects.requireNonNull(timeout, "timeout");
+      return this;
+    }
+
     /** Validates and builds the publisher; the producer is created lazily on the first publish. */
     public KafkaRelayPublisher build() {
+      if (transactionalPrefix != null && !transactionalPrefix.matches("[A-Za-z0-9._-]{1,200}")) {
+        throw new IllegalArgumentException(
+            "transactional prefix must be 1 to 200 characters of [A-Za-z0-9._-], was '"
+                + transactionalPrefix
+                + "'");
+      }
+      if (transactionTimeout.compareTo(Duration.ofSeconds(1)) < 0
+          || transactionTimeout.compareTo(Duration.ofMinutes(15)) > 0) {
+        throw new IllegalArgumentException(
+            "transactionTimeout must be in [1 s, 15 min], was " + transactionTimeout);
+      }
       Object inflight = config.get(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION);
       if (inflight != null && Integer.parseInt(inflight.toString()) > 5) {
         throw new IllegalArgumentException(
             "max.in.flight.requests.per.connection must be <= 5 to keep order, was " + inflight);
       }
-      return new KafkaRelayPublisher(
+      Map<String, Object> built =
           config.build(
               List.of(
                   ProducerConfig.ACKS_CONFIG,
@@ -327,7 +448,16 @@ public final class KafkaRelayPublisher implements RelayPublisher {
                   "all",
                   ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
                   true),
-              "the relay needs acks=all and idempotence"));
+              "the relay needs acks=all and idempotence");
+      if (transactionalPrefix != null) {
+        built.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, (int) transactionTimeout.toMillis());
+        // back-to-back transactions of a lane: the next one's first sends meet the previous one's
+        // markers still being written (CONCURRENT_TRANSACTIONS) and are retried; Kafka's 100 ms
+        // doubling to 1 s backoff then dominates the latency (unless set by producerProperty)
+        built.putIfAbsent(ProducerConfig.RETRY_BACKOFF_MS_CONFIG, 10);
+        built.putIfAbsent(ProducerConfig.RETRY_BACKOFF_MAX_MS_CONFIG, 100);
+      }
+      return new KafkaRelayPublisher(built, transactionalPrefix);
     }
   }
 }

@@ -48,6 +48,7 @@ class ExceptionRootTest {
           DependencyUnavailableException.class,
           IdempotencyKeyBusyException.class,
           TenantRejectedException.class,
+          dev.postbox.core.spi.LaneFencedException.class,
           // postbox-jdbc
           OutboxException.class,
           InboxException.class,

@@ -8,7 +8,7 @@ import java.time.Duration;
 
 /**
  * A relay in its own JVM, so tests can kill it at a crash point: args = jdbcUrl, bootstrap,
- * instanceId.
+ * instanceId, and optionally the transactional relay's {@code transactional.id} prefix.
  */
 public final class RelayChildMain {
   public static void main(String[] args) throws Exception {
@@ -17,8 +17,7 @@ public final class RelayChildMain {
     hc.setMaximumPoolSize(4);
     try (HikariDataSource ds = new HikariDataSource(hc);
         Relay relay =
-            Relay.builder(
-                    PostgresRelayStore.create(ds), KafkaRelayPublisher.builder(args[1]).build())
+            Relay.builder(PostgresRelayStore.create(ds), publisher(args))
                 .instanceId(args[2])
                 .batchSize(50)
                 .leaseTtl(Duration.ofSeconds(2))
@@ -28,5 +27,10 @@ public final class RelayChildMain {
       System.out.println("relay started");
       Thread.sleep(Duration.ofMinutes(5));
     }
+  }
+
+  private static KafkaRelayPublisher publisher(String[] args) {
+    KafkaRelayPublisher.Builder b = KafkaRelayPublisher.builder(args[1]);
+    return (args.length > 3 ? b.transactional(args[3]) : b).build();
   }
 }

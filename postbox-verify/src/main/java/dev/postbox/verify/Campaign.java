@@ -32,7 +32,33 @@ final class Campaign implements AutoCloseable {
       double rate,
       List<String> only,
       Path dir,
-      int minFires) {}
+      int minFires,
+      RelayMode relay) {
+
+    /** Settings with the default (idempotent) relay. */
+    Settings(
+        long seed,
+        Duration phase,
+        int minRounds,
+        long targetInjections,
+        Duration recoveryBound,
+        double rate,
+        List<String> only,
+        Path dir,
+        int minFires) {
+      this(
+          seed,
+          phase,
+          minRounds,
+          targetInjections,
+          recoveryBound,
+          rate,
+          only,
+          dir,
+          minFires,
+          RelayMode.IDEMPOTENT);
+    }
+  }
 
   static final int PARTITIONS = 6;
   static final int KEYS = 400;

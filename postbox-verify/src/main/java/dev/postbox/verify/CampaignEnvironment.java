@@ -132,6 +132,7 @@ final class CampaignEnvironment implements AutoCloseable {
     reader = new TopicReader(kafka.bootstrapServers(), topic, Campaign.PARTITIONS);
     checker =
         new HistoryChecker(ds, admin, reader, topic, Campaign.PARTITIONS, Campaign.GROUP, log);
+    checker.relayMode(settings.relay());
     fleet = new Fleet(log);
     failures = new TransientFailures(ds, log);
     String jdbcUrl = pg.jdbcUrl(schema);
@@ -169,7 +170,13 @@ final class CampaignEnvironment implements AutoCloseable {
           Role.RELAY,
           (incarnation, instance) ->
               Fleet.jvm(RelayMain.class, logs, name, "128m")
-                  .args(jdbcUrl, bootstrap, instance, Integer.toString(Campaign.LEASE_MS), "100"));
+                  .args(
+                      jdbcUrl,
+                      bootstrap,
+                      instance,
+                      Integer.toString(Campaign.LEASE_MS),
+                      "100",
+                      settings.relay() == RelayMode.TRANSACTIONAL ? topic : ""));
     }
     for (int i = 1; i <= Campaign.CONSUMERS; i++) {
       String name = "consumer-" + i;
@@ -204,6 +211,8 @@ final class CampaignEnvironment implements AutoCloseable {
     out.println(
         "started: PostgreSQL, Kafka broker, "
             + Campaign.RELAYS
+            + " "
+            + settings.relay().cliName()
             + " relays, "
             + Campaign.CONSUMERS
             + " consumers (topic "

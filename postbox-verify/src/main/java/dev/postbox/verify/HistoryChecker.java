@@ -43,6 +43,11 @@ final class HistoryChecker {
    * @param parked rows written into {@code postbox_parked} (a message parked, or appended behind
    *     its parked key), counted by a trigger
    * @param unparked rows that left {@code postbox_parked} (applied from there, or dead-lettered)
+   * @param stalePublishes records of the phase whose relay epoch ({@code pb_relay_epoch}) is lower
+   *     than an epoch of their lane seen earlier in their partition: published by a relay that had
+   *     lost the lane ({@link EpochAudit})
+   * @param staleIsViolation whether a stale publish is a violation (the transactional relay) or
+   *     only measured (the idempotent relay)
    */
   record Findings(
       long messages,
@@ -62,10 +67,13 @@ final class HistoryChecker {
       long offsetRecordsChecked,
       long offsetAuditFailures,
       long parked,
-      long unparked) {
+      long unparked,
+      long stalePublishes,
+      boolean staleIsViolation) {
 
     long violations() {
-      return lost
+      return (staleIsViolation ? stalePublishes : 0)
+          + lost
           + deadLettered
           + duplicateEffects
           + orderViolations
@@ -122,7 +130,9 @@ final class HistoryChecker {
           offsetRecordsChecked + o.offsetRecordsChecked,
           offsetAuditFailures + o.offsetAuditFailures,
           parked + o.parked,
-          unparked + o.unparked);
+          unparked + o.unparked,
+          stalePublishes + o.stalePublishes,
+          staleIsViolation || o.staleIsViolation);
     }
   }
 
@@ -147,6 +157,13 @@ final class HistoryChecker {
   private long reportedOffsetViolations;
   private long reportedPhantomPublished;
   private long reportedPhantomApplied;
+
+  private volatile RelayMode relayMode = RelayMode.IDEMPOTENT;
+
+  /** Which relay the campaign runs: with the transactional relay a stale publish is a violation. */
+  void relayMode(RelayMode mode) {
+    this.relayMode = mode;
+  }
 
   HistoryChecker(
       DataSource ds,
@@ -329,7 +346,13 @@ final class HistoryChecker {
       Map<Integer, Long> ends = endOffsets();
       Map<Integer, Long> committed = committedOffsets();
       for (Map.Entry<Integer, Long> e : ends.entrySet()) {
-        if (e.getValue() > 0 && committed.getOrDefault(e.getKey(), 0L) < e.getValue()) {
+        long c0 = committed.getOrDefault(e.getKey(), 0L);
+        // a transaction's commit marker takes the last offset: the consumers commit past the last
+        // record they finished, which the reader (read_committed) reached the end behind
+        if (e.getValue() > 0
+            && c0 < e.getValue()
+            && !(reader.position(e.getKey()) >= e.getValue()
+                && c0 >= reader.lastRecordEnd(e.getKey()))) {
           return false;
         }
       }
@@ -425,7 +448,11 @@ final class HistoryChecker {
               offsetRecordsChecked - reportedOffsetRecordsChecked,
               offsetAuditFailures - reportedOffsetAuditFailures,
               parkedRows - reportedParked,
-              unparkedRows - reportedUnparked);
+              unparkedRows - reportedUnparked,
+              EpochAudit.stalePublishes(
+                  reader.all(),
+                  r -> r.id() != null && Integer.valueOf(phase).equals(phases.get(r.id()))),
+              relayMode == RelayMode.TRANSACTIONAL);
       reportedOffsetAuditFailures = offsetAuditFailures;
       reportedDeadLetters = deadLetters;
       reportedParked = parkedRows;

@@ -8,7 +8,9 @@ import java.time.Duration;
 
 /**
  * A relay of the campaign, as its own OS process. Arguments: JDBC URL (with schema), bootstrap
- * servers, instance id, lease TTL in ms, batch size. Prints {@code started} when running.
+ * servers, instance id, lease TTL in ms, batch size, and the transactional relay's {@code
+ * transactional.id} prefix (empty or absent: the idempotent relay). Prints {@code started} when
+ * running.
  */
 public final class RelayMain {
 
@@ -18,12 +20,7 @@ public final class RelayMain {
     String id = args[2];
     HikariDataSource ds = ChildSupport.dataSource(args[0], id, 3, "");
     Relay relay =
-        Relay.builder(
-                PostgresRelayStore.create(ds),
-                KafkaRelayPublisher.builder(args[1])
-                    .producerProperty("delivery.timeout.ms", 30_000)
-                    .producerProperty("request.timeout.ms", 10_000)
-                    .build())
+        Relay.builder(PostgresRelayStore.create(ds), publisher(args))
             .instanceId(id)
             .leaseTtl(Duration.ofMillis(Long.parseLong(args[3])))
             .batchSize(Integer.parseInt(args[4]))
@@ -36,5 +33,16 @@ public final class RelayMain {
       relay.close();
       ds.close();
     });
+  }
+
+  private static KafkaRelayPublisher publisher(String[] args) {
+    KafkaRelayPublisher.Builder b =
+        KafkaRelayPublisher.builder(args[1])
+            .producerProperty("delivery.timeout.ms", 30_000)
+            .producerProperty("request.timeout.ms", 10_000);
+    if (args.length > 5 && !args[5].isEmpty()) {
+      b.transactional(args[5]).transactionTimeout(Duration.ofSeconds(30));
+    }
+    return b.build();
   }
 }

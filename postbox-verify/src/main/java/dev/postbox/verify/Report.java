@@ -55,7 +55,7 @@ final class Report {
   void printText(PrintStream out) {
     out.println();
     out.printf("Postbox verify: seed %d, started %s, took %d s%n", seed, started, took.toSeconds());
-    String fmt = "%-22s %6s %8s %5s %5s %6s %6s %7s %6s %6s %6s %6s %6s %6s %6s %9s  %s%n";
+    String fmt = "%-22s %6s %8s %5s %5s %6s %6s %7s %8s %6s %6s %6s %6s %6s %6s %6s %9s  %s%n";
     out.printf(
         fmt,
         "scenario",
@@ -66,6 +66,7 @@ final class Report {
         "dupeff",
         "topdup",
         "stale",
+        "stale-ep",
         "order",
         "offset",
         "zombie",
@@ -91,6 +92,7 @@ final class Report {
           f.duplicateEffects(),
           f.topicDuplicates(),
           f.staleRepublishes(),
+          f.stalePublishes() + (f.staleIsViolation() ? "" : "~"),
           f.orderViolations(),
           f.offsetViolations(),
           f.zombieApplies(),
@@ -110,7 +112,9 @@ final class Report {
             + " (duplicate effects), order, offset (committed offset past an unfinished record),"
             + " zombie (applied after a successor took over), rb-pub/rb-app (rolled-back message"
             + " published/applied) must be 0; topdup and stale (republished after a later one of"
-            + " its key) are measured only; parked/unpark (records into/out of the parking) must"
+            + " its key) are measured only; stale-ep (stale publishes: a record whose relay epoch"
+            + " is lower than one of its lane seen earlier in its partition) must be 0 with"
+            + " --relay transactional and is measured only (marked ~) with the idempotent relay; parked/unpark (records into/out of the parking) must"
             + " be above 0 in the parking scenario. A scenario whose offset audit took no sample"
             + " or checked no record is INCONCLUSIVE, never a pass.");
     out.println("result: " + result());
@@ -142,6 +146,8 @@ final class Report {
       s.put("topic_records", f.topicRecords());
       s.put("topic_duplicates", f.topicDuplicates());
       s.put("stale_republishes", f.staleRepublishes());
+      s.put("stale_publishes", f.stalePublishes());
+      s.put("stale_publishes_are_violations", f.staleIsViolation());
       s.put("order_violations", f.orderViolations());
       s.put("offset_violations", f.offsetViolations());
       s.put("offset_samples", f.offsetSamples());

@@ -26,13 +26,30 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  */
 final class TopicReader implements AutoCloseable {
 
-  /** One record on the topic. */
-  record Published(int partition, long offset, UUID id, String key, long seq, long timestamp) {}
+  /**
+   * One record on the topic; {@code lane} and {@code epoch} from the relay's {@code pb_relay_lane}
+   * and {@code pb_relay_epoch} headers, -1 when absent.
+   */
+  record Published(
+      int partition,
+      long offset,
+      UUID id,
+      String key,
+      long seq,
+      long timestamp,
+      int lane,
+      long epoch) {
+    Published(int partition, long offset, UUID id, String key, long seq, long timestamp) {
+      this(partition, offset, id, key, seq, timestamp, -1, -1);
+    }
+  }
 
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final KafkaConsumer<byte[], byte[]> consumer;
   private final Map<Integer, List<Published>> byPartition = new HashMap<>();
+  // next offset to read per partition (past transaction markers too, which hold no record)
+  private final Map<Integer, Long> positions = new HashMap<>();
   private final Thread thread;
   private volatile boolean running = true;
   private int undecodable;
@@ -42,6 +59,8 @@ final class TopicReader implements AutoCloseable {
     p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
     p.put(ConsumerConfig.CLIENT_ID_CONFIG, "verify-topic-reader");
+    // as the consumers read: with the transactional relay, aborted records are not the topic's
+    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
     p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
     p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
     consumer = new KafkaConsumer<>(p);
@@ -60,6 +79,13 @@ final class TopicReader implements AutoCloseable {
       try {
         for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(100))) {
           add(r);
+        }
+        Map<Integer, Long> now = new HashMap<>();
+        for (TopicPartition tp : consumer.assignment()) {
+          now.put(tp.partition(), consumer.position(tp, Duration.ofSeconds(5)));
+        }
+        synchronized (this) {
+          positions.putAll(now);
         }
       } catch (org.apache.kafka.common.errors.WakeupException e) {
         return;
@@ -84,14 +110,40 @@ final class TopicReader implements AutoCloseable {
         undecodable++;
       }
     }
-    Published p = new Published(r.partition(), r.offset(), id, key, seq, r.timestamp());
+    Published p =
+        new Published(
+            r.partition(),
+            r.offset(),
+            id,
+            key,
+            seq,
+            r.timestamp(),
+            (int) number(r, KafkaRecords.PB_RELAY_LANE),
+            number(r, KafkaRecords.PB_RELAY_EPOCH));
     synchronized (this) {
       byPartition.get(r.partition()).add(p);
     }
   }
 
-  /** How far (next offset) the reader got in {@code partition}. */
+  private static long number(ConsumerRecord<byte[], byte[]> r, String header) {
+    Header h = r.headers().lastHeader(header);
+    try {
+      return h == null ? -1 : Long.parseLong(new String(h.value(), StandardCharsets.US_ASCII));
+    } catch (NumberFormatException e) {
+      return -1;
+    }
+  }
+
+  /**
+   * How far (next offset) the reader got in {@code partition}: past its last record, and past the
+   * transaction markers after it.
+   */
   synchronized long position(int partition) {
+    return Math.max(lastRecordEnd(partition), positions.getOrDefault(partition, 0L));
+  }
+
+  /** The offset after the last record read in {@code partition} (0 for none). */
+  synchronized long lastRecordEnd(int partition) {
     List<Published> l = byPartition.get(partition);
     return l.isEmpty() ? 0 : l.get(l.size() - 1).offset() + 1;
   }

@@ -78,6 +78,15 @@ public final class VerifyCli implements Callable<Integer> {
       description = "Longest allowed time from the heal until everything is applied (default 120).")
   int recoveryBoundSeconds = 120;
 
+  @Option(
+      names = "--relay",
+      description =
+          "Which relay the relay processes run: idempotent (default) or transactional (one"
+              + " transactional producer per lane; a stale publish, counted from the relay epoch"
+              + " header, is then a violation). E.g. --relay transactional --scenarios"
+              + " pauses,kill-9,relay-crash-points.")
+  String relay = "idempotent";
+
   @Option(names = "--scenarios", split = ",", description = "Only these scenarios (default: all).")
   List<String> scenarios = List.of();
 
@@ -104,7 +113,8 @@ public final class VerifyCli implements Callable<Integer> {
         rate,
         scenarios,
         d.toAbsolutePath(),
-        quick ? 2 : 1);
+        quick ? 2 : 1,
+        RelayMode.parse(relay));
   }
 
   public static void main(String[] args) {
@@ -152,7 +162,8 @@ public final class VerifyCli implements Callable<Integer> {
             settings.rate(),
             scenarios.stream().filter(n -> !n.equals(REDIS_WINDOW)).toList(),
             settings.dir(),
-            settings.minFires());
+            settings.minFires(),
+            settings.relay());
     Report report;
     try (Campaign campaign = new Campaign(settings, System.out)) {
       List<ScenarioResult> results =

@@ -53,7 +53,9 @@ class HistoryCheckerTest {
         offsetRecordsChecked,
         failures,
         parked,
-        parked);
+        parked,
+        0,
+        false);
   }
 
   private static ScenarioResult result(String name, Findings f, boolean parking) {

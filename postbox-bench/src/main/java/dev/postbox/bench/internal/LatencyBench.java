@@ -130,8 +130,7 @@ public final class LatencyBench {
   }
 
   /** Offers {@code rate} transactions/s for {@code d}, recording each commit's instant. */
-  private static void offer(
-      WriteBench.BusinessTx tx, int rate, Duration d, Map<UUID, Long> committed)
+  static void offer(WriteBench.BusinessTx tx, int rate, Duration d, Map<UUID, Long> committed)
       throws InterruptedException {
     long start = System.nanoTime();
     long total = (long) (rate * (d.toNanos() / 1e9));

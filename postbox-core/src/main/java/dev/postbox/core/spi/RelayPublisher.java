@@ -37,6 +37,29 @@ public interface RelayPublisher extends AutoCloseable {
     return () -> outcomes;
   }
 
+  /**
+   * Like {@link #send(List)}, also telling the lease under which each message is published: {@code
+   * leases.get(i)} is the lane lease (lane and fencing epoch) of {@code messages.get(i)}'s outbox
+   * row. A publisher may stamp the epoch on the record (so a reader can tell a stale owner's
+   * publish) or publish each lane under its own fenced identity (Kafka's transactional relay). The
+   * relay always calls this method; the default ignores the leases.
+   */
+  default PendingPublish send(List<Message> messages, List<LaneLease> leases)
+      throws InterruptedException {
+    return send(messages);
+  }
+
+  /**
+   * Tells the publisher which lanes the relay owns now, under which epochs; called by the
+   * publishing thread before it claims, whenever the set changed (a lane acquired, re-acquired
+   * under a new epoch, released or lost). A released lane never has a batch in flight; a lost one
+   * may, and the publisher may then fail that batch (its rows are not marked either way). A
+   * publisher that fences per lane sets up its identity for each new lease here (Kafka: {@code
+   * initTransactions}, which fences every earlier owner of the lane) and drops the lanes no longer
+   * owned. Default: does nothing.
+   */
+  default void lanesOwned(java.util.Collection<LaneLease> leases) throws InterruptedException {}
+
   @Override
   void close();
 

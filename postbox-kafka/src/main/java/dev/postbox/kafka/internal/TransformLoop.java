@@ -136,7 +136,7 @@ public final class TransformLoop implements Runnable {
   /** Aborts or replaces {@code producer} as {@code error} requires, and rewinds the batch. */
   private Producer<byte[], byte[]> recover(
       Producer<byte[], byte[]> producer, Exception error, ConsumerRecords<byte[], byte[]> polled) {
-    TransactionErrors.Action action = TransactionErrors.classify(error);
+    TransactionErrors.Action action = TransactionErrors.action(error);
     if (action == TransactionErrors.Action.ABORT) {
       try {
         producer.abortTransaction();

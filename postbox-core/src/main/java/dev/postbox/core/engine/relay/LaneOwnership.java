@@ -177,6 +177,39 @@ final class LaneOwnership {
     }
   }
 
+  /**
+   * Gives up {@code lost} lanes at once (called by the publishing thread when the broker fenced
+   * them: another relay owns them). The release is fenced by epoch in the store, so it changes
+   * nothing if the lane already has a new owner; a lane given up this way is acquired again (under
+   * a new epoch) by whoever takes it next, this relay included.
+   */
+  void loseLanes(Set<Integer> lost) {
+    leaseLock.lock();
+    try {
+      Map<Integer, LaneLease> mine = new HashMap<>(ownership.leases());
+      List<LaneLease> giving = new ArrayList<>();
+      for (Integer lane : lost) {
+        LaneLease l = mine.remove(lane);
+        if (l != null) {
+          giving.add(l);
+        }
+      }
+      if (giving.isEmpty()) {
+        return;
+      }
+      try {
+        store.releaseLeases(owner, giving);
+      } catch (RuntimeException e) {
+        log.warn("relay {}: could not release fenced lanes {} (they expire)", instanceId, lost, e);
+      }
+      ownership = new Ownership(Map.copyOf(mine), ownership.validUntilNanos());
+      log.warn("relay {} gave up lanes {}: the broker fenced them", instanceId, lost);
+      listener.onLanesChanged(new TreeSet<>(mine.keySet()));
+    } finally {
+      leaseLock.unlock();
+    }
+  }
+
   /** The lanes owned now, with their leases and validity. */
   Ownership current() {
     return ownership;

@@ -3,6 +3,7 @@ package dev.postbox.core.engine.relay;
 import dev.postbox.core.CrashPoints;
 import dev.postbox.core.Message;
 import dev.postbox.core.relay.RelayListener;
+import dev.postbox.core.spi.LaneFencedException;
 import dev.postbox.core.spi.LaneLease;
 import dev.postbox.core.spi.OutboxRecord;
 import dev.postbox.core.spi.RelayPublisher;
@@ -13,6 +14,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.BooleanSupplier;
@@ -142,6 +144,9 @@ final class PublishPipeline {
       store.awaitWork(config.pollInterval());
       return;
     }
+    // before every claim: a fencing publisher sets up each new lease here (fencing the lane's
+    // earlier owners), so every row it sends was claimed, under the epoch, after that
+    publisher.lanesOwned(List.copyOf(own.leases().values()));
     Collection<LaneLease> leases = own.leases().values();
     long c0 = ticker.nanos();
     List<OutboxRecord> batch =
@@ -217,14 +222,25 @@ final class PublishPipeline {
       throws InterruptedException {
     CrashPoints.hit(CrashPoints.RELAY_AFTER_CLAIM);
     List<Message> messages = new ArrayList<>(batch.size());
+    List<LaneLease> messageLeases = new ArrayList<>(batch.size());
+    Map<Integer, LaneLease> byLane = new java.util.HashMap<>();
+    for (LaneLease l : leases) {
+      byLane.put(l.lane(), l);
+    }
     PublishOutcome[] decided = UnreadableRows.decide(batch);
     for (int i = 0; i < batch.size(); i++) {
       if (decided == null || decided[i] == null) {
-        messages.add(batch.get(i).message());
+        OutboxRecord r = batch.get(i);
+        LaneLease lease = byLane.get(r.lane());
+        if (lease == null) {
+          throw new IllegalStateException("claimed a row of lane " + r.lane() + ", not owned");
+        }
+        messages.add(r.message());
+        messageLeases.add(lease);
       }
     }
     long p0 = ticker.nanos();
-    RelayPublisher.PendingPublish pending = publisher.send(messages);
+    RelayPublisher.PendingPublish pending = publisher.send(messages, messageLeases);
     return new InFlight(
         List.copyOf(leases),
         batch,
@@ -279,9 +295,18 @@ final class PublishPipeline {
           "publisher returned " + outcomes.size() + " outcomes for " + batch.size() + " messages");
     }
     Settlement s = Settlement.of(batch, outcomes);
+    Set<Integer> fenced = new java.util.TreeSet<>();
     for (Settlement.Failure f : s.failures()) {
       meters.publishFailed();
       listener.onPublishFailed(f.row(), f.outcome().error(), f.outcome().permanent());
+      if (f.outcome().error() instanceof LaneFencedException) {
+        fenced.add(f.row().lane());
+      }
+    }
+    if (!fenced.isEmpty()) {
+      // the broker says another relay owns these lanes: give them up now (fenced by epoch), so
+      // they are acquired again under a new epoch rather than held and failed
+      lanes.loseLanes(fenced);
     }
     CrashPoints.hit(CrashPoints.RELAY_AFTER_ACK_BEFORE_MARK);
     if (!s.acked().isEmpty()) {

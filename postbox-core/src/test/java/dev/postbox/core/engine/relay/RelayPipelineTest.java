@@ -72,6 +72,32 @@ class RelayPipelineTest {
     }
   }
 
+  @Test
+  void thePublisherLearnsTheLeasesBeforeTheClaimAndALaneTheBrokerFencedIsGivenUp()
+      throws Exception {
+    List<LaneLease> released = new CopyOnWriteArrayList<>();
+    MemoryStore store =
+        new MemoryStore(6) {
+          @Override
+          public void releaseLeases(String instanceId, Collection<LaneLease> leases) {
+            released.addAll(leases);
+          }
+        };
+    HandReleasedPublisher publisher = new HandReleasedPublisher();
+    try (Relay relay = startedWithFirstBatchSent(store, publisher)) {
+      LaneLease lease = new LaneLease(0, 1);
+      assertThat(publisher.toldBeforeFirstSend).containsExactly(lease);
+      assertThat(publisher.leases.get(0)).containsExactly(lease, lease);
+      RuntimeException fenced =
+          new dev.postbox.core.spi.LaneFencedException(0, 1, "another relay owns lane 0", null);
+      publisher.release(0, List.of(failed(fenced), failed(fenced)));
+      await().until(() -> released.equals(List.of(lease)));
+      assertThat(relay.ownedLanes()).isEmpty();
+      assertThat(store.published).as("nothing of a fenced lane is marked").isEmpty();
+      assertThat(publisher.sent).as("the batch claimed meanwhile is not sent").hasSize(1);
+    }
+  }
+
   /** A relay on {@code store}, started, once its first batch is handed to {@code publisher}. */
   private static Relay startedWithFirstBatchSent(
       MemoryStore store, HandReleasedPublisher publisher) {
@@ -102,6 +128,24 @@ class RelayPipelineTest {
   /** Records each sent batch's positions; its outcomes come when the test releases them. */
   static final class HandReleasedPublisher implements RelayPublisher {
     final List<List<Long>> sent = new CopyOnWriteArrayList<>();
+    final List<List<LaneLease>> leases = new CopyOnWriteArrayList<>();
+    volatile List<LaneLease> toldBeforeFirstSend;
+    private volatile List<LaneLease> told = List.of();
+
+    @Override
+    public void lanesOwned(Collection<LaneLease> owned) {
+      told = List.copyOf(owned);
+    }
+
+    @Override
+    public PendingPublish send(List<Message> messages, List<LaneLease> leases) {
+      if (toldBeforeFirstSend == null) {
+        toldBeforeFirstSend = told;
+      }
+      this.leases.add(List.copyOf(leases));
+      return send(messages);
+    }
+
     private final List<CompletableFuture<List<PublishOutcome>>> outcomes =
         new CopyOnWriteArrayList<>();
 
@@ -139,7 +183,7 @@ class RelayPipelineTest {
   }
 
   /** One lane, rows 1..n pending; the message key is the position. Thread-safe (synchronized). */
-  static final class MemoryStore extends OneLaneMemoryStore {
+  static class MemoryStore extends OneLaneMemoryStore {
     MemoryStore(int rows) {
       for (long p = 1; p <= rows; p++) {
         Message m = Message.builder("t", "x").key(Long.toString(p)).jsonPayload("{}").build();

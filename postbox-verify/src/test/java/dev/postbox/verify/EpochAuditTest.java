@@ -1,0 +1,40 @@
+package dev.postbox.verify;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.postbox.verify.TopicReader.Published;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.Test;
+
+class EpochAuditTest {
+
+  private static Published record(int partition, long offset, int lane, long epoch) {
+    return new Published(partition, offset, UUID.randomUUID(), "k", offset, 0, lane, epoch);
+  }
+
+  @Test
+  void aRecordOfALowerEpochAfterAHigherOneOfItsLaneInItsPartitionIsStale() {
+    Map<Integer, List<Published>> topic =
+        Map.of(
+            0,
+            List.of(
+                record(0, 0, 7, 1),
+                record(0, 1, 7, 2), // the successor
+                record(0, 2, 7, 1), // the ex-owner's batch lands after it: stale
+                record(0, 3, 8, 1), // another lane: its own history
+                record(0, 4, 7, 2)),
+            1,
+            List.of(record(1, 0, 7, 1))); // another partition: not after epoch 2 there
+    assertThat(EpochAudit.stalePublishes(topic, r -> true)).isEqualTo(1);
+    assertThat(EpochAudit.stalePublishes(topic, r -> r.offset() != 2)).isZero();
+  }
+
+  @Test
+  void recordsWithoutTheHeadersAreLeftOut() {
+    Map<Integer, List<Published>> topic =
+        Map.of(0, List.of(record(0, 0, 7, 3), record(0, 1, -1, -1), record(0, 2, 7, 3)));
+    assertThat(EpochAudit.stalePublishes(topic, r -> true)).isZero();
+  }
+}
