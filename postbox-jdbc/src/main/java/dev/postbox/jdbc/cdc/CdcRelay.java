@@ -37,17 +37,24 @@ import javax.sql.DataSource;
  * order, with the same message ids (duplicates, never loss). A row the broker can never take is
  * marked failed and skipped.
  *
- * <p><b>One active instance per slot.</b> PostgreSQL lets one connection stream a slot at a time.
- * Start the same relay (same slot) on several machines: one streams, the others stand by and retry
- * every {@link Builder#standbyRetryInterval standby interval}, and one of them takes over once the
- * active one's connection is gone (its process died; a hung process's connection is ended by
- * PostgreSQL after {@code wal_sender_timeout}). Run either this relay or the polling relay on an
- * outbox, not both.
+ * <p><b>One active instance per slot, fenced.</b> Start the same relay (same slot) on several
+ * machines: the one holding the slot's lease ({@code postbox_cdc_slot}, renewed every quarter of
+ * the {@link Builder#leaseTtl lease TTL}) streams, the others stand by and try to take the lease
+ * every {@link Builder#standbyRetryInterval standby interval}. A standby takes over when the holder
+ * stops cleanly (at once), crashes, or is paused past its lease (after the TTL): it bumps the
+ * lease's epoch, ends the ex-owner's walsender (so a paused ex-owner's connection, which PostgreSQL
+ * would keep until {@code wal_sender_timeout}, can confirm nothing) and streams from the slot's
+ * confirmed position. A resumed ex-owner finds its lease expired by its own clock before a
+ * successor can have taken it: it sends no new batch, settles no acknowledgement, its marks are
+ * fenced by the epoch, and it stands by. (A batch it had already handed to the broker when it was
+ * paused is delivered when it resumes: those records are older than the successor's position and
+ * come again from the successor; consumers' deduplication absorbs them.) Run either this relay or
+ * the polling relay on an outbox, not both.
  *
  * <p><b>Defaults.</b> slot and publication {@code postbox_cdc_<schema>}; batch size 2,000; status
- * to the server at least every 10 s; standby retry every 1 s; retention of published rows 1 h (zero
- * deletes them), purged every 30 s; backoff 100 ms doubling to 30 s, 50 % jitter; shutdown waits up
- * to 30 s. Thread-safe.
+ * to the server at least every 10 s; standby retry every 1 s; lease TTL 10 s; retention of
+ * published rows 1 h (zero deletes them), purged every 30 s; backoff 100 ms doubling to 30 s, 50 %
+ * jitter; shutdown waits up to 30 s. Thread-safe.
  */
 public final class CdcRelay implements AutoCloseable {
 
@@ -97,6 +104,11 @@ public final class CdcRelay implements AutoCloseable {
     return engine.active();
   }
 
+  /** The slot lease's epoch this instance streams under (0 while it stands by). */
+  public long leaseEpoch() {
+    return engine.leaseEpoch();
+  }
+
   /** The last slot position this instance confirmed ({@code X/Y}; {@code 0/0} if none yet). */
   public String confirmedLsn() {
     return engine.confirmedLsn();
@@ -121,7 +133,12 @@ public final class CdcRelay implements AutoCloseable {
   public Stats stats() {
     CdcEngine.Counters c = engine.counters();
     return new Stats(
-        c.published(), c.publishFailures(), c.unpublishable(), c.marked(), c.batches());
+        c.published(),
+        c.publishFailures(),
+        c.unpublishable(),
+        c.marked(),
+        c.batches(),
+        c.dropped());
   }
 
   /**
@@ -132,9 +149,16 @@ public final class CdcRelay implements AutoCloseable {
    * @param unpublishable rows marked failed and skipped (unreadable, or refused for good)
    * @param marked rows marked published (or deleted)
    * @param batches publish attempts
+   * @param dropped streamed rows dropped unpublished or unsettled because the slot lease was lost
+   *     (the successor publishes them)
    */
   public record Stats(
-      long published, long publishFailures, long unpublishable, long marked, long batches) {}
+      long published,
+      long publishFailures,
+      long unpublishable,
+      long marked,
+      long batches,
+      long dropped) {}
 
   /** Default for {@link Builder#batchSize(int)}. */
   public static final int DEFAULT_BATCH_SIZE = 2_000;
@@ -144,6 +168,9 @@ public final class CdcRelay implements AutoCloseable {
 
   /** Default for {@link Builder#standbyRetryInterval(Duration)}. */
   public static final Duration DEFAULT_STANDBY_RETRY_INTERVAL = Duration.ofSeconds(1);
+
+  /** Default for {@link Builder#leaseTtl(Duration)}. */
+  public static final Duration DEFAULT_LEASE_TTL = Duration.ofSeconds(10);
 
   /** Default for {@link Builder#retention(Duration)}. */
   public static final Duration DEFAULT_RETENTION = Duration.ofHours(1);
@@ -172,6 +199,7 @@ public final class CdcRelay implements AutoCloseable {
     private int batchSize = DEFAULT_BATCH_SIZE;
     private Duration statusInterval = DEFAULT_STATUS_INTERVAL;
     private Duration standbyRetryInterval = DEFAULT_STANDBY_RETRY_INTERVAL;
+    private Duration leaseTtl = DEFAULT_LEASE_TTL;
     private Duration retention = DEFAULT_RETENTION;
     private Duration purgeInterval = DEFAULT_PURGE_INTERVAL;
     private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
@@ -234,6 +262,15 @@ public final class CdcRelay implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Sets the slot lease's time to live (default 10 s): a standby takes over this long after the
+     * active instance crashed or was paused; renewed every quarter of it.
+     */
+    public Builder leaseTtl(Duration leaseTtl) {
+      this.leaseTtl = leaseTtl;
+      return this;
+    }
+
     /** Sets how long published rows are kept (default 1 h); zero deletes them once published. */
     public Builder retention(Duration retention) {
       this.retention = retention;
@@ -280,6 +317,10 @@ public final class CdcRelay implements AutoCloseable {
       }
       requirePositive(statusInterval, "statusInterval");
       requirePositive(standbyRetryInterval, "standbyRetryInterval");
+      requirePositive(leaseTtl, "leaseTtl");
+      if (leaseTtl.compareTo(Duration.ofMillis(200)) < 0) {
+        throw new IllegalArgumentException("leaseTtl must be at least 200 ms, was " + leaseTtl);
+      }
       Objects.requireNonNull(retention, "retention");
       if (retention.isNegative()) {
         throw new IllegalArgumentException("retention must not be negative, was " + retention);
@@ -322,6 +363,7 @@ public final class CdcRelay implements AutoCloseable {
               batchSize,
               statusInterval,
               standbyRetryInterval,
+              leaseTtl,
               retention,
               purgeInterval,
               shutdownTimeout,

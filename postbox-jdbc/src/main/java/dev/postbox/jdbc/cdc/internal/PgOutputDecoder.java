@@ -3,6 +3,8 @@ package dev.postbox.jdbc.cdc.internal;
 import dev.postbox.core.spi.OutboxRecord;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -30,9 +32,12 @@ public final class PgOutputDecoder {
 
   private record Relation(String schema, String name, OutboxTuple tuple) {}
 
+  private static final Instant POSTGRES_EPOCH = Instant.parse("2000-01-01T00:00:00Z");
+
   private final String schema;
   private final Map<Integer, Relation> relations = new HashMap<>();
   private long beginFinalLsn = -1;
+  private Instant commitTime;
   private final List<OutboxRecord> open = new ArrayList<>();
 
   /** A decoder for the outbox table in {@code schema}. */
@@ -54,7 +59,8 @@ public final class PgOutputDecoder {
     byte kind = b.get();
     switch (kind) {
       case 'B' -> {
-        beginFinalLsn = b.getLong(); // then commit timestamp (int64) and xid (int32)
+        beginFinalLsn = b.getLong();
+        commitTime = postgresTime(b.getLong()); // then xid (int32)
         open.clear();
       }
       case 'R' -> relation(b);
@@ -66,7 +72,7 @@ public final class PgOutputDecoder {
         if (beginFinalLsn < 0) {
           throw new IllegalStateException("pgoutput: Commit without Begin");
         }
-        CdcTransaction tx = new CdcTransaction(commitLsn, endLsn, open);
+        CdcTransaction tx = new CdcTransaction(commitLsn, endLsn, commitTime, open);
         open.clear();
         beginFinalLsn = -1;
         return Optional.of(tx);
@@ -87,6 +93,11 @@ public final class PgOutputDecoder {
   public void reset() {
     beginFinalLsn = -1;
     open.clear();
+  }
+
+  /** Microseconds since 2000-01-01 UTC (PostgreSQL's epoch) as an instant. */
+  static Instant postgresTime(long micros) {
+    return POSTGRES_EPOCH.plus(micros, ChronoUnit.MICROS);
   }
 
   private void relation(ByteBuffer b) {

@@ -15,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
+import java.util.function.LongPredicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -44,6 +45,8 @@ public final class PublishLoop {
   private final Backoff backoff;
   private final Sleeper sleeper;
   private final BooleanSupplier running;
+  private final LongPredicate holds;
+  final AtomicLong dropped = new AtomicLong();
   final AtomicLong published = new AtomicLong();
   final AtomicLong publishFailures = new AtomicLong();
   final AtomicLong unpublishable = new AtomicLong();
@@ -57,6 +60,24 @@ public final class PublishLoop {
       Backoff backoff,
       Sleeper sleeper,
       BooleanSupplier running) {
+    this(queue, publisher, marker, batchSize, backoff, sleeper, running, epoch -> true);
+  }
+
+  /**
+   * A loop that publishes only events whose lease epoch {@code holds} tests true, checked before
+   * each send and again before the outcomes are settled: an ex-owner sends no new batch and settles
+   * nothing once its lease is gone.
+   */
+  public PublishLoop(
+      BlockingQueue<CdcEvent> queue,
+      RelayPublisher publisher,
+      Consumer<PublishedRowMarker.Settled> marker,
+      int batchSize,
+      Backoff backoff,
+      Sleeper sleeper,
+      BooleanSupplier running,
+      LongPredicate holds) {
+    this.holds = holds;
     this.queue = queue;
     this.publisher = publisher;
     this.marker = marker;
@@ -77,7 +98,10 @@ public final class PublishLoop {
         }
         batch.add(first);
         queue.drainTo(batch, batchSize - 1);
-        publish(batch);
+        dropStale(batch);
+        if (!batch.isEmpty()) {
+          publish(batch);
+        }
         batch.clear();
       }
     } catch (InterruptedException e) {
@@ -85,10 +109,27 @@ public final class PublishLoop {
     }
   }
 
+  /** Drops the events of an epoch this instance no longer holds (the successor streams them). */
+  private void dropStale(List<CdcEvent> batch) {
+    int before = batch.size();
+    batch.removeIf(e -> !holds.test(e.epoch()));
+    if (batch.size() < before) {
+      dropped.addAndGet(before - batch.size());
+      log.warn(
+          "CDC relay: {} streamed rows dropped unpublished: the slot lease is gone",
+          before - batch.size());
+    }
+  }
+
   private void publish(List<CdcEvent> batch) throws InterruptedException {
     List<CdcEvent> remaining = batch;
     int failures = 0;
+    long epoch = batch.get(0).epoch();
     while (!remaining.isEmpty()) {
+      if (!holds.test(epoch)) {
+        dropped.addAndGet(remaining.size());
+        return; // the successor streams them again
+      }
       List<Message> messages = new ArrayList<>(remaining.size());
       for (CdcEvent e : remaining) {
         if (e.record().readable()) {
@@ -110,6 +151,11 @@ public final class PublishLoop {
         outcomes = null;
       }
       CrashPoints.hit(CRASH_AFTER_ACK_BEFORE_MARK);
+      if (!holds.test(epoch)) {
+        dropped.addAndGet(remaining.size());
+        log.warn("CDC relay: the slot lease was lost during a publish; nothing of it is settled");
+        return;
+      }
       int settled = outcomes == null ? 0 : settle(remaining, outcomes);
       batches.incrementAndGet();
       if (settled == remaining.size()) {
