@@ -104,6 +104,14 @@ public final class CdcRelay implements AutoCloseable {
     return engine.active();
   }
 
+  /**
+   * What the start-up checks warned about (logged at WARN too): today an unbounded {@code
+   * max_slot_wal_keep_size}, under which a slot nobody consumes keeps WAL until the disk is full.
+   */
+  public java.util.List<String> startupWarnings() {
+    return engine.startupWarnings();
+  }
+
   /** The slot lease's epoch this instance streams under (0 while it stands by). */
   public long leaseEpoch() {
     return engine.leaseEpoch();
@@ -138,7 +146,9 @@ public final class CdcRelay implements AutoCloseable {
         c.unpublishable(),
         c.marked(),
         c.batches(),
-        c.dropped());
+        c.dropped(),
+        c.slotRecoveries(),
+        c.republishedFromTable());
   }
 
   /**
@@ -151,6 +161,9 @@ public final class CdcRelay implements AutoCloseable {
    * @param batches publish attempts
    * @param dropped streamed rows dropped unpublished or unsettled because the slot lease was lost
    *     (the successor publishes them)
+   * @param slotRecoveries times this instance found the slot lost (dropped or invalidated) and
+   *     recovered it
+   * @param republishedFromTable pending rows republished from the outbox table by those recoveries
    */
   public record Stats(
       long published,
@@ -158,7 +171,9 @@ public final class CdcRelay implements AutoCloseable {
       long unpublishable,
       long marked,
       long batches,
-      long dropped) {}
+      long dropped,
+      long slotRecoveries,
+      long republishedFromTable) {}
 
   /** Default for {@link Builder#batchSize(int)}. */
   public static final int DEFAULT_BATCH_SIZE = 2_000;

@@ -53,7 +53,9 @@ public final class CdcEngine {
       long unpublishable,
       long marked,
       long batches,
-      long dropped) {}
+      long dropped,
+      long slotRecoveries,
+      long republishedFromTable) {}
 
   private final Config config;
   private final RelayPublisher publisher;
@@ -65,6 +67,7 @@ public final class CdcEngine {
   private PublishLoop publishLoop;
   private PublishedRowMarker marker;
   private SlotLease lease;
+  private SlotRecovery recovery;
   private LeaseKeeper leaseKeeper;
   private Thread leaseThread;
   private Thread streamThread;
@@ -99,6 +102,14 @@ public final class CdcEngine {
             config.leaseTtl(),
             config.ticker());
     lease.ensureRow();
+    recovery =
+        new SlotRecovery(
+            config.instanceId(),
+            config.dataSource(),
+            setup,
+            lease,
+            config.slotName(),
+            config.sleeper());
     AtomicReference<CommitTracker> trackers =
         new AtomicReference<>(new CommitTracker(0, setup.confirmedFlush()));
     BlockingQueue<CdcEvent> queue = new ArrayBlockingQueue<>(config.batchSize() * 4);
@@ -129,6 +140,7 @@ public final class CdcEngine {
             setup,
             new PgOutputDecoder(config.schema()),
             lease,
+            recovery,
             trackers,
             queue,
             config.standbyRetryInterval(),
@@ -181,6 +193,11 @@ public final class CdcEngine {
     return streamer != null && streamer.active();
   }
 
+  /** Warnings of the start-up checks (an unbounded {@code max_slot_wal_keep_size}). */
+  public java.util.List<String> startupWarnings() {
+    return setup.warnings();
+  }
+
   /** The slot lease's epoch this instance streams under (0 while it holds none). */
   public long leaseEpoch() {
     return streamer == null ? 0 : streamer.epoch();
@@ -193,7 +210,7 @@ public final class CdcEngine {
 
   public Counters counters() {
     if (publishLoop == null) {
-      return new Counters(0, 0, 0, 0, 0, 0);
+      return new Counters(0, 0, 0, 0, 0, 0, 0, 0);
     }
     return new Counters(
         publishLoop.published.get(),
@@ -201,7 +218,9 @@ public final class CdcEngine {
         publishLoop.unpublishable.get(),
         marker.marked(),
         publishLoop.batches.get(),
-        publishLoop.dropped.get());
+        publishLoop.dropped.get(),
+        recovery.recoveries.get(),
+        recovery.republished.get());
   }
 
   private static void join(Thread t, Duration timeout) {

@@ -21,7 +21,6 @@ import java.util.Set;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
@@ -92,7 +91,6 @@ public final class PublishedRowMarker {
   private final LinkedBlockingQueue<Settled> queue = new LinkedBlockingQueue<>();
   private volatile boolean stopping;
   private volatile long marked;
-  private final AtomicLong tableRowsSettled = new AtomicLong();
 
   public PublishedRowMarker(
       DataSource dataSource,
@@ -201,8 +199,11 @@ public final class PublishedRowMarker {
     }
   }
 
-  /** Tells the tracker the slot rows of {@code jobs} are done; table rows count apart. */
-  private void done(CommitTracker tracker, List<Settled> jobs) {
+  /**
+   * Tells the tracker the slot rows of {@code jobs} are done (rows republished from the table after
+   * a lost slot confirm no slot position).
+   */
+  private static void done(CommitTracker tracker, List<Settled> jobs) {
     for (int i = jobs.size() - 1; i >= 0; i--) {
       CdcEvent last = jobs.get(i).last();
       if (!last.fromTable()) {
@@ -210,16 +211,6 @@ public final class PublishedRowMarker {
         break;
       }
     }
-    for (Settled s : jobs) {
-      if (s.last().fromTable()) {
-        tableRowsSettled.addAndGet(rows(s));
-      }
-    }
-  }
-
-  /** Rows republished from the table (after a lost slot) that are marked (or marked failed). */
-  public long tableRowsSettled() {
-    return tableRowsSettled.get();
   }
 
   private static int rows(Settled s) {

@@ -43,6 +43,7 @@ public final class SlotStreamer {
   private final ReplicationSetup setup;
   private final PgOutputDecoder decoder;
   private final SlotLease lease;
+  private final SlotRecovery recovery;
   private final AtomicReference<CommitTracker> trackers;
   private final BlockingQueue<CdcEvent> queue;
   private final Duration standbyRetry;
@@ -65,6 +66,7 @@ public final class SlotStreamer {
       ReplicationSetup setup,
       PgOutputDecoder decoder,
       SlotLease lease,
+      SlotRecovery recovery,
       AtomicReference<CommitTracker> trackers,
       BlockingQueue<CdcEvent> queue,
       Duration standbyRetry,
@@ -76,6 +78,7 @@ public final class SlotStreamer {
     this.setup = setup;
     this.decoder = decoder;
     this.lease = lease;
+    this.recovery = recovery;
     this.trackers = trackers;
     this.queue = queue;
     this.standbyRetry = standbyRetry;
@@ -152,7 +155,14 @@ public final class SlotStreamer {
             stream = setup.startStream(c, resumeFrom);
           } catch (SQLException e) {
             if (!ReplicationSetup.SLOT_IN_USE.equals(e.getSQLState())) {
-              throw e;
+              Optional<String> lost = setup.lostReason();
+              if (lost.isEmpty()) {
+                throw e;
+              }
+              recovery.recreate(epoch, lost.get(), true);
+              newTracker();
+              recovery.republish(epoch, queue, () -> reading && !stopped);
+              continue;
             }
             // the ex-owner's walsender is still going away (or was never ended: try again)
             lease.endOtherWalsenders();
@@ -208,15 +218,29 @@ public final class SlotStreamer {
    * PostgreSQL's {@code wal_sender_timeout}; after this it can confirm nothing), and starts a new
    * tracker at the slot's confirmed position, so everything after it is streamed again.
    */
-  private void takeOver(SlotLease.Acquired acquired) {
+  private void takeOver(SlotLease.Acquired acquired) throws SQLException, InterruptedException {
     epoch = acquired.epoch();
     lease.endOtherWalsenders();
+    log.info("CDC relay {}: took the slot's lease (epoch {})", name, epoch);
+    if (acquired.republishFromTable()) {
+      // the previous owner was recovering a lost slot: finish its recovery first
+      Optional<String> lost = setup.lostReason();
+      if (lost.isPresent()) {
+        recovery.recreate(epoch, lost.get(), false);
+      }
+      newTracker();
+      recovery.republish(epoch, queue, () -> reading && !stopped);
+    }
+    newTracker();
+  }
+
+  /** A tracker from the slot's confirmed position (after a take-over or a new slot). */
+  private void newTracker() {
     tracker = new CommitTracker(epoch, setup.confirmedFlush());
     trackers.set(tracker);
     confirmed = tracker.confirmable();
     resumeFrom = 0;
     decoder.reset();
-    log.info("CDC relay {}: took the slot's lease (epoch {})", name, epoch);
   }
 
   private void stream(PGReplicationStream stream) throws SQLException, InterruptedException {
