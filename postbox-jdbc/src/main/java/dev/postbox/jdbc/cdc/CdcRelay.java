@@ -51,10 +51,10 @@ import javax.sql.DataSource;
  * come again from the successor; consumers' deduplication absorbs them.) Run either this relay or
  * the polling relay on an outbox, not both.
  *
- * <p><b>Defaults.</b> slot and publication {@code postbox_cdc_<schema>}; batch size 2,000; status
- * to the server at least every 10 s; standby retry every 1 s; lease TTL 10 s; retention of
- * published rows 1 h (zero deletes them), purged every 30 s; backoff 100 ms doubling to 30 s, 50 %
- * jitter; shutdown waits up to 30 s. Thread-safe.
+ * <p><b>Defaults.</b> slot and publication {@code postbox_cdc_<schema>}; batch size 2,000, up to 4
+ * batches in flight; status to the server at least every 10 s; standby retry every 1 s; lease TTL
+ * 10 s; retention of published rows 1 h (zero deletes them), purged every 30 s; backoff 100 ms
+ * doubling to 30 s, 50 % jitter; shutdown waits up to 30 s. Thread-safe.
  */
 public final class CdcRelay implements AutoCloseable {
 
@@ -178,6 +178,9 @@ public final class CdcRelay implements AutoCloseable {
   /** Default for {@link Builder#batchSize(int)}. */
   public static final int DEFAULT_BATCH_SIZE = 2_000;
 
+  /** Default for {@link Builder#maxInFlightBatches(int)}. */
+  public static final int DEFAULT_MAX_IN_FLIGHT_BATCHES = 4;
+
   /** Default for {@link Builder#statusInterval(Duration)}. */
   public static final Duration DEFAULT_STATUS_INTERVAL = Duration.ofSeconds(10);
 
@@ -212,6 +215,7 @@ public final class CdcRelay implements AutoCloseable {
     private String slotName;
     private String publicationName;
     private int batchSize = DEFAULT_BATCH_SIZE;
+    private int maxInFlightBatches = DEFAULT_MAX_IN_FLIGHT_BATCHES;
     private Duration statusInterval = DEFAULT_STATUS_INTERVAL;
     private Duration standbyRetryInterval = DEFAULT_STANDBY_RETRY_INTERVAL;
     private Duration leaseTtl = DEFAULT_LEASE_TTL;
@@ -258,6 +262,16 @@ public final class CdcRelay implements AutoCloseable {
     /** Sets the most rows published in one batch (default 2,000). */
     public Builder batchSize(int batchSize) {
       this.batchSize = batchSize;
+      return this;
+    }
+
+    /**
+     * Sets how many batches may be in flight to the broker at once (default 4; 1 publishes one
+     * batch at a time). Batches are settled in order, and the slot is confirmed only past events
+     * whose every predecessor was acknowledged.
+     */
+    public Builder maxInFlightBatches(int maxInFlightBatches) {
+      this.maxInFlightBatches = maxInFlightBatches;
       return this;
     }
 
@@ -330,6 +344,10 @@ public final class CdcRelay implements AutoCloseable {
       if (batchSize < 1 || batchSize > 100_000) {
         throw new IllegalArgumentException("batchSize must be in [1, 100000], was " + batchSize);
       }
+      if (maxInFlightBatches < 1 || maxInFlightBatches > 64) {
+        throw new IllegalArgumentException(
+            "maxInFlightBatches must be in [1, 64], was " + maxInFlightBatches);
+      }
       requirePositive(statusInterval, "statusInterval");
       requirePositive(standbyRetryInterval, "standbyRetryInterval");
       requirePositive(leaseTtl, "leaseTtl");
@@ -376,6 +394,7 @@ public final class CdcRelay implements AutoCloseable {
               slot,
               pub,
               batchSize,
+              maxInFlightBatches,
               statusInterval,
               standbyRetryInterval,
               leaseTtl,

@@ -36,6 +36,7 @@ public final class CdcEngine {
       String slotName,
       String publicationName,
       int batchSize,
+      int maxInFlightBatches,
       Duration statusInterval,
       Duration standbyRetryInterval,
       Duration leaseTtl,
@@ -112,7 +113,8 @@ public final class CdcEngine {
             config.sleeper());
     AtomicReference<CommitTracker> trackers =
         new AtomicReference<>(new CommitTracker(0, setup.confirmedFlush()));
-    BlockingQueue<CdcEvent> queue = new ArrayBlockingQueue<>(config.batchSize() * 4);
+    BlockingQueue<CdcEvent> queue =
+        new ArrayBlockingQueue<>(config.batchSize() * (config.maxInFlightBatches() + 3));
     marker =
         new PublishedRowMarker(
             config.dataSource(),
@@ -133,7 +135,8 @@ public final class CdcEngine {
             config.backoff(),
             config.sleeper(),
             () -> running,
-            lease::holds);
+            lease::holds,
+            config.maxInFlightBatches());
     streamer =
         new SlotStreamer(
             config.instanceId(),
