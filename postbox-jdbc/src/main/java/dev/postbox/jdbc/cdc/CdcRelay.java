@@ -181,6 +181,12 @@ public final class CdcRelay implements AutoCloseable {
   /** Default for {@link Builder#maxInFlightBatches(int)}. */
   public static final int DEFAULT_MAX_IN_FLIGHT_BATCHES = 4;
 
+  /** Default for {@link Builder#logicalMessages(boolean)}: only outbox rows. */
+  public static final boolean DEFAULT_LOGICAL_MESSAGES = false;
+
+  /** Default for {@link Builder#messagePrefix(String)}. */
+  public static final String DEFAULT_MESSAGE_PREFIX = EmitMessageOutbox.DEFAULT_PREFIX;
+
   /** Default for {@link Builder#statusInterval(Duration)}. */
   public static final Duration DEFAULT_STATUS_INTERVAL = Duration.ofSeconds(10);
 
@@ -216,6 +222,8 @@ public final class CdcRelay implements AutoCloseable {
     private String publicationName;
     private int batchSize = DEFAULT_BATCH_SIZE;
     private int maxInFlightBatches = DEFAULT_MAX_IN_FLIGHT_BATCHES;
+    private boolean logicalMessages = DEFAULT_LOGICAL_MESSAGES;
+    private String messagePrefix = DEFAULT_MESSAGE_PREFIX;
     private Duration statusInterval = DEFAULT_STATUS_INTERVAL;
     private Duration standbyRetryInterval = DEFAULT_STANDBY_RETRY_INTERVAL;
     private Duration leaseTtl = DEFAULT_LEASE_TTL;
@@ -272,6 +280,22 @@ public final class CdcRelay implements AutoCloseable {
      */
     public Builder maxInFlightBatches(int maxInFlightBatches) {
       this.maxInFlightBatches = maxInFlightBatches;
+      return this;
+    }
+
+    /**
+     * Also publishes the transactional logical messages an {@link EmitMessageOutbox} emits (default
+     * false: outbox rows only). Needs PostgreSQL 14 or newer. Rows and messages of one transaction
+     * go out in the order they were written.
+     */
+    public Builder logicalMessages(boolean logicalMessages) {
+      this.logicalMessages = logicalMessages;
+      return this;
+    }
+
+    /** Sets the prefix of the logical messages published (default {@code postbox.outbox}). */
+    public Builder messagePrefix(String messagePrefix) {
+      this.messagePrefix = messagePrefix;
       return this;
     }
 
@@ -395,6 +419,7 @@ public final class CdcRelay implements AutoCloseable {
               pub,
               batchSize,
               maxInFlightBatches,
+              logicalMessages ? EmitMessageOutbox.create(messagePrefix).prefix() : null,
               statusInterval,
               standbyRetryInterval,
               leaseTtl,

@@ -37,6 +37,7 @@ public final class CdcEngine {
       String publicationName,
       int batchSize,
       int maxInFlightBatches,
+      String messagePrefix,
       Duration statusInterval,
       Duration standbyRetryInterval,
       Duration leaseTtl,
@@ -80,13 +81,14 @@ public final class CdcEngine {
     this.publisher = publisher;
     this.setup =
         new ReplicationSetup(
-            config.dataSource(),
-            config.replicationUrl(),
-            config.replicationProperties(),
-            config.schema(),
-            config.slotName(),
-            config.publicationName(),
-            config.statusInterval());
+                config.dataSource(),
+                config.replicationUrl(),
+                config.replicationProperties(),
+                config.schema(),
+                config.slotName(),
+                config.publicationName(),
+                config.statusInterval())
+            .withLogicalMessages(config.messagePrefix() != null);
   }
 
   /** Prepares the publication and slot, then starts the threads. */
@@ -141,7 +143,7 @@ public final class CdcEngine {
         new SlotStreamer(
             config.instanceId(),
             setup,
-            new PgOutputDecoder(config.schema()),
+            new PgOutputDecoder(config.schema(), config.messagePrefix()),
             lease,
             recovery,
             trackers,

@@ -40,9 +40,20 @@ public final class PgOutputDecoder {
   private Instant commitTime;
   private final List<OutboxRecord> open = new ArrayList<>();
 
+  private final String messagePrefix; // null: logical messages are not outbox messages
+
   /** A decoder for the outbox table in {@code schema}. */
   public PgOutputDecoder(String schema) {
+    this(schema, null);
+  }
+
+  /**
+   * A decoder for the outbox table in {@code schema} and, when {@code messagePrefix} is not null,
+   * for the transactional logical messages with that prefix ({@code EmitMessageOutbox}).
+   */
+  public PgOutputDecoder(String schema, String messagePrefix) {
     this.schema = schema;
+    this.messagePrefix = messagePrefix;
   }
 
   /**
@@ -65,6 +76,7 @@ public final class PgOutputDecoder {
       }
       case 'R' -> relation(b);
       case 'I' -> insert(b);
+      case 'M' -> message(b);
       case 'C' -> {
         b.get(); // flags, unused
         long commitLsn = b.getLong();
@@ -78,7 +90,7 @@ public final class PgOutputDecoder {
         return Optional.of(tx);
       }
       default -> {
-        // 'U', 'D', 'T', 'Y', 'O', 'M' and anything newer: nothing the relay publishes
+        // 'U', 'D', 'T', 'Y', 'O' and anything newer: nothing the relay publishes
       }
     }
     return Optional.empty();
@@ -98,6 +110,27 @@ public final class PgOutputDecoder {
   /** Microseconds since 2000-01-01 UTC (PostgreSQL's epoch) as an instant. */
   static Instant postgresTime(long micros) {
     return POSTGRES_EPOCH.plus(micros, ChronoUnit.MICROS);
+  }
+
+  /**
+   * A logical message (protocol 1: flags, LSN, prefix, length, content). Only transactional ones
+   * with the outbox prefix count; they come between the Begin and the Commit of their transaction,
+   * in the order they were emitted among its inserts.
+   */
+  private void message(ByteBuffer b) {
+    boolean transactional = (b.get() & 1) != 0;
+    b.getLong(); // the message's LSN
+    String prefix = string(b);
+    int len = b.getInt();
+    if (messagePrefix == null || !transactional || !messagePrefix.equals(prefix)) {
+      return;
+    }
+    if (beginFinalLsn < 0) {
+      throw new IllegalStateException("pgoutput: transactional message outside a transaction");
+    }
+    byte[] content = new byte[len];
+    b.get(content);
+    open.add(EmittedEnvelope.read(content));
   }
 
   private void relation(ByteBuffer b) {

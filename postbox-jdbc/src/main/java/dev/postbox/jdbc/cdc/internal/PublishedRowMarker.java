@@ -221,7 +221,10 @@ public final class PublishedRowMarker {
     Map<Long, PublishOutcome.Acknowledged> acked = new LinkedHashMap<>();
     for (Settled s : jobs) {
       for (int i = 0; i < s.acked().size(); i++) {
-        acked.put(s.acked().get(i).position(), s.acks().get(i));
+        long position = s.acked().get(i).position();
+        if (position > 0) { // an emitted message (EmitMessageOutbox) has no row to mark
+          acked.put(position, s.acks().get(i));
+        }
       }
     }
     Set<Long> found = markOnce(acked, jobs, epoch);
@@ -272,6 +275,14 @@ public final class PublishedRowMarker {
           }
           for (Settled s : jobs) {
             for (int i = 0; i < s.failed().size(); i++) {
+              if (s.failed().get(i).position() <= 0) {
+                log.error(
+                    "CDC relay: emitted message {} can never be published ({}); it has no outbox"
+                        + " row to keep it in, so it is skipped",
+                    s.failed().get(i).message().id(),
+                    s.errors().get(i));
+                continue;
+              }
               try (PreparedStatement ps = c.prepareStatement(MARK_FAILED)) {
                 ps.setString(1, s.errors().get(i));
                 ps.setLong(2, s.failed().get(i).position());

@@ -41,6 +41,7 @@ public final class ReplicationSetup {
   private final String slot;
   private final String publication;
   private final Duration statusInterval;
+  private volatile boolean logicalMessages;
   private final java.util.List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
 
   public ReplicationSetup(
@@ -58,6 +59,12 @@ public final class ReplicationSetup {
     this.slot = slot;
     this.publication = publication;
     this.statusInterval = statusInterval;
+  }
+
+  /** Streams the transactional logical messages too (PostgreSQL 14+; {@code EmitMessageOutbox}). */
+  public ReplicationSetup withLogicalMessages(boolean on) {
+    this.logicalMessages = on;
+    return this;
   }
 
   /** The data source's current schema, where the outbox table is. */
@@ -349,6 +356,12 @@ public final class ReplicationSetup {
    * SQLException} with SQLSTATE {@value #SLOT_IN_USE} while another connection streams the slot.
    */
   public PGReplicationStream startStream(Connection c, long startLsn) throws SQLException {
+    return startStream(c, startLsn, false);
+  }
+
+  /** As {@link #startStream(Connection, long)}; {@code messages}: with logical messages (14+). */
+  public PGReplicationStream startStream(Connection c, long startLsn, boolean messages)
+      throws SQLException {
     ChainedLogicalStreamBuilder b =
         c.unwrap(PGConnection.class)
             .getReplicationAPI()
@@ -359,6 +372,9 @@ public final class ReplicationSetup {
             .withSlotOption("publication_names", publication)
             .withStatusInterval(
                 (int) statusInterval.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+    if (messages || logicalMessages) {
+      b = b.withSlotOption("messages", "true");
+    }
     if (startLsn > 0) {
       b = b.withStartPosition(LogSequenceNumber.valueOf(startLsn));
     }
