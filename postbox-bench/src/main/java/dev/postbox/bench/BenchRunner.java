@@ -28,9 +28,10 @@ public final class BenchRunner {
 
   /**
    * Groups run only when asked for with {@code --only} (not in the default run nor CI's quick one):
-   * {@code txrelay}, the transactional relay against the idempotent relay.
+   * {@code txrelay}, the transactional relay against the idempotent relay; {@code cdc}, the CDC
+   * relay against Debezium on a pre-written backlog.
    */
-  public static final List<String> OPT_IN_GROUPS = List.of("txrelay");
+  public static final List<String> OPT_IN_GROUPS = List.of("txrelay", "cdc");
 
   private final BenchConfig config;
   private final PrintStream log;
@@ -81,6 +82,9 @@ public final class BenchRunner {
       }
       if (groups.contains("txrelay")) {
         new dev.postbox.bench.internal.TxRelayBench(env, config).run().forEach(this::record);
+      }
+      if (groups.contains("cdc")) {
+        new dev.postbox.bench.internal.CdcBench(env, config).run().forEach(this::record);
       }
     }
     return new BenchReport(LocalDate.now(), cores(), memoryGb(), config.quick(), results);

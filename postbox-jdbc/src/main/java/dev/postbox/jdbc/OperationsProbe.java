@@ -64,6 +64,15 @@ public final class OperationsProbe {
           + "         OR (h.msg_key = o.msg_key AND h.position < o.position))))"
           + "   ELSE 0 END)";
 
+  // The CDC relays' slots, from their lease rows (V13) and pg_replication_slots.
+  private static final String CDC_SLOTS =
+      "SELECT l.slot_name, s.slot_name IS NOT NULL, coalesce(s.active, false), %s,"
+          + " CASE WHEN s.slot_name IS NULL THEN -1"
+          + "   ELSE greatest(0, pg_wal_lsn_diff(pg_current_wal_lsn(), s.confirmed_flush_lsn)) END,"
+          + " extract(epoch FROM clock_timestamp() - l.behind_since), %s, l.slot_recoveries"
+          + " FROM postbox_cdc_slot l LEFT JOIN pg_replication_slots s ON s.slot_name = l.slot_name"
+          + "   AND s.database = current_database() ORDER BY l.slot_name";
+
   /**
    * One reading.
    *
@@ -100,9 +109,17 @@ public final class OperationsProbe {
   private final ReentrantLock lock = new ReentrantLock();
   private Snapshot cached; // guarded by lock
   private long cachedAtNanos; // guarded by lock
+  private java.util.List<CdcSlotState> cachedSlots; // guarded by lock
+  private long slotsCachedAtNanos; // guarded by lock
+  private final java.util.Set<String> cdcSlotNames;
 
   private OperationsProbe(
-      DataSource dataSource, Duration stuckThreshold, Duration cacheFor, Ticker ticker) {
+      DataSource dataSource,
+      Duration stuckThreshold,
+      Duration cacheFor,
+      Ticker ticker,
+      java.util.Set<String> cdcSlotNames) {
+    this.cdcSlotNames = java.util.Set.copyOf(cdcSlotNames);
     this.dataSource = dataSource;
     this.stuckThreshold = stuckThreshold;
     this.cacheFor = cacheFor;
@@ -148,9 +165,58 @@ public final class OperationsProbe {
   }
 
   /**
+   * Reads the CDC relays' replication slots now (those with a lease row in {@code
+   * postbox_cdc_slot}): lag in bytes and as age, whether streamed, whether lost. Empty when no CDC
+   * relay ever ran on this schema.
+   *
+   * @throws OutboxException if the database fails
+   */
+  public java.util.List<CdcSlotState> cdcSlots() {
+    try (Connection c = dataSource.getConnection()) {
+      boolean pg13 = c.getMetaData().getDatabaseMajorVersion() >= 13;
+      try (PreparedStatement exists =
+              c.prepareStatement("SELECT to_regclass('postbox_cdc_slot') IS NOT NULL");
+          ResultSet e = exists.executeQuery()) {
+        e.next();
+        if (!e.getBoolean(1)) {
+          return java.util.List.of();
+        }
+      }
+      String sql =
+          String.format(
+              CDC_SLOTS,
+              pg13 ? "s.wal_status" : "NULL::text",
+              pg13 ? "s.safe_wal_size" : "NULL::bigint");
+      java.util.List<CdcSlotState> slots = new java.util.ArrayList<>();
+      try (PreparedStatement ps = c.prepareStatement(sql);
+          ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          long lag = rs.getLong(5);
+          long safe = rs.getLong(7);
+          boolean safeKnown = !rs.wasNull();
+          slots.add(
+              new CdcSlotState(
+                  rs.getString(1),
+                  rs.getBoolean(2),
+                  rs.getBoolean(3),
+                  java.util.Optional.ofNullable(rs.getString(4)),
+                  lag,
+                  lag == 0 ? Duration.ZERO : seconds(rs.getDouble(6)),
+                  safeKnown ? java.util.Optional.of(safe) : java.util.Optional.empty(),
+                  rs.getLong(8)));
+        }
+      }
+      return slots;
+    } catch (SQLException e) {
+      throw new OutboxException("reading the CDC relay's replication slots failed", e);
+    }
+  }
+
+  /**
    * Registers the {@code postbox.outbox.*}, {@code postbox.deadletters.*} and {@code
-   * postbox.parked.*} gauges (no tags) on {@code metrics}; returns this probe. A gauge read fails
-   * soft: NaN when the database cannot be reached.
+   * postbox.parked.*} gauges (no tags), and the {@code postbox.cdc.slot.*} gauges (tag {@code
+   * slot}) of the CDC relay slots (see {@link Builder#cdcSlots}) on {@code metrics}; returns this
+   * probe. A gauge read fails soft: NaN when the database cannot be reached.
    */
   public OperationsProbe bindTo(PostboxMetrics metrics) {
     gauge(metrics, MetricName.OUTBOX_PENDING, Snapshot::outboxPending);
@@ -164,7 +230,59 @@ public final class OperationsProbe {
     gauge(metrics, MetricName.PARKED_MESSAGES, Snapshot::parkedMessages);
     gauge(metrics, MetricName.PARKED_KEYS, Snapshot::parkedKeys);
     gauge(metrics, MetricName.PARKED_OLDEST_AGE, s -> secs(s.parkedOldestAge()));
+    java.util.Set<String> slots = new java.util.TreeSet<>(cdcSlotNames);
+    if (slots.isEmpty()) {
+      try {
+        cdcSlots().forEach(s -> slots.add(s.slot()));
+      } catch (OutboxException e) {
+        // no CDC gauges: the database cannot be read now
+      }
+    }
+    for (String slot : slots) {
+      slotGauge(
+          metrics, MetricName.CDC_SLOT_LAG, slot, s -> s.present() ? s.lagBytes() : Double.NaN);
+      slotGauge(metrics, MetricName.CDC_SLOT_LAG_AGE, slot, s -> secs(s.lagAge()));
+      slotGauge(metrics, MetricName.CDC_SLOT_LOST, slot, s -> s.lost() ? 1 : 0);
+      slotGauge(metrics, MetricName.CDC_SLOT_RECOVERIES, slot, CdcSlotState::recoveries);
+    }
     return this;
+  }
+
+  private void slotGauge(
+      PostboxMetrics metrics, MetricName name, String slot, ToDoubleFunction<CdcSlotState> f) {
+    metrics.gauge(
+        name,
+        Tags.of("slot", slot),
+        () -> {
+          java.util.List<CdcSlotState> all = cachedSlots();
+          if (all == null) {
+            return Double.NaN;
+          }
+          for (CdcSlotState s : all) {
+            if (s.slot().equals(slot)) {
+              return f.applyAsDouble(s);
+            }
+          }
+          return name == MetricName.CDC_SLOT_LOST ? 1 : Double.NaN;
+        });
+  }
+
+  /** The last slot reading if younger than the cache time, else a new one; null if it failed. */
+  private java.util.List<CdcSlotState> cachedSlots() {
+    lock.lock();
+    try {
+      if (cachedSlots == null || ticker.elapsedSince(slotsCachedAtNanos).compareTo(cacheFor) > 0) {
+        try {
+          cachedSlots = cdcSlots();
+          slotsCachedAtNanos = ticker.nanos();
+        } catch (OutboxException e) {
+          cachedSlots = null;
+        }
+      }
+      return cachedSlots;
+    } finally {
+      lock.unlock();
+    }
   }
 
   private void gauge(PostboxMetrics metrics, MetricName name, ToDoubleFunction<Snapshot> f) {
@@ -209,6 +327,7 @@ public final class OperationsProbe {
     private Duration stuckThreshold = Duration.ofSeconds(60);
     private Duration cacheFor = Duration.ofSeconds(1);
     private Ticker ticker = Ticker.SYSTEM;
+    private final java.util.Set<String> cdcSlots = new java.util.TreeSet<>();
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -226,6 +345,17 @@ public final class OperationsProbe {
       return this;
     }
 
+    /**
+     * Names the CDC relay slots whose {@code postbox.cdc.slot.*} gauges {@link #bindTo} registers
+     * (default: those with a lease row when {@code bindTo} runs).
+     */
+    public Builder cdcSlots(String... slots) {
+      for (String s : slots) {
+        cdcSlots.add(Objects.requireNonNull(s, "slot"));
+      }
+      return this;
+    }
+
     /** Sets the monotonic time the cache is aged by (tests; default {@link Ticker#SYSTEM}). */
     Builder ticker(Ticker ticker) {
       this.ticker = Objects.requireNonNull(ticker, "ticker");
@@ -240,7 +370,7 @@ public final class OperationsProbe {
       if (cacheFor.isNegative()) {
         throw new IllegalArgumentException("cacheFor must not be negative");
       }
-      return new OperationsProbe(dataSource, stuckThreshold, cacheFor, ticker);
+      return new OperationsProbe(dataSource, stuckThreshold, cacheFor, ticker, cdcSlots);
     }
   }
 }

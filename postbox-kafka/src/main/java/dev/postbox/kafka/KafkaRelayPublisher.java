@@ -164,12 +164,59 @@ public final class KafkaRelayPublisher implements RelayPublisher {
     if (transactional != null) {
       return transactional.send(messages, leases);
     }
-    int n = messages.size();
-    PublishOutcome[] outcomes = new PublishOutcome[n];
-    if (n == 0) {
+    if (messages.isEmpty()) {
       return List::of;
     }
-    Producer<byte[], byte[]> p = producer();
+    return sendOn(producer(), messages, leases);
+  }
+
+  /**
+   * Sends on the producer that carries {@code previous}, so Kafka's idempotent producer keeps the
+   * records of both in send order per partition and appends nothing after a gap; if that producer
+   * was discarded (a record of an earlier batch failed), nothing of this batch is sent: every
+   * message is reported failed (not permanent), to be published again after the failed one.
+   */
+  @Override
+  public PendingPublish sendAfter(PendingPublish previous, List<Message> messages)
+      throws InterruptedException {
+    if (transactional != null) {
+      throw new IllegalStateException("the transactional relay does not pipeline batches");
+    }
+    if (!(previous instanceof Sent sent)) {
+      return RelayPublisher.super.sendAfter(previous, messages);
+    }
+    if (messages.isEmpty()) {
+      return List::of;
+    }
+    synchronized (lock) {
+      if (closed || producer != sent.producer()) {
+        PublishOutcome notSent =
+            new PublishOutcome.Failed(
+                new IllegalStateException("not sent: an earlier batch failed"), false);
+        List<PublishOutcome> all = java.util.Collections.nCopies(messages.size(), notSent);
+        return () -> all;
+      }
+    }
+    sent.followed().set(true);
+    return sendOn(sent.producer(), messages, null);
+  }
+
+  /** A batch handed to a producer: its outcomes, and the producer that carries it. */
+  private record Sent(
+      Producer<byte[], byte[]> producer,
+      java.util.concurrent.atomic.AtomicBoolean followed,
+      PendingPublish outcomesOf)
+      implements PendingPublish {
+    @Override
+    public List<PublishOutcome> outcomes() throws InterruptedException {
+      return outcomesOf.outcomes();
+    }
+  }
+
+  private PendingPublish sendOn(
+      Producer<byte[], byte[]> p, List<Message> messages, List<LaneLease> leases) {
+    int n = messages.size();
+    PublishOutcome[] outcomes = new PublishOutcome[n];
     CountDownLatch done = new CountDownLatch(n);
     Thread sender = Thread.currentThread();
     Throwable[] refused = new Throwable[1]; // a failure reported while p.send() ran: not sent
@@ -237,27 +284,37 @@ public final class KafkaRelayPublisher implements RelayPublisher {
         discard(p, error);
       }
     }
-    return () -> {
-      try {
-        p.flush(); // send what lingers now that the relay waits for it
-      } catch (RuntimeException e) {
-        log.debug("flush after a discarded producer: {}", e.toString());
-      }
-      long deliveryMs =
-          Long.parseLong(config.get(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG).toString());
-      if (!done.await(deliveryMs + 30_000, TimeUnit.MILLISECONDS)) {
-        discard(p, new IllegalStateException("no outcome within the delivery timeout"));
-      }
-      PublishOutcome[] out = new PublishOutcome[n];
-      for (int i = 0; i < n; i++) {
-        // null only if the producer never reported: treat as not acknowledged
-        out[i] =
-            outcomes[i] != null
-                ? outcomes[i]
-                : new PublishOutcome.Failed(new IllegalStateException("no outcome"), false);
-      }
-      return Arrays.asList(out);
-    };
+    java.util.concurrent.atomic.AtomicBoolean followed =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    return new Sent(
+        p,
+        followed,
+        () -> {
+          if (!followed.get()) {
+            // send what lingers now that the relay waits for it; a batch sent after this one
+            // (pipelined)
+            // would be waited for too, so then the records go out within linger.ms by themselves
+            try {
+              p.flush();
+            } catch (RuntimeException e) {
+              log.debug("flush after a discarded producer: {}", e.toString());
+            }
+          }
+          long deliveryMs =
+              Long.parseLong(config.get(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG).toString());
+          if (!done.await(deliveryMs + 30_000, TimeUnit.MILLISECONDS)) {
+            discard(p, new IllegalStateException("no outcome within the delivery timeout"));
+          }
+          PublishOutcome[] out = new PublishOutcome[n];
+          for (int i = 0; i < n; i++) {
+            // null only if the producer never reported: treat as not acknowledged
+            out[i] =
+                outcomes[i] != null
+                    ? outcomes[i]
+                    : new PublishOutcome.Failed(new IllegalStateException("no outcome"), false);
+          }
+          return Arrays.asList(out);
+        });
   }
 
   /**

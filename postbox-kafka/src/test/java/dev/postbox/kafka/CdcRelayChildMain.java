@@ -20,6 +20,7 @@ public final class CdcRelayChildMain {
                 .instanceId(args[2])
                 .batchSize(Integer.parseInt(args[3]))
                 .standbyRetryInterval(Duration.ofMillis(100))
+                .leaseTtl(Duration.ofSeconds(3))
                 .build()) {
       relay.start();
       System.out.println("cdc relay started");

@@ -78,6 +78,7 @@ class CdcRelayIT {
             .instanceId(id)
             .batchSize(batchSize)
             .standbyRetryInterval(Duration.ofMillis(100))
+            .leaseTtl(Duration.ofSeconds(3))
             .build();
     relays.add(r);
     slot = r.slotName();

@@ -12,7 +12,8 @@ import java.util.List;
  * reads the group's committed offsets from outside, so they keep growing while every consumer of
  * the group is stopped. {@code postbox.relay.*} come from a running relay; {@code
  * postbox.outbox.*}, {@code postbox.deadletters.*} and {@code postbox.parked.*} from {@code
- * OperationsProbe}, which reads the tables.
+ * OperationsProbe}, which reads the tables, and so do {@code postbox.cdc.slot.*} (from the
+ * replication slots and the CDC relay's lease table).
  */
 public enum MetricName {
   CONSUMER_PROCESSED(
@@ -247,7 +248,36 @@ public enum MetricName {
       "postbox.parked.oldest.age",
       Kind.GAUGE,
       "seconds",
-      "Age of the oldest parked message (since it was parked); 0 when none");
+      "Age of the oldest parked message (since it was parked); 0 when none"),
+  CDC_SLOT_LAG(
+      "postbox.cdc.slot.lag",
+      Kind.GAUGE,
+      "bytes",
+      "WAL the CDC relay's replication slot holds back: the server's current WAL position minus the"
+          + " slot's confirmed position (NaN when the slot is missing)",
+      "slot"),
+  CDC_SLOT_LAG_AGE(
+      "postbox.cdc.slot.lag.age",
+      Kind.GAUGE,
+      "seconds",
+      "How long the CDC relay's slot has been behind: since the commit of the oldest transaction"
+          + " streamed and not confirmed, or since the last lease renewal of its relay (so it keeps"
+          + " growing while no relay runs); 0 when the slot holds no WAL back",
+      "slot"),
+  CDC_SLOT_LOST(
+      "postbox.cdc.slot.lost",
+      Kind.GAUGE,
+      null,
+      "1 when the CDC relay's slot is missing (dropped) or invalidated (its WAL removed under"
+          + " max_slot_wal_keep_size), else 0",
+      "slot"),
+  CDC_SLOT_RECOVERIES(
+      "postbox.cdc.slot.recoveries",
+      Kind.GAUGE,
+      null,
+      "Times the CDC relay found its slot lost and recovered (created it again and republished"
+          + " the outbox's pending rows)",
+      "slot");
 
   /** What kind of instrument a metric is. */
   public enum Kind {

@@ -60,6 +60,31 @@ public interface RelayPublisher extends AutoCloseable {
    */
   default void lanesOwned(java.util.Collection<LaneLease> leases) throws InterruptedException {}
 
+  /**
+   * Sends {@code messages} after {@code previous} (returned by {@link #send} or this method), which
+   * may still be in flight: several batches in flight at once, for a relay that pipelines (the CDC
+   * relay). The ordering contract above extends across the pair: if a message of {@code previous}
+   * fails, no message of this batch may be appended ahead of a later resend of the failed one. A
+   * publisher that cannot promise that for a batch reports every message of it failed (not
+   * permanent), without sending it.
+   *
+   * <p>Default: waits for {@code previous}'s outcomes, then sends this batch if all of them were
+   * acknowledged, else reports it failed without sending it (correct, not pipelined).
+   */
+  default PendingPublish sendAfter(PendingPublish previous, List<Message> messages)
+      throws InterruptedException {
+    for (PublishOutcome o : previous.outcomes()) {
+      if (!(o instanceof PublishOutcome.Acknowledged)) {
+        PublishOutcome notSent =
+            new PublishOutcome.Failed(
+                new IllegalStateException("not sent: an earlier batch failed"), false);
+        List<PublishOutcome> all = java.util.Collections.nCopies(messages.size(), notSent);
+        return () -> all;
+      }
+    }
+    return send(messages);
+  }
+
   @Override
   void close();
 

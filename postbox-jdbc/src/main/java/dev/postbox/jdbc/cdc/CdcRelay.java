@@ -37,17 +37,24 @@ import javax.sql.DataSource;
  * order, with the same message ids (duplicates, never loss). A row the broker can never take is
  * marked failed and skipped.
  *
- * <p><b>One active instance per slot.</b> PostgreSQL lets one connection stream a slot at a time.
- * Start the same relay (same slot) on several machines: one streams, the others stand by and retry
- * every {@link Builder#standbyRetryInterval standby interval}, and one of them takes over once the
- * active one's connection is gone (its process died; a hung process's connection is ended by
- * PostgreSQL after {@code wal_sender_timeout}). Run either this relay or the polling relay on an
- * outbox, not both.
+ * <p><b>One active instance per slot, fenced.</b> Start the same relay (same slot) on several
+ * machines: the one holding the slot's lease ({@code postbox_cdc_slot}, renewed every quarter of
+ * the {@link Builder#leaseTtl lease TTL}) streams, the others stand by and try to take the lease
+ * every {@link Builder#standbyRetryInterval standby interval}. A standby takes over when the holder
+ * stops cleanly (at once), crashes, or is paused past its lease (after the TTL): it bumps the
+ * lease's epoch, ends the ex-owner's walsender (so a paused ex-owner's connection, which PostgreSQL
+ * would keep until {@code wal_sender_timeout}, can confirm nothing) and streams from the slot's
+ * confirmed position. A resumed ex-owner finds its lease expired by its own clock before a
+ * successor can have taken it: it sends no new batch, settles no acknowledgement, its marks are
+ * fenced by the epoch, and it stands by. (A batch it had already handed to the broker when it was
+ * paused is delivered when it resumes: those records are older than the successor's position and
+ * come again from the successor; consumers' deduplication absorbs them.) Run either this relay or
+ * the polling relay on an outbox, not both.
  *
- * <p><b>Defaults.</b> slot and publication {@code postbox_cdc_<schema>}; batch size 2,000; status
- * to the server at least every 10 s; standby retry every 1 s; retention of published rows 1 h (zero
- * deletes them), purged every 30 s; backoff 100 ms doubling to 30 s, 50 % jitter; shutdown waits up
- * to 30 s. Thread-safe.
+ * <p><b>Defaults.</b> slot and publication {@code postbox_cdc_<schema>}; batch size 2,000, up to 4
+ * batches in flight; status to the server at least every 10 s; standby retry every 1 s; lease TTL
+ * 10 s; retention of published rows 1 h (zero deletes them), purged every 30 s; backoff 100 ms
+ * doubling to 30 s, 50 % jitter; shutdown waits up to 30 s. Thread-safe.
  */
 public final class CdcRelay implements AutoCloseable {
 
@@ -97,6 +104,19 @@ public final class CdcRelay implements AutoCloseable {
     return engine.active();
   }
 
+  /**
+   * What the start-up checks warned about (logged at WARN too): today an unbounded {@code
+   * max_slot_wal_keep_size}, under which a slot nobody consumes keeps WAL until the disk is full.
+   */
+  public java.util.List<String> startupWarnings() {
+    return engine.startupWarnings();
+  }
+
+  /** The slot lease's epoch this instance streams under (0 while it stands by). */
+  public long leaseEpoch() {
+    return engine.leaseEpoch();
+  }
+
   /** The last slot position this instance confirmed ({@code X/Y}; {@code 0/0} if none yet). */
   public String confirmedLsn() {
     return engine.confirmedLsn();
@@ -121,7 +141,14 @@ public final class CdcRelay implements AutoCloseable {
   public Stats stats() {
     CdcEngine.Counters c = engine.counters();
     return new Stats(
-        c.published(), c.publishFailures(), c.unpublishable(), c.marked(), c.batches());
+        c.published(),
+        c.publishFailures(),
+        c.unpublishable(),
+        c.marked(),
+        c.batches(),
+        c.dropped(),
+        c.slotRecoveries(),
+        c.republishedFromTable());
   }
 
   /**
@@ -132,18 +159,42 @@ public final class CdcRelay implements AutoCloseable {
    * @param unpublishable rows marked failed and skipped (unreadable, or refused for good)
    * @param marked rows marked published (or deleted)
    * @param batches publish attempts
+   * @param dropped streamed rows dropped unpublished or unsettled because the slot lease was lost
+   *     (the successor publishes them)
+   * @param slotRecoveries times this instance found the slot lost (dropped or invalidated) and
+   *     recovered it
+   * @param republishedFromTable pending rows republished from the outbox table by those recoveries
    */
   public record Stats(
-      long published, long publishFailures, long unpublishable, long marked, long batches) {}
+      long published,
+      long publishFailures,
+      long unpublishable,
+      long marked,
+      long batches,
+      long dropped,
+      long slotRecoveries,
+      long republishedFromTable) {}
 
   /** Default for {@link Builder#batchSize(int)}. */
   public static final int DEFAULT_BATCH_SIZE = 2_000;
+
+  /** Default for {@link Builder#maxInFlightBatches(int)}. */
+  public static final int DEFAULT_MAX_IN_FLIGHT_BATCHES = 4;
+
+  /** Default for {@link Builder#logicalMessages(boolean)}: only outbox rows. */
+  public static final boolean DEFAULT_LOGICAL_MESSAGES = false;
+
+  /** Default for {@link Builder#messagePrefix(String)}. */
+  public static final String DEFAULT_MESSAGE_PREFIX = EmitMessageOutbox.DEFAULT_PREFIX;
 
   /** Default for {@link Builder#statusInterval(Duration)}. */
   public static final Duration DEFAULT_STATUS_INTERVAL = Duration.ofSeconds(10);
 
   /** Default for {@link Builder#standbyRetryInterval(Duration)}. */
   public static final Duration DEFAULT_STANDBY_RETRY_INTERVAL = Duration.ofSeconds(1);
+
+  /** Default for {@link Builder#leaseTtl(Duration)}. */
+  public static final Duration DEFAULT_LEASE_TTL = Duration.ofSeconds(10);
 
   /** Default for {@link Builder#retention(Duration)}. */
   public static final Duration DEFAULT_RETENTION = Duration.ofHours(1);
@@ -170,8 +221,12 @@ public final class CdcRelay implements AutoCloseable {
     private String slotName;
     private String publicationName;
     private int batchSize = DEFAULT_BATCH_SIZE;
+    private int maxInFlightBatches = DEFAULT_MAX_IN_FLIGHT_BATCHES;
+    private boolean logicalMessages = DEFAULT_LOGICAL_MESSAGES;
+    private String messagePrefix = DEFAULT_MESSAGE_PREFIX;
     private Duration statusInterval = DEFAULT_STATUS_INTERVAL;
     private Duration standbyRetryInterval = DEFAULT_STANDBY_RETRY_INTERVAL;
+    private Duration leaseTtl = DEFAULT_LEASE_TTL;
     private Duration retention = DEFAULT_RETENTION;
     private Duration purgeInterval = DEFAULT_PURGE_INTERVAL;
     private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
@@ -219,6 +274,32 @@ public final class CdcRelay implements AutoCloseable {
     }
 
     /**
+     * Sets how many batches may be in flight to the broker at once (default 4; 1 publishes one
+     * batch at a time). Batches are settled in order, and the slot is confirmed only past events
+     * whose every predecessor was acknowledged.
+     */
+    public Builder maxInFlightBatches(int maxInFlightBatches) {
+      this.maxInFlightBatches = maxInFlightBatches;
+      return this;
+    }
+
+    /**
+     * Also publishes the transactional logical messages an {@link EmitMessageOutbox} emits (default
+     * false: outbox rows only). Needs PostgreSQL 14 or newer. Rows and messages of one transaction
+     * go out in the order they were written.
+     */
+    public Builder logicalMessages(boolean logicalMessages) {
+      this.logicalMessages = logicalMessages;
+      return this;
+    }
+
+    /** Sets the prefix of the logical messages published (default {@code postbox.outbox}). */
+    public Builder messagePrefix(String messagePrefix) {
+      this.messagePrefix = messagePrefix;
+      return this;
+    }
+
+    /**
      * Sets the longest time between two status messages to the server (default 10 s; a new
      * confirmed position is sent at once). Keep it well below the server's {@code
      * wal_sender_timeout}.
@@ -231,6 +312,15 @@ public final class CdcRelay implements AutoCloseable {
     /** Sets how often a standby tries to take the slot (default 1 s). */
     public Builder standbyRetryInterval(Duration standbyRetryInterval) {
       this.standbyRetryInterval = standbyRetryInterval;
+      return this;
+    }
+
+    /**
+     * Sets the slot lease's time to live (default 10 s): a standby takes over this long after the
+     * active instance crashed or was paused; renewed every quarter of it.
+     */
+    public Builder leaseTtl(Duration leaseTtl) {
+      this.leaseTtl = leaseTtl;
       return this;
     }
 
@@ -278,8 +368,16 @@ public final class CdcRelay implements AutoCloseable {
       if (batchSize < 1 || batchSize > 100_000) {
         throw new IllegalArgumentException("batchSize must be in [1, 100000], was " + batchSize);
       }
+      if (maxInFlightBatches < 1 || maxInFlightBatches > 64) {
+        throw new IllegalArgumentException(
+            "maxInFlightBatches must be in [1, 64], was " + maxInFlightBatches);
+      }
       requirePositive(statusInterval, "statusInterval");
       requirePositive(standbyRetryInterval, "standbyRetryInterval");
+      requirePositive(leaseTtl, "leaseTtl");
+      if (leaseTtl.compareTo(Duration.ofMillis(200)) < 0) {
+        throw new IllegalArgumentException("leaseTtl must be at least 200 ms, was " + leaseTtl);
+      }
       Objects.requireNonNull(retention, "retention");
       if (retention.isNegative()) {
         throw new IllegalArgumentException("retention must not be negative, was " + retention);
@@ -320,8 +418,11 @@ public final class CdcRelay implements AutoCloseable {
               slot,
               pub,
               batchSize,
+              maxInFlightBatches,
+              logicalMessages ? EmitMessageOutbox.create(messagePrefix).prefix() : null,
               statusInterval,
               standbyRetryInterval,
+              leaseTtl,
               retention,
               purgeInterval,
               shutdownTimeout,

@@ -9,16 +9,18 @@ import java.util.Properties;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.postgresql.replication.LogSequenceNumber;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Wires the CDC relay's three threads and their order of shutdown: the {@link SlotStreamer} (reads
- * the slot, confirms), the {@link PublishLoop} (publishes) and the {@link PublishedRowMarker}
- * (marks, then lets the tracker advance). A clean close stops reading, lets the batch in flight be
- * acknowledged and marked, confirms what is done, and only then lets go of the slot.
+ * Wires the CDC relay's threads and their order of shutdown: the {@link LeaseKeeper} (renews the
+ * slot lease), the {@link SlotStreamer} (reads the slot, confirms), the {@link PublishLoop}
+ * (publishes) and the {@link PublishedRowMarker} (marks, then lets the tracker advance). A clean
+ * close stops reading, lets the batch in flight be acknowledged and marked, confirms what is done,
+ * and only then lets go of the slot.
  */
 public final class CdcEngine {
 
@@ -34,8 +36,11 @@ public final class CdcEngine {
       String slotName,
       String publicationName,
       int batchSize,
+      int maxInFlightBatches,
+      String messagePrefix,
       Duration statusInterval,
       Duration standbyRetryInterval,
+      Duration leaseTtl,
       Duration retention,
       Duration purgeInterval,
       Duration shutdownTimeout,
@@ -45,7 +50,14 @@ public final class CdcEngine {
 
   /** Counters since start. */
   public record Counters(
-      long published, long publishFailures, long unpublishable, long marked, long batches) {}
+      long published,
+      long publishFailures,
+      long unpublishable,
+      long marked,
+      long batches,
+      long dropped,
+      long slotRecoveries,
+      long republishedFromTable) {}
 
   private final Config config;
   private final RelayPublisher publisher;
@@ -56,6 +68,10 @@ public final class CdcEngine {
   private SlotStreamer streamer;
   private PublishLoop publishLoop;
   private PublishedRowMarker marker;
+  private SlotLease lease;
+  private SlotRecovery recovery;
+  private LeaseKeeper leaseKeeper;
+  private Thread leaseThread;
   private Thread streamThread;
   private Thread publishThread;
   private Thread markThread;
@@ -65,13 +81,14 @@ public final class CdcEngine {
     this.publisher = publisher;
     this.setup =
         new ReplicationSetup(
-            config.dataSource(),
-            config.replicationUrl(),
-            config.replicationProperties(),
-            config.schema(),
-            config.slotName(),
-            config.publicationName(),
-            config.statusInterval());
+                config.dataSource(),
+                config.replicationUrl(),
+                config.replicationProperties(),
+                config.schema(),
+                config.slotName(),
+                config.publicationName(),
+                config.statusInterval())
+            .withLogicalMessages(config.messagePrefix() != null);
   }
 
   /** Prepares the publication and slot, then starts the threads. */
@@ -80,12 +97,31 @@ public final class CdcEngine {
       throw new IllegalStateException("CDC relay " + config.instanceId() + " was already started");
     }
     setup.prepare();
-    CommitTracker tracker = new CommitTracker(setup.confirmedFlush());
-    BlockingQueue<CdcEvent> queue = new ArrayBlockingQueue<>(config.batchSize() * 4);
+    lease =
+        new SlotLease(
+            config.dataSource(),
+            config.slotName(),
+            config.instanceId(),
+            config.leaseTtl(),
+            config.ticker());
+    lease.ensureRow();
+    recovery =
+        new SlotRecovery(
+            config.instanceId(),
+            config.dataSource(),
+            setup,
+            lease,
+            config.slotName(),
+            config.sleeper());
+    AtomicReference<CommitTracker> trackers =
+        new AtomicReference<>(new CommitTracker(0, setup.confirmedFlush()));
+    BlockingQueue<CdcEvent> queue =
+        new ArrayBlockingQueue<>(config.batchSize() * (config.maxInFlightBatches() + 3));
     marker =
         new PublishedRowMarker(
             config.dataSource(),
-            tracker,
+            trackers::get,
+            lease,
             config.retention(),
             config.purgeInterval(),
             config.backoff(),
@@ -100,20 +136,27 @@ public final class CdcEngine {
             config.batchSize(),
             config.backoff(),
             config.sleeper(),
-            () -> running);
+            () -> running,
+            lease::holds,
+            config.maxInFlightBatches());
     streamer =
         new SlotStreamer(
             config.instanceId(),
             setup,
-            new PgOutputDecoder(config.schema()),
-            tracker,
+            new PgOutputDecoder(config.schema(), config.messagePrefix()),
+            lease,
+            recovery,
+            trackers,
             queue,
             config.standbyRetryInterval(),
             config.statusInterval(),
             config.backoff(),
             config.sleeper(),
             config.ticker());
+    leaseKeeper = new LeaseKeeper(lease, trackers, config.sleeper(), config.ticker());
     String id = config.instanceId();
+    leaseThread =
+        Thread.ofPlatform().name("postbox-cdc-lease-" + id).daemon(true).start(leaseKeeper::run);
     markThread = Thread.ofPlatform().name("postbox-cdc-mark-" + id).daemon(true).start(marker::run);
     publishThread =
         Thread.ofPlatform().name("postbox-cdc-publish-" + id).daemon(true).start(publishLoop::run);
@@ -139,6 +182,8 @@ public final class CdcEngine {
       join(markThread, config.shutdownTimeout());
       streamer.stop();
       join(streamThread, config.shutdownTimeout());
+      leaseKeeper.stop();
+      join(leaseThread, config.shutdownTimeout());
     }
     try {
       publisher.close();
@@ -153,6 +198,16 @@ public final class CdcEngine {
     return streamer != null && streamer.active();
   }
 
+  /** Warnings of the start-up checks (an unbounded {@code max_slot_wal_keep_size}). */
+  public java.util.List<String> startupWarnings() {
+    return setup.warnings();
+  }
+
+  /** The slot lease's epoch this instance streams under (0 while it holds none). */
+  public long leaseEpoch() {
+    return streamer == null ? 0 : streamer.epoch();
+  }
+
   /** The last position this instance confirmed to the slot, as PostgreSQL writes it. */
   public String confirmedLsn() {
     return LogSequenceNumber.valueOf(streamer == null ? 0 : streamer.confirmed()).asString();
@@ -160,14 +215,17 @@ public final class CdcEngine {
 
   public Counters counters() {
     if (publishLoop == null) {
-      return new Counters(0, 0, 0, 0, 0);
+      return new Counters(0, 0, 0, 0, 0, 0, 0, 0);
     }
     return new Counters(
         publishLoop.published.get(),
         publishLoop.publishFailures.get(),
         publishLoop.unpublishable.get(),
         marker.marked(),
-        publishLoop.batches.get());
+        publishLoop.batches.get(),
+        publishLoop.dropped.get(),
+        recovery.recoveries.get(),
+        recovery.republished.get());
   }
 
   private static void join(Thread t, Duration timeout) {

@@ -1,5 +1,6 @@
 package dev.postbox.jdbc.cdc.internal;
 
+import java.time.Instant;
 import java.util.ArrayDeque;
 
 /**
@@ -17,25 +18,55 @@ import java.util.ArrayDeque;
  */
 public final class CommitTracker {
 
-  private record Open(long commitLsn, long endLsn, int rows) {}
+  private record Open(long commitLsn, long endLsn, int rows, Instant commitTime) {}
 
   private final ArrayDeque<Open> open = new ArrayDeque<>();
+  private final long epoch;
   private long confirmable;
 
   /** A tracker whose slot is confirmed up to {@code confirmed} (0 when unknown). */
   public CommitTracker(long confirmed) {
+    this(0, confirmed);
+  }
+
+  /**
+   * A tracker for what is streamed under the slot lease's {@code epoch}, the slot confirmed up to
+   * {@code confirmed}.
+   */
+  public CommitTracker(long epoch, long confirmed) {
+    this.epoch = epoch;
     this.confirmable = confirmed;
+  }
+
+  /** The lease epoch this tracker's transactions were streamed under. */
+  public long epoch() {
+    return epoch;
   }
 
   /** A transaction the stream delivered, with its number of outbox rows (possibly none). */
   public synchronized void received(long commitLsn, long endLsn, int rows) {
+    received(commitLsn, endLsn, rows, null);
+  }
+
+  /** As {@link #received(long, long, int)}, with the transaction's commit time (may be null). */
+  public synchronized void received(long commitLsn, long endLsn, int rows, Instant commitTime) {
     Open last = open.peekLast();
     if (last != null && commitLsn <= last.commitLsn()) {
       throw new IllegalStateException(
           "transactions out of commit order: " + commitLsn + " after " + last.commitLsn());
     }
-    open.addLast(new Open(commitLsn, endLsn, rows));
+    open.addLast(new Open(commitLsn, endLsn, rows, commitTime));
     settleEmpty();
+  }
+
+  /** The commit time of the oldest transaction received and not yet done; null when none. */
+  public synchronized Instant oldestOpenCommitTime() {
+    for (Open o : open) {
+      if (o.commitTime() != null) {
+        return o.commitTime();
+      }
+    }
+    return null;
   }
 
   /**

@@ -3,6 +3,8 @@ package dev.postbox.jdbc.cdc.internal;
 import dev.postbox.core.spi.OutboxRecord;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -30,14 +32,28 @@ public final class PgOutputDecoder {
 
   private record Relation(String schema, String name, OutboxTuple tuple) {}
 
+  private static final Instant POSTGRES_EPOCH = Instant.parse("2000-01-01T00:00:00Z");
+
   private final String schema;
   private final Map<Integer, Relation> relations = new HashMap<>();
   private long beginFinalLsn = -1;
+  private Instant commitTime;
   private final List<OutboxRecord> open = new ArrayList<>();
+
+  private final String messagePrefix; // null: logical messages are not outbox messages
 
   /** A decoder for the outbox table in {@code schema}. */
   public PgOutputDecoder(String schema) {
+    this(schema, null);
+  }
+
+  /**
+   * A decoder for the outbox table in {@code schema} and, when {@code messagePrefix} is not null,
+   * for the transactional logical messages with that prefix ({@code EmitMessageOutbox}).
+   */
+  public PgOutputDecoder(String schema, String messagePrefix) {
     this.schema = schema;
+    this.messagePrefix = messagePrefix;
   }
 
   /**
@@ -54,11 +70,13 @@ public final class PgOutputDecoder {
     byte kind = b.get();
     switch (kind) {
       case 'B' -> {
-        beginFinalLsn = b.getLong(); // then commit timestamp (int64) and xid (int32)
+        beginFinalLsn = b.getLong();
+        commitTime = postgresTime(b.getLong()); // then xid (int32)
         open.clear();
       }
       case 'R' -> relation(b);
       case 'I' -> insert(b);
+      case 'M' -> message(b);
       case 'C' -> {
         b.get(); // flags, unused
         long commitLsn = b.getLong();
@@ -66,13 +84,13 @@ public final class PgOutputDecoder {
         if (beginFinalLsn < 0) {
           throw new IllegalStateException("pgoutput: Commit without Begin");
         }
-        CdcTransaction tx = new CdcTransaction(commitLsn, endLsn, open);
+        CdcTransaction tx = new CdcTransaction(commitLsn, endLsn, commitTime, open);
         open.clear();
         beginFinalLsn = -1;
         return Optional.of(tx);
       }
       default -> {
-        // 'U', 'D', 'T', 'Y', 'O', 'M' and anything newer: nothing the relay publishes
+        // 'U', 'D', 'T', 'Y', 'O' and anything newer: nothing the relay publishes
       }
     }
     return Optional.empty();
@@ -87,6 +105,32 @@ public final class PgOutputDecoder {
   public void reset() {
     beginFinalLsn = -1;
     open.clear();
+  }
+
+  /** Microseconds since 2000-01-01 UTC (PostgreSQL's epoch) as an instant. */
+  static Instant postgresTime(long micros) {
+    return POSTGRES_EPOCH.plus(micros, ChronoUnit.MICROS);
+  }
+
+  /**
+   * A logical message (protocol 1: flags, LSN, prefix, length, content). Only transactional ones
+   * with the outbox prefix count; they come between the Begin and the Commit of their transaction,
+   * in the order they were emitted among its inserts.
+   */
+  private void message(ByteBuffer b) {
+    boolean transactional = (b.get() & 1) != 0;
+    b.getLong(); // the message's LSN
+    String prefix = string(b);
+    int len = b.getInt();
+    if (messagePrefix == null || !transactional || !messagePrefix.equals(prefix)) {
+      return;
+    }
+    if (beginFinalLsn < 0) {
+      throw new IllegalStateException("pgoutput: transactional message outside a transaction");
+    }
+    byte[] content = new byte[len];
+    b.get(content);
+    open.add(EmittedEnvelope.read(content));
   }
 
   private void relation(ByteBuffer b) {

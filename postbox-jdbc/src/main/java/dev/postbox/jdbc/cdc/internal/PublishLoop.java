@@ -7,6 +7,7 @@ import dev.postbox.core.spi.OutboxRecord;
 import dev.postbox.core.spi.RelayPublisher;
 import dev.postbox.core.spi.RelayPublisher.PublishOutcome;
 import dev.postbox.core.time.Sleeper;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
@@ -15,12 +16,16 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
+import java.util.function.LongPredicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Publishes the streamed outbox rows through a {@link RelayPublisher}, in stream (that is, commit)
- * order, in batches of at most the batch size, one batch at a time.
+ * order, in batches of at most the batch size, with up to {@code maxInFlight} batches in flight
+ * ({@link RelayPublisher#sendAfter}); batches are settled strictly in order, and only their
+ * acknowledged prefix, so the slot is never confirmed past an event that was not acknowledged
+ * together with every event before it.
  *
  * <p>Of each attempt, the acknowledged prefix and the rows that can never be published are handed
  * to the marker ({@link PublishedRowMarker#submit}); from the first row failed transiently on, the
@@ -44,6 +49,10 @@ public final class PublishLoop {
   private final Backoff backoff;
   private final Sleeper sleeper;
   private final BooleanSupplier running;
+  private final LongPredicate holds;
+  private final int maxInFlight;
+  private final ArrayDeque<Flight> flights = new ArrayDeque<>();
+  final AtomicLong dropped = new AtomicLong();
   final AtomicLong published = new AtomicLong();
   final AtomicLong publishFailures = new AtomicLong();
   final AtomicLong unpublishable = new AtomicLong();
@@ -57,6 +66,26 @@ public final class PublishLoop {
       Backoff backoff,
       Sleeper sleeper,
       BooleanSupplier running) {
+    this(queue, publisher, marker, batchSize, backoff, sleeper, running, epoch -> true, 1);
+  }
+
+  /**
+   * A loop that publishes only events whose lease epoch {@code holds} tests true, checked before
+   * each send and again before the outcomes are settled: an ex-owner sends no new batch and settles
+   * nothing once its lease is gone.
+   */
+  public PublishLoop(
+      BlockingQueue<CdcEvent> queue,
+      RelayPublisher publisher,
+      Consumer<PublishedRowMarker.Settled> marker,
+      int batchSize,
+      Backoff backoff,
+      Sleeper sleeper,
+      BooleanSupplier running,
+      LongPredicate holds,
+      int maxInFlight) {
+    this.holds = holds;
+    this.maxInFlight = maxInFlight;
     this.queue = queue;
     this.publisher = publisher;
     this.marker = marker;
@@ -66,29 +95,170 @@ public final class PublishLoop {
     this.running = running;
   }
 
-  /** Publishes until the relay stops; the batch in flight is finished first. */
+  /** A batch handed to the publisher, its outcomes not yet settled. */
+  private record Flight(List<CdcEvent> events, RelayPublisher.PendingPublish pending) {}
+
+  /**
+   * Publishes until the relay stops, with up to {@code maxInFlight} batches in flight; the batches
+   * in flight are settled first.
+   */
   public void run() {
-    List<CdcEvent> batch = new ArrayList<>(batchSize);
     try {
       while (running.getAsBoolean()) {
-        CdcEvent first = queue.poll(20, TimeUnit.MILLISECONDS);
-        if (first == null) {
-          continue;
+        List<CdcEvent> batch = null;
+        if (flights.size() < maxInFlight) {
+          batch = next(flights.isEmpty() ? 20 : 0);
         }
-        batch.add(first);
-        queue.drainTo(batch, batchSize - 1);
-        publish(batch);
-        batch.clear();
+        if (batch != null) {
+          if (maxInFlight == 1) {
+            publish(batch);
+          } else {
+            send(batch);
+          }
+        } else if (!flights.isEmpty()) {
+          settleHead();
+        }
+      }
+      while (!flights.isEmpty()) {
+        settleHead();
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
   }
 
+  /** The next batch of events of a held epoch, waiting up to {@code waitMs}; null if none. */
+  private List<CdcEvent> next(long waitMs) throws InterruptedException {
+    CdcEvent first = waitMs > 0 ? queue.poll(waitMs, TimeUnit.MILLISECONDS) : queue.poll();
+    if (first == null) {
+      return null;
+    }
+    List<CdcEvent> batch = new ArrayList<>(batchSize);
+    batch.add(first);
+    queue.drainTo(batch, batchSize - 1);
+    dropStale(batch);
+    return batch.isEmpty() ? null : batch;
+  }
+
+  /** Hands a batch to the publisher behind the batches in flight. */
+  private void send(List<CdcEvent> batch) throws InterruptedException {
+    List<Message> messages = messages(batch);
+    RelayPublisher.PendingPublish pending;
+    try {
+      if (messages.isEmpty()) {
+        pending = List::of;
+      } else if (flights.isEmpty()) {
+        pending = publisher.send(messages);
+      } else {
+        pending = publisher.sendAfter(flights.peekLast().pending(), messages);
+      }
+    } catch (RuntimeException e) {
+      log.warn("CDC relay: sending {} rows failed", messages.size(), e);
+      List<RelayPublisher.PublishOutcome> failed =
+          messages.stream()
+              .map(m ->
+                  (RelayPublisher.PublishOutcome)
+                      new RelayPublisher.PublishOutcome.Failed(e, false))
+              .toList();
+      pending = () -> failed;
+    }
+    flights.addLast(new Flight(batch, pending));
+  }
+
+  /**
+   * Settles the oldest batch in flight: its acknowledged prefix goes to the marker (so the slot is
+   * confirmed only up to events whose every predecessor was acknowledged). After a failure the rest
+   * of it and every later batch in flight are published again, synchronously, from the first failed
+   * row on.
+   */
+  private void settleHead() throws InterruptedException {
+    Flight head = flights.removeFirst();
+    long epoch = head.events().get(0).epoch();
+    List<RelayPublisher.PublishOutcome> outcomes = outcomesOf(head);
+    CrashPoints.hit(CRASH_AFTER_ACK_BEFORE_MARK);
+    if (!holds.test(epoch)) {
+      long n = head.events().size();
+      for (Flight f : flights) {
+        n += f.events().size();
+      }
+      flights.clear();
+      dropped.addAndGet(n);
+      log.warn("CDC relay: the slot lease was lost during a publish; nothing of it is settled");
+      return;
+    }
+    int settled = outcomes == null ? 0 : settle(head.events(), outcomes);
+    batches.incrementAndGet();
+    if (settled == head.events().size()) {
+      return;
+    }
+    List<CdcEvent> remaining =
+        new ArrayList<>(head.events().subList(settled, head.events().size()));
+    while (!flights.isEmpty()) {
+      Flight later = flights.removeFirst();
+      outcomesOf(later); // nothing of it is settled: it comes again after the failed row
+      remaining.addAll(later.events());
+    }
+    publishFailures.addAndGet(remaining.size());
+    if (!running.getAsBoolean()) {
+      return; // not confirmed: streamed again after a restart
+    }
+    log.warn(
+        "CDC relay: {} rows not acknowledged; retrying from the first (attempt 1)",
+        remaining.size());
+    sleeper.sleep(backoff.delay(1, ThreadLocalRandom.current()));
+    publish(remaining);
+  }
+
+  private List<RelayPublisher.PublishOutcome> outcomesOf(Flight f) throws InterruptedException {
+    List<RelayPublisher.PublishOutcome> outcomes;
+    try {
+      outcomes = f.pending().outcomes();
+    } catch (RuntimeException e) {
+      log.warn("CDC relay: publishing {} rows failed", f.events().size(), e);
+      return null;
+    }
+    int expected = messages(f.events()).size();
+    if (outcomes.size() != expected) {
+      log.error(
+          "CDC relay: the publisher returned {} outcomes for {} messages; retrying the batch",
+          outcomes.size(),
+          expected);
+      return null;
+    }
+    return outcomes;
+  }
+
+  private static List<Message> messages(List<CdcEvent> events) {
+    List<Message> messages = new ArrayList<>(events.size());
+    for (CdcEvent e : events) {
+      if (e.record().readable()) {
+        messages.add(e.record().message());
+      }
+    }
+    return messages;
+  }
+
+  /** Drops the events of an epoch this instance no longer holds (the successor streams them). */
+  private void dropStale(List<CdcEvent> batch) {
+    int before = batch.size();
+    batch.removeIf(e -> !holds.test(e.epoch()));
+    if (batch.size() < before) {
+      dropped.addAndGet(before - batch.size());
+      log.warn(
+          "CDC relay: {} streamed rows dropped unpublished: the slot lease is gone",
+          before - batch.size());
+    }
+  }
+
   private void publish(List<CdcEvent> batch) throws InterruptedException {
     List<CdcEvent> remaining = batch;
     int failures = 0;
+    long epoch = batch.get(0).epoch();
     while (!remaining.isEmpty()) {
+      if (!holds.test(epoch)) {
+        dropped.addAndGet(remaining.size());
+        return; // the successor streams them again
+      }
       List<Message> messages = new ArrayList<>(remaining.size());
       for (CdcEvent e : remaining) {
         if (e.record().readable()) {
@@ -110,6 +280,11 @@ public final class PublishLoop {
         outcomes = null;
       }
       CrashPoints.hit(CRASH_AFTER_ACK_BEFORE_MARK);
+      if (!holds.test(epoch)) {
+        dropped.addAndGet(remaining.size());
+        log.warn("CDC relay: the slot lease was lost during a publish; nothing of it is settled");
+        return;
+      }
       int settled = outcomes == null ? 0 : settle(remaining, outcomes);
       batches.incrementAndGet();
       if (settled == remaining.size()) {

@@ -21,6 +21,7 @@ import java.util.Set;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -80,7 +81,8 @@ public final class PublishedRowMarker {
       CdcEvent last) {}
 
   private final DataSource dataSource;
-  private final CommitTracker tracker;
+  private final Supplier<CommitTracker> trackers;
+  private final SlotLease lease; // null: unfenced (tests)
   private final Duration retention;
   private final Duration purgeInterval;
   private final Backoff backoff;
@@ -98,8 +100,25 @@ public final class PublishedRowMarker {
       Backoff backoff,
       Sleeper sleeper,
       Ticker ticker) {
+    this(dataSource, () -> tracker, null, retention, purgeInterval, backoff, sleeper, ticker);
+  }
+
+  /**
+   * A marker whose marks are fenced by {@code lease} (a mark of an epoch no longer held is dropped,
+   * and tells no tracker) and which tells the current tracker of {@code trackers}.
+   */
+  public PublishedRowMarker(
+      DataSource dataSource,
+      Supplier<CommitTracker> trackers,
+      SlotLease lease,
+      Duration retention,
+      Duration purgeInterval,
+      Backoff backoff,
+      Sleeper sleeper,
+      Ticker ticker) {
     this.dataSource = dataSource;
-    this.tracker = tracker;
+    this.trackers = trackers;
+    this.lease = lease;
     this.retention = retention;
     this.purgeInterval = purgeInterval;
     this.backoff = backoff;
@@ -149,9 +168,16 @@ public final class PublishedRowMarker {
             rows += rows(next);
           }
         }
-        mark(jobs);
-        CdcEvent last = jobs.get(jobs.size() - 1).last();
-        tracker.done(last.commitLsn(), last.index());
+        CommitTracker tracker = trackers.get();
+        jobs.removeIf(j -> j.last().epoch() != tracker.epoch()); // an ex-owner's: dropped
+        if (!jobs.isEmpty()) {
+          try {
+            mark(jobs, tracker.epoch());
+            done(tracker, jobs);
+          } catch (SlotLease.StaleLeaseException stale) {
+            log.warn("CDC relay: {} marks dropped: {}", jobs.size(), stale.getMessage());
+          }
+        }
         jobs.clear();
         failures = 0;
       } catch (InterruptedException e) {
@@ -173,18 +199,35 @@ public final class PublishedRowMarker {
     }
   }
 
+  /**
+   * Tells the tracker the slot rows of {@code jobs} are done (rows republished from the table after
+   * a lost slot confirm no slot position).
+   */
+  private static void done(CommitTracker tracker, List<Settled> jobs) {
+    for (int i = jobs.size() - 1; i >= 0; i--) {
+      CdcEvent last = jobs.get(i).last();
+      if (!last.fromTable()) {
+        tracker.done(last.commitLsn(), last.index());
+        break;
+      }
+    }
+  }
+
   private static int rows(Settled s) {
     return s.acked().size() + s.failed().size();
   }
 
-  private void mark(List<Settled> jobs) throws InterruptedException {
+  private void mark(List<Settled> jobs, long epoch) throws InterruptedException {
     Map<Long, PublishOutcome.Acknowledged> acked = new LinkedHashMap<>();
     for (Settled s : jobs) {
       for (int i = 0; i < s.acked().size(); i++) {
-        acked.put(s.acked().get(i).position(), s.acks().get(i));
+        long position = s.acked().get(i).position();
+        if (position > 0) { // an emitted message (EmitMessageOutbox) has no row to mark
+          acked.put(position, s.acks().get(i));
+        }
       }
     }
-    Set<Long> found = markOnce(acked, jobs);
+    Set<Long> found = markOnce(acked, jobs, epoch);
     for (int attempt = 1; found.size() < acked.size(); attempt++) {
       acked.keySet().removeAll(found);
       if (attempt > MAX_INVISIBLE_RETRIES) {
@@ -196,12 +239,13 @@ public final class PublishedRowMarker {
         return;
       }
       sleeper.sleep(Duration.ofMillis(Math.min(500, 5L << Math.min(attempt, 7))));
-      found = markOnce(acked, List.of());
+      found = markOnce(acked, List.of(), epoch);
     }
   }
 
   /** Marks (or deletes) {@code acked} and the failed rows of {@code jobs}; the positions found. */
-  private Set<Long> markOnce(Map<Long, PublishOutcome.Acknowledged> acked, List<Settled> jobs) {
+  private Set<Long> markOnce(
+      Map<Long, PublishOutcome.Acknowledged> acked, List<Settled> jobs, long epoch) {
     Long[] positions = acked.keySet().toArray(Long[]::new);
     Integer[] partitions = acked.values().stream().map(a -> a.partition()).toArray(Integer[]::new);
     Long[] offsets = acked.values().stream().map(a -> a.offset()).toArray(Long[]::new);
@@ -210,6 +254,9 @@ public final class PublishedRowMarker {
         dataSource,
         "marking " + positions.length + " published outbox rows failed",
         c -> {
+          if (lease != null) {
+            lease.fence(c, epoch);
+          }
           if (positions.length > 0) {
             boolean delete = retention.isZero();
             try (PreparedStatement ps =
@@ -228,6 +275,14 @@ public final class PublishedRowMarker {
           }
           for (Settled s : jobs) {
             for (int i = 0; i < s.failed().size(); i++) {
+              if (s.failed().get(i).position() <= 0) {
+                log.error(
+                    "CDC relay: emitted message {} can never be published ({}); it has no outbox"
+                        + " row to keep it in, so it is skipped",
+                    s.failed().get(i).message().id(),
+                    s.errors().get(i));
+                continue;
+              }
               try (PreparedStatement ps = c.prepareStatement(MARK_FAILED)) {
                 ps.setString(1, s.errors().get(i));
                 ps.setLong(2, s.failed().get(i).position());

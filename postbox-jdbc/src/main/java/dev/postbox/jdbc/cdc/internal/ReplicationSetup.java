@@ -41,6 +41,8 @@ public final class ReplicationSetup {
   private final String slot;
   private final String publication;
   private final Duration statusInterval;
+  private volatile boolean logicalMessages;
+  private final java.util.List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
 
   public ReplicationSetup(
       DataSource dataSource,
@@ -57,6 +59,12 @@ public final class ReplicationSetup {
     this.slot = slot;
     this.publication = publication;
     this.statusInterval = statusInterval;
+  }
+
+  /** Streams the transactional logical messages too (PostgreSQL 14+; {@code EmitMessageOutbox}). */
+  public ReplicationSetup withLogicalMessages(boolean on) {
+    this.logicalMessages = on;
+    return this;
   }
 
   /** The data source's current schema, where the outbox table is. */
@@ -123,11 +131,14 @@ public final class ReplicationSetup {
       preparePublication(c);
       prepareSlot(c, walCap);
       if (walCap && "-1".equals(show(c, "max_slot_wal_keep_size"))) {
-        log.warn(
-            "max_slot_wal_keep_size is unbounded (-1): while the CDC relay's slot {} is not"
-                + " consumed (every relay stopped), PostgreSQL keeps all WAL since its position and"
-                + " the disk can fill up; set a cap (see docs/relay.md, CDC relay)",
-            slot);
+        String warning =
+            "max_slot_wal_keep_size is unbounded (-1): while the CDC relay's slot "
+                + slot
+                + " is not consumed (every relay stopped, or one stuck), PostgreSQL keeps all WAL"
+                + " since its position and the disk can fill up; set a cap, e.g. ALTER SYSTEM SET"
+                + " max_slot_wal_keep_size = '10GB' (see docs/relay.md, CDC relay)";
+        warnings.add(warning);
+        log.warn(warning);
       }
     } catch (SQLException e) {
       throw new OutboxException("preparing the CDC relay's publication and slot failed", e);
@@ -191,19 +202,22 @@ public final class ReplicationSetup {
                 null);
           }
           if ("lost".equals(rs.getString(3))) {
-            throw new OutboxException(
-                "replication slot "
-                    + slot
-                    + " was invalidated (its WAL was removed, max_slot_wal_keep_size): rows written"
-                    + " since it fell behind were never streamed. Publish the pending rows with the"
-                    + " polling relay, then drop the slot (SELECT pg_drop_replication_slot('"
-                    + slot
-                    + "')) and start the CDC relay again",
-                null);
+            log.error(
+                "replication slot {} was invalidated (its WAL was removed, max_slot_wal_keep_size):"
+                    + " the relay recovers it (creates it again and republishes the outbox's"
+                    + " pending rows)",
+                slot);
           }
           return;
         }
       }
+    }
+    if (hadSlotBefore(c)) {
+      log.error(
+          "replication slot {} is missing although a CDC relay streamed it before (dropped): the"
+              + " relay recovers it (creates it again and republishes the outbox's pending rows)",
+          slot);
+      return; // the streamer recovers it, with the republication
     }
     long pending = 0;
     try (Statement s = c.createStatement();
@@ -234,6 +248,98 @@ public final class ReplicationSetup {
     }
   }
 
+  /** Whether the slot's lease row says a relay held it before (so a missing slot was dropped). */
+  private boolean hadSlotBefore(Connection c) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT to_regclass('postbox_cdc_slot') IS NOT NULL AND EXISTS (SELECT 1 FROM"
+                + " postbox_cdc_slot WHERE slot_name = ? AND epoch > 0)")) {
+      ps.setString(1, slot);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() && rs.getBoolean(1);
+      }
+    } catch (SQLException e) {
+      return false; // postbox_cdc_slot missing: the migrations check says so later
+    }
+  }
+
+  /**
+   * Why the slot cannot be streamed, if it is lost: {@code dropped} (missing) or {@code
+   * invalidated} ({@code wal_status = lost}); empty when it is fine.
+   */
+  public java.util.Optional<String> lostReason() throws SQLException {
+    try (Connection c = dataSource.getConnection()) {
+      boolean pg13 = c.getMetaData().getDatabaseMajorVersion() >= 13;
+      try (PreparedStatement ps =
+          c.prepareStatement(
+              "SELECT "
+                  + (pg13 ? "wal_status" : "NULL")
+                  + " FROM pg_replication_slots WHERE slot_name = ?")) {
+        ps.setString(1, slot);
+        try (ResultSet rs = ps.executeQuery()) {
+          if (!rs.next()) {
+            return java.util.Optional.of("dropped");
+          }
+          if ("lost".equals(rs.getString(1))) {
+            return java.util.Optional.of(
+                "invalidated (its WAL was removed under max_slot_wal_keep_size)");
+          }
+          return java.util.Optional.empty();
+        }
+      }
+    }
+  }
+
+  /**
+   * Drops the slot if it exists (ending a walsender that still holds it) and creates it again;
+   * returns the new slot's start position.
+   */
+  public String recreateSlot() throws SQLException {
+    try (Connection c = dataSource.getConnection()) {
+      c.setAutoCommit(true);
+      try (PreparedStatement ps =
+          c.prepareStatement(
+              "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots"
+                  + " WHERE slot_name = ? AND active_pid IS NOT NULL")) {
+        ps.setString(1, slot);
+        ps.execute();
+      }
+      try (PreparedStatement ps =
+          c.prepareStatement(
+              "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
+                  + " WHERE slot_name = ?")) {
+        ps.setString(1, slot);
+        ps.execute();
+      }
+      try (PreparedStatement ps =
+          c.prepareStatement(
+              "SELECT lsn::text FROM pg_create_logical_replication_slot(?, 'pgoutput')")) {
+        ps.setString(1, slot);
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          return rs.getString(1);
+        }
+      }
+    }
+  }
+
+  /** The configured {@code max_slot_wal_keep_size} ({@code -1}: unbounded; empty before 13). */
+  public java.util.Optional<String> walKeepSize() {
+    try (Connection c = dataSource.getConnection()) {
+      if (c.getMetaData().getDatabaseMajorVersion() < 13) {
+        return java.util.Optional.empty();
+      }
+      return java.util.Optional.of(show(c, "max_slot_wal_keep_size"));
+    } catch (SQLException e) {
+      return java.util.Optional.empty();
+    }
+  }
+
+  /** Warnings of the last {@link #prepare()} (an unbounded WAL cap). */
+  public java.util.List<String> warnings() {
+    return java.util.List.copyOf(warnings);
+  }
+
   /** A new replication connection ({@code replication=database}, simple query mode). */
   public Connection openReplicationConnection() throws SQLException {
     Properties p = new Properties();
@@ -250,6 +356,12 @@ public final class ReplicationSetup {
    * SQLException} with SQLSTATE {@value #SLOT_IN_USE} while another connection streams the slot.
    */
   public PGReplicationStream startStream(Connection c, long startLsn) throws SQLException {
+    return startStream(c, startLsn, false);
+  }
+
+  /** As {@link #startStream(Connection, long)}; {@code messages}: with logical messages (14+). */
+  public PGReplicationStream startStream(Connection c, long startLsn, boolean messages)
+      throws SQLException {
     ChainedLogicalStreamBuilder b =
         c.unwrap(PGConnection.class)
             .getReplicationAPI()
@@ -260,6 +372,9 @@ public final class ReplicationSetup {
             .withSlotOption("publication_names", publication)
             .withStatusInterval(
                 (int) statusInterval.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+    if (messages || logicalMessages) {
+      b = b.withSlotOption("messages", "true");
+    }
     if (startLsn > 0) {
       b = b.withStartPosition(LogSequenceNumber.valueOf(startLsn));
     }

@@ -13,6 +13,7 @@ import java.util.Optional;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.postgresql.replication.LogSequenceNumber;
 import org.postgresql.replication.PGReplicationStream;
 import org.slf4j.Logger;
@@ -25,13 +26,14 @@ import org.slf4j.LoggerFactory;
  * position the tracker allows ({@code setFlushedLSN}/{@code setAppliedLSN}, then {@code
  * forceUpdateStatus}), so the server may recycle WAL before it.
  *
- * <p>PostgreSQL lets one connection stream a slot at a time: a second {@code START_REPLICATION}
- * fails with SQLSTATE 55006 ("replication slot ... is active"). That is the standby's wait: it
- * retries every standby interval and takes over once the active connection is gone (its process
- * died, or PostgreSQL ended it after {@code wal_sender_timeout}). After a broken connection this
- * process resumes at the end of the last transaction it already holds; a new process resumes at the
- * slot's confirmed position. Runs on one thread; {@link #active()} and {@link #stopReading()} from
- * any.
+ * <p>Only the holder of the slot's {@link SlotLease} streams: a standby tries to take the lease
+ * every standby interval and gets it once the holder let go (a clean stop) or did not renew it
+ * within its TTL (it crashed, or was paused); it then ends the ex-owner's walsender, which a paused
+ * process keeps open until PostgreSQL's {@code wal_sender_timeout}, and streams from the slot's
+ * confirmed position. A streamer whose lease is gone stops reading and confirming at once and
+ * stands by. After a broken connection under the same lease this process resumes at the end of the
+ * last transaction it already holds. Runs on one thread; {@link #active()} and {@link
+ * #stopReading()} from any.
  */
 public final class SlotStreamer {
 
@@ -40,7 +42,9 @@ public final class SlotStreamer {
 
   private final ReplicationSetup setup;
   private final PgOutputDecoder decoder;
-  private final CommitTracker tracker;
+  private final SlotLease lease;
+  private final SlotRecovery recovery;
+  private final AtomicReference<CommitTracker> trackers;
   private final BlockingQueue<CdcEvent> queue;
   private final Duration standbyRetry;
   private final Duration statusInterval;
@@ -52,6 +56,8 @@ public final class SlotStreamer {
   private volatile boolean stopped;
   private volatile boolean active;
   private volatile long confirmed;
+  private CommitTracker tracker;
+  private long epoch;
   private long resumeFrom;
   private long lastStatus;
 
@@ -59,7 +65,9 @@ public final class SlotStreamer {
       String name,
       ReplicationSetup setup,
       PgOutputDecoder decoder,
-      CommitTracker tracker,
+      SlotLease lease,
+      SlotRecovery recovery,
+      AtomicReference<CommitTracker> trackers,
       BlockingQueue<CdcEvent> queue,
       Duration standbyRetry,
       Duration statusInterval,
@@ -69,13 +77,16 @@ public final class SlotStreamer {
     this.name = name;
     this.setup = setup;
     this.decoder = decoder;
-    this.tracker = tracker;
+    this.lease = lease;
+    this.recovery = recovery;
+    this.trackers = trackers;
     this.queue = queue;
     this.standbyRetry = standbyRetry;
     this.statusInterval = statusInterval;
     this.backoff = backoff;
     this.sleeper = sleeper;
     this.ticker = ticker;
+    this.tracker = trackers.get();
     this.confirmed = tracker.confirmable();
   }
 
@@ -89,6 +100,11 @@ public final class SlotStreamer {
     return confirmed;
   }
 
+  /** The lease epoch this instance streams under (0 while it holds none). */
+  public long epoch() {
+    return lease.holds(epoch) ? epoch : 0;
+  }
+
   /** Stops reading new transactions; confirmations go on until {@link #stop()}. */
   public void stopReading() {
     reading = false;
@@ -100,43 +116,76 @@ public final class SlotStreamer {
     stopped = true;
   }
 
-  /** The streaming loop, until {@link #stop()}. */
+  /** The streaming loop, until {@link #stop()}; lets go of the lease when it ends. */
   public void run() {
+    try {
+      loop();
+    } finally {
+      active = false;
+      lease.release(epoch);
+    }
+  }
+
+  private void loop() {
     int failures = 0;
     boolean standbyLogged = false;
     while (!stopped) {
-      try (Connection c = setup.openReplicationConnection()) {
-        PGReplicationStream stream;
-        try {
-          stream = setup.startStream(c, resumeFrom);
-        } catch (SQLException e) {
-          if (!ReplicationSetup.SLOT_IN_USE.equals(e.getSQLState())) {
-            throw e;
+      try {
+        if (!lease.holds(epoch)) {
+          if (!reading) {
+            sleeper.sleep(MAX_IDLE_WAIT); // stopping: take no lease
+            continue;
           }
-          if (!standbyLogged) {
-            log.info("CDC relay {}: slot in use by another instance; standing by", name);
-            standbyLogged = true;
+          Optional<SlotLease.Acquired> acquired = lease.tryAcquire();
+          if (acquired.isEmpty()) {
+            if (!standbyLogged) {
+              log.info("CDC relay {}: another instance holds the slot's lease; standing by", name);
+              standbyLogged = true;
+            }
+            failures = 0;
+            sleeper.sleep(standbyRetry);
+            continue;
+          }
+          standbyLogged = false;
+          takeOver(acquired.get());
+        }
+        try (Connection c = setup.openReplicationConnection()) {
+          PGReplicationStream stream;
+          try {
+            stream = setup.startStream(c, resumeFrom);
+          } catch (SQLException e) {
+            if (!ReplicationSetup.SLOT_IN_USE.equals(e.getSQLState())) {
+              Optional<String> lost = setup.lostReason();
+              if (lost.isEmpty()) {
+                throw e;
+              }
+              recovery.recreate(epoch, lost.get(), true);
+              newTracker();
+              recovery.republish(epoch, queue, () -> reading && !stopped);
+              continue;
+            }
+            // the ex-owner's walsender is still going away (or was never ended: try again)
+            lease.endOtherWalsenders();
+            sleeper.sleep(MAX_IDLE_WAIT.multipliedBy(20));
+            continue;
           }
           failures = 0;
-          sleeper.sleep(standbyRetry);
-          continue;
-        }
-        standbyLogged = false;
-        failures = 0;
-        active = true;
-        log.info(
-            "CDC relay {}: streaming the slot from {}",
-            name,
-            resumeFrom > 0 ? LogSequenceNumber.valueOf(resumeFrom) : "its confirmed position");
-        try {
-          stream(stream);
-        } finally {
-          active = false;
-          decoder.reset();
+          active = true;
+          log.info(
+              "CDC relay {}: streaming the slot (lease epoch {}) from {}",
+              name,
+              epoch,
+              resumeFrom > 0 ? LogSequenceNumber.valueOf(resumeFrom) : "its confirmed position");
           try {
-            stream.close();
-          } catch (SQLException e) {
-            log.debug("closing the replication stream", e);
+            stream(stream);
+          } finally {
+            active = false;
+            decoder.reset();
+            try {
+              stream.close();
+            } catch (SQLException e) {
+              log.debug("closing the replication stream", e);
+            }
           }
         }
       } catch (InterruptedException e) {
@@ -164,10 +213,45 @@ public final class SlotStreamer {
     }
   }
 
+  /**
+   * A new lease: ends the ex-owner's walsender (a paused owner's connection stays open until
+   * PostgreSQL's {@code wal_sender_timeout}; after this it can confirm nothing), and starts a new
+   * tracker at the slot's confirmed position, so everything after it is streamed again.
+   */
+  private void takeOver(SlotLease.Acquired acquired) throws SQLException, InterruptedException {
+    epoch = acquired.epoch();
+    lease.endOtherWalsenders();
+    log.info("CDC relay {}: took the slot's lease (epoch {})", name, epoch);
+    if (acquired.republishFromTable()) {
+      // the previous owner was recovering a lost slot: finish its recovery first
+      Optional<String> lost = setup.lostReason();
+      if (lost.isPresent()) {
+        recovery.recreate(epoch, lost.get(), false);
+      }
+      newTracker();
+      recovery.republish(epoch, queue, () -> reading && !stopped);
+    }
+    newTracker();
+  }
+
+  /** A tracker from the slot's confirmed position (after a take-over or a new slot). */
+  private void newTracker() {
+    tracker = new CommitTracker(epoch, setup.confirmedFlush());
+    trackers.set(tracker);
+    confirmed = tracker.confirmable();
+    resumeFrom = 0;
+    decoder.reset();
+  }
+
   private void stream(PGReplicationStream stream) throws SQLException, InterruptedException {
     lastStatus = ticker.nanos();
     long idleWaitNanos = 0;
     while (!stopped) {
+      if (!lease.holds(epoch)) {
+        lease.lose(epoch, "not renewed in time");
+        log.warn("CDC relay {}: the slot's lease is gone; letting go of the stream", name);
+        return; // nothing confirmed: the successor streams from the slot's confirmed position
+      }
       if (!reading) {
         confirm(stream, tracker.confirmable());
         sleeper.sleep(MAX_IDLE_WAIT);
@@ -196,13 +280,13 @@ public final class SlotStreamer {
   private void enqueue(PGReplicationStream stream, CdcTransaction tx)
       throws SQLException, InterruptedException {
     List<OutboxRecord> records = tx.records();
-    tracker.received(tx.commitLsn(), tx.endLsn(), records.size());
+    tracker.received(tx.commitLsn(), tx.endLsn(), records.size(), tx.commitTime());
     for (int i = 0; i < records.size(); i++) {
-      CdcEvent event = new CdcEvent(tx.commitLsn(), i, records.get(i));
+      CdcEvent event = new CdcEvent(epoch, tx.commitLsn(), i, records.get(i));
       while (!queue.offer(event, 20, TimeUnit.MILLISECONDS)) {
         // the publisher is behind (or the broker is down): keep the server's timeout at bay
         confirm(stream, tracker.confirmable());
-        if (!reading) {
+        if (!reading || !lease.holds(epoch)) {
           return; // not confirmed: streamed again after a restart
         }
       }
@@ -212,6 +296,9 @@ public final class SlotStreamer {
 
   /** Confirms {@code lsn} if it moved, and sends a status at least every status interval. */
   private void confirm(PGReplicationStream stream, long lsn) throws SQLException {
+    if (!lease.holds(epoch)) {
+      return; // an ex-owner confirms nothing
+    }
     boolean moved = lsn > confirmed;
     if (moved) {
       LogSequenceNumber l = LogSequenceNumber.valueOf(lsn);

@@ -101,4 +101,90 @@ class PublishLoopTest {
     assertThat(settled.get(0).acked()).extracting(OutboxRecord::position).containsExactly(2L);
     assertThat(time.sleeps()).isEmpty();
   }
+
+  /** Pipelined: sends return at once; each batch's outcomes come from the script when awaited. */
+  private final class Pipelined implements RelayPublisher {
+    final List<List<PublishOutcome>> script;
+    final List<String> log = new ArrayList<>();
+    java.util.function.IntConsumer onCall = n -> {};
+    int calls;
+
+    Pipelined(List<List<PublishOutcome>> script) {
+      this.script = script;
+    }
+
+    private PendingPublish pending(List<Message> messages, String how) {
+      sent.add(List.copyOf(messages));
+      int n = calls++;
+      log.add(how + n);
+      List<PublishOutcome> out = script.get(n);
+      onCall.accept(calls);
+      return () -> {
+        log.add("outcomes" + n);
+        return out;
+      };
+    }
+
+    @Override
+    public PendingPublish send(List<Message> messages) {
+      return pending(messages, "send");
+    }
+
+    @Override
+    public PendingPublish sendAfter(PendingPublish previous, List<Message> messages) {
+      return pending(messages, "after");
+    }
+
+    @Override
+    public List<PublishOutcome> publish(List<Message> messages) throws InterruptedException {
+      return pending(messages, "sync").outcomes();
+    }
+
+    @Override
+    public void close() {}
+  }
+
+  @Test
+  void pipelinedBatchesAreSettledInOrderAndOnlyUpToTheFirstUnacknowledgedRow() throws Exception {
+    List<CdcEvent> events = new ArrayList<>();
+    for (int i = 0; i < 30; i++) {
+      events.add(event(100 + i, 0, i + 1, "k" + (i % 4)));
+    }
+    List<RelayPublisher.PublishOutcome> tenOk = java.util.Collections.nCopies(10, OK);
+    List<RelayPublisher.PublishOutcome> fourOkThenLater = new ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      fourOkThenLater.add(i < 4 ? OK : LATER);
+    }
+    Pipelined publisher =
+        new Pipelined(
+            List.of(tenOk, fourOkThenLater, tenOk, java.util.Collections.nCopies(16, OK)));
+    LinkedBlockingQueue<CdcEvent> queue = new LinkedBlockingQueue<>(events);
+    AtomicBoolean running = new AtomicBoolean(true);
+    publisher.onCall = n -> running.set(n < 4);
+    new PublishLoop(
+            queue,
+            publisher,
+            settled::add,
+            10,
+            new Backoff(Duration.ofMillis(100), Duration.ofSeconds(1), 2, 0),
+            time,
+            running::get,
+            e -> true,
+            3)
+        .run();
+    // three batches in flight before the first outcome was awaited
+    assertThat(publisher.log.subList(0, 4))
+        .containsExactly("send0", "after1", "after2", "outcomes0");
+    // the failed batch's rest and the whole later batch (acknowledged or not) are sent again
+    assertThat(sent.get(3)).hasSize(16);
+    assertThat(sent.get(3).get(0)).isEqualTo(events.get(14).record().message());
+    assertThat(settled).hasSize(3);
+    assertThat(settled.get(0).last()).isEqualTo(events.get(9));
+    assertThat(settled.get(1).last()).isEqualTo(events.get(13));
+    assertThat(settled.get(1).acked())
+        .extracting(OutboxRecord::position)
+        .containsExactly(11L, 12L, 13L, 14L);
+    assertThat(settled.get(2).last()).isEqualTo(events.get(29));
+    assertThat(settled.get(2).acked()).hasSize(16);
+  }
 }

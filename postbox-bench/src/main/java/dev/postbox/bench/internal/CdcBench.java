@@ -1,0 +1,116 @@
+package dev.postbox.bench.internal;
+
+import dev.postbox.bench.BenchConfig;
+import dev.postbox.bench.Measurement;
+import dev.postbox.bench.Target;
+import dev.postbox.bench.internal.BenchEnv.Db;
+import dev.postbox.jdbc.cdc.CdcRelay;
+import dev.postbox.kafka.KafkaRelayPublisher;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The CDC race ({@code ./postbox bench --only cdc}): drain of a pre-written backlog by the CDC
+ * relay (one batch in flight, then pipelined) and by Debezium's embedded connector, all reading the
+ * same WAL. Every slot and publication is created first, then the backlog is written, then each
+ * streamer is started in turn and timed to its last broker acknowledgement, so no figure is bounded
+ * by the writer.
+ *
+ * <p>Order, and why: Debezium first (it reads the WAL as written), then the CDC relay with one
+ * batch in flight, then pipelined; each CDC run marks the rows it published (retention kept, so the
+ * next run finds them to mark again), and a later run decodes that extra WAL too (filtered out by
+ * the publication): any handicap falls on the later, faster-claimed runs.
+ */
+public final class CdcBench {
+
+  private final BenchEnv env;
+  private final BenchConfig config;
+
+  public CdcBench(BenchEnv env, BenchConfig config) {
+    this.env = env;
+    this.config = config;
+  }
+
+  /** Every figure of the group, in report order. */
+  public List<Measurement> run() throws Exception {
+    return drain();
+  }
+
+  /** The drain figures, in report order. */
+  public List<Measurement> drain() throws Exception {
+    int n = config.relayEvents();
+    Db db = env.database("cdc", 6);
+    String topic = env.primedTopic("cdc", 6);
+    String base = "bench_" + db.schema().toLowerCase(Locale.ROOT);
+    String publication = base + "_pub";
+    String one = base + "_r1";
+    String pipelined = base + "_r4";
+    String debezium = base + "_dbz";
+    BenchEnv.execute(
+        db.dataSource(),
+        "CREATE PUBLICATION "
+            + publication
+            + " FOR TABLE \""
+            + db.schema()
+            + "\".postbox_outbox WITH (publish = 'insert')",
+        "CREATE PUBLICATION " + debezium + "_pub FOR TABLE \"" + db.schema() + "\".postbox_outbox",
+        "SELECT pg_create_logical_replication_slot('" + one + "', 'pgoutput')",
+        "SELECT pg_create_logical_replication_slot('" + pipelined + "', 'pgoutput')",
+        "SELECT pg_create_logical_replication_slot('" + debezium + "', 'pgoutput')");
+    BenchEnv.seedOutbox(db, topic, n); // the backlog: every slot holds it now
+    List<Measurement> out = new ArrayList<>();
+    Measurement dbz = new DebeziumPeer(env, config).drainPrewritten(db, debezium, n);
+    out.add(dbz);
+    Measurement r1 = relay(db, one, publication, 1, n, "cdc_relay_drain_1_in_flight_events_per_s");
+    out.add(r1.against(dbz));
+    Measurement r4 =
+        relay(db, pipelined, publication, 4, n, "cdc_relay_drain_events_per_s")
+            .against(dbz)
+            .target(Target.atLeast(2));
+    out.add(r4);
+    out.add(
+        Measurement.of("cdc_pipelined_vs_1_in_flight", r4.value() / r1.value(), "x")
+            .note("cdc_relay_drain_events_per_s / cdc_relay_drain_1_in_flight_events_per_s"));
+    BenchEnv.execute(
+        db.dataSource(),
+        "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
+            + " WHERE slot_name IN ('"
+            + one
+            + "', '"
+            + pipelined
+            + "', '"
+            + debezium
+            + "') AND NOT active");
+    return out;
+  }
+
+  private Measurement relay(
+      Db db, String slot, String publication, int inFlight, int n, String name)
+      throws InterruptedException {
+    long start = System.nanoTime();
+    try (CdcRelay relay =
+        CdcRelay.builder(
+                db.dataSource(),
+                env.postgres().jdbcUrl(),
+                KafkaRelayPublisher.builder(env.bootstrap()).build())
+            .instanceId("bench-cdc-" + inFlight)
+            .slotName(slot)
+            .publicationName(publication)
+            .maxInFlightBatches(inFlight)
+            .build()) {
+      relay.start();
+      BenchEnv.awaitCount(
+          "cdc relay acks", () -> relay.stats().published(), n, Duration.ofMinutes(10));
+      double rate = Rate.since(start, n);
+      return Measurement.of(name, rate, "events/s")
+          .note(
+              n
+                  + " pre-written outbox rows streamed from the slot (pgoutput), published"
+                  + " (acks=all, idempotent, CloudEvents mapping) and marked, batch 2,000, "
+                  + inFlight
+                  + " batch(es) in flight; from start() to the last broker ack");
+    }
+  }
+}
