@@ -383,24 +383,8 @@ public final class RabbitMqServer implements AutoCloseable {
    */
   private void electQuorumQueueLeaders(Node n, long deadline)
       throws IOException, InterruptedException {
-    Path ctl = n.script().resolveSibling("rabbitmqctl");
-    if (!Files.isExecutable(ctl)) {
-      LOG.warn("{} not found: cannot check the quorum queues' leaders", ctl);
-      return;
-    }
     while (true) {
-      ProcessBuilder pb =
-          new ProcessBuilder(ctl.toString(), "-n", n.name(), "-q", "eval", ELECT_LEADERS)
-              .directory(n.dir().toFile())
-              .redirectErrorStream(true);
-      pb.environment().put("HOME", n.dir().toString());
-      pb.environment().remove("RABBITMQ_CONF_ENV_FILE");
-      Process ctlProcess = pb.start();
-      String out;
-      try (InputStream in = ctlProcess.getInputStream()) {
-        out = new String(in.readAllBytes(), StandardCharsets.UTF_8).trim();
-      }
-      ctlProcess.waitFor(60, TimeUnit.SECONDS);
+      String out = eval(n, ELECT_LEADERS);
       if (out.equals("0")) {
         return;
       }
@@ -415,6 +399,64 @@ public final class RabbitMqServer implements AutoCloseable {
       }
       Thread.sleep(500);
     }
+  }
+
+  /**
+   * Closes, from the broker's side ({@code connection.close} 320 {@code CONNECTION_FORCED}, as an
+   * operator's {@code rabbitmqctl close_connection} does), every connection of a private node whose
+   * client-provided name starts with {@code namePrefix}; returns how many. Takes a few seconds (it
+   * runs {@code rabbitmqctl}).
+   *
+   * @throws UnsupportedOperationException for an external broker
+   */
+  public int closeConnections(String namePrefix) {
+    Node n = privateNode("close connections of");
+    if (!namePrefix.matches("[A-Za-z0-9._-]+")) {
+      throw new IllegalArgumentException("a name prefix of letters, digits, '.', '_', '-'");
+    }
+    String expr =
+        "L = [P || P <- rabbit_networking:connections(),"
+            + " case lists:keyfind(<<\"connection_name\">>, 1,"
+            + " element(2, hd(rabbit_networking:connection_info(P, [client_properties])))) of"
+            + " {_, _, Name} -> lists:prefix(\""
+            + namePrefix
+            + "\", binary_to_list(Name)); _ -> false end],"
+            + " [rabbit_networking:close_connection(P, \"closed by the test kit\") || P <- L],"
+            + " length(L).";
+    try {
+      String out = eval(n, expr);
+      try {
+        return Integer.parseInt(out);
+      } catch (NumberFormatException e) {
+        throw new IllegalStateException("rabbitmqctl eval answered: " + out);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
+    }
+  }
+
+  /** Runs {@code rabbitmqctl eval expr} on the node; its trimmed output. */
+  private static String eval(Node n, String expr) throws IOException, InterruptedException {
+    Path ctl = n.script().resolveSibling("rabbitmqctl");
+    if (!Files.isExecutable(ctl)) {
+      throw new IOException(ctl + " not found");
+    }
+    ProcessBuilder pb =
+        new ProcessBuilder(ctl.toString(), "-n", n.name(), "-q", "eval", expr)
+            .directory(n.dir().toFile())
+            .redirectErrorStream(true);
+    pb.environment().put("HOME", n.dir().toString());
+    pb.environment().remove("RABBITMQ_CONF_ENV_FILE");
+    Process p = pb.start();
+    String out;
+    try (InputStream in = p.getInputStream()) {
+      out = new String(in.readAllBytes(), StandardCharsets.UTF_8).trim();
+    }
+    p.waitFor(60, TimeUnit.SECONDS);
+    return out;
   }
 
   private void writeConfiguration() {
