@@ -127,6 +127,13 @@ public final class RabbitMessages {
   /** Header of the creation trace state (distributed-tracing extension). */
   public static final String CE_TRACESTATE = PREFIX + "tracestate";
 
+  /**
+   * The broker's dead-lettering history of a message; shown to handlers as the text header of the
+   * same name ({@code queue=<q>, reason=<r>, count=<n>} per entry, newest first, {@code "; "}
+   * between), never used for an attempt budget.
+   */
+  public static final String X_DEATH = "x-death";
+
   /** AMQP delivery mode of a persistent message. */
   public static final int PERSISTENT = 2;
 
@@ -206,6 +213,26 @@ public final class RabbitMessages {
     return List.copyOf(out);
   }
 
+  /** The {@code x-death} table list as text: {@code queue=.., reason=.., count=..; ...}. */
+  static String describeDeaths(List<?> deaths) {
+    StringBuilder b = new StringBuilder();
+    for (Object o : deaths) {
+      if (!(o instanceof Map<?, ?> death)) {
+        continue;
+      }
+      if (!b.isEmpty()) {
+        b.append("; ");
+      }
+      b.append("queue=")
+          .append(death.get("queue"))
+          .append(", reason=")
+          .append(death.get("reason"))
+          .append(", count=")
+          .append(death.get("count"));
+    }
+    return b.toString();
+  }
+
   private static byte[] rawBytes(Object v) {
     if (v instanceof LongString ls) {
       return ls.getBytes();
@@ -246,7 +273,9 @@ public final class RabbitMessages {
           if (name == null || h.getValue() == null) {
             continue;
           }
-          if (name.startsWith(PREFIX) || name.startsWith(OLD_PREFIX)) {
+          if (name.equalsIgnoreCase(X_DEATH) && h.getValue() instanceof List<?> deaths) {
+            app.put(X_DEATH, describeDeaths(deaths)); // shown to handlers, never trusted
+          } else if (name.startsWith(PREFIX) || name.startsWith(OLD_PREFIX)) {
             ce.put(name.substring(PREFIX.length()), h.getValue()); // decoded when read, below
           } else if (!reserved(name)
               && !(h.getValue() instanceof List<?>)

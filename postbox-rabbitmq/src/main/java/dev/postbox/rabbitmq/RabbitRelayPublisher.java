@@ -164,6 +164,20 @@ public final class RabbitRelayPublisher implements RelayPublisher {
     };
   }
 
+  /**
+   * Opens the connection now instead of at the first batch, so that a wrong address, user, password
+   * or vhost fails at start-up rather than as a transient failure the relay retries.
+   *
+   * @throws RabbitStartupException if the broker cannot be reached or refuses the login or vhost
+   */
+  public void connect() {
+    try {
+      channel();
+    } catch (IOException | TimeoutException e) {
+      throw RabbitConnect.refused("relay publisher", factory, e);
+    }
+  }
+
   @Override
   public void close() {
     closed = true;

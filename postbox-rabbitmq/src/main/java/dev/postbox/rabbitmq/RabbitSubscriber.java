@@ -5,12 +5,14 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.Recoverable;
 import com.rabbitmq.client.RecoveryListener;
+import com.rabbitmq.client.ShutdownSignalException;
 import com.rabbitmq.client.impl.recovery.RetryHandler;
 import com.rabbitmq.client.impl.recovery.TopologyRecoveryRetryHandlerBuilder;
 import com.rabbitmq.client.impl.recovery.TopologyRecoveryRetryLogic;
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.consumer.ConsumerStats;
 import dev.postbox.core.consumer.MessageHandler;
+import dev.postbox.core.consumer.Ordering;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.engine.DeliveryProcessor;
 import dev.postbox.core.engine.InboxJanitor;
@@ -20,8 +22,10 @@ import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
+import dev.postbox.rabbitmq.internal.BrokerDeadLetters;
 import dev.postbox.rabbitmq.internal.InFlight;
 import dev.postbox.rabbitmq.internal.ShardConsumer;
+import dev.postbox.rabbitmq.internal.WaitQueues;
 import java.io.IOException;
 import java.time.Clock;
 import java.time.Duration;
@@ -74,6 +78,12 @@ public final class RabbitSubscriber implements AutoCloseable {
   /** Default wait between the attempts of the automatic connection recovery. */
   public static final Duration DEFAULT_RECOVERY_INTERVAL = Duration.ofSeconds(1);
 
+  /** The longest wait between two retries of a consumer's recovery. */
+  public static final Duration RECOVERY_BACKOFF_CAP = Duration.ofSeconds(30);
+
+  /** Default delays of the wait-queue retries: none (in-place retries, then the dead letters). */
+  public static final List<Duration> DEFAULT_RETRY_TIERS = List.of();
+
   /** Default interval between purges of inbox records older than the inbox retention. */
   public static final Duration DEFAULT_INBOX_PURGE_INTERVAL = Duration.ofMinutes(10);
 
@@ -93,6 +103,9 @@ public final class RabbitSubscriber implements AutoCloseable {
   private final DeliveryProcessor processor;
   private final KeyedExecutor executor;
   private final InFlight inFlight = new InFlight();
+  private final List<Duration> retryTiers;
+  private final Optional<String> deadLetterExchange;
+  private final WaitQueues waitQueues;
   private final List<ShardConsumer> consumers = new ArrayList<>();
   private volatile boolean running;
   private Connection connection;
@@ -107,7 +120,17 @@ public final class RabbitSubscriber implements AutoCloseable {
     this.sleeper = b.sleeper;
     this.inbox = Optional.ofNullable(b.inbox);
     this.inboxPurgeInterval = b.inboxPurgeInterval;
+    this.retryTiers = b.retryTiers;
+    this.deadLetterExchange = Optional.ofNullable(b.deadLetterExchange);
     b.factory.setTopologyRecoveryRetryHandler(recoveryRetries(b.sleeper));
+    this.waitQueues =
+        new WaitQueues(
+            b.subscription.name(),
+            b.retryTiers,
+            deadLetterExchange,
+            this::connection,
+            b.clock,
+            b.sleeper);
     this.processor =
         new DeliveryProcessor(
             RabbitBinding.TRANSPORT,
@@ -116,39 +139,66 @@ public final class RabbitSubscriber implements AutoCloseable {
             null,
             Optional.ofNullable(b.inbox),
             Optional.empty(),
-            Optional.ofNullable(b.deadLetters),
+            deadLetterExchange.isPresent()
+                ? Optional.of(new BrokerDeadLetters(Optional.ofNullable(b.deadLetters), waitQueues))
+                : Optional.ofNullable(b.deadLetters),
             Optional.empty(),
-            Optional.empty(),
+            waitQueues.enabled() ? Optional.of(waitQueues) : Optional.empty(),
             b.clock,
             b.ticker,
             b.sleeper,
             b.metrics,
             b.openTelemetry);
+    waitQueues.attach(processor);
     this.executor = new KeyedExecutor("postbox-" + subscription.name(), subscription.concurrency());
   }
 
   /**
-   * Retries the recovery of a queue, binding or consumer (every second, for a minute): after a
-   * broker restart a quorum queue may refuse {@code basic.consume} until it has a leader, and a
-   * consumer whose recovery failed once would otherwise stay gone.
+   * Retries the recovery of a queue, binding or consumer while the subscriber runs, waiting {@link
+   * #DEFAULT_RECOVERY_INTERVAL} doubled after each failure up to {@link #RECOVERY_BACKOFF_CAP}:
+   * after a broker restart a quorum queue refuses {@code basic.consume} until it has a leader, and
+   * a consumer whose recovery failed would otherwise stay gone. An error that closed the whole
+   * connection is not retried here: the connection's own recovery starts over.
    */
-  private static RetryHandler recoveryRetries(Sleeper sleeper) {
+  private RetryHandler recoveryRetries(Sleeper sleeper) {
     return TopologyRecoveryRetryHandlerBuilder.builder()
-        .queueRecoveryRetryCondition((q, e) -> true)
+        .queueRecoveryRetryCondition((q, e) -> retryRecovery(e))
         .queueRecoveryRetryOperation(
             TopologyRecoveryRetryLogic.RECOVER_CHANNEL.andThen(
                 TopologyRecoveryRetryLogic.RECOVER_QUEUE))
-        .bindingRecoveryRetryCondition((b, e) -> true)
+        .bindingRecoveryRetryCondition((b, e) -> retryRecovery(e))
         .bindingRecoveryRetryOperation(
             TopologyRecoveryRetryLogic.RECOVER_CHANNEL.andThen(
                 TopologyRecoveryRetryLogic.RECOVER_BINDING))
-        .consumerRecoveryRetryCondition((c, e) -> true)
+        .consumerRecoveryRetryCondition((c, e) -> retryRecovery(e))
         .consumerRecoveryRetryOperation(
             TopologyRecoveryRetryLogic.RECOVER_CHANNEL.andThen(
                 TopologyRecoveryRetryLogic.RECOVER_CONSUMER))
-        .retryAttempts(60)
-        .backoffPolicy(attempt -> sleeper.sleep(DEFAULT_RECOVERY_INTERVAL))
+        .retryAttempts(Integer.MAX_VALUE)
+        .backoffPolicy(attempt -> {
+          if (!running) {
+            throw new IllegalStateException("subscriber closed: recovery stopped");
+          }
+          sleeper.sleep(recoveryBackoff(attempt));
+        })
         .build();
+  }
+
+  /** The wait before recovery retry {@code attempt} (1, 2, ...): 1 s doubled, at most the cap. */
+  static Duration recoveryBackoff(int attempt) {
+    int doublings = Math.min(Math.max(attempt - 1, 0), 10);
+    Duration d = DEFAULT_RECOVERY_INTERVAL.multipliedBy(1L << doublings);
+    return d.compareTo(RECOVERY_BACKOFF_CAP) > 0 ? RECOVERY_BACKOFF_CAP : d;
+  }
+
+  /** Whether a failed recovery step is retried: while running, unless the connection is gone. */
+  private boolean retryRecovery(Exception e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof ShutdownSignalException s && s.isHardError()) {
+        return false;
+      }
+    }
+    return running;
   }
 
   /** A builder for a subscriber to the broker at {@code uri} ({@code amqp://user:pass@host/vh}). */
@@ -160,7 +210,8 @@ public final class RabbitSubscriber implements AutoCloseable {
    * Connects, declares the topology and starts consuming every shard queue.
    *
    * @throws RabbitTopologyException if a declaration conflicts with what exists
-   * @throws IllegalStateException if the broker cannot be reached or refuses the credentials
+   * @throws RabbitStartupException if the broker cannot be reached or refuses the credentials or
+   *     the vhost
    */
   public synchronized void start() {
     if (connection != null) {
@@ -169,16 +220,21 @@ public final class RabbitSubscriber implements AutoCloseable {
     try {
       connection = factory.newConnection(CONNECTION_NAME_PREFIX + subscription.name());
     } catch (IOException | TimeoutException e) {
-      throw new IllegalStateException(
-          "subscription '" + subscription.name() + "': cannot connect to RabbitMQ: " + e, e);
+      throw RabbitConnect.refused("subscription '" + subscription.name() + "'", factory, e);
     }
     running = true;
     try {
       // kept open with the connection: automatic recovery redeclares on the channel that declared
+      if (deadLetterExchange.isPresent()) {
+        RabbitTopology.checkExchangeExists(connection, deadLetterExchange.get());
+      }
       Channel setup = connection.createChannel();
       for (String topic : subscription.topics()) {
         List<String> queues =
             RabbitTopology.declareShards(setup, subscription.name(), topic, shards);
+        for (String queue : queues) {
+          RabbitTopology.declareWaitQueues(setup, queue, retryTiers);
+        }
         for (int i = 0; i < queues.size(); i++) {
           Channel ch = connection.createChannel();
           ch.basicQos(prefetch);
@@ -193,7 +249,8 @@ public final class RabbitSubscriber implements AutoCloseable {
                   executor,
                   inFlight,
                   () -> running,
-                  sleeper);
+                  sleeper,
+                  waitQueues);
           ch.basicConsume(queues.get(i), false, consumer); // manual acks, even AT_MOST_ONCE
           if (ch instanceof Recoverable r) {
             // only logged: the epoch moves on the channel's shutdown signal, which the client
@@ -241,6 +298,13 @@ public final class RabbitSubscriber implements AutoCloseable {
         consumers.size(),
         subscription.topics(),
         prefetch);
+  }
+
+  private synchronized Connection connection() {
+    if (connection == null) {
+      throw new IllegalStateException("not started");
+    }
+    return connection;
   }
 
   /** Counters since start. */
@@ -302,6 +366,8 @@ public final class RabbitSubscriber implements AutoCloseable {
     private io.opentelemetry.api.OpenTelemetry openTelemetry;
     private Ticker ticker = Ticker.SYSTEM;
     private Sleeper sleeper = Sleeper.SYSTEM;
+    private List<Duration> retryTiers = DEFAULT_RETRY_TIERS;
+    private String deadLetterExchange;
 
     private Builder(String uri, Subscription subscription) {
       Objects.requireNonNull(uri, "uri");
@@ -356,6 +422,33 @@ public final class RabbitSubscriber implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Turns on delayed retries through wait queues (default: none; in-place retries, then the dead
+     * letters): a transient failure whose in-place retries ran out is sent to wait queue 1 of its
+     * shard queue, which returns it after {@code tiers[0]}; a failure then moves it to the next
+     * tier, and after the last it is given up. {@code UNORDERED} subscriptions only (a retried
+     * message comes back behind later ones).
+     */
+    public Builder retryTiers(Duration... tiers) {
+      List<Duration> list = List.of(tiers);
+      for (Duration d : list) {
+        if (d.isNegative() || d.isZero()) {
+          throw new IllegalArgumentException("retry tiers must be positive: " + list);
+        }
+      }
+      this.retryTiers = list;
+      return this;
+    }
+
+    /**
+     * Also publishes every given-up delivery (body and properties as received) to this existing
+     * exchange of the broker, before the dead-letter store keeps it (default: none).
+     */
+    public Builder deadLetterExchange(String exchange) {
+      this.deadLetterExchange = Objects.requireNonNull(exchange, "exchange");
+      return this;
+    }
+
     /** Sets the prefetch of each shard channel (default {@value #DEFAULT_PREFETCH}). */
     public Builder prefetch(int prefetch) {
       if (prefetch < 1) {
@@ -403,6 +496,13 @@ public final class RabbitSubscriber implements AutoCloseable {
             "subscription '"
                 + subscription.name()
                 + "': batches are not supported on RabbitMQ yet");
+      }
+      if (!retryTiers.isEmpty() && subscription.ordering() != Ordering.UNORDERED) {
+        throw new IllegalArgumentException(
+            "subscription '"
+                + subscription.name()
+                + "': retryTiers (wait queues) need Ordering.UNORDERED: a retried message comes"
+                + " back behind later messages of its key");
       }
       if (handler == null) {
         throw new IllegalArgumentException(

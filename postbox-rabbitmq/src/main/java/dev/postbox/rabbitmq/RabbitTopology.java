@@ -54,14 +54,14 @@ public final class RabbitTopology {
     try {
       channel.exchangeDeclare(exchange(topic), EXCHANGE_TYPE, true, false, Map.of());
     } catch (IOException | RuntimeException e) {
-      throw new RabbitTopologyException(
+      throw refusedOrTransient(
+          e,
           "cannot declare exchange '"
               + exchange(topic)
               + "' of type "
               + EXCHANGE_TYPE
               + " (is the rabbitmq_consistent_hash_exchange plugin enabled, and does no exchange of"
-              + " another type exist under that name?)",
-          e);
+              + " another type exist under that name?)");
     }
   }
 
@@ -79,14 +79,56 @@ public final class RabbitTopology {
           Map.of("x-queue-type", "quorum", "x-single-active-consumer", true));
       channel.queueBind(queue, exchange(topic), "1");
     } catch (IOException | RuntimeException e) {
-      throw new RabbitTopologyException(
+      throw refusedOrTransient(
+          e,
           "cannot declare queue '"
               + queue
               + "' (durable quorum queue with single active consumer) bound to exchange '"
               + exchange(topic)
-              + "': does a queue with other arguments exist under that name?",
-          e);
+              + "': does a queue with other arguments exist under that name?");
     }
+  }
+
+  /**
+   * The broker's reply codes that refuse a declaration for good: 403 access refused, 404 not found,
+   * 405 resource locked, 406 precondition failed (other arguments or type), 503 command invalid (an
+   * unknown exchange type), 530 not allowed. Anything else (541 internal error, 320 connection
+   * forced, a lost connection, an I/O error, a timeout) is transient: a quorum queue without a
+   * leader yet, a broker restarting.
+   */
+  static final java.util.Set<Integer> REFUSALS = java.util.Set.of(403, 404, 405, 406, 503, 530);
+
+  /**
+   * A {@link RabbitTopologyException} (with {@code message}) when the broker refused the
+   * declaration, else {@code e} itself (or, if checked, wrapped in an {@link
+   * java.io.UncheckedIOException}): a transient failure the caller retries.
+   */
+  static RuntimeException refusedOrTransient(Exception e, String message) {
+    Integer code = replyCode(e);
+    if (code != null && REFUSALS.contains(code)) {
+      return new RabbitTopologyException(message, e);
+    }
+    if (e instanceof RuntimeException r) {
+      return r;
+    }
+    return new java.io.UncheckedIOException(
+        message + " (transient: " + e + ")", e instanceof IOException io ? io : new IOException(e));
+  }
+
+  /** The reply code of the channel or connection close in {@code e}'s causes, or null. */
+  static Integer replyCode(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof com.rabbitmq.client.ShutdownSignalException s) {
+        if (s.getReason() instanceof com.rabbitmq.client.AMQP.Channel.Close c) {
+          return c.getReplyCode();
+        }
+        if (s.getReason() instanceof com.rabbitmq.client.AMQP.Connection.Close c) {
+          return c.getReplyCode();
+        }
+        return null;
+      }
+    }
+    return null;
   }
 
   /**
@@ -106,5 +148,74 @@ public final class RabbitTopology {
       queues.add(q);
     }
     return List.copyOf(queues);
+  }
+
+  /**
+   * Declares the wait queues of {@code queue} for delayed retries: for each tier {@code i} (from 1)
+   * a durable quorum queue {@code <queue>.wait.<i>} whose messages expire after the tier's delay
+   * ({@code x-message-ttl}) and are then dead-lettered, at least once, back to {@code queue}
+   * through the default exchange ({@code x-dead-letter-exchange ""}, {@code
+   * x-dead-letter-routing-key <queue>}, {@code x-dead-letter-strategy at-least-once}, which needs
+   * {@code x-overflow reject-publish}). Nobody consumes a wait queue: a message leaves it only by
+   * expiring, in order, since every message of one queue has the same time to live.
+   */
+  public static void declareWaitQueues(
+      Channel channel, String queue, java.util.List<java.time.Duration> tiers) {
+    for (int i = 1; i <= tiers.size(); i++) {
+      String wait = waitQueue(queue, i);
+      Map<String, Object> args = new java.util.LinkedHashMap<>();
+      args.put("x-queue-type", "quorum");
+      args.put("x-message-ttl", tiers.get(i - 1).toMillis());
+      args.put("x-dead-letter-exchange", "");
+      args.put("x-dead-letter-routing-key", queue);
+      args.put("x-dead-letter-strategy", "at-least-once");
+      args.put("x-overflow", "reject-publish");
+      try {
+        channel.queueDeclare(wait, true, false, false, args);
+      } catch (IOException | RuntimeException e) {
+        throw refusedOrTransient(
+            e,
+            "cannot declare wait queue '"
+                + wait
+                + "' (quorum queue, "
+                + tiers.get(i - 1).toMillis()
+                + " ms message TTL, dead-lettering to '"
+                + queue
+                + "'): does a queue with other arguments (another delay) exist under that name?");
+      }
+    }
+  }
+
+  /** The wait queue of retry tier {@code tier} (from 1) of {@code queue}. */
+  public static String waitQueue(String queue, int tier) {
+    return queue + ".wait." + tier;
+  }
+
+  /**
+   * Checks that the exchange {@code name} exists (the broker's dead-letter exchange of a
+   * subscriber), on a channel of its own since a missing exchange closes it.
+   *
+   * @throws RabbitTopologyException if it does not exist
+   */
+  public static void checkExchangeExists(com.rabbitmq.client.Connection connection, String name)
+      throws IOException {
+    Channel ch = connection.createChannel();
+    try {
+      ch.exchangeDeclarePassive(name);
+    } catch (IOException | RuntimeException e) {
+      throw refusedOrTransient(
+          e,
+          "the dead-letter exchange '"
+              + name
+              + "' does not exist: declare it (and bind a queue to it) before starting");
+    } finally {
+      if (ch.isOpen()) {
+        try {
+          ch.close();
+        } catch (java.util.concurrent.TimeoutException | IOException ignored) {
+          // the check is done
+        }
+      }
+    }
   }
 }

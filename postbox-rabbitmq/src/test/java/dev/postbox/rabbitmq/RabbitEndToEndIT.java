@@ -3,6 +3,9 @@ package dev.postbox.rabbitmq;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.ConnectionFactory;
+import com.rabbitmq.client.MessageProperties;
 import dev.postbox.core.Backoff;
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.Message;
@@ -30,13 +33,13 @@ import java.util.Map;
 import java.util.UUID;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 /**
  * Outbox -> polling relay -> RabbitMQ -> RabbitSubscriber -> PostgreSQL inbox -> effect, against
  * the test kit's private RabbitMQ node and embedded PostgreSQL: nothing lost, no duplicate effect,
- * per-key order; also with the broker killed with kill -9 and restarted mid-stream. (The jdbc
+ * per-key order; also with the broker killed with kill -9 and restarted mid-stream (every quorum
+ * queue, even one created just before the kill, has a leader again after the restart). (The jdbc
  * stores are a test-scope dependency: the adapters never depend on each other.)
  */
 @PostboxTest
@@ -65,10 +68,6 @@ class RabbitEndToEndIT {
   }
 
   @Test
-  @Disabled(
-      "issue 16, open: after a kill -9 of the single node its quorum queues can stay unavailable"
-          + " (connection.close 541 INTERNAL_ERROR, no publisher confirms) past this test's 2-minute"
-          + " bound; failed once in CI on 2026-12-01 after passing 4 runs in a row locally")
   void brokerKilledAndRestartedMidStreamLosesAndDoublesNothing(PostboxTestContext ctx)
       throws Exception {
     org.junit.jupiter.api.Assumptions.assumeFalse(
@@ -84,11 +83,54 @@ class RabbitEndToEndIT {
     relay(server, ds);
     write(ds, topic, 0, 300, 15);
     await().atMost(Duration.ofSeconds(60)).until(() -> effects(ds, sub.name()) >= 50);
+    // the worst case for the node's recovery: quorum queues created right before the kill
+    List<String> fresh = declareFreshQuorumQueues(server, 6);
     server.kill();
     write(ds, topic, 300, 300, 15); // written while the broker is down
     server.start();
+    assertEachConfirmsAPublish(server, fresh);
     awaitEffects(ds, sub.name(), 600);
     assertNoDuplicateAndKeyOrder(ds, sub.name(), 600);
+  }
+
+  /** Declares {@code n} quorum queues, each holding one confirmed message; returns their names. */
+  private static List<String> declareFreshQuorumQueues(RabbitMqServer server, int n)
+      throws Exception {
+    List<String> names = new ArrayList<>();
+    try (com.rabbitmq.client.Connection c = connect(server);
+        Channel ch = c.createChannel()) {
+      ch.confirmSelect();
+      for (int i = 0; i < n; i++) {
+        String q = "fresh-" + UUID.randomUUID();
+        ch.queueDeclare(q, true, false, false, Map.of("x-queue-type", "quorum"));
+        ch.basicPublish("", q, MessageProperties.PERSISTENT_BASIC, new byte[] {1});
+        names.add(q);
+      }
+      ch.waitForConfirmsOrDie(30_000);
+    }
+    return names;
+  }
+
+  /**
+   * After the restart, each queue takes and confirms a publish: it has a leader (the test kit's
+   * {@code start()} makes sure of it; RabbitMQ 3.10 left some of them leaderless for good).
+   */
+  private static void assertEachConfirmsAPublish(RabbitMqServer server, List<String> queues)
+      throws Exception {
+    try (com.rabbitmq.client.Connection c = connect(server);
+        Channel ch = c.createChannel()) {
+      ch.confirmSelect();
+      for (String q : queues) {
+        ch.basicPublish("", q, true, MessageProperties.PERSISTENT_BASIC, new byte[] {2});
+      }
+      assertThat(ch.waitForConfirms(30_000)).as("every fresh quorum queue confirmed").isTrue();
+    }
+  }
+
+  private static com.rabbitmq.client.Connection connect(RabbitMqServer server) throws Exception {
+    ConnectionFactory f = new ConnectionFactory();
+    f.setUri(server.uri());
+    return f.newConnection("e2e-test");
   }
 
   private static Subscription subscription(String name, String topic) {

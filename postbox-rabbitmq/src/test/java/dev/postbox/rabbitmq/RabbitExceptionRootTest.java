@@ -16,7 +16,10 @@ class RabbitExceptionRootTest {
   @Test
   void everyPublicExceptionIsAPostboxException() {
     List<Class<? extends Throwable>> exceptions =
-        List.of(RabbitTopologyException.class, RabbitUnroutableException.class);
+        List.of(
+            RabbitTopologyException.class,
+            RabbitUnroutableException.class,
+            RabbitStartupException.class);
     assertThat(exceptions).allMatch(PostboxException.class::isAssignableFrom);
   }
 }

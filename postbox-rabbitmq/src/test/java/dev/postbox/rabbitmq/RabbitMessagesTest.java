@@ -117,13 +117,18 @@ class RabbitMessagesTest {
   }
 
   @Test
-  void brokerTablesAreNotCopiedIntoMessageHeaders() {
+  void brokerTablesAreNotCopiedIntoMessageHeadersButXDeathIsShownAsText() {
     Map<String, Object> h = new HashMap<>(RabbitMessages.toProperties(full()).getHeaders());
-    h.put("x-death", List.of(Map.of("count", 2L)));
+    h.put(
+        "x-death", List.of(Map.of("count", 2L, "reason", "expired", "queue", "s.orders.0.wait.1")));
+    h.put("x-other-table", Map.of("a", 1L));
     h.put("x-delivery-count", 3L);
     Message m =
         RabbitMessages.fromDelivery(
             "orders", ENVELOPE, new AMQP.BasicProperties.Builder().headers(h).build(), new byte[0]);
-    assertThat(m.headers()).doesNotContainKey("x-death").containsEntry("x-delivery-count", "3");
+    assertThat(m.headers())
+        .doesNotContainKey("x-other-table")
+        .containsEntry("x-delivery-count", "3")
+        .containsEntry("x-death", "queue=s.orders.0.wait.1, reason=expired, count=2");
   }
 }

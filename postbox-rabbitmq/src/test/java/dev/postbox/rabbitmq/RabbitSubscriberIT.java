@@ -172,18 +172,30 @@ class RabbitSubscriberIT {
   }
 
   @Test
-  void wrongCredentialsFailTheStartWithAClearError() {
+  void wrongCredentialsOrVhostFailTheStartWithAClearError() {
     RabbitMqServer server = RabbitMqServer.sharedOrSkip();
     URI uri = URI.create(server.uri());
-    String wrong = "amqp://guest:wrong@" + uri.getHost() + ":" + uri.getPort() + "/%2F";
-    RabbitSubscriber s =
-        RabbitSubscriber.builder(
-                wrong, Subscription.builder("creds-" + UUID.randomUUID()).topics("t").build())
+    String base = "amqp://guest:%s@" + uri.getHost() + ":" + uri.getPort() + "/%s";
+    Subscription sub = Subscription.builder("creds-" + UUID.randomUUID()).topics("t").build();
+    RabbitSubscriber wrongPassword =
+        RabbitSubscriber.builder(String.format(base, "wrong", "%2F"), sub).handler(d -> {}).build();
+    assertThatThrownBy(wrongPassword::start)
+        .isInstanceOf(RabbitStartupException.class)
+        .hasMessageContaining("wrong user name or password");
+    RabbitSubscriber wrongVhost =
+        RabbitSubscriber.builder(String.format(base, "guest", "no-such-vhost"), sub)
             .handler(d -> {})
             .build();
-    assertThatThrownBy(s::start)
-        .isInstanceOf(IllegalStateException.class)
-        .hasMessageContaining("cannot connect to RabbitMQ");
+    assertThatThrownBy(wrongVhost::start)
+        .isInstanceOf(RabbitStartupException.class)
+        .hasMessageContaining("vhost 'no-such-vhost'")
+        .hasMessageContaining("does not exist");
+    RabbitRelayPublisher publisher =
+        RabbitRelayPublisher.builder(String.format(base, "wrong", "%2F")).build();
+    assertThatThrownBy(publisher::connect)
+        .isInstanceOf(RabbitStartupException.class)
+        .hasMessageContaining("wrong user name or password");
+    publisher.close();
   }
 
   private RabbitSubscriber start(

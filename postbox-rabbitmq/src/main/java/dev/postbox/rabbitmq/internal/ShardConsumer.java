@@ -10,12 +10,15 @@ import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.engine.DeliveryProcessor;
 import dev.postbox.core.engine.DeliveryProcessor.Incoming;
 import dev.postbox.core.engine.KeyedExecutor;
+import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.rabbitmq.RabbitMessages;
 import dev.postbox.rabbitmq.RabbitTopology;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
@@ -50,6 +53,7 @@ public final class ShardConsumer extends DefaultConsumer {
   private final InFlight inFlight;
   private final BooleanSupplier running;
   private final Sleeper sleeper;
+  private final WaitQueues retries;
   private final AtomicLong epoch = new AtomicLong();
 
   /** A consumer of {@code queue} (shard {@code shard} of {@code topic}) on {@code channel}. */
@@ -63,7 +67,8 @@ public final class ShardConsumer extends DefaultConsumer {
       KeyedExecutor executor,
       InFlight inFlight,
       BooleanSupplier running,
-      Sleeper sleeper) {
+      Sleeper sleeper,
+      WaitQueues retries) {
     super(channel);
     this.topic = topic;
     this.shard = shard;
@@ -74,6 +79,7 @@ public final class ShardConsumer extends DefaultConsumer {
     this.inFlight = inFlight;
     this.running = running;
     this.sleeper = sleeper;
+    this.retries = retries;
   }
 
   /** The channel or its connection was lost: earlier deliveries are not ours any more. */
@@ -87,46 +93,77 @@ public final class ShardConsumer extends DefaultConsumer {
     processor.received(1);
     long tag = envelope.getDeliveryTag();
     long mine = epoch.get();
-    byte[] key =
-        envelope.getRoutingKey() == null
-            ? null
-            : envelope.getRoutingKey().getBytes(StandardCharsets.UTF_8);
+    int tier = retries.tier(properties);
+    String routingKey = routingKey(envelope, properties, tier);
+    List<DeadLetterStore.Header> headers = new ArrayList<>();
+    for (DeadLetterStore.Header h : RabbitMessages.deadLetterHeaders(properties)) {
+      if (!WaitQueues.added(h.name())) {
+        headers.add(h); // the message as first received: without what retries added
+      }
+    }
     Incoming in =
         new Incoming(
             topic,
             shard,
             tag,
             () -> RabbitMessages.fromDelivery(topic, envelope, properties, body),
-            key,
+            routingKey == null ? null : routingKey.getBytes(StandardCharsets.UTF_8),
             body,
-            RabbitMessages.deadLetterHeaders(properties));
+            List.copyOf(headers));
     boolean atMostOnce = subscription.guarantee() == DeliveryGuarantee.AT_MOST_ONCE;
     if (atMostOnce) {
       ack(tag, mine); // before handling: a crash now loses the message, never repeats it
     }
     inFlight.started();
-    executor.submit(lane(envelope), () -> run(in, tag, mine, atMostOnce));
+    WaitQueues.Received received = new WaitQueues.Received(properties, routingKey, queue);
+    executor.submit(lane(routingKey), () -> run(in, received, tier, tag, mine, atMostOnce));
   }
 
-  private Object lane(Envelope envelope) {
+  /**
+   * The routing key the message was published with: the envelope's, except for a copy back from a
+   * wait queue (routed there by queue name): its ordering key, else its id.
+   */
+  private static String routingKey(Envelope envelope, AMQP.BasicProperties properties, int tier) {
+    if (tier == 0 || properties.getHeaders() == null) {
+      return envelope.getRoutingKey();
+    }
+    Object key = properties.getHeaders().get(RabbitMessages.CE_PARTITIONKEY);
+    if (key != null) {
+      return key.toString();
+    }
+    return properties.getMessageId() != null ? properties.getMessageId() : envelope.getRoutingKey();
+  }
+
+  private Object lane(String routingKey) {
     return switch (subscription.ordering()) {
       case UNORDERED -> null;
       case PARTITION -> queue;
-      case KEY -> new KeyLane(queue, envelope.getRoutingKey());
+      case KEY -> new KeyLane(queue, routingKey);
     };
   }
 
   private record KeyLane(String queue, String key) {}
 
-  private void run(Incoming in, long tag, long mine, boolean atMostOnce) {
+  private void run(
+      Incoming in,
+      WaitQueues.Received received,
+      int tier,
+      long tag,
+      long mine,
+      boolean atMostOnce) {
+    retries.remember(in, received);
     try {
       if (!running.getAsBoolean() || epoch.get() != mine) {
         processor.abandoned(1);
         return;
       }
       boolean finished = false;
+      BooleanSupplier owned = () -> running.getAsBoolean() && epoch.get() == mine;
       try {
-        finished = processor.process(in, () -> running.getAsBoolean() && epoch.get() == mine);
+        finished =
+            tier > 0
+                ? retries.retry(in, received.properties(), tier, owned)
+                : processor.process(in, owned);
       } catch (RuntimeException e) {
         log.error("{}: unexpected failure at {} tag {}", subscription.name(), queue, tag, e);
       }
@@ -134,6 +171,7 @@ public final class ShardConsumer extends DefaultConsumer {
         ack(tag, mine);
       }
     } finally {
+      retries.forget(in);
       inFlight.finished();
     }
   }
