@@ -24,7 +24,7 @@ public final class BenchRunner {
 
   /** The benchmark groups, in the order they run. */
   public static final List<String> GROUPS =
-      List.of("relay", "write", "consumer", "redis", "latency", "keys", "heap");
+      List.of("relay", "write", "consumer", "redis", "latency", "keys", "heap", "rabbitmq");
 
   private final BenchConfig config;
   private final PrintStream log;
@@ -60,6 +60,9 @@ public final class BenchRunner {
       }
       if (groups.contains("redis")) {
         new dev.postbox.bench.internal.RedisBench(env, config, log).run().forEach(this::record);
+      }
+      if (groups.contains("rabbitmq")) {
+        new dev.postbox.bench.internal.RabbitBench(env, config, log).run().forEach(this::record);
       }
       if (groups.contains("latency")) {
         latency(env);

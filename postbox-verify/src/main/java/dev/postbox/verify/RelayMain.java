@@ -4,11 +4,13 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.postbox.core.relay.Relay;
 import dev.postbox.jdbc.PostgresRelayStore;
 import dev.postbox.kafka.KafkaRelayPublisher;
+import dev.postbox.rabbitmq.RabbitRelayPublisher;
 import java.time.Duration;
 
 /**
  * A relay of the campaign, as its own OS process. Arguments: JDBC URL (with schema), bootstrap
- * servers, instance id, lease TTL in ms, batch size. Prints {@code started} when running.
+ * servers (or an {@code amqp://} URI: RabbitMQ's relay publisher), instance id, lease TTL in ms,
+ * batch size. Prints {@code started} when running.
  */
 public final class RelayMain {
 
@@ -20,10 +22,13 @@ public final class RelayMain {
     Relay relay =
         Relay.builder(
                 PostgresRelayStore.create(ds),
-                KafkaRelayPublisher.builder(args[1])
-                    .producerProperty("delivery.timeout.ms", 30_000)
-                    .producerProperty("request.timeout.ms", 10_000)
-                    .build())
+                args[1].startsWith("amqp")
+                    // the RabbitMQ campaign: confirms, mandatory
+                    ? RabbitRelayPublisher.builder(args[1]).connectionName(id).build()
+                    : KafkaRelayPublisher.builder(args[1])
+                        .producerProperty("delivery.timeout.ms", 30_000)
+                        .producerProperty("request.timeout.ms", 10_000)
+                        .build())
             .instanceId(id)
             .leaseTtl(Duration.ofMillis(Long.parseLong(args[3])))
             .batchSize(Integer.parseInt(args[4]))
