@@ -101,8 +101,15 @@ final class RabbitCampaign implements AutoCloseable {
   private final List<Child> workers = new ArrayList<>();
   private volatile int phase;
   private volatile RabbitScenario current;
+  private final RabbitMqServer given; // a server the caller owns (a test's shared one), or null
 
   RabbitCampaign(Settings settings, PrintStream out) {
+    this(settings, out, null);
+  }
+
+  /** On {@code server} (the caller's, left running), or null for the command's own node. */
+  RabbitCampaign(Settings settings, PrintStream out, RabbitMqServer server) {
+    this.given = server;
     this.settings = settings;
     this.out = out;
     this.log = new FaultLog(settings.dir().resolve("faults.log"));
@@ -117,7 +124,7 @@ final class RabbitCampaign implements AutoCloseable {
     Optional<String> url =
         Optional.ofNullable(System.getenv(RabbitMqServer.URL_ENV)).filter(s -> !s.isBlank());
     Optional<Path> script = RabbitMqServer.findScript();
-    if (url.isEmpty() && script.isEmpty()) {
+    if (given == null && url.isEmpty() && script.isEmpty()) {
       out.println(
           "rabbitmq: skipped: no rabbitmq-server installed and "
               + RabbitMqServer.URL_ENV
@@ -441,7 +448,7 @@ final class RabbitCampaign implements AutoCloseable {
     if (ds != null) {
       ds.close();
     }
-    if (rabbit != null && !rabbit.isExternal()) {
+    if (rabbit != null && rabbit != given && !rabbit.isExternal()) {
       rabbit.close();
     }
     if (pg != null) {
