@@ -132,7 +132,20 @@ final class ArchitectureRules {
               "the heap benchmark measures a relay in a ChildJvm with a fixed heap"),
           Map.entry(
               "dev.postbox.bench.internal.RedisBench",
-              "the Redis benchmark runs a private redis-server (RedisServer)"));
+              "the Redis benchmark runs a private redis-server (RedisServer)"),
+          Map.entry(
+              "dev.postbox.bench.internal.RabbitBench",
+              "the RabbitMQ benchmark runs a private RabbitMQ node (RabbitMqServer)"),
+          Map.entry(
+              "dev.postbox.demo.KafkaShopTransport",
+              "the demo on Kafka: the test kit's Kafka broker (KafkaBroker)"),
+          Map.entry(
+              "dev.postbox.demo.RabbitShopTransport",
+              "the demo on RabbitMQ: a private RabbitMQ node (RabbitMqServer)"),
+          Map.entry(
+              "dev.postbox.verify.RabbitCampaign",
+              "the RabbitMQ campaign starts PostgreSQL and a RabbitMQ node it kills and restarts"
+                  + " (PostgresServer, RabbitMqServer)"));
 
   static final ArchRule PRODUCTION_CODE_DOES_NOT_USE_THE_TEST_KIT =
       noClasses()

@@ -40,8 +40,8 @@ public final class BenchCli implements Callable<Integer> {
       paramLabel = "GROUP",
       description =
           "Run only these groups: relay, write, consumer, redis, latency, keys, heap; and, only"
-              + " when named, txrelay (transactional vs idempotent relay) and cdc (CDC relay vs"
-              + " Debezium, pre-written backlog).")
+              + " when named, txrelay (transactional vs idempotent relay), cdc (CDC relay vs"
+              + " Debezium, pre-written backlog) and rabbitmq (RabbitMQ relay and consumers).")
   java.util.List<String> only = BenchRunner.GROUPS;
 
   @Option(

@@ -29,9 +29,10 @@ public final class BenchRunner {
   /**
    * Groups run only when asked for with {@code --only} (not in the default run nor CI's quick one):
    * {@code txrelay}, the transactional relay against the idempotent relay; {@code cdc}, the CDC
-   * relay against Debezium on a pre-written backlog.
+   * relay against Debezium on a pre-written backlog; {@code rabbitmq}, the RabbitMQ relay and
+   * consumers against their peers (needs a RabbitMQ installation).
    */
-  public static final List<String> OPT_IN_GROUPS = List.of("txrelay", "cdc");
+  public static final List<String> OPT_IN_GROUPS = List.of("txrelay", "cdc", "rabbitmq");
 
   private final BenchConfig config;
   private final PrintStream log;
@@ -70,6 +71,9 @@ public final class BenchRunner {
       }
       if (groups.contains("redis")) {
         new dev.postbox.bench.internal.RedisBench(env, config, log).run().forEach(this::record);
+      }
+      if (groups.contains("rabbitmq")) {
+        new dev.postbox.bench.internal.RabbitBench(env, config, log).run().forEach(this::record);
       }
       if (groups.contains("latency")) {
         latency(env);

@@ -50,8 +50,21 @@ final class DemoMetrics implements AutoCloseable {
       throws IOException {
     MicrometerPostboxMetrics metrics = MicrometerPostboxMetrics.of(registry);
     OperationsProbe.builder(ds).stuckThreshold(Duration.ofSeconds(60)).build().bindTo(metrics);
-    lag = ConsumerLagProbe.builder(bootstrap).groups(groups).build().bindTo(metrics);
+    // no Kafka (the RabbitMQ demo): no group lag gauges
+    lag =
+        bootstrap == null
+            ? null
+            : ConsumerLagProbe.builder(bootstrap).groups(groups).build().bindTo(metrics);
     endpoint = MetricsEndpoint.start(port, this::scrape);
+  }
+
+  /**
+   * Starts the endpoint on {@code port} (0: a free port); Kafka's group lag if {@code bootstrap}.
+   */
+  static DemoMetrics start(
+      int port, DataSource ds, java.util.Optional<String> bootstrap, String... groups)
+      throws IOException {
+    return new DemoMetrics(port, ds, bootstrap.orElse(null), groups);
   }
 
   /** Starts the endpoint on {@code port} (0: a free port). */
@@ -84,7 +97,9 @@ final class DemoMetrics implements AutoCloseable {
   /** The merged exposition (what {@code GET /metrics} returns). */
   String scrape() {
     try {
-      lag.read(); // finds partitions the groups committed since the last scrape
+      if (lag != null) {
+        lag.read(); // finds partitions the groups committed since the last scrape
+      }
     } catch (RuntimeException e) {
       // gauges read NaN while Kafka cannot be reached
     }
@@ -178,6 +193,8 @@ final class DemoMetrics implements AutoCloseable {
   @Override
   public void close() {
     endpoint.close();
-    lag.close();
+    if (lag != null) {
+      lag.close();
+    }
   }
 }

@@ -66,6 +66,11 @@ import java.util.Map;
  * trace}) of one replayed message: its steps, oldest first, each with {@code at}, {@code step},
  * {@code by}, {@code detail} and {@code attributes}.
  *
+ * <p>{@code transport} is the broker the run used: {@code kafka} (the default) or {@code rabbitmq}
+ * ({@code --transport rabbitmq}: topics are consistent-hash exchanges; the wholesale keys are held
+ * back by in-place retries, recorded in {@code warehouse_waits}, since the RabbitMQ subscriber has
+ * no ordered parking yet, and {@code parked_keys} counts those keys).
+ *
  * <p>{@code ok} requires all of that, the topic checks ({@code missing}, {@code order_violations},
  * {@code unexpected} all 0) and that the injected crashes fired; {@code inconclusive} is true when
  * everything held but an armed crash ({@code relay_crashes}, {@code consumer_crashes}) did not
@@ -106,7 +111,8 @@ public record DemoReport(
     @JsonProperty("parked_keys") long parkedKeys,
     @JsonProperty("outage_seconds") int outageSeconds,
     @JsonProperty("metrics") Map<String, Double> metrics,
-    @JsonProperty("trace_example") List<Map<String, Object>> traceExample) {
+    @JsonProperty("trace_example") List<Map<String, Object>> traceExample,
+    @JsonProperty("transport") String transport) {
 
   public DemoReport {
     metrics = java.util.Collections.unmodifiableMap(new java.util.TreeMap<>(metrics));
@@ -127,6 +133,7 @@ public record DemoReport(
     return String.join(
         "\n",
         "Postbox demo: the shop's orders and inventory services, outbox relays and a consumer",
+        String.format("  transport                  %s", transport),
         String.format("  orders committed           %,d (+ %,d backlog)", orders, backlog),
         String.format("  events committed           %,d", committed),
         String.format("  events published (distinct) %,d", published),

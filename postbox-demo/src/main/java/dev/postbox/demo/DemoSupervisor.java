@@ -27,14 +27,15 @@ final class DemoSupervisor {
   /** Where the children connect to, and where their logs go. */
   record Settings(
       String jdbcUrl,
-      String bootstrap,
+      String bootstrap, // or the AMQP URI
       String ordersTopic,
       String stockTopic,
       String inventoryGroup,
       int relays,
       int crashAtBatch,
       int consumerCrashAt,
-      Path workDir) {}
+      Path workDir,
+      ShopTransport.Kind transport) {}
 
   /** A supervised process and what its crash point means. */
   private record Member(
@@ -131,7 +132,8 @@ final class DemoSupervisor {
             settings.bootstrap(),
             id,
             "3000",
-            "--duplicate-publish=" + ShopEvents.ORDER_CREATED)
+            "--duplicate-publish=" + ShopEvents.ORDER_CREATED,
+            "--transport=" + settings.transport().id())
         .jvmOptions(
             "-Xmx256m",
             "--enable-native-access=ALL-UNNAMED",
@@ -148,7 +150,8 @@ final class DemoSupervisor {
             settings.ordersTopic(),
             settings.stockTopic(),
             settings.inventoryGroup(),
-            Integer.toString(c.incarnation()))
+            Integer.toString(c.incarnation()),
+            settings.transport().id())
         .jvmOptions(
             "-Xmx256m",
             "--enable-native-access=ALL-UNNAMED",

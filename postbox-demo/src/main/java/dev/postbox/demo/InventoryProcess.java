@@ -19,6 +19,7 @@ import dev.postbox.jdbc.PostgresDeadLetterStore;
 import dev.postbox.jdbc.PostgresInboxStore;
 import dev.postbox.jdbc.PostgresParkingStore;
 import dev.postbox.kafka.KafkaSubscriber;
+import dev.postbox.rabbitmq.RabbitSubscriber;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -29,6 +30,7 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 import javax.sql.DataSource;
 
 /**
@@ -53,14 +55,16 @@ import javax.sql.DataSource;
  * key ({@code postbox_parked}) and retried as a sequence after {@link #PARKING_TIERS}, in order,
  * while other keys flow on.
  *
- * <p>Arguments: JDBC URL (with the schema), Kafka bootstrap servers, orders topic, stock topic,
- * subscription (consumer group) name, incarnation number (1 for the first process, then 2, 3... for
- * restarts). Runs until killed or terminated; SIGTERM lets records in flight finish, commits their
- * offsets and prints the subscription's counters.
+ * <p>Arguments: JDBC URL (with the schema), Kafka bootstrap servers (or RabbitMQ's AMQP URI),
+ * orders topic, stock topic, subscription (consumer group) name, incarnation number (1 for the
+ * first process, then 2, 3... for restarts), and optionally the transport ({@code kafka}, the
+ * default, or {@code rabbitmq}: see {@link RabbitInventory}). Runs until killed or terminated;
+ * SIGTERM lets records in flight finish, commits their offsets and prints the subscription's
+ * counters.
  */
 public final class InventoryProcess {
 
-  private static final int CONCURRENCY = 8;
+  static final int CONCURRENCY = 8;
 
   /**
    * Delays of the parked retries: their sum (30 s) outlasts the demo's 20 s warehouse outage, so a
@@ -85,21 +89,75 @@ public final class InventoryProcess {
   private InventoryProcess() {}
 
   public static void main(String[] args) throws Exception {
-    if (args.length != 6) {
+    if (args.length != 6 && args.length != 7) {
       System.err.println(
-          "usage: InventoryProcess <jdbc-url> <bootstrap-servers> <orders-topic> <stock-topic>"
-              + " <subscription> <incarnation>");
+          "usage: InventoryProcess <jdbc-url> <bootstrap-servers|amqp-uri> <orders-topic>"
+              + " <stock-topic> <subscription> <incarnation> [kafka|rabbitmq]");
       System.exit(2);
     }
     String stockTopic = args[3];
     String name = args[4];
     int incarnation = Integer.parseInt(args[5]);
+    ShopTransport.Kind transport =
+        args.length == 7 ? ShopTransport.Kind.of(args[6]) : ShopTransport.Kind.KAFKA;
     HikariConfig hc = new HikariConfig();
     hc.setJdbcUrl(args[0]);
     hc.setMaximumPoolSize(2 * CONCURRENCY + 2); // an inbox transaction + a warehouse call each
     hc.setPoolName("inventory-" + incarnation);
     HikariDataSource ds = new HikariDataSource(hc);
     Outbox outbox = Outbox.postgres();
+    DependencyGuard guard =
+        DependencyGuard.builder()
+            .minimumCalls(4)
+            .slidingWindowCalls(10)
+            .waitInOpenState(Duration.ofSeconds(2))
+            .build();
+    InboxStore inbox = new RecordingInbox(PostgresInboxStore.create(ds), ds, incarnation);
+    PostboxMetrics metrics = MetricsEndpoint.forChildProcess().orElse(PostboxMetrics.noop());
+    AutoCloseable running;
+    Supplier<Object> stats;
+    if (transport == ShopTransport.Kind.RABBITMQ) {
+      RabbitSubscriber subscriber =
+          RabbitInventory.subscriber(
+              args[1], args[2], name, ds, inbox, metrics, guard, outbox, stockTopic, incarnation);
+      subscriber.start();
+      running = subscriber;
+      stats = subscriber::stats;
+    } else {
+      KafkaSubscriber subscriber =
+          kafkaSubscriber(args, name, ds, inbox, metrics, guard, outbox, stockTopic, incarnation);
+      subscriber.start();
+      running = subscriber;
+      stats = subscriber::stats;
+    }
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(() -> {
+              try {
+                running.close();
+              } catch (Exception e) {
+                System.out.println("inventory close failed: " + e);
+              }
+              System.out.println(
+                  "inventory incarnation " + incarnation + " stopped: " + stats.get());
+              ds.close();
+              stopped.countDown();
+            }));
+    System.out.println("inventory " + name + " incarnation " + incarnation + " started");
+    stopped.await(); // SIGTERM runs the hook above; a crash point halts the JVM without it
+  }
+
+  private static KafkaSubscriber kafkaSubscriber(
+      String[] args,
+      String name,
+      HikariDataSource ds,
+      InboxStore inbox,
+      PostboxMetrics metrics,
+      DependencyGuard guard,
+      Outbox outbox,
+      String stockTopic,
+      int incarnation) {
     Subscription subscription =
         Subscription.builder(name)
             .topics(args[2])
@@ -114,45 +172,25 @@ public final class InventoryProcess {
                         .backoff(new Backoff(Duration.ofMillis(200), Duration.ofSeconds(1), 2, 0.5))
                         .build()))
             .build();
-    DependencyGuard guard =
-        DependencyGuard.builder()
-            .minimumCalls(4)
-            .slidingWindowCalls(10)
-            .waitInOpenState(Duration.ofSeconds(2))
-            .build();
-    KafkaSubscriber subscriber =
-        KafkaSubscriber.builder(args[1], subscription)
-            .inbox(new RecordingInbox(PostgresInboxStore.create(ds), ds, incarnation))
-            // Static membership: a restarted process takes over its predecessor's partitions at
-            // once, instead of waiting for the dead member's session to time out.
-            .consumerProperty("group.instance.id", name + "-1")
-            // a member that dies for good is noticed after 6 s (the broker's minimum), not 45 s
-            .consumerProperty("session.timeout.ms", 6000)
-            .deadLetters(PostgresDeadLetterStore.create(ds))
-            .parking(PostgresParkingStore.create(ds))
-            .parkingTiers(PARKING_TIERS)
-            .metrics(MetricsEndpoint.forChildProcess().orElse(PostboxMetrics.noop()))
-            .handler(d -> {
-              OrderCreated order = d.event(OrderCreated.class);
-              if (order.customerId().startsWith(WHOLESALE)) {
-                guard.run("warehouse", () -> reserveAtWarehouse(ds, order));
-              }
-              deductStock(d, outbox, stockTopic, incarnation);
-            })
-            .build();
-    CountDownLatch stopped = new CountDownLatch(1);
-    Runtime.getRuntime()
-        .addShutdownHook(
-            new Thread(() -> {
-              subscriber.close();
-              System.out.println(
-                  "inventory incarnation " + incarnation + " stopped: " + subscriber.stats());
-              ds.close();
-              stopped.countDown();
-            }));
-    subscriber.start();
-    System.out.println("inventory " + name + " incarnation " + incarnation + " started");
-    stopped.await(); // SIGTERM runs the hook above; a crash point halts the JVM without it
+    return KafkaSubscriber.builder(args[1], subscription)
+        .inbox(inbox)
+        // Static membership: a restarted process takes over its predecessor's partitions at
+        // once, instead of waiting for the dead member's session to time out.
+        .consumerProperty("group.instance.id", name + "-1")
+        // a member that dies for good is noticed after 6 s (the broker's minimum), not 45 s
+        .consumerProperty("session.timeout.ms", 6000)
+        .deadLetters(PostgresDeadLetterStore.create(ds))
+        .parking(PostgresParkingStore.create(ds))
+        .parkingTiers(PARKING_TIERS)
+        .metrics(metrics)
+        .handler(d -> {
+          OrderCreated order = d.event(OrderCreated.class);
+          if (order.customerId().startsWith(WHOLESALE)) {
+            guard.run("warehouse", () -> reserveAtWarehouse(ds, order));
+          }
+          deductStock(d, outbox, stockTopic, incarnation);
+        })
+        .build();
   }
 
   /** Customers whose orders are reserved at the warehouse first. */
@@ -162,7 +200,7 @@ public final class InventoryProcess {
    * The simulated warehouse: times out while the demo's {@code warehouse_outage} row says it is
    * down (a transient failure, counted by the circuit breaker).
    */
-  private static void reserveAtWarehouse(DataSource ds, OrderCreated order) throws Exception {
+  static void reserveAtWarehouse(DataSource ds, OrderCreated order) throws Exception {
     try (Connection c = ds.getConnection();
         PreparedStatement ps =
             c.prepareStatement("SELECT count(*) FROM warehouse_outage WHERE until > now()")) {

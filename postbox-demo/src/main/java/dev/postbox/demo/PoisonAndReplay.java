@@ -41,7 +41,16 @@ final class PoisonAndReplay {
   private final OrderLoad load;
   private final Set<String> parkedKeys = ConcurrentHashMap.newKeySet();
 
+  private final ShopTransport transport;
+
   PoisonAndReplay(PrintStream out, int orders, int outageSeconds, OrderLoad load) {
+    this(out, orders, outageSeconds, load, null);
+  }
+
+  /** On {@code transport} (null: Kafka's dead-letter decoder and parked keys). */
+  PoisonAndReplay(
+      PrintStream out, int orders, int outageSeconds, OrderLoad load, ShopTransport transport) {
+    this.transport = transport;
     this.out = out;
     this.orders = orders;
     this.outageSeconds = outageSeconds;
@@ -164,7 +173,11 @@ final class PoisonAndReplay {
     while (!Thread.currentThread().isInterrupted()) {
       try (Connection c = ds.getConnection();
           Statement s = c.createStatement();
-          ResultSet rs = s.executeQuery("SELECT DISTINCT msg_key FROM postbox_parked")) {
+          ResultSet rs =
+              s.executeQuery(
+                  transport == null
+                      ? "SELECT DISTINCT msg_key FROM postbox_parked"
+                      : transport.heldKeysQuery())) {
         while (rs.next()) {
           parkedKeys.add(rs.getString(1));
         }
@@ -205,7 +218,10 @@ final class PoisonAndReplay {
     }
     DeadLetterStore store = PostgresDeadLetterStore.create(ds);
     Replayer replayer =
-        Replayer.builder(ds, store, KafkaDeadLetters.decoder())
+        Replayer.builder(
+                ds,
+                store,
+                transport == null ? KafkaDeadLetters.decoder() : transport.deadLetterDecoder())
             .ratePerSecond(50)
             .by("demo")
             .build();

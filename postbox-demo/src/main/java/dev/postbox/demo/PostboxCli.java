@@ -118,6 +118,14 @@ public final class PostboxCli implements Runnable {
                 + " port; the URL is printed at start).")
     int metricsPort;
 
+    @Option(
+        names = "--transport",
+        defaultValue = "kafka",
+        description =
+            "The broker: kafka or rabbitmq (a private RabbitMQ node from this machine's"
+                + " rabbitmq-server, or POSTBOX_RABBITMQ_URL) (default: ${DEFAULT-VALUE}).")
+    String transport;
+
     @Option(names = "--report-json", description = "Also write the report as JSON to this file.")
     Path reportJson;
 
@@ -144,6 +152,12 @@ public final class PostboxCli implements Runnable {
                 + " consumer-crash-at >= 0; outage-seconds between 0 and 25 (the inventory's"
                 + " parking tiers add up to 30 s; a longer outage dead-letters parked orders)");
       }
+      ShopTransport.Kind kind;
+      try {
+        kind = ShopTransport.Kind.of(transport);
+      } catch (IllegalArgumentException e) {
+        throw new CommandLine.ParameterException(new CommandLine(this), e.getMessage());
+      }
       DemoReport report =
           new ShopDemo(
                   new ShopDemo.Options(
@@ -158,7 +172,8 @@ public final class PostboxCli implements Runnable {
                       workDir,
                       outageSeconds,
                       metricsPort),
-                  System.out)
+                  System.out,
+                  kind)
               .run();
       System.out.println();
       System.out.println(report.toText());

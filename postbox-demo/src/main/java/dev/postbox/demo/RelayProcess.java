@@ -7,6 +7,7 @@ import dev.postbox.core.relay.Relay;
 import dev.postbox.core.spi.RelayPublisher;
 import dev.postbox.jdbc.PostgresRelayStore;
 import dev.postbox.kafka.KafkaRelayPublisher;
+import dev.postbox.rabbitmq.RabbitRelayPublisher;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -16,22 +17,28 @@ import java.util.concurrent.CountDownLatch;
 
 /**
  * A relay as its own OS process (the way it runs in production: beside the service, or as a
- * sidecar). Arguments: JDBC URL (with the schema), Kafka bootstrap servers, instance id, lease TTL
- * in milliseconds, then options: {@code --duplicate-publish=TYPE[,TYPE...]} publishes messages of
- * those types twice on purpose (see {@link DuplicatingPublisher}). Runs until killed or terminated;
+ * sidecar). Arguments: JDBC URL (with the schema), Kafka bootstrap servers (or RabbitMQ's AMQP
+ * URI), instance id, lease TTL in milliseconds, then options: {@code
+ * --duplicate-publish=TYPE[,TYPE...]} publishes messages of those types twice on purpose (see
+ * {@link DuplicatingPublisher}); {@code --transport=rabbitmq} publishes with {@link
+ * RabbitRelayPublisher} (confirms, mandatory) instead of Kafka. Runs until killed or terminated;
  * SIGTERM closes it cleanly (marks the batch in flight, releases its lanes).
  */
 public final class RelayProcess {
 
   private static final String DUPLICATE_PUBLISH = "--duplicate-publish=";
+  private static final String TRANSPORT = "--transport=";
 
   private RelayProcess() {}
 
   public static void main(String[] args) throws Exception {
     List<String> positional = new ArrayList<>();
     Set<String> duplicateTypes = Set.of();
+    ShopTransport.Kind transport = ShopTransport.Kind.KAFKA;
     for (String a : args) {
-      if (a.startsWith(DUPLICATE_PUBLISH)) {
+      if (a.startsWith(TRANSPORT)) {
+        transport = ShopTransport.Kind.of(a.substring(TRANSPORT.length()));
+      } else if (a.startsWith(DUPLICATE_PUBLISH)) {
         duplicateTypes =
             Set.copyOf(Arrays.asList(a.substring(DUPLICATE_PUBLISH.length()).split(",")));
       } else {
@@ -41,7 +48,7 @@ public final class RelayProcess {
     if (positional.size() < 3) {
       System.err.println(
           "usage: RelayProcess <jdbc-url> <bootstrap-servers> <instance-id> [lease-ttl-ms]"
-              + " [--duplicate-publish=TYPE[,TYPE...]]");
+              + " [--duplicate-publish=TYPE[,TYPE...]] [--transport=kafka|rabbitmq]");
       System.exit(2);
     }
     String id = positional.get(2);
@@ -52,7 +59,10 @@ public final class RelayProcess {
     hc.setMaximumPoolSize(4);
     hc.setPoolName("relay-" + id);
     HikariDataSource ds = new HikariDataSource(hc);
-    RelayPublisher publisher = KafkaRelayPublisher.builder(positional.get(1)).build();
+    RelayPublisher publisher =
+        transport == ShopTransport.Kind.RABBITMQ
+            ? RabbitRelayPublisher.builder(positional.get(1)).connectionName("relay-" + id).build()
+            : KafkaRelayPublisher.builder(positional.get(1)).build();
     if (!duplicateTypes.isEmpty()) {
       publisher = new DuplicatingPublisher(publisher, duplicateTypes);
     }

@@ -6,7 +6,6 @@ import dev.postbox.jdbc.MessageTrace;
 import dev.postbox.jdbc.MessageTracer;
 import dev.postbox.jdbc.PostboxMigrations;
 import dev.postbox.testkit.DeliveryHistory;
-import dev.postbox.testkit.KafkaBroker;
 import dev.postbox.testkit.PostboxInfrastructure;
 import dev.postbox.testkit.PostgresServer;
 import java.io.PrintStream;
@@ -15,13 +14,10 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 
 /**
  * The seed lesson's shop on embedded infrastructure: an orders service places orders (order row +
@@ -91,11 +87,19 @@ final class ShopDemo {
 
   private final Options options;
   private final PrintStream out;
+  private final ShopTransport.Kind kind;
+  private ShopTransport transport; // while run() runs
   private DemoMetrics metrics; // the scrape endpoint, while run() runs
 
   ShopDemo(Options options, PrintStream out) {
+    this(options, out, ShopTransport.Kind.KAFKA);
+  }
+
+  /** The shop on {@code kind}'s broker ({@link ShopTransport}). */
+  ShopDemo(Options options, PrintStream out, ShopTransport.Kind kind) {
     this.options = options;
     this.out = out;
+    this.kind = kind;
   }
 
   DemoReport run() throws Exception {
@@ -103,20 +107,19 @@ final class ShopDemo {
     PostboxInfrastructure infra = PostboxInfrastructure.shared();
     long t0 = System.nanoTime();
     PostgresServer pg = infra.postgres();
-    KafkaBroker kafka = infra.kafka();
+    transport = ShopTransport.start(kind);
     out.printf(
-        "infrastructure up in %.1f s (PostgreSQL + Kafka broker process)%n", secondsSince(t0));
+        "infrastructure up in %.1f s (PostgreSQL + %s)%n", secondsSince(t0), transport.describe());
 
     String schema = pg.createSchema("shop");
     String topic = "shop.orders." + schema;
     String stockTopic = "shop.stock." + schema;
     String inventory = "inventory-" + schema; // group ids are broker-wide; schemas are not
-    kafka.createTopic(topic, 6);
-    kafka.createTopic(stockTopic, 3);
+    transport.createTopics(topic, stockTopic, inventory);
     try (HikariDataSource ds = pg.dataSource(schema, options.writers() + 2)) {
       PostboxMigrations.migrate(ds);
       ShopSchema.create(ds, options.customers());
-      metrics = DemoMetrics.start(options.metricsPort(), ds, kafka.bootstrapServers(), inventory);
+      metrics = DemoMetrics.start(options.metricsPort(), ds, transport.lagBootstrap(), inventory);
       out.printf("metrics: %s (Prometheus text format)%n", metrics.url());
 
       DeliveryHistory history = new DeliveryHistory();
@@ -124,24 +127,25 @@ final class ShopDemo {
           new OrderLoad(options.writers(), options.customers(), options.backlog(), history);
       ShopObserver observer = new ShopObserver(out, options.timeout(), history);
       PoisonAndReplay failures =
-          new PoisonAndReplay(out, options.orders(), options.outageSeconds(), load);
+          new PoisonAndReplay(out, options.orders(), options.outageSeconds(), load, transport);
       AtomicBoolean consuming = new AtomicBoolean(true);
       Thread consumer =
           Thread.ofPlatform()
               .name("shop-consumer")
-              .start(() -> observer.consume(kafka.bootstrapServers(), topic, consuming));
+              .start(() -> transport.observe(topic, observer, consuming));
       DemoSupervisor supervisor =
           new DemoSupervisor(
               new DemoSupervisor.Settings(
                   pg.jdbcUrl(schema),
-                  kafka.bootstrapServers(),
+                  transport.address(),
                   topic,
                   stockTopic,
                   inventory,
                   options.relays(),
                   options.crashAtBatch(),
                   options.consumerCrashAt(),
-                  options.workDir()),
+                  options.workDir(),
+                  kind),
               out,
               metrics);
       try {
@@ -163,7 +167,7 @@ final class ShopDemo {
         observer.awaitConsumed(WARMUP_ORDERS + options.orders());
         // The inventory is slower than the orders service (it receives every order twice, and it
         // restarts once); let it catch up so that it does not compete with the relays below.
-        awaitInventory(ds, kafka.bootstrapServers(), inventory, topic, "caught up", load.placed());
+        awaitInventory(ds, inventory, topic, "caught up", load.placed());
 
         // Phase 2: poison messages and a warehouse outage. The backlog below is written while the
         // warehouse is still down.
@@ -199,7 +203,6 @@ final class ShopDemo {
         // Everything but the unknown-product orders applied, the parked keys drained.
         awaitInventory(
             ds,
-            kafka.bootstrapServers(),
             inventory,
             topic,
             "drained after the outage",
@@ -215,7 +218,7 @@ final class ShopDemo {
         // Phase 4: the fix (the missing product), then a replay of its dead letters.
         PoisonAndReplay.Replay replay = failures.fixAndReplay(ds, inventory, poison);
         // The backlog's events are not for the inventory (it skips their type); let it read them.
-        awaitInventory(ds, kafka.bootstrapServers(), inventory, topic, "done", load.placed());
+        awaitInventory(ds, inventory, topic, "done", load.placed());
         long appliedAfterReplay = ShopAudit.appliedOnce(ds, replay.messageIds());
         Map<String, Double> scraped = metrics.snapshot(); // while the children still serve
         List<Map<String, Object>> traceExample = traceExample(ds, replay.messageIds());
@@ -348,7 +351,8 @@ final class ShopDemo {
         failures.parkedKeys().size(),
         options.outageSeconds(),
         f.scraped(),
-        f.traceExample());
+        f.traceExample(),
+        kind.id());
   }
 
   /** The trace of the first replayed message (printed, and a list of steps for the report). */
@@ -368,35 +372,30 @@ final class ShopDemo {
 
   /**
    * Waits until the inventory applied every order and has nothing left to read: every row of the
-   * orders topic is marked published (so both copies are on the topic) and the inventory's
-   * committed offsets reached the end of the topic. So late duplicates are counted too.
+   * orders topic is marked published (so both copies are on the topic) and the inventory has
+   * nothing left to read ({@link ShopTransport#notYetDone}: on Kafka its committed offsets reached
+   * the end of the topic). So late duplicates are counted too.
    */
   private void awaitInventory(
-      HikariDataSource ds, String bootstrap, String group, String topic, String what, long orders)
-      throws Exception {
+      HikariDataSource ds, String group, String topic, String what, long orders) throws Exception {
     long deadline = System.nanoTime() + options.timeout().toNanos();
     long effects = 0;
     long lag = -1;
-    Properties p = new Properties();
-    p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     long t0 = System.nanoTime();
-    try (Admin admin = Admin.create(p)) {
-      while (System.nanoTime() < deadline) {
-        effects =
-            ShopAudit.queryLong(ds, "SELECT count(DISTINCT message_id) FROM inventory_effects");
-        if (effects >= orders
-            && ShopAudit.unpublished(ds, topic) == 0
-            && ShopAudit.queryLong(ds, "SELECT count(*) FROM postbox_parked") == 0) {
-          lag = ShopAudit.lag(admin, group, topic);
-          if (lag == 0) {
-            out.printf(
-                "inventory %s: %,d orders applied, every record read (waited %.1f s)%n",
-                what, effects, secondsSince(t0));
-            return;
-          }
+    while (System.nanoTime() < deadline) {
+      effects = ShopAudit.queryLong(ds, "SELECT count(DISTINCT message_id) FROM inventory_effects");
+      if (effects >= orders
+          && ShopAudit.unpublished(ds, topic) == 0
+          && ShopAudit.queryLong(ds, "SELECT count(*) FROM postbox_parked") == 0) {
+        lag = transport.notYetDone(ds, group, topic);
+        if (lag == 0) {
+          out.printf(
+              "inventory %s: %,d orders applied, every record read (waited %.1f s)%n",
+              what, effects, secondsSince(t0));
+          return;
         }
-        Thread.sleep(200);
       }
+      Thread.sleep(200);
     }
     out.printf(
         "timed out after %s: the inventory applied %,d of %,d orders (records not yet done: %s)%n",

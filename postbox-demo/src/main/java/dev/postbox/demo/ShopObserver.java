@@ -58,17 +58,21 @@ final class ShopObserver {
         var records = consumer.poll(Duration.ofMillis(100));
         long now = System.nanoTime();
         for (ConsumerRecord<byte[], byte[]> r : records) {
-          Message m = KafkaRecords.fromRecord(r);
-          // the seq header, not the payload: the poison messages' payloads may not even parse
-          long seq = Long.parseLong(m.header("seq").orElseThrow());
-          receiveNanos.putIfAbsent(m.id(), now);
-          synchronized (observations) {
-            observations.add(new Observation(m.key().orElseThrow(), seq, m.id().toString()));
-          }
+          observed(KafkaRecords.fromRecord(r), now);
         }
       }
     } catch (Exception e) {
       out.println("consumer failed: " + e);
+    }
+  }
+
+  /** Records {@code m}, received at {@code now} (nano time); any transport's reader calls it. */
+  void observed(Message m, long now) {
+    // the seq header, not the payload: the poison messages' payloads may not even parse
+    long seq = Long.parseLong(m.header("seq").orElseThrow());
+    receiveNanos.putIfAbsent(m.id(), now);
+    synchronized (observations) {
+      observations.add(new Observation(m.key().orElseThrow(), seq, m.id().toString()));
     }
   }
 

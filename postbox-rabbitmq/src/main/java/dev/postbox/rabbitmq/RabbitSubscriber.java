@@ -489,6 +489,16 @@ public final class RabbitSubscriber implements AutoCloseable {
       return this;
     }
 
+    /**
+     * The AMQP heartbeat timeout the connection asks for, in whole seconds (default: the client's,
+     * 60 s). The broker closes a connection it heard nothing from for about two timeouts (a frozen
+     * process) and hands its unacked deliveries to another consumer.
+     */
+    public Builder heartbeat(Duration timeout) {
+      factory.setRequestedHeartbeat((int) Math.max(1, timeout.toSeconds()));
+      return this;
+    }
+
     /** Validates and builds the subscriber (not yet started). */
     public RabbitSubscriber build() {
       if (subscription.batchSize() > 1) {

@@ -8,11 +8,14 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * The RabbitMQ topology Postbox uses, declared idempotently: per topic one durable
- * <b>consistent-hash exchange</b> (named as the topic; the {@code
- * rabbitmq_consistent_hash_exchange} plugin ships with the server), and per subscription and topic
- * {@code shards} durable <b>quorum queues</b> with <b>single active consumer</b> ({@code
- * <subscription>.<topic>.<i>}), each bound with weight 1.
+ * The RabbitMQ topology Postbox uses, declared idempotently: per topic one durable <b>fanout
+ * exchange</b> (named as the topic), which the relay publishes to; per subscription and topic one
+ * durable <b>consistent-hash exchange</b> ({@code <subscription>.<topic>}; the {@code
+ * rabbitmq_consistent_hash_exchange} plugin ships with the server) bound to the topic's exchange,
+ * and {@code shards} durable <b>quorum queues</b> with <b>single active consumer</b> ({@code
+ * <subscription>.<topic>.<i>}), each bound to it with weight 1. (A consistent-hash exchange routes
+ * a message to exactly one of all the queues bound to it, so each subscription needs its own: with
+ * the topic's exchange itself hashing, two subscriptions would split the messages between them.)
  *
  * <p>Why: the exchange hashes the routing key (the message's ordering key) onto one shard, so all
  * messages of a key land in one queue, in publish order; single active consumer lets any number of
@@ -33,8 +36,11 @@ public final class RabbitTopology {
   /** Default number of shard queues per subscription and topic. */
   public static final int DEFAULT_SHARDS = 4;
 
-  /** The exchange type of the topic exchanges. */
+  /** The exchange type of the subscriptions' exchanges, which hash a key onto a shard queue. */
   public static final String EXCHANGE_TYPE = "x-consistent-hash";
+
+  /** The exchange type of the topic exchanges (every subscription gets every message). */
+  public static final String TOPIC_EXCHANGE_TYPE = "fanout";
 
   private RabbitTopology() {}
 
@@ -43,23 +49,32 @@ public final class RabbitTopology {
     return topic;
   }
 
+  /** The consistent-hash exchange of {@code subscription} on {@code topic}. */
+  public static String subscriptionExchange(String subscription, String topic) {
+    return subscription + "." + topic;
+  }
+
   /** The name of shard queue {@code shard} of {@code subscription} on {@code topic}. */
   public static String queue(String subscription, String topic, int shard) {
     return subscription + "." + topic + "." + shard;
   }
 
-  /** Declares the durable consistent-hash exchange of {@code topic}. */
+  /** Declares the durable fanout exchange of {@code topic}. */
   public static void declareExchange(Channel channel, String topic) {
     Objects.requireNonNull(topic, "topic");
+    declare(channel, exchange(topic), TOPIC_EXCHANGE_TYPE);
+  }
+
+  private static void declare(Channel channel, String name, String type) {
     try {
-      channel.exchangeDeclare(exchange(topic), EXCHANGE_TYPE, true, false, Map.of());
+      channel.exchangeDeclare(name, type, true, false, Map.of());
     } catch (IOException | RuntimeException e) {
       throw refusedOrTransient(
           e,
           "cannot declare exchange '"
-              + exchange(topic)
+              + name
               + "' of type "
-              + EXCHANGE_TYPE
+              + type
               + " (is the rabbitmq_consistent_hash_exchange plugin enabled, and does no exchange of"
               + " another type exist under that name?)");
     }
@@ -67,9 +82,9 @@ public final class RabbitTopology {
 
   /**
    * Declares the durable quorum queue {@code queue} with single active consumer and binds it with
-   * weight 1 to the (existing) exchange of {@code topic}.
+   * weight 1 to the (existing) consistent-hash exchange {@code exchange}.
    */
-  public static void declareShard(Channel channel, String queue, String topic) {
+  public static void declareShard(Channel channel, String queue, String exchange) {
     try {
       channel.queueDeclare(
           queue,
@@ -77,19 +92,26 @@ public final class RabbitTopology {
           false,
           false,
           Map.of("x-queue-type", "quorum", "x-single-active-consumer", true));
-      channel.queueBind(queue, exchange(topic), "1");
+      channel.queueBind(queue, exchange, "1");
     } catch (IOException | RuntimeException e) {
       throw refusedOrTransient(
           e,
           "cannot declare queue '"
               + queue
               + "' (durable quorum queue with single active consumer) bound to exchange '"
+<<<<<<< HEAD
               + exchange(topic)
               + "': does a queue with other arguments exist under that name?");
+=======
+              + exchange
+              + "': does a queue with other arguments exist under that name?",
+          e);
+>>>>>>> rabbit-front
     }
   }
 
   /**
+<<<<<<< HEAD
    * The broker's reply codes that refuse a declaration for good: 403 access refused, 404 not found,
    * 405 resource locked, 406 precondition failed (other arguments or type), 503 command invalid (an
    * unknown exchange type), 530 not allowed. Anything else (541 internal error, 320 connection
@@ -134,6 +156,11 @@ public final class RabbitTopology {
   /**
    * Declares the exchange of {@code topic} and the {@code shards} quorum queues of {@code
    * subscription} bound to it; returns the queue names, shard 0 first.
+=======
+   * Declares the exchange of {@code topic}, the consistent-hash exchange of {@code subscription}
+   * bound to it and the {@code shards} quorum queues bound to that; returns the queue names, shard
+   * 0 first.
+>>>>>>> rabbit-front
    */
   public static List<String> declareShards(
       Channel channel, String subscription, String topic, int shards) {
@@ -141,10 +168,18 @@ public final class RabbitTopology {
       throw new IllegalArgumentException("shards must be at least 1, was " + shards);
     }
     declareExchange(channel, topic);
+    String hash = subscriptionExchange(subscription, topic);
+    declare(channel, hash, EXCHANGE_TYPE);
+    try {
+      channel.exchangeBind(hash, exchange(topic), "");
+    } catch (IOException | RuntimeException e) {
+      throw new RabbitTopologyException(
+          "cannot bind exchange '" + hash + "' to exchange '" + exchange(topic) + "'", e);
+    }
     List<String> queues = new ArrayList<>(shards);
     for (int i = 0; i < shards; i++) {
       String q = queue(subscription, topic, i);
-      declareShard(channel, q, topic);
+      declareShard(channel, q, hash);
       queues.add(q);
     }
     return List.copyOf(queues);

@@ -138,7 +138,7 @@ final class HistoryChecker {
 
   private final DataSource ds;
   private final Admin admin;
-  private final TopicReader reader;
+  private final PublishedRecords reader;
   private final String topic;
   private final int partitions;
   private final String group;
@@ -165,10 +165,15 @@ final class HistoryChecker {
     this.relayMode = mode;
   }
 
+  /**
+   * A checker of {@code topic}'s history as {@code reader} read it; {@code admin} null means a
+   * transport without offsets (RabbitMQ: a delivery is acked, not committed): no offset audit, and
+   * {@link #drained()} looks at the database only.
+   */
   HistoryChecker(
       DataSource ds,
       Admin admin,
-      TopicReader reader,
+      PublishedRecords reader,
       String topic,
       int partitions,
       String group,
@@ -220,6 +225,9 @@ final class HistoryChecker {
    * and noted in the fault log, never silent (a campaign without samples is inconclusive).
    */
   synchronized boolean auditOffsets() {
+    if (admin == null) {
+      return true; // no offsets to audit (acks)
+    }
     try {
       Map<Integer, Long> committed = committedOffsets();
       if (!reader.awaitPositions(committed, Duration.ofSeconds(10))) {
@@ -342,6 +350,9 @@ final class HistoryChecker {
                   + " postbox_dead_letter d WHERE d.message_id = b.message_id)")
           > 0) {
         return false;
+      }
+      if (admin == null) {
+        return true;
       }
       Map<Integer, Long> ends = endOffsets();
       Map<Integer, Long> committed = committedOffsets();

@@ -4,13 +4,14 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.postbox.core.relay.Relay;
 import dev.postbox.jdbc.PostgresRelayStore;
 import dev.postbox.kafka.KafkaRelayPublisher;
+import dev.postbox.rabbitmq.RabbitRelayPublisher;
 import java.time.Duration;
 
 /**
  * A relay of the campaign, as its own OS process. Arguments: JDBC URL (with schema), bootstrap
- * servers, instance id, lease TTL in ms, batch size, and the transactional relay's {@code
- * transactional.id} prefix (empty or absent: the idempotent relay). Prints {@code started} when
- * running.
+ * servers (or an {@code amqp://} URI: RabbitMQ's relay publisher), instance id, lease TTL in ms,
+ * batch size, and the transactional relay's {@code transactional.id} prefix (empty or absent: the
+ * idempotent relay). Prints {@code started} when running.
  */
 public final class RelayMain {
 
@@ -35,7 +36,11 @@ public final class RelayMain {
     });
   }
 
-  private static KafkaRelayPublisher publisher(String[] args) {
+  private static dev.postbox.core.spi.RelayPublisher publisher(String[] args) {
+    if (args[1].startsWith("amqp")) {
+      // the RabbitMQ campaign: confirms, mandatory
+      return RabbitRelayPublisher.builder(args[1]).connectionName(args[2]).build();
+    }
     KafkaRelayPublisher.Builder b =
         KafkaRelayPublisher.builder(args[1])
             .producerProperty("delivery.timeout.ms", 30_000)

@@ -24,7 +24,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  *
  * <p>Thread-safe.
  */
-final class TopicReader implements AutoCloseable {
+final class TopicReader implements PublishedRecords, AutoCloseable {
 
   /**
    * One record on the topic; {@code lane} and {@code epoch} from the relay's {@code pb_relay_lane}
@@ -149,7 +149,8 @@ final class TopicReader implements AutoCloseable {
   }
 
   /** The records of {@code partition} with offsets in [from, to). */
-  synchronized List<Published> range(int partition, long from, long to) {
+  @Override
+  public synchronized List<Published> range(int partition, long from, long to) {
     List<Published> out = new ArrayList<>();
     for (Published p : byPartition.get(partition)) {
       if (p.offset() >= from && p.offset() < to) {
@@ -160,7 +161,8 @@ final class TopicReader implements AutoCloseable {
   }
 
   /** Every record read so far, per partition in offset order. */
-  synchronized Map<Integer, List<Published>> all() {
+  @Override
+  public synchronized Map<Integer, List<Published>> all() {
     Map<Integer, List<Published>> copy = new HashMap<>();
     byPartition.forEach((k, v) -> copy.put(k, List.copyOf(v)));
     return copy;
@@ -171,7 +173,8 @@ final class TopicReader implements AutoCloseable {
   }
 
   /** Waits until the reader has read up to {@code ends} (partition -> end offset). */
-  boolean awaitPositions(Map<Integer, Long> ends, Duration timeout) {
+  @Override
+  public boolean awaitPositions(Map<Integer, Long> ends, Duration timeout) {
     long deadline = System.nanoTime() + timeout.toNanos();
     while (System.nanoTime() < deadline) {
       boolean done = true;

@@ -87,6 +87,15 @@ public final class VerifyCli implements Callable<Integer> {
               + " pauses,kill-9,relay-crash-points.")
   String relay = "idempotent";
 
+  @Option(
+      names = "--transport",
+      defaultValue = "kafka",
+      description =
+          "kafka (the default campaign) or rabbitmq: the RabbitMQ campaign (relay and consumer crash"
+              + " points, kill -9, a consumer frozen past its heartbeat, dropped connections, broker"
+              + " kill -9) on a private RabbitMQ node, or POSTBOX_RABBITMQ_URL.")
+  String transport = "kafka";
+
   @Option(names = "--scenarios", split = ",", description = "Only these scenarios (default: all).")
   List<String> scenarios = List.of();
 
@@ -148,6 +157,13 @@ public final class VerifyCli implements Callable<Integer> {
                     + "-"
                     + s);
     Campaign.Settings settings = settings(s, d);
+    if (transport.equalsIgnoreCase("rabbitmq")) {
+      return RabbitVerify.run(settings, quick, started, reportJson, System.out);
+    }
+    if (!transport.equalsIgnoreCase("kafka")) {
+      throw new CommandLine.ParameterException(
+          new CommandLine(this), "--transport: kafka or rabbitmq, not " + transport);
+    }
     boolean redisWindow = scenarios.isEmpty() || scenarios.contains(REDIS_WINDOW);
     if (!scenarios.isEmpty() && scenarios.stream().allMatch(REDIS_WINDOW::equals)) {
       return redisWindow(s, d, Report.OK); // the campaign's own scenarios are not asked for

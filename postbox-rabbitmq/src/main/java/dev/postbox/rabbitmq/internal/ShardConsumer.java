@@ -209,7 +209,8 @@ public final class ShardConsumer extends DefaultConsumer {
       Channel ch = getChannel();
       try {
         try (Channel setup = ch.getConnection().createChannel()) {
-          RabbitTopology.declareShard(setup, queue, topic);
+          RabbitTopology.declareShard(
+              setup, queue, RabbitTopology.subscriptionExchange(subscription.name(), topic));
         }
         ch.basicConsume(queue, false, this);
         log.info("{}: consuming {} again after a consumer cancel", subscription.name(), queue);

@@ -1,0 +1,479 @@
+package dev.postbox.bench.internal;
+
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.ConfirmListener;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ConnectionFactory;
+import dev.postbox.bench.BenchConfig;
+import dev.postbox.bench.Measurement;
+import dev.postbox.bench.Target;
+import dev.postbox.bench.internal.BenchEnv.Db;
+import dev.postbox.core.DeliveryGuarantee;
+import dev.postbox.core.Message;
+import dev.postbox.core.consumer.Ordering;
+import dev.postbox.core.consumer.Subscription;
+import dev.postbox.core.relay.Relay;
+import dev.postbox.jdbc.PostgresInboxStore;
+import dev.postbox.jdbc.PostgresRelayStore;
+import dev.postbox.rabbitmq.RabbitMessages;
+import dev.postbox.rabbitmq.RabbitRelayPublisher;
+import dev.postbox.rabbitmq.RabbitSubscriber;
+import dev.postbox.rabbitmq.RabbitTopology;
+import dev.postbox.testkit.RabbitMqServer;
+import java.io.PrintStream;
+import java.sql.PreparedStatement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import javax.sql.DataSource;
+import org.springframework.amqp.core.MessageListener;
+import org.springframework.amqp.rabbit.connection.CachingConnectionFactory;
+import org.springframework.amqp.rabbit.listener.SimpleMessageListenerContainer;
+import org.springframework.amqp.rabbit.listener.api.ChannelAwareBatchMessageListener;
+
+/**
+ * {@code ./postbox bench --only rabbitmq}: RabbitMQ side by side, on a private node (this machine's
+ * {@code rabbitmq-server}) or {@value RabbitMqServer#URL_ENV}, each figure the median of {@value
+ * #RUNS} runs after a warm-up run, with the spread ((max - min) / median) in its note.
+ *
+ * <ul>
+ *   <li>the relay (one instance, PostgreSQL outbox, {@link RabbitRelayPublisher}: persistent,
+ *       mandatory, publisher confirms awaited per batch, one batch claimed while the previous one
+ *       waits) against the raw publisher with the same confirm mode: the same messages (properties
+ *       and body from {@link RabbitMessages}), mandatory and persistent, on one confirm channel
+ *       with asynchronous confirms and the same number of unconfirmed messages (two relay batches)
+ *       in flight, no database;
+ *   <li>the {@code EFFECTIVELY_ONCE} consumer ({@link RabbitSubscriber}: inbox row and effect in
+ *       one transaction per message) against Spring AMQP's {@link SimpleMessageListenerContainer},
+ *       one per shard queue (their single active consumer lets one consumer per queue work), with
+ *       the same one-row JDBC effect: as a batch listener with one JDBC transaction per batch of
+ *       100 (its best), and per message in auto-commit;
+ *   <li>key-ordered concurrency: one queue, 1,000 keys, a handler that waits 5 ms, with {@code
+ *       Ordering.KEY} against one message at a time per queue ({@code Ordering.PARTITION}, what one
+ *       plain consumer per queue does).
+ * </ul>
+ */
+public final class RabbitBench {
+
+  static final int RUNS = 3;
+  static final int SHARDS = 4;
+  private static final String INSERT_EFFECT = "INSERT INTO bench_effect VALUES (?, ?, ?)";
+  private static final AtomicInteger SEQ = new AtomicInteger();
+
+  private final BenchEnv env;
+  private final BenchConfig config;
+  private final PrintStream log;
+  private RabbitMqServer server;
+  private String uri;
+
+  public RabbitBench(BenchEnv env, BenchConfig config, PrintStream log) {
+    this.env = env;
+    this.config = config;
+    this.log = log;
+  }
+
+  /** Runs every figure; empty when no RabbitMQ is available (one line says so). */
+  public List<Measurement> run() throws Exception {
+    String url = System.getenv(RabbitMqServer.URL_ENV);
+    if (url != null && !url.isBlank()) {
+      server = RabbitMqServer.external(url);
+    } else if (RabbitMqServer.findScript().isPresent()) {
+      server = RabbitMqServer.startPrivate(RabbitMqServer.findScript().get());
+    } else {
+      log.println(
+          "rabbitmq: skipped: no rabbitmq-server installed and "
+              + RabbitMqServer.URL_ENV
+              + " is not set");
+      return List.of();
+    }
+    uri = server.uri();
+    try {
+      List<Measurement> out = new ArrayList<>();
+      Measurement raw = record(out, median("rabbit_raw_publisher_confirms_per_s", this::rawOnce));
+      Measurement relay =
+          record(out, median("rabbit_relay_1_instance_events_per_s", this::relayOnce));
+      record(
+          out,
+          Measurement.of("rabbit_relay_vs_raw_publisher", relay.value() / raw.value(), "x")
+              .target(Target.atLeast(0.8))
+              .note("rabbit_relay_1_instance_events_per_s / rabbit_raw_publisher_confirms_per_s"));
+      Measurement eo = record(out, median("rabbit_consumer_eo_per_s", this::eoOnce));
+      Measurement springBatch =
+          record(out, median("spring_rabbit_batch_tx_jdbc_per_s", r -> springOnce(r, true)));
+      Measurement springSingle =
+          record(out, median("spring_rabbit_per_message_jdbc_per_s", r -> springOnce(r, false)));
+      Measurement best = springBatch.value() >= springSingle.value() ? springBatch : springSingle;
+      record(
+          out,
+          Measurement.of("rabbit_consumer_eo_vs_best_spring", eo.value() / best.value(), "x")
+              .target(Target.atLeast(1.5))
+              .note("rabbit_consumer_eo_per_s / " + best.name()));
+      Measurement partition =
+          record(
+              out,
+              median("rabbit_key_order_queue_per_s", r -> keyOrderOnce(r, Ordering.PARTITION)));
+      Measurement key =
+          record(out, median("rabbit_key_order_key_per_s", r -> keyOrderOnce(r, Ordering.KEY)));
+      record(
+          out,
+          Measurement.of("rabbit_key_order_vs_queue", key.value() / partition.value(), "x")
+              .target(Target.atLeast(50))
+              .note("rabbit_key_order_key_per_s / rabbit_key_order_queue_per_s"));
+      return out;
+    } finally {
+      if (!server.isExternal()) {
+        server.close();
+      }
+    }
+  }
+
+  private Measurement record(List<Measurement> out, Measurement m) {
+    out.add(m);
+    log.printf("  %-42s %,.1f %s%n", m.name(), m.value(), m.unit());
+    return m;
+  }
+
+  /** One run's rate and its note. */
+  private record Run(double rate, String note) {}
+
+  private interface Once {
+    Run run(int round) throws Exception;
+  }
+
+  /** A warm-up run, then the median of {@link #RUNS} runs, with their spread in the note. */
+  private Measurement median(String name, Once once) throws Exception {
+    once.run(0);
+    double[] rates = new double[RUNS];
+    String note = "";
+    for (int i = 0; i < RUNS; i++) {
+      Run r = once.run(i + 1);
+      rates[i] = r.rate();
+      note = r.note();
+    }
+    double[] sorted = rates.clone();
+    Arrays.sort(sorted);
+    double median = sorted[RUNS / 2];
+    double spread = (sorted[RUNS - 1] - sorted[0]) / median;
+    String unit = name.contains("relay") || name.contains("publisher") ? "events/s" : "msgs/s";
+    return Measurement.of(name, median, unit)
+        .note(
+            String.format(
+                "%s; median of %d warm runs %s, spread %.0f%%",
+                note, RUNS, Arrays.toString(roundAll(rates)), spread * 100));
+  }
+
+  private static long[] roundAll(double[] rates) {
+    return Arrays.stream(rates).mapToLong(Math::round).toArray();
+  }
+
+  private Connection connect(String name) throws Exception {
+    ConnectionFactory f = new ConnectionFactory();
+    f.setUri(uri);
+    return f.newConnection(name);
+  }
+
+  /** A new topic (exchange) with the shard queues of {@code subscription}, unique in this run. */
+  private String topic(String prefix, String subscription, int shards) throws Exception {
+    String topic =
+        "bench." + prefix + "." + ProcessHandle.current().pid() + "." + SEQ.incrementAndGet();
+    try (Connection c = connect("bench-setup");
+        Channel ch = c.createChannel()) {
+      RabbitTopology.declareShards(ch, subscription, topic, shards);
+    }
+    return topic;
+  }
+
+  private void deleteQueues(String subscription, String topic, int shards) throws Exception {
+    try (Connection c = connect("bench-cleanup");
+        Channel ch = c.createChannel()) {
+      for (int i = 0; i < shards; i++) {
+        ch.queueDelete(RabbitTopology.queue(subscription, topic, i));
+      }
+      ch.exchangeDelete(RabbitTopology.exchange(topic));
+    }
+  }
+
+  private int relayEvents() {
+    return Math.max(5_000, config.relayEvents() / 2);
+  }
+
+  /** The raw publisher: the relay's messages, mandatory, persistent, async confirms. */
+  private Run rawOnce(int round) throws Exception {
+    int n = relayEvents();
+    String topic = topic("raw", "sink", SHARDS);
+    List<Message> messages = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      messages.add(BenchEnv.message(topic, i));
+    }
+    int window = 2 * Relay.DEFAULT_BATCH_SIZE;
+    Semaphore inFlight = new Semaphore(window);
+    AtomicLong confirmed = new AtomicLong();
+    try (Connection c = connect("bench-raw")) {
+      Channel ch = c.createChannel();
+      ch.confirmSelect();
+      long[] last = {0};
+      ch.addConfirmListener(
+          new ConfirmListener() {
+            @Override
+            public void handleAck(long seq, boolean multiple) {
+              settle(seq, multiple);
+            }
+
+            @Override
+            public void handleNack(long seq, boolean multiple) {
+              settle(seq, multiple);
+            }
+
+            private synchronized void settle(long seq, boolean multiple) {
+              long count = multiple ? seq - last[0] : 1;
+              last[0] = Math.max(last[0], seq);
+              confirmed.addAndGet(count);
+              inFlight.release((int) count);
+            }
+          });
+      long t0 = System.nanoTime();
+      for (Message m : messages) {
+        inFlight.acquire();
+        ch.basicPublish(
+            RabbitTopology.exchange(topic),
+            RabbitMessages.routingKey(m),
+            true,
+            RabbitMessages.toProperties(m),
+            m.payload().bytes());
+      }
+      BenchEnv.awaitCount("raw confirms", confirmed::get, n, Duration.ofSeconds(60));
+      double rate = Rate.since(t0, n);
+      return new Run(
+          rate,
+          n
+              + " messages of "
+              + BenchEnv.PAYLOAD_BYTES
+              + " bytes, persistent, mandatory, async confirms, "
+              + window
+              + " unconfirmed at most, "
+              + SHARDS
+              + " quorum queues");
+    } finally {
+      deleteQueues("sink", topic, SHARDS);
+    }
+  }
+
+  /** The relay: n outbox rows drained, published with confirms, deleted (retention 0). */
+  private Run relayOnce(int round) throws Exception {
+    int n = relayEvents();
+    Db db = env.database("rabbit_relay", 4);
+    String topic = topic("relay", "sink", SHARDS);
+    BenchEnv.seedOutbox(db, topic, n);
+    Relay relay =
+        Relay.builder(
+                PostgresRelayStore.create(db.dataSource()),
+                RabbitRelayPublisher.builder(uri).build())
+            .instanceId("bench-rabbit-relay")
+            .retention(Duration.ZERO)
+            .build();
+    long t0 = System.nanoTime();
+    relay.start();
+    try {
+      BenchEnv.awaitCount(
+          "rabbit relay", () -> relay.stats().published(), n, Duration.ofSeconds(60));
+      return new Run(
+          Rate.since(t0, n),
+          n + " outbox rows drained, published with confirms (mandatory) and deleted, 1 instance");
+    } finally {
+      relay.close();
+      deleteQueues("sink", topic, SHARDS);
+    }
+  }
+
+  private int consumerEvents() {
+    return Math.max(2_000, config.consumerEvents() / 2);
+  }
+
+  /** A topic whose {@code subscription} queues hold {@code n} benchmark messages (not timed). */
+  private String filled(String prefix, String subscription, int shards, int n) throws Exception {
+    String topic = topic(prefix, subscription, shards);
+    try (Connection c = connect("bench-fill")) {
+      Channel ch = c.createChannel();
+      ch.confirmSelect();
+      for (int i = 0; i < n; i++) {
+        Message m = BenchEnv.message(topic, i);
+        ch.basicPublish(
+            RabbitTopology.exchange(topic),
+            RabbitMessages.routingKey(m),
+            true,
+            RabbitMessages.toProperties(m),
+            m.payload().bytes());
+        if (i % 1000 == 999) {
+          ch.waitForConfirmsOrDie(60_000);
+        }
+      }
+      ch.waitForConfirmsOrDie(60_000);
+    }
+    return topic;
+  }
+
+  /** Ours: EFFECTIVELY_ONCE, inbox row + effect in one transaction per message. */
+  private Run eoOnce(int round) throws Exception {
+    int n = consumerEvents();
+    Db db = env.database("rabbit_eo", 40);
+    String name = "bench-eo-" + SEQ.incrementAndGet();
+    String topic = filled("eo", name, SHARDS, n);
+    Subscription s =
+        Subscription.builder(name)
+            .topics(topic)
+            .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
+            .concurrency(32)
+            .build();
+    DataSource ds = db.dataSource();
+    try (RabbitSubscriber sub =
+        RabbitSubscriber.builder(uri, s)
+            .shards(SHARDS)
+            .prefetch(250)
+            .inbox(PostgresInboxStore.create(ds))
+            .handler(d -> {
+              try (PreparedStatement ps =
+                  d.connection().orElseThrow().prepareStatement(INSERT_EFFECT)) {
+                ps.setString(1, "eo");
+                ps.setObject(2, d.message().id());
+                ps.setString(3, d.message().key().orElse(null));
+                ps.executeUpdate();
+              }
+            })
+            .build()) {
+      long t0 = System.nanoTime();
+      sub.start();
+      BenchEnv.awaitCount(
+          "rabbit eo",
+          () -> sub.stats().applied() + sub.stats().duplicatesSuppressed(),
+          n,
+          Duration.ofSeconds(60));
+      return new Run(
+          Rate.since(t0, n),
+          n
+              + " messages on "
+              + SHARDS
+              + " shard queues, concurrency 32 (key order), prefetch 250, inbox + effect in one"
+              + " transaction per message");
+    } finally {
+      deleteQueues(name, topic, SHARDS);
+    }
+  }
+
+  /**
+   * Spring AMQP: one {@link SimpleMessageListenerContainer} per shard queue, prefetch 250; with
+   * {@code batch}, a batch listener (batches of 100) with one JDBC transaction per batch, else one
+   * auto-commit INSERT per message. Acks after the listener returned (AUTO).
+   */
+  private Run springOnce(int round, boolean batch) throws Exception {
+    int n = consumerEvents();
+    Db db = env.database("rabbit_spring", 40);
+    String name = "bench-spring-" + SEQ.incrementAndGet();
+    String topic = filled("spring", name, SHARDS, n);
+    DataSource ds = db.dataSource();
+    AtomicLong applied = new AtomicLong();
+    CachingConnectionFactory cf = new CachingConnectionFactory(java.net.URI.create(uri));
+    List<SimpleMessageListenerContainer> containers = new ArrayList<>();
+    try {
+      for (int i = 0; i < SHARDS; i++) {
+        SimpleMessageListenerContainer c = new SimpleMessageListenerContainer(cf);
+        c.setQueueNames(RabbitTopology.queue(name, topic, i));
+        c.setConcurrentConsumers(1);
+        c.setPrefetchCount(250);
+        if (batch) {
+          c.setConsumerBatchEnabled(true);
+          c.setBatchSize(100);
+          c.setMessageListener(
+              (ChannelAwareBatchMessageListener)
+                  (messages, channel) -> {
+                    try (java.sql.Connection conn = ds.getConnection()) {
+                      conn.setAutoCommit(false);
+                      try (PreparedStatement ps = conn.prepareStatement(INSERT_EFFECT)) {
+                        for (org.springframework.amqp.core.Message m : messages) {
+                          bind(ps, "spring-batch", m);
+                          ps.addBatch();
+                        }
+                        ps.executeBatch();
+                      }
+                      conn.commit();
+                    }
+                    applied.addAndGet(messages.size());
+                  });
+        } else {
+          c.setMessageListener(
+              (MessageListener)
+                  m -> {
+                    try (java.sql.Connection conn = ds.getConnection();
+                        PreparedStatement ps = conn.prepareStatement(INSERT_EFFECT)) {
+                      bind(ps, "spring", m);
+                      ps.executeUpdate();
+                    } catch (java.sql.SQLException e) {
+                      throw new IllegalStateException(e);
+                    }
+                    applied.incrementAndGet();
+                  });
+        }
+        containers.add(c);
+      }
+      long t0 = System.nanoTime();
+      containers.forEach(SimpleMessageListenerContainer::start);
+      BenchEnv.awaitCount("spring rabbit", applied::get, n, Duration.ofSeconds(60));
+      return new Run(
+          Rate.since(t0, n),
+          n
+              + " messages, SimpleMessageListenerContainer per shard queue ("
+              + SHARDS
+              + "), prefetch 250, "
+              + (batch
+                  ? "batch listener (100) with one JDBC transaction per batch"
+                  : "one auto-commit INSERT per message"));
+    } finally {
+      containers.forEach(SimpleMessageListenerContainer::stop);
+      cf.destroy();
+      deleteQueues(name, topic, SHARDS);
+    }
+  }
+
+  private static void bind(
+      PreparedStatement ps, String consumer, org.springframework.amqp.core.Message m)
+      throws java.sql.SQLException {
+    ps.setString(1, consumer);
+    ps.setObject(2, UUID.fromString(m.getMessageProperties().getMessageId()));
+    Object key = m.getMessageProperties().getHeaders().get(RabbitMessages.CE_PARTITIONKEY);
+    ps.setString(3, key == null ? null : key.toString());
+  }
+
+  /** One queue, 1,000 keys, 5 ms per message, {@code ordering}, concurrency 1,000. */
+  private Run keyOrderOnce(int round, Ordering ordering) throws Exception {
+    int n =
+        ordering == Ordering.PARTITION ? config.keyOrderPartitionEvents() : config.keyOrderEvents();
+    String name = "bench-keys-" + SEQ.incrementAndGet();
+    String topic = filled("keys", name, 1, n);
+    Subscription s =
+        Subscription.builder(name)
+            .topics(topic)
+            .ordering(ordering)
+            .concurrency(1_000)
+            .maxInFlight(5_000)
+            .build();
+    try (RabbitSubscriber sub =
+        RabbitSubscriber.builder(uri, s)
+            .shards(1)
+            .prefetch(5_000)
+            .handler(d -> Thread.sleep(5))
+            .build()) {
+      long t0 = System.nanoTime();
+      sub.start();
+      BenchEnv.awaitCount("rabbit keys", () -> sub.stats().applied(), n, Duration.ofSeconds(60));
+      return new Run(
+          Rate.since(t0, n),
+          n + " messages, 1 queue, 1,000 keys, 5 ms sleep each, prefetch 5,000, " + ordering);
+    } finally {
+      deleteQueues(name, topic, 1);
+    }
+  }
+}

@@ -1,0 +1,459 @@
+package dev.postbox.verify;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.postbox.core.CrashPoints;
+import dev.postbox.jdbc.PostboxMigrations;
+import dev.postbox.testkit.PostgresServer;
+import dev.postbox.testkit.RabbitMqServer;
+import dev.postbox.verify.Fleet.Child;
+import dev.postbox.verify.Fleet.Role;
+import dev.postbox.verify.HistoryChecker.Findings;
+import java.io.PrintStream;
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The fault-injection campaign on RabbitMQ ({@code ./postbox verify --transport rabbitmq}, and a
+ * short round of it in {@code --quick}): PostgreSQL (its own process), a private RabbitMQ node (its
+ * own process, from this machine's {@code rabbitmq-server}), two producers, two relays ({@code
+ * RelayMain} with the RabbitMQ relay publisher) and two consumers ({@link RabbitConsumerMain}:
+ * {@code EFFECTIVELY_ONCE}, key order, single active consumer per shard queue), each its own JVM
+ * under the {@link Fleet}'s supervisor. Each scenario: start the producers for a new phase, inject
+ * its faults for the phase, heal, drain, and check the whole history with the same {@link
+ * HistoryChecker} as the Kafka campaign (lost, dead-lettered, duplicate effects, per-key order,
+ * rolled-back messages), reading what was published through its own shard queues ({@link
+ * RabbitQueueReader}). RabbitMQ acks instead of committing offsets, so there is no offset audit.
+ *
+ * <p>Scenarios ({@code rabbitmq-} prefixed in the report): the relay crash points; the consumer
+ * crash points (after the inbox insert, and after the effect committed but before the ack); {@code
+ * kill -9} of consumers and relays; a consumer frozen (SIGSTOP) past its 2 s heartbeat, so that the
+ * broker closes its connection and hands its shards and unacked deliveries to the other consumer
+ * while the frozen one's handler may still commit and ack late; connections dropped by the broker
+ * ({@code rabbitmqctl close_all_connections}); and {@code kill -9} of the broker, restarted.
+ *
+ * <p>Not thread-safe; run one at a time.
+ */
+final class RabbitCampaign implements AutoCloseable {
+
+  /** How the campaign runs. */
+  record Settings(
+      long seed,
+      Duration phase,
+      double rate,
+      Duration recoveryBound,
+      Path dir,
+      List<String> only,
+      int minFires) {}
+
+  /** A scenario: crash points armed in a role, and faults injected from outside. */
+  record RabbitScenario(String name, Role armedRole, List<String> points, List<String> external) {}
+
+  static final String PREFIX = "rabbitmq-";
+  static final String KILL_9 = "kill-9";
+  static final String PAUSE = "pause-consumer-past-heartbeat";
+  static final String DROP = "connection-drop";
+  static final String BROKER = "broker-kill-restart";
+  static final int SHARDS = 4;
+  static final int KEYS = 200;
+  static final int HOT_KEYS = 4;
+  static final int PRODUCERS = 2;
+  static final int RELAYS = 2;
+  static final int CONSUMERS = 2;
+  static final int LEASE_MS = 3_000;
+  static final String SUBSCRIPTION = "verify-consumers";
+
+  /** The scenarios, in campaign order. */
+  static List<RabbitScenario> all() {
+    return List.of(
+        new RabbitScenario(
+            PREFIX + "relay-crash-points", Role.RELAY, Scenario.RELAY_POINTS, List.of()),
+        new RabbitScenario(
+            PREFIX + "consumer-crash-points",
+            Role.CONSUMER,
+            List.of(
+                CrashPoints.CONSUMER_AFTER_INBOX_INSERT,
+                CrashPoints.CONSUMER_AFTER_EFFECT_BEFORE_OFFSET_COMMIT),
+            List.of()),
+        new RabbitScenario(PREFIX + KILL_9, null, List.of(), List.of(KILL_9)),
+        new RabbitScenario(PREFIX + "pauses", null, List.of(), List.of(PAUSE)),
+        new RabbitScenario(PREFIX + "connection-drops", null, List.of(), List.of(DROP)),
+        new RabbitScenario(PREFIX + "broker-kill", null, List.of(), List.of(BROKER)));
+  }
+
+  private final Settings settings;
+  private final PrintStream out;
+  private final FaultLog log;
+  private final SplittableRandom random;
+  private PostgresServer pg;
+  private RabbitMqServer rabbit;
+  private HikariDataSource ds;
+  private RabbitQueueReader reader;
+  private HistoryChecker checker;
+  private Fleet fleet;
+  private final List<Child> producers = new ArrayList<>();
+  private final List<Child> workers = new ArrayList<>();
+  private volatile int phase;
+  private volatile RabbitScenario current;
+  private final RabbitMqServer given; // a server the caller owns (a test's shared one), or null
+
+  RabbitCampaign(Settings settings, PrintStream out) {
+    this(settings, out, null);
+  }
+
+  /** On {@code server} (the caller's, left running), or null for the command's own node. */
+  RabbitCampaign(Settings settings, PrintStream out, RabbitMqServer server) {
+    this.given = server;
+    this.settings = settings;
+    this.out = out;
+    this.log = new FaultLog(settings.dir().resolve("faults.log"));
+    this.random = new SplittableRandom(settings.seed());
+  }
+
+  /**
+   * Runs every scenario once; empty when no RabbitMQ is available (neither {@value
+   * RabbitMqServer#URL_ENV} nor a {@code rabbitmq-server} here: one line says so).
+   */
+  Optional<List<ScenarioResult>> run() throws Exception {
+    Optional<String> url =
+        Optional.ofNullable(System.getenv(RabbitMqServer.URL_ENV)).filter(s -> !s.isBlank());
+    Optional<Path> script = RabbitMqServer.findScript();
+    if (given == null && url.isEmpty() && script.isEmpty()) {
+      out.println(
+          "rabbitmq: skipped: no rabbitmq-server installed and "
+              + RabbitMqServer.URL_ENV
+              + " is not set");
+      return Optional.empty();
+    }
+    rabbit =
+        url.map(RabbitMqServer::external)
+            .orElseGet(() -> RabbitMqServer.startPrivate(script.get()));
+    start();
+    List<ScenarioResult> results = new ArrayList<>();
+    for (RabbitScenario s : all()) {
+      if (!settings.only().isEmpty()
+          && !settings.only().contains(s.name())
+          && !settings.only().contains(s.name().substring(PREFIX.length()))) {
+        continue;
+      }
+      ScenarioResult r = round(s);
+      results.add(r);
+      out.printf(
+          "%s: %d injections, %d messages, %d violations, recovery %d ms%s%n",
+          s.name(),
+          r.injections(),
+          r.findings().messages(),
+          r.violations(),
+          r.maxRecoveryMs(),
+          r.inconclusive() ? ", INCONCLUSIVE " + r.inconclusiveReasons() : "");
+      out.flush();
+    }
+    return Optional.of(results);
+  }
+
+  private void start() throws Exception {
+    Path dir = settings.dir();
+    out.println("postbox verify --transport rabbitmq: seed " + settings.seed() + ", " + dir);
+    pg =
+        PostgresServer.builder()
+            .directory(dir.resolve("postgres"))
+            .serverConfig("track_commit_timestamp", "on")
+            .build();
+    pg.start();
+    String schema = pg.createSchema("verify");
+    ds = pg.dataSource(schema, 4);
+    PostboxMigrations.migrate(ds);
+    HarnessSchema.create(ds, KEYS);
+    String topic = "verify-rabbit-" + Long.toUnsignedString(settings.seed(), 36);
+    String uri = rabbit.uri();
+    reader = new RabbitQueueReader(uri, topic, SHARDS);
+    // the consumers' queues exist before the relays publish (mandatory: nothing unroutable)
+    try (com.rabbitmq.client.Connection c = connectionFactory(uri).newConnection("verify-setup");
+        com.rabbitmq.client.Channel ch = c.createChannel()) {
+      dev.postbox.rabbitmq.RabbitTopology.declareShards(ch, SUBSCRIPTION, topic, SHARDS);
+    }
+    checker = new HistoryChecker(ds, null, reader, topic, SHARDS, SUBSCRIPTION, log);
+    fleet = new Fleet(log);
+    String jdbcUrl = pg.jdbcUrl(schema);
+    Path logs = dir.resolve("logs");
+    for (int i = 0; i < PRODUCERS; i++) {
+      String name = "producer-" + (char) ('a' + i);
+      int index = i;
+      producers.add(
+          fleet.add(
+              name,
+              Role.PRODUCER,
+              (incarnation, instance) ->
+                  Fleet.jvm(ProducerMain.class, logs, name, "128m")
+                      .args(
+                          jdbcUrl,
+                          topic,
+                          instance,
+                          Integer.toString(phase),
+                          Double.toString(settings.rate() / PRODUCERS),
+                          "3",
+                          Integer.toString(KEYS),
+                          Integer.toString(HOT_KEYS),
+                          Long.toString(
+                              settings.seed() * 1_000_003L
+                                  + phase * 1_009L
+                                  + index * 101L
+                                  + incarnation),
+                          "20")));
+    }
+    for (int i = 0; i < RELAYS; i++) {
+      String name = "relay-" + (char) ('a' + i);
+      workers.add(
+          fleet.add(
+              name,
+              Role.RELAY,
+              (incarnation, instance) ->
+                  Fleet.jvm(RelayMain.class, logs, name, "128m")
+                      .args(jdbcUrl, uri, instance, Integer.toString(LEASE_MS), "100")));
+    }
+    for (int i = 1; i <= CONSUMERS; i++) {
+      String name = "consumer-" + i;
+      workers.add(
+          fleet.add(
+              name,
+              Role.CONSUMER,
+              (incarnation, instance) ->
+                  Fleet.jvm(RabbitConsumerMain.class, logs, name, "160m")
+                      .args(
+                          jdbcUrl, uri, topic, SUBSCRIPTION, instance, Integer.toString(SHARDS))));
+    }
+    fleet.armer(this::arm);
+    workers.forEach(fleet::want);
+    fleet.awaitStarted(Duration.ofMinutes(2));
+    out.println(
+        "started: PostgreSQL, RabbitMQ ("
+            + (rabbit.isExternal() ? "external" : "private node")
+            + "), "
+            + RELAYS
+            + " relays, "
+            + CONSUMERS
+            + " consumers ("
+            + SHARDS
+            + " shard queues of "
+            + topic
+            + ")");
+  }
+
+  private static com.rabbitmq.client.ConnectionFactory connectionFactory(String uri)
+      throws Exception {
+    com.rabbitmq.client.ConnectionFactory f = new com.rabbitmq.client.ConnectionFactory();
+    f.setUri(uri);
+    return f;
+  }
+
+  /** What a new incarnation is armed with: one of the current scenario's points of its role. */
+  private Optional<String> arm(Child c) {
+    RabbitScenario s = current;
+    if (s == null || s.armedRole() != c.role() || s.points().isEmpty()) {
+      return Optional.empty();
+    }
+    synchronized (random) {
+      String point = s.points().get(random.nextInt(s.points().size()));
+      return Optional.of(point + "@" + (1 + random.nextInt(Scenario.maxHits(point))));
+    }
+  }
+
+  /** One round of {@code s}: load and faults for the phase, heal, drain, check. */
+  private ScenarioResult round(RabbitScenario s) throws Exception {
+    log.beginScenario(s.name());
+    int p = ++phase;
+    current = s;
+    // the armed role's processes start armed: restart them now (SIGTERM, clean)
+    for (Child c : workers) {
+      if (c.role() == s.armedRole()) {
+        fleet.stop(c, "arm for " + s.name(), true);
+      }
+    }
+    producers.forEach(fleet::want);
+    long phaseMs = settings.phase().toMillis() * (s.points().isEmpty() ? 1 : 8) / 5;
+    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(phaseMs);
+    int injections = 0;
+    while (System.nanoTime() < end || !enoughFired(s)) {
+      if (System.nanoTime() > end + TimeUnit.MILLISECONDS.toNanos(5 * phaseMs)) {
+        break; // up to 6 times the phase, as the Kafka campaign's quick rounds
+      }
+      for (String fault : s.external()) {
+        injections += inject(fault);
+      }
+      Campaign.sleep(s.external().isEmpty() ? 500 : 3_000);
+    }
+    current = null;
+    producers.forEach(c -> fleet.stop(c, "end of phase " + p, false));
+    // heal: the broker up, every worker running unarmed
+    if (!rabbit.isExternal() && !rabbit.isRunning()) {
+      rabbit.start();
+    }
+    for (Child c : workers) {
+      if (c.paused()) {
+        fleet.resume(c);
+      }
+      if (!c.armed().isEmpty()) {
+        fleet.stop(c, "disarm", true);
+      }
+    }
+    long healed = System.nanoTime();
+    long bound = healed + settings.recoveryBound().toNanos();
+    boolean drained;
+    while (!(drained = checker.drained()) && System.nanoTime() < bound) {
+      Campaign.sleep(500);
+    }
+    long recoveryMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - healed);
+    Campaign.sleep(1_000); // the reader's last deliveries
+    Findings f = checker.check(p);
+    Map<String, Integer> fired = log.fired();
+    Map<String, Integer> notFired = log.notFired();
+    List<String> reasons = new ArrayList<>(f.messages() == 0 ? List.of("no message") : List.of());
+    for (String point : s.points()) {
+      if (fired.getOrDefault(point, 0) == 0) {
+        reasons.add(point + " never fired");
+      }
+    }
+    for (String fault : s.external()) {
+      if (fired.getOrDefault(fault, 0) == 0) {
+        reasons.add(fault + " never fired");
+      }
+    }
+    injections += s.points().stream().mapToInt(pt -> fired.getOrDefault(pt, 0)).sum();
+    log.note("drained", drained + " after " + recoveryMs + " ms");
+    return new ScenarioResult(
+        s.name(),
+        1,
+        injections,
+        fired,
+        notFired,
+        f,
+        recoveryMs,
+        !drained,
+        log.unexpectedExits(),
+        reasons);
+  }
+
+  private boolean enoughFired(RabbitScenario s) {
+    Map<String, Integer> fired = log.fired();
+    for (String point : s.points()) {
+      if (fired.getOrDefault(point, 0) < settings.minFires()) {
+        return false;
+      }
+    }
+    for (String fault : s.external()) {
+      if (fired.getOrDefault(fault, 0) < 1) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Injects one {@code fault}; returns 1 if it fired. */
+  private int inject(String fault) throws Exception {
+    List<Child> consumers = workers.stream().filter(c -> c.role() == Role.CONSUMER).toList();
+    switch (fault) {
+      case KILL_9 -> {
+        Child c;
+        synchronized (random) {
+          c = workers.get(random.nextInt(workers.size()));
+        }
+        if (c.working() && fleet.kill(c)) {
+          log.fired(KILL_9, c.instance(), "SIGKILL");
+          return 1;
+        }
+        return 0;
+      }
+      case PAUSE -> {
+        Child c;
+        synchronized (random) {
+          c = consumers.get(random.nextInt(consumers.size()));
+        }
+        if (!c.working() || !fleet.pause(c)) {
+          return 0;
+        }
+        // past the 2 s heartbeat twice over: the broker closes its connection, and its shards
+        // (single active consumer) and unacked deliveries go to the other consumer
+        Campaign.sleep(RabbitConsumerMain.HEARTBEAT_SECONDS * 3_000L + 1_000);
+        fleet.resume(c);
+        log.fired(PAUSE, c.instance(), "SIGSTOP for 7 s, then SIGCONT");
+        return 1;
+      }
+      case DROP -> {
+        if (rabbit.isExternal()) {
+          log.notFired(DROP, "broker", "external broker: no rabbitmqctl");
+          return 0;
+        }
+        int code = ctl("close_all_connections", "verify: connection drop");
+        if (code == 0) {
+          log.fired(DROP, "broker", "rabbitmqctl close_all_connections");
+          return 1;
+        }
+        log.notFired(DROP, "broker", "rabbitmqctl exit " + code);
+        return 0;
+      }
+      case BROKER -> {
+        if (rabbit.isExternal() || !rabbit.isRunning()) {
+          return 0;
+        }
+        rabbit.kill();
+        log.fired(BROKER, "broker", "SIGKILL");
+        Campaign.sleep(2_000);
+        rabbit.start();
+        Campaign.sleep(10_000); // quorum queues elect their leaders; the clients recover
+        return 1;
+      }
+      default -> throw new IllegalArgumentException(fault);
+    }
+  }
+
+  /** Runs {@code rabbitmqctl -n <node> args} against the private node; returns its exit code. */
+  private int ctl(String... args) throws Exception {
+    int port = URI.create(rabbit.uri()).getPort();
+    Path script = RabbitMqServer.findScript().orElseThrow();
+    Path ctl = script.resolveSibling("rabbitmqctl");
+    List<String> cmd =
+        new ArrayList<>(List.of(ctl.toString(), "-n", "postbox-" + port + "@localhost"));
+    cmd.addAll(List.of(args));
+    ProcessBuilder pb =
+        new ProcessBuilder(cmd)
+            .redirectErrorStream(true)
+            .redirectOutput(
+                ProcessBuilder.Redirect.appendTo(
+                    settings.dir().resolve("rabbitmqctl.log").toFile()));
+    // the node's Erlang cookie is in its own HOME (the test kit's node directory)
+    rabbit.directory().ifPresent(d -> pb.environment().put("HOME", d.toString()));
+    pb.environment().remove("RABBITMQ_CONF_ENV_FILE");
+    Process p = pb.start();
+    if (!p.waitFor(60, TimeUnit.SECONDS)) {
+      p.destroyForcibly();
+      return -1;
+    }
+    return p.exitValue();
+  }
+
+  @Override
+  public void close() {
+    if (fleet != null) {
+      fleet.close();
+    }
+    if (reader != null) {
+      reader.close();
+    }
+    if (ds != null) {
+      ds.close();
+    }
+    if (rabbit != null && rabbit != given && !rabbit.isExternal()) {
+      rabbit.close();
+    }
+    if (pg != null) {
+      pg.close();
+    }
+    log.close();
+  }
+}

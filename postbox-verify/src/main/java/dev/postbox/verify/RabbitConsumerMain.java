@@ -1,0 +1,90 @@
+package dev.postbox.verify;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.postbox.core.Backoff;
+import dev.postbox.core.DeliveryGuarantee;
+import dev.postbox.core.consumer.FailureHandlers;
+import dev.postbox.core.consumer.Ordering;
+import dev.postbox.core.consumer.RetryPolicy;
+import dev.postbox.core.consumer.Subscription;
+import dev.postbox.jdbc.PostgresDeadLetterStore;
+import dev.postbox.jdbc.PostgresInboxStore;
+import dev.postbox.rabbitmq.RabbitSubscriber;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.time.Duration;
+
+/**
+ * A consumer of the RabbitMQ campaign ({@link RabbitCampaign}), as its own OS process: a {@link
+ * RabbitSubscriber} with {@code EFFECTIVELY_ONCE} and per-key order on the subscription's shard
+ * queues (single active consumer: the instances share the shards, one active per shard). The
+ * handler writes one row into {@code verify_effect} (no unique constraint, so a second effect stays
+ * visible) on the inbox transaction's connection, with this incarnation's instance id, the shard as
+ * {@code part} and the delivery tag as {@code off}.
+ *
+ * <p>Arguments: JDBC URL, AMQP URI, topic, subscription, instance id, shards.
+ */
+public final class RabbitConsumerMain {
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  /** The heartbeat timeout the consumers ask for. */
+  static final int HEARTBEAT_SECONDS = 2;
+
+  private RabbitConsumerMain() {}
+
+  public static void main(String[] args) throws Exception {
+    String instance = args[4];
+    HikariDataSource ds = ChildSupport.dataSource(args[0], instance, 12, "");
+    Subscription subscription =
+        Subscription.builder(args[3])
+            .topics(args[2])
+            .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
+            .ordering(Ordering.KEY)
+            .concurrency(8)
+            .shutdownTimeout(Duration.ofSeconds(10))
+            // transient failures (a broker restart, a lost connection) are retried for minutes,
+            // never given up during the campaign (a dead letter is a violation)
+            .failureHandler(
+                FailureHandlers.of(
+                    RetryPolicy.builder()
+                        .maxAttempts(10_000)
+                        .maxDuration(Duration.ofMinutes(10))
+                        .backoff(new Backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2, 0.5))
+                        .build()))
+            .build();
+    RabbitSubscriber subscriber =
+        RabbitSubscriber.builder(args[1], subscription)
+            .shards(Integer.parseInt(args[5]))
+            .prefetch(50)
+            // a frozen consumer's connection is closed after about 2 x 2 s: the pause scenario
+            .heartbeat(Duration.ofSeconds(HEARTBEAT_SECONDS))
+            .inbox(PostgresInboxStore.create(ds))
+            .deadLetters(PostgresDeadLetterStore.create(ds))
+            .handler(d -> {
+              JsonNode body = JSON.readTree(d.message().payload().unsafeBytes());
+              Connection c = d.connection().orElseThrow();
+              try (PreparedStatement ps =
+                  c.prepareStatement(
+                      "INSERT INTO verify_effect (message_id, key, seq, instance, part, off)"
+                          + " VALUES (?, ?, ?, ?, ?, ?)")) {
+                ps.setObject(1, d.message().id());
+                ps.setString(2, body.get("key").asText());
+                ps.setLong(3, body.get("seq").asLong());
+                ps.setString(4, instance);
+                ps.setInt(5, d.partition());
+                ps.setLong(6, d.offset());
+                ps.executeUpdate();
+              }
+            })
+            .build();
+    subscriber.start();
+    System.out.println("consumer " + instance + " started");
+    ChildSupport.runUntilTerminated(() -> {
+      subscriber.close();
+      ds.close();
+    });
+  }
+}

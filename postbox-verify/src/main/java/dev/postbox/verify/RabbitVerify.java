@@ -1,0 +1,52 @@
+package dev.postbox.verify;
+
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * {@code ./postbox verify --transport rabbitmq}: runs the {@link RabbitCampaign} with the command's
+ * settings (seed, phase, rate, recovery bound, scenarios, directory) and reports like the Kafka
+ * campaign (same table and JSON keys; scenario names start with {@value RabbitCampaign#PREFIX}).
+ */
+final class RabbitVerify {
+
+  private RabbitVerify() {}
+
+  /** The RabbitMQ campaign's settings from the command's; {@code quick}: a shorter phase. */
+  static RabbitCampaign.Settings settings(Campaign.Settings s, boolean quick) {
+    return new RabbitCampaign.Settings(
+        s.seed(),
+        quick ? Duration.ofSeconds(10) : s.phase(),
+        s.rate(),
+        s.recoveryBound(),
+        s.dir().resolve("rabbitmq"),
+        s.only(),
+        s.minFires());
+  }
+
+  /** Runs it, prints and writes the report; returns the exit code. */
+  static int run(
+      Campaign.Settings s, boolean quick, Instant started, Path reportJson, PrintStream out)
+      throws Exception {
+    Optional<List<ScenarioResult>> results;
+    try (RabbitCampaign campaign = new RabbitCampaign(settings(s, quick), out)) {
+      results = campaign.run();
+    }
+    if (results.isEmpty()) {
+      return Report.INCONCLUSIVE;
+    }
+    Report report =
+        new Report(s.seed(), results.get(), started, Duration.between(started, Instant.now()));
+    report.printText(out);
+    report.writeJson(s.dir().resolve("rabbitmq").resolve("report.json"));
+    if (reportJson != null) {
+      report.writeJson(reportJson);
+    }
+    out.println("fault log and process logs: " + s.dir().resolve("rabbitmq").toAbsolutePath());
+    return report.exitCode();
+  }
+}

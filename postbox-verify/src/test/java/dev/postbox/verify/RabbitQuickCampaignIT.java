@@ -1,0 +1,61 @@
+package dev.postbox.verify;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.postbox.testkit.RabbitMqServer;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The quick campaign's RabbitMQ part (what CI runs of {@code ./postbox verify --transport
+ * rabbitmq}): the consumer crash points (after the inbox insert; after the effect committed, before
+ * the ack) and {@code kill -9} of consumers and relays, each one short phase, on a private RabbitMQ
+ * node; zero lost, zero dead-lettered, zero duplicate effects, per-key order kept, and every
+ * scheduled fault fired. The other scenarios (relay crash points, pauses past the heartbeat,
+ * dropped connections, broker kill) run in {@code ./postbox verify --transport rabbitmq}. Skipped
+ * without RabbitMQ outside CI.
+ */
+class RabbitQuickCampaignIT {
+
+  @Test
+  void rabbitQuickCampaignHoldsEveryGuarantee() throws Exception {
+    RabbitMqServer rabbit = RabbitMqServer.sharedOrSkip(); // skips (fails in CI) without one
+    long seed = 20261201L;
+    Path dir = Path.of("target", "verify-rabbit-it", Long.toString(System.currentTimeMillis()));
+    Campaign.Settings quick = VerifyCli.quickSettings(seed, dir);
+    Campaign.Settings settings =
+        new Campaign.Settings(
+            quick.seed(),
+            quick.phase(),
+            quick.minRounds(),
+            quick.targetInjections(),
+            quick.recoveryBound(),
+            quick.rate(),
+            List.of("consumer-crash-points", "kill-9"),
+            quick.dir(),
+            quick.minFires());
+    ByteArrayOutputStream buffer = new ByteArrayOutputStream();
+    PrintStream out = new PrintStream(buffer, true, StandardCharsets.UTF_8);
+    Optional<List<ScenarioResult>> results;
+    try (RabbitCampaign campaign =
+        new RabbitCampaign(RabbitVerify.settings(settings, true), out, rabbit)) {
+      results = campaign.run();
+    }
+    String text = buffer.toString(StandardCharsets.UTF_8);
+    System.out.println(text);
+    assertThat(results).as(text).isPresent();
+    assertThat(results.get())
+        .extracting(ScenarioResult::name)
+        .containsExactly("rabbitmq-consumer-crash-points", "rabbitmq-kill-9");
+    for (ScenarioResult r : results.get()) {
+      assertThat(r.violations()).as("violations in %s; see %s\n%s", r.name(), dir, text).isZero();
+      assertThat(r.inconclusiveReasons()).as("%s inconclusive\n%s", r.name(), text).isEmpty();
+      assertThat(r.findings().messages()).as("%s messages", r.name()).isPositive();
+    }
+  }
+}
