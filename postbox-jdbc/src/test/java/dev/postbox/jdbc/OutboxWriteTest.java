@@ -28,7 +28,7 @@ class OutboxWriteTest {
   @BeforeEach
   void migrate(PostboxTestContext ctx) {
     ds = ctx.dataSource();
-    assertThat(PostboxMigrations.migrate(ds)).isEqualTo(9);
+    assertThat(PostboxMigrations.migrate(ds)).isEqualTo(10);
     assertThat(PostboxMigrations.migrate(ds)).as("idempotent").isZero();
   }
 
