@@ -48,6 +48,10 @@ class ExceptionRootTest {
           DependencyUnavailableException.class,
           IdempotencyKeyBusyException.class,
           TenantRejectedException.class,
+          dev.postbox.core.reply.RequestTimeoutException.class,
+          dev.postbox.core.reply.RequesterBusyException.class,
+          dev.postbox.core.reply.RequestFailedException.class,
+          dev.postbox.core.reply.InvalidRequestException.class,
           // postbox-jdbc
           OutboxException.class,
           InboxException.class,
