@@ -12,9 +12,13 @@ import dev.postbox.jdbc.PostboxMigrations;
 import dev.postbox.jdbc.PostgresRelayStore;
 import dev.postbox.jdbc.cdc.CdcRelay;
 import dev.postbox.kafka.KafkaRelayPublisher;
+import dev.postbox.kafka.KafkaRequester;
+import dev.postbox.kafka.KafkaResponder;
 import dev.postbox.kafka.KafkaSubscriber;
 import dev.postbox.kafka.KafkaTransformer;
 import dev.postbox.rabbitmq.RabbitRelayPublisher;
+import dev.postbox.rabbitmq.RabbitRequester;
+import dev.postbox.rabbitmq.RabbitResponder;
 import dev.postbox.rabbitmq.RabbitSubscriber;
 import dev.postbox.redis.RedisIdempotencyStore;
 import java.io.IOException;
@@ -75,7 +79,11 @@ class ConfigurationReferenceTest {
         KafkaTransformer.class,
         RabbitRelayPublisher.class,
         RabbitSubscriber.class,
-        RedisIdempotencyStore.class);
+        RedisIdempotencyStore.class,
+        KafkaRequester.class,
+        KafkaResponder.class,
+        RabbitRequester.class,
+        RabbitResponder.class);
   }
 
   private static final Pattern CODE = Pattern.compile("`([^`]+)`");

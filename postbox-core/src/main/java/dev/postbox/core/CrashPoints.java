@@ -51,6 +51,13 @@ public final class CrashPoints {
   public static final String CONSUMER_AFTER_EFFECT_BEFORE_OFFSET_COMMIT =
       "consumer.after-effect-before-offset-commit";
 
+  /**
+   * {@code EFFECTIVELY_ONCE} consumer: the effect and its stored result are committed, the
+   * handler's {@code completed} (a responder's reply) has not run yet.
+   */
+  public static final String CONSUMER_AFTER_COMMIT_BEFORE_COMPLETED =
+      "consumer.after-commit-before-completed";
+
   /** Consumer: inside a partition revocation, before the finished prefix is committed. */
   public static final String CONSUMER_DURING_REBALANCE = "consumer.during-rebalance";
 
@@ -84,6 +91,7 @@ public final class CrashPoints {
           RELAY_AFTER_MARK,
           CONSUMER_AFTER_INBOX_INSERT,
           CONSUMER_AFTER_EFFECT_BEFORE_OFFSET_COMMIT,
+          CONSUMER_AFTER_COMMIT_BEFORE_COMPLETED,
           CONSUMER_DURING_REBALANCE,
           CONSUMER_AFTER_EFFECT_BEFORE_IDEMPOTENCY_COMPLETE,
           TRANSFORM_BEFORE_COMMIT);

@@ -44,6 +44,11 @@ import javax.sql.DataSource;
  * refuses a connection in auto-commit mode ({@link TransactionRequiredException}), since the
  * version must commit with the effect it guards.
  *
+ * <p><b>Stored results.</b> {@link InboxStore#processOnceWithResult} stores the result the work
+ * returns on the message's row ({@code result}, {@code result_content_type}; migration version 10)
+ * in the same transaction; a later delivery of the id is a duplicate that gets this result back
+ * without running the work (a repeated request returns the first answer).
+ *
  * <p><b>Purging.</b> Dedupe records are kept until purged; use {@link InboxRetention} to purge a
  * consumer's old records safely.
  *

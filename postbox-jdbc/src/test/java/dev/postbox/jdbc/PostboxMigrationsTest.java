@@ -41,6 +41,7 @@ class PostboxMigrationsTest {
             "V7__notify_only_idle_relays.sql",
             "V8__static_notify_check.sql",
             "V9__outbox_unpublishable_holds.sql",
+            "V10__inbox_stored_result.sql",
             "V11__consumer_offsets.sql",
             "V13__cdc_slot_lease.sql");
   }

@@ -49,6 +49,10 @@ class ExceptionRootTest {
           IdempotencyKeyBusyException.class,
           TenantRejectedException.class,
           dev.postbox.core.spi.LaneFencedException.class,
+          dev.postbox.core.reply.RequestTimeoutException.class,
+          dev.postbox.core.reply.RequesterBusyException.class,
+          dev.postbox.core.reply.RequestFailedException.class,
+          dev.postbox.core.reply.InvalidRequestException.class,
           // postbox-jdbc
           OutboxException.class,
           InboxException.class,

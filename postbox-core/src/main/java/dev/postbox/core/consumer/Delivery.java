@@ -1,6 +1,7 @@
 package dev.postbox.core.consumer;
 
 import dev.postbox.core.Message;
+import dev.postbox.core.Payload;
 import dev.postbox.core.codec.Decoded;
 import java.sql.Connection;
 import java.util.Optional;
@@ -61,14 +62,29 @@ public interface Delivery {
   boolean advanceVersion(String entity, long version);
 
   /**
-   * Records the result of the effect ({@code DEDUPLICATED} only): stored with the message id when
-   * the handler returns, and given to the subscriber's {@link DuplicateListener} for every later
-   * duplicate. Without a call the stored result is empty. The last call wins.
+   * Records the result of the effect (business-level idempotency), for {@code EFFECTIVELY_ONCE} and
+   * {@code DEDUPLICATED}; the last call wins, and without a call nothing is stored.
    *
-   * @throws IllegalStateException for the other guarantees
+   * <ul>
+   *   <li>{@code EFFECTIVELY_ONCE}: stored on the message's inbox row in the effect's transaction
+   *       (so it commits with the effect or not at all); the handler's {@link
+   *       MessageHandler#completed} hears it after the commit, and again for every later duplicate
+   *       of the id (which does not run the effect). Not in a {@link BatchHandler}'s deliveries.
+   *   <li>{@code DEDUPLICATED}: stored with the message id when the handler returns and given to
+   *       the subscriber's {@link DuplicateListener} for every later duplicate; the idempotency
+   *       store keeps the bytes only, not the content type.
+   * </ul>
+   *
+   * @throws IllegalStateException for the other guarantees, and in a batch
    */
+  default void recordResult(Payload result) {
+    throw new IllegalStateException(
+        "recordResult needs an EFFECTIVELY_ONCE or DEDUPLICATED subscription");
+  }
+
+  /** {@link #recordResult(Payload)} of {@code result} as {@code application/octet-stream}. */
   default void recordResult(byte[] result) {
-    throw new IllegalStateException("recordResult needs a DEDUPLICATED subscription");
+    recordResult(Payload.of(result));
   }
 
   /** {@link #recordResult(byte[])} of {@code result} in UTF-8. */

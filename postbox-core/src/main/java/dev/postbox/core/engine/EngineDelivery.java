@@ -2,6 +2,7 @@ package dev.postbox.core.engine;
 
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.Message;
+import dev.postbox.core.Payload;
 import dev.postbox.core.codec.Decoded;
 import dev.postbox.core.consumer.Delivery;
 import dev.postbox.core.consumer.Subscription;
@@ -25,7 +26,12 @@ final class EngineDelivery implements Delivery {
       DeliveryTelemetry telemetry) {
 
     EngineDelivery of(Incoming in, Message message, int attempt, Optional<Connection> connection) {
-      return new EngineDelivery(this, in, message, attempt, connection);
+      return new EngineDelivery(this, in, message, attempt, connection, false);
+    }
+
+    /** A delivery of a batch: it cannot record a result. */
+    EngineDelivery ofBatch(Incoming in, Message message, Optional<Connection> connection) {
+      return new EngineDelivery(this, in, message, 1, connection, true);
     }
   }
 
@@ -34,11 +40,18 @@ final class EngineDelivery implements Delivery {
   private final Message message;
   private final int attempt;
   private final Optional<Connection> connection;
+  private final boolean inBatch;
   private Decoded<Object> decoded;
-  private byte[] result = new byte[0];
+  private Payload result;
 
   private EngineDelivery(
-      Factory context, Incoming in, Message message, int attempt, Optional<Connection> connection) {
+      Factory context,
+      Incoming in,
+      Message message,
+      int attempt,
+      Optional<Connection> connection,
+      boolean inBatch) {
+    this.inBatch = inBatch;
     this.context = context;
     this.in = in;
     this.message = message;
@@ -51,9 +64,14 @@ final class EngineDelivery implements Delivery {
     return in;
   }
 
-  /** The result recorded by the handler ({@code DEDUPLICATED}), empty when none. */
+  /** The bytes of the result recorded by the handler ({@code DEDUPLICATED}), empty when none. */
   byte[] result() {
-    return result;
+    return result == null ? new byte[0] : result.unsafeBytes();
+  }
+
+  /** The result recorded by the handler, if any. */
+  Optional<Payload> recordedResult() {
+    return Optional.ofNullable(result);
   }
 
   @Override
@@ -102,16 +120,24 @@ final class EngineDelivery implements Delivery {
   }
 
   @Override
-  public void recordResult(byte[] result) {
+  public void recordResult(Payload result) {
+    java.util.Objects.requireNonNull(result, "result");
     Subscription subscription = context.subscription();
-    if (subscription.guarantee() != DeliveryGuarantee.DEDUPLICATED) {
+    DeliveryGuarantee g = subscription.guarantee();
+    if (g != DeliveryGuarantee.DEDUPLICATED && g != DeliveryGuarantee.EFFECTIVELY_ONCE) {
       throw new IllegalStateException(
-          "recordResult needs a DEDUPLICATED subscription; '"
+          "recordResult needs an EFFECTIVELY_ONCE or DEDUPLICATED subscription; '"
               + subscription.name()
               + "' is "
-              + subscription.guarantee());
+              + g);
     }
-    this.result = result.clone();
+    if (inBatch) {
+      throw new IllegalStateException(
+          "recordResult is not available to a batch handler (subscription '"
+              + subscription.name()
+              + "'); use a MessageHandler");
+    }
+    this.result = result;
   }
 
   @Override

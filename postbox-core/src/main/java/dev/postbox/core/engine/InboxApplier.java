@@ -77,22 +77,7 @@ final class InboxApplier {
       if (offsets.isPresent()) {
         applyAtOffset(in, message, h, attempt);
       } else if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
-        InboxStore.Outcome outcome =
-            inbox
-                .orElseThrow()
-                .processOnce(
-                    subscription.name(),
-                    message.id(),
-                    sha256(message.payload().unsafeBytes()),
-                    conn -> {
-                      CrashPoints.hit(CrashPoints.CONSUMER_AFTER_INBOX_INSERT);
-                      h.handle(deliveries.of(in, message, attempt, Optional.of(conn)));
-                    });
-        switch (outcome) {
-          case APPLIED -> telemetry.applied(in, message);
-          case DUPLICATE -> telemetry.duplicates(in, 1);
-          case CONFLICT -> throw new MessageConflictException(message.id(), message.type());
-        }
+        applyEffectivelyOnce(in, message, h, attempt);
       } else if (subscription.guarantee() == DeliveryGuarantee.DEDUPLICATED) {
         applyDeduplicated(in, message, h, attempt);
       } else {
@@ -131,6 +116,44 @@ final class InboxApplier {
     } else {
       telemetry.duplicates(in, 1);
     }
+  }
+
+  /**
+   * {@code EFFECTIVELY_ONCE}: the inbox row, then the effect and its recorded result, in one
+   * transaction; after it (or for a duplicate, with the stored result) the handler's {@link
+   * MessageHandler#completed}.
+   */
+  private void applyEffectivelyOnce(Incoming in, Message message, MessageHandler h, int attempt)
+      throws Exception {
+    InboxStore.Processed processed =
+        inbox
+            .orElseThrow()
+            .processOnceWithResult(
+                subscription.name(),
+                message.id(),
+                sha256(message.payload().unsafeBytes()),
+                conn -> {
+                  CrashPoints.hit(CrashPoints.CONSUMER_AFTER_INBOX_INSERT);
+                  EngineDelivery d = deliveries.of(in, message, attempt, Optional.of(conn));
+                  h.handle(d);
+                  return d.recordedResult();
+                });
+    boolean duplicate;
+    switch (processed.outcome()) {
+      case APPLIED -> {
+        telemetry.applied(in, message);
+        duplicate = false;
+      }
+      case DUPLICATE -> {
+        telemetry.duplicates(in, 1);
+        duplicate = true;
+      }
+      case CONFLICT -> throw new MessageConflictException(message.id(), message.type());
+      default -> throw new IllegalStateException("unknown outcome " + processed.outcome());
+    }
+    CrashPoints.hit(CrashPoints.CONSUMER_AFTER_COMMIT_BEFORE_COMPLETED);
+    h.completed(
+        deliveries.of(in, message, attempt, Optional.empty()), processed.result(), duplicate);
   }
 
   /**
@@ -197,7 +220,7 @@ final class InboxApplier {
                     Set<UUID> seen = new HashSet<>();
                     admitted.forEach((in, m) -> {
                       if (freshIds.contains(m.id()) && seen.add(m.id())) {
-                        ds.add(deliveries.of(in, m, 1, Optional.of(conn)));
+                        ds.add(deliveries.ofBatch(in, m, Optional.of(conn)));
                       }
                     });
                     batchHandler.handle(ds);
@@ -207,7 +230,7 @@ final class InboxApplier {
       telemetry.meters(first).processed.increment(fresh.size());
     } else {
       List<Delivery> ds = new ArrayList<>();
-      admitted.forEach((in, m) -> ds.add(deliveries.of(in, m, 1, Optional.empty())));
+      admitted.forEach((in, m) -> ds.add(deliveries.ofBatch(in, m, Optional.empty())));
       batchHandler.handle(ds);
       telemetry.applied.addAndGet(ds.size());
       telemetry.meters(first).processed.increment(ds.size());

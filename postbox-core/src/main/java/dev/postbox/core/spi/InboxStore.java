@@ -1,8 +1,10 @@
 package dev.postbox.core.spi;
 
+import dev.postbox.core.Payload;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 
@@ -54,6 +56,47 @@ public interface InboxStore {
   }
 
   /**
+   * What {@link #processOnceWithResult} did: its outcome and the result stored with the id (for
+   * {@link Outcome#APPLIED} the one the work just returned; for {@link Outcome#DUPLICATE} the one
+   * the first delivery stored; empty when none was stored, and for {@link Outcome#CONFLICT}).
+   */
+  record Processed(Outcome outcome, Optional<Payload> result) {
+    public Processed {
+      java.util.Objects.requireNonNull(outcome, "outcome");
+      java.util.Objects.requireNonNull(result, "result");
+    }
+  }
+
+  /**
+   * Like {@link #processOnce(String, UUID, byte[], Work)}, and also stores the result the work
+   * returns (business-level idempotency): on the id's row, in the same transaction, so it commits
+   * with the effect or not at all. A duplicate gets the stored result back without running the
+   * work.
+   *
+   * <p>The default is for stores that keep no results: it runs the work as {@code processOnce} does
+   * and, if the work returned a result, throws {@link UnsupportedOperationException} inside the
+   * transaction (rolled back: nothing is recorded), so a result is never silently lost.
+   */
+  default Processed processOnceWithResult(
+      String consumer, UUID messageId, byte[] payloadSha256, ResultWork work) throws Exception {
+    Outcome outcome =
+        processOnce(
+            consumer,
+            messageId,
+            payloadSha256,
+            c -> {
+              if (work.run(c).isPresent()) {
+                throw new UnsupportedOperationException(
+                    getClass().getName()
+                        + " does not store results; the handler of message "
+                        + messageId
+                        + " recorded one (use a store that does, such as PostgresInboxStore)");
+              }
+            });
+    return new Processed(outcome, Optional.empty());
+  }
+
+  /**
    * In one transaction: records all {@code messageIds} for {@code consumer} in one statement, runs
    * {@code work} with the ids that were not yet recorded (possibly none: then {@code work} is not
    * called), then commits. Returns those fresh ids. If {@code work} throws, rolls back (no id
@@ -79,6 +122,15 @@ public interface InboxStore {
   @FunctionalInterface
   interface Work {
     void run(Connection connection) throws Exception;
+  }
+
+  /**
+   * The effect of one message on the inbox transaction's connection, returning the result to store
+   * with its id (empty: none).
+   */
+  @FunctionalInterface
+  interface ResultWork {
+    Optional<Payload> run(Connection connection) throws Exception;
   }
 
   /** The effect of a batch, on the inbox transaction's connection, for the ids not seen before. */

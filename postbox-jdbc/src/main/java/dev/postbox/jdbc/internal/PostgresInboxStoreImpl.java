@@ -1,5 +1,6 @@
 package dev.postbox.jdbc.internal;
 
+import dev.postbox.core.Payload;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.InboxStore.Outcome;
 import dev.postbox.jdbc.InboxException;
@@ -14,6 +15,7 @@ import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import javax.sql.DataSource;
@@ -30,6 +32,14 @@ public final class PostgresInboxStoreImpl implements InboxStore {
           + " ON CONFLICT DO NOTHING";
   private static final String STORED_FINGERPRINT =
       "SELECT payload_sha256 FROM postbox_inbox WHERE consumer = ? AND message_id = ?";
+
+  // the result of the effect, on the row this transaction just inserted (migration V10)
+  private static final String STORE_RESULT =
+      "UPDATE postbox_inbox SET result = ?, result_content_type = ?"
+          + " WHERE consumer = ? AND message_id = ?";
+  private static final String STORED_FINGERPRINT_AND_RESULT =
+      "SELECT payload_sha256, result, result_content_type FROM postbox_inbox"
+          + " WHERE consumer = ? AND message_id = ?";
 
   private static final String CLAIM =
       "INSERT INTO postbox_inbox (consumer, message_id) VALUES (?, ?) ON CONFLICT DO NOTHING";
@@ -115,6 +125,77 @@ public final class PostgresInboxStoreImpl implements InboxStore {
             throw new InboxException("reading the fingerprint of " + what + " failed", e);
           }
         });
+  }
+
+  @Override
+  public Processed processOnceWithResult(
+      String consumer, UUID messageId, byte[] payloadSha256, ResultWork work) throws Exception {
+    requireConsumer(consumer);
+    Objects.requireNonNull(messageId, "messageId");
+    Objects.requireNonNull(payloadSha256, "payloadSha256");
+    Objects.requireNonNull(work, "work");
+    String what = "message " + messageId + " of consumer '" + consumer + "'";
+    return inTransaction(
+        what,
+        c -> {
+          try (PreparedStatement ps = c.prepareStatement(CLAIM_WITH_FINGERPRINT)) {
+            ps.setString(1, consumer);
+            ps.setObject(2, messageId);
+            ps.setBytes(3, payloadSha256);
+            if (ps.executeUpdate() == 1) {
+              Optional<Payload> result =
+                  Objects.requireNonNull(work.run(c), "the work returned null, not a result");
+              if (result.isPresent()) {
+                storeResult(c, consumer, messageId, result.get(), what);
+              }
+              return new Transactions.Step<>(new Processed(Outcome.APPLIED, result), true);
+            }
+          } catch (SQLException e) {
+            throw new InboxException("recording " + what + " in the inbox failed", e);
+          }
+          return new Transactions.Step<>(
+              storedOutcome(c, consumer, messageId, payloadSha256, what), false);
+        });
+  }
+
+  private static void storeResult(
+      Connection c, String consumer, UUID messageId, Payload result, String what) {
+    try (PreparedStatement ps = c.prepareStatement(STORE_RESULT)) {
+      ps.setBytes(1, result.unsafeBytes());
+      ps.setString(2, result.contentType());
+      ps.setString(3, consumer);
+      ps.setObject(4, messageId);
+      ps.executeUpdate();
+    } catch (SQLException e) {
+      throw new InboxException("storing the result of " + what + " failed", e);
+    }
+  }
+
+  /** A taken id: a duplicate with its stored result, or a conflict. */
+  private static Processed storedOutcome(
+      Connection c, String consumer, UUID messageId, byte[] payloadSha256, String what) {
+    // The insert waited for the other transaction, so its row is committed and visible.
+    try (PreparedStatement ps = c.prepareStatement(STORED_FINGERPRINT_AND_RESULT)) {
+      ps.setString(1, consumer);
+      ps.setObject(2, messageId);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          // purged between the insert and this read: a duplicate without a result
+          return new Processed(Outcome.DUPLICATE, Optional.empty());
+        }
+        byte[] stored = rs.getBytes(1);
+        if (stored != null && !java.util.Arrays.equals(stored, payloadSha256)) {
+          return new Processed(Outcome.CONFLICT, Optional.empty());
+        }
+        byte[] result = rs.getBytes(2);
+        String type = rs.getString(3);
+        return new Processed(
+            Outcome.DUPLICATE,
+            result == null ? Optional.empty() : Optional.of(new Payload(result, type)));
+      }
+    } catch (SQLException e) {
+      throw new InboxException("reading the stored result of " + what + " failed", e);
+    }
   }
 
   @Override

@@ -1,0 +1,230 @@
+package dev.postbox.rabbitmq;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ConnectionFactory;
+import dev.postbox.core.DeliveryGuarantee;
+import dev.postbox.core.Message;
+import dev.postbox.core.consumer.MessageHandler;
+import dev.postbox.core.consumer.Subscription;
+import dev.postbox.core.engine.reply.ReplySender;
+import dev.postbox.core.engine.reply.ResponderHandler;
+import dev.postbox.core.reply.InvalidRequestException;
+import dev.postbox.core.reply.ReplyHandler;
+import java.io.IOException;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeoutException;
+import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The responder side of request/reply on RabbitMQ: {@link #handler} makes the handler of an {@code
+ * EFFECTIVELY_ONCE} {@link RabbitSubscriber} on the request topic, which runs a {@link
+ * ReplyHandler} in the request's inbox transaction, stores the reply with the inbox row and, after
+ * the commit, publishes it (mandatory, with a confirm) through the default exchange to the queue
+ * the request names in {@code reply-to}. A repeated request gets the stored reply again without the
+ * effect running twice.
+ *
+ * <p>A reply to a queue that no longer exists (its requester is gone) is returned by the broker:
+ * the attempt fails with a {@link RabbitUnroutableException} naming the queue, is retried with the
+ * stored reply, and is given up per the subscription's failure handler, the reason in the dead
+ * letter (logged there). Defaults: replies of type {@code <request type>.reply}, source {@value
+ * Message#DEFAULT_SOURCE}, at most 30 s waiting for a confirm. Thread-safe.
+ */
+public final class RabbitResponder implements AutoCloseable {
+
+  /** Default longest wait for the broker's confirm of a reply. */
+  public static final Duration DEFAULT_CONFIRM_TIMEOUT = Duration.ofSeconds(30);
+
+  /** Default source of the replies. */
+  public static final String DEFAULT_SOURCE = Message.DEFAULT_SOURCE;
+
+  private static final Pattern QUEUE = Pattern.compile("[a-zA-Z0-9._-]{1,249}");
+  private static final Logger log = LoggerFactory.getLogger(RabbitResponder.class);
+
+  private final ConnectionFactory factory;
+  private final String replyType;
+  private final String source;
+  private final Duration confirmTimeout;
+  private final Clock clock;
+  private final Map<String, String> returned = new ConcurrentHashMap<>();
+  private Connection connection;
+  private Channel channel;
+  private boolean closed;
+
+  private RabbitResponder(Builder b) {
+    this.factory = b.factory;
+    this.replyType = b.replyType;
+    this.source = b.source;
+    this.confirmTimeout = b.confirmTimeout;
+    this.clock = b.clock;
+  }
+
+  /** A builder for a responder on the broker at {@code uri} ({@code amqp://...}). */
+  public static Builder builder(String uri) {
+    return new Builder(uri);
+  }
+
+  /**
+   * The handler of {@code subscription} (which must be {@code EFFECTIVELY_ONCE}) answering its
+   * requests with {@code handler}.
+   */
+  public MessageHandler handler(Subscription subscription, ReplyHandler handler) {
+    if (subscription.guarantee() != DeliveryGuarantee.EFFECTIVELY_ONCE) {
+      throw new IllegalArgumentException(
+          "a responder stores each reply with the request's inbox row: subscription '"
+              + subscription.name()
+              + "' must be EFFECTIVELY_ONCE, not "
+              + subscription.guarantee());
+    }
+    return new ResponderHandler(
+        handler,
+        new ReplySender() {
+          @Override
+          public String topicOf(String replyTo) {
+            if (!QUEUE.matcher(replyTo).matches()) {
+              throw new InvalidRequestException(
+                  "reply-to '" + replyTo + "' is not a reply queue name this responder can use");
+            }
+            return replyTo;
+          }
+
+          @Override
+          public void send(String replyTo, Message reply) throws Exception {
+            publish(replyTo, reply);
+          }
+        },
+        replyType,
+        source,
+        clock);
+  }
+
+  /** Publishes one reply and waits for its confirm; one at a time on the one channel. */
+  private synchronized void publish(String queue, Message reply)
+      throws IOException, InterruptedException, TimeoutException {
+    Channel ch = channel();
+    String id = reply.id().toString();
+    returned.remove(id);
+    AMQP.BasicProperties props = RabbitMessages.toProperties(reply);
+    try {
+      ch.basicPublish("", queue, true, props, reply.payload().unsafeBytes());
+      ch.waitForConfirmsOrDie(confirmTimeout.toMillis());
+    } catch (IOException | TimeoutException | RuntimeException e) {
+      closeConnection(); // a fresh channel next time
+      throw e;
+    }
+    String why = returned.remove(id);
+    if (why != null) {
+      log.warn(
+          "the reply {} to request {} was returned: queue {} no longer exists ({})",
+          id,
+          reply.causationId().orElse("?"),
+          queue,
+          why);
+      throw new RabbitUnroutableException(
+          "the reply to request "
+              + reply.causationId().orElse("?")
+              + " was returned: reply queue '"
+              + queue
+              + "' no longer exists ("
+              + why
+              + ")");
+    }
+  }
+
+  private Channel channel() throws IOException, TimeoutException {
+    if (closed) {
+      throw new IllegalStateException("responder is closed");
+    }
+    if (channel != null && channel.isOpen()) {
+      return channel;
+    }
+    closeConnection();
+    connection = factory.newConnection("postbox-responder");
+    Channel ch = connection.createChannel();
+    ch.confirmSelect();
+    ch.addReturnListener(r ->
+        returned.put(
+            String.valueOf(r.getProperties().getMessageId()),
+            r.getReplyCode() + " " + r.getReplyText()));
+    channel = ch;
+    return ch;
+  }
+
+  private void closeConnection() {
+    if (connection != null) {
+      try {
+        connection.close(5_000);
+      } catch (IOException | RuntimeException e) {
+        log.debug("closing the responder's connection failed", e);
+      }
+      connection = null;
+      channel = null;
+    }
+  }
+
+  /** Closes the connection. Idempotent. */
+  @Override
+  public synchronized void close() {
+    closed = true;
+    closeConnection();
+  }
+
+  /** Builds a {@link RabbitResponder}. Not thread-safe. */
+  public static final class Builder {
+    private final ConnectionFactory factory = new ConnectionFactory();
+    private String replyType;
+    private String source = DEFAULT_SOURCE;
+    private Duration confirmTimeout = DEFAULT_CONFIRM_TIMEOUT;
+    private Clock clock = Clock.systemUTC();
+
+    private Builder(String uri) {
+      Objects.requireNonNull(uri, "uri");
+      try {
+        factory.setUri(uri);
+      } catch (Exception e) {
+        throw new IllegalArgumentException("not an AMQP URI: " + uri, e);
+      }
+      factory.setAutomaticRecoveryEnabled(false); // a lost channel fails the reply; next reopens
+    }
+
+    /** Sets the type of the replies (default: the request's type plus {@code .reply}). */
+    public Builder replyType(String type) {
+      this.replyType = Objects.requireNonNull(type, "type");
+      return this;
+    }
+
+    /** Sets the source of the replies (default {@value Message#DEFAULT_SOURCE}). */
+    public Builder source(String source) {
+      this.source = Objects.requireNonNull(source, "source");
+      return this;
+    }
+
+    /** Sets the longest wait for the broker's confirm of a reply (default 30 s). */
+    public Builder confirmTimeout(Duration timeout) {
+      Objects.requireNonNull(timeout, "timeout");
+      if (timeout.isNegative() || timeout.isZero()) {
+        throw new IllegalArgumentException("confirmTimeout must be positive: " + timeout);
+      }
+      this.confirmTimeout = timeout;
+      return this;
+    }
+
+    /** Sets the clock of the replies' time (default: system UTC). */
+    public Builder clock(Clock clock) {
+      this.clock = Objects.requireNonNull(clock, "clock");
+      return this;
+    }
+
+    /** Builds the responder (it connects at its first reply). */
+    public RabbitResponder build() {
+      return new RabbitResponder(this);
+    }
+  }
+}
