@@ -41,7 +41,8 @@ public final class PostboxMigrations {
           "V6__outbox_published_position.sql",
           "V7__notify_only_idle_relays.sql",
           "V8__static_notify_check.sql",
-          "V9__outbox_unpublishable_holds.sql");
+          "V9__outbox_unpublishable_holds.sql",
+          "V12__operations.sql");
 
   private PostboxMigrations() {}
 
