@@ -47,9 +47,13 @@ class PostboxAdminIT {
     ds = ctx.dataSource();
     PostboxMigrations.migrate(ds);
     store = PostgresDeadLetterStore.create(ds);
-    FakeTime time = new FakeTime(T0);
+    FakeTime time = FakeTime.startingAt(T0);
     admin =
-        PostboxAdmin.builder(ds).decoder(AdminFixtures.DECODER).clock(time).sleeper(time).build();
+        PostboxAdmin.builder(ds)
+            .decoder(AdminFixtures.DECODER)
+            .clock(time.clock())
+            .sleeper(time)
+            .build();
   }
 
   private long add(String consumer, String key, String error, String tenant, int minute) {

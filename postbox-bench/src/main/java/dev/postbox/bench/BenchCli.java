@@ -38,7 +38,8 @@ public final class BenchCli implements Callable<Integer> {
       names = "--only",
       split = ",",
       paramLabel = "GROUP",
-      description = "Run only these groups: relay, write, consumer, redis, latency, keys, heap.")
+      description =
+          "Run only these groups: relay, write, consumer, redis, latency, keys, heap, admin.")
   java.util.List<String> only = BenchRunner.GROUPS;
 
   @Option(

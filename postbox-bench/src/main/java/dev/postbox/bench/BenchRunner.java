@@ -24,7 +24,7 @@ public final class BenchRunner {
 
   /** The benchmark groups, in the order they run. */
   public static final List<String> GROUPS =
-      List.of("relay", "write", "consumer", "redis", "latency", "keys", "heap");
+      List.of("relay", "write", "consumer", "redis", "latency", "keys", "heap", "admin");
 
   private final BenchConfig config;
   private final PrintStream log;
@@ -69,6 +69,9 @@ public final class BenchRunner {
       }
       if (groups.contains("heap")) {
         record(new HeapBench(env, config).run());
+      }
+      if (groups.contains("admin")) {
+        new dev.postbox.bench.internal.AdminBench(env, config, log).run().forEach(this::record);
       }
     }
     return new BenchReport(LocalDate.now(), cores(), memoryGb(), config.quick(), results);
