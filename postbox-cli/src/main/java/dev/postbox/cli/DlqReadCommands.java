@@ -36,7 +36,9 @@ final class DlqReadCommands {
 
     @Override
     public Integer call() {
-      Page<DeadLetterSummary> page = db.admin().deadLetters(filters.filter(), filters.page());
+      var filter = filters.filter(); // bad options are usage errors before any connection
+      var request = filters.page();
+      Page<DeadLetterSummary> page = db.admin().deadLetters(filter, request);
       PrintStream out = System.out;
       if (json) {
         Json.print(page, out);
@@ -79,7 +81,9 @@ final class DlqReadCommands {
 
     @Override
     public Integer call() {
-      Page<DeadLetterGroup> page = db.admin().groups(filters.filter(), filters.page());
+      var filter = filters.filter(); // bad options are usage errors before any connection
+      var request = filters.page();
+      Page<DeadLetterGroup> page = db.admin().groups(filter, request);
       PrintStream out = System.out;
       if (json) {
         Json.print(page, out);
