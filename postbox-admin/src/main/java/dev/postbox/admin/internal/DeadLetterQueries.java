@@ -46,21 +46,54 @@ public final class DeadLetterQueries {
     this.audit = audit;
   }
 
-  /** Groups of the letters {@code filter} matches, newest last failure first. */
+  /**
+   * Groups of the letters {@code filter} matches, newest last failure first: from the counted
+   * groups (migration V12) when the filter names only consumer, topic, error class, group and
+   * status; else aggregated from the letters.
+   */
   public Page<DeadLetterGroup> groups(DeadLetterFilter filter, PageRequest page) {
-    Statement s =
-        filtered(
-            new Statement(
-                "SELECT g.*, s.id AS sample_id, s.topic, s.error_message FROM (SELECT fingerprint,"
-                    + " count(*) AS n, count(*) FILTER (WHERE status = 'PENDING') AS pending,"
-                    + " min(first_failure) AS first_seen, max(last_failure) AS last_seen,"
-                    + " array_agg(DISTINCT consumer ORDER BY consumer) AS consumers,"
-                    + " min(error_class) AS error_class FROM postbox_dead_letter"),
-            filter);
+    boolean counted =
+        filter.type().isEmpty()
+            && filter.key().isEmpty()
+            && filter.tenant().isEmpty()
+            && filter.from().isEmpty()
+            && filter.to().isEmpty();
+    Statement s;
+    if (counted) {
+      s =
+          new Statement(
+                  "SELECT g.*, s.id AS sample_id, s.topic, s.error_message FROM (SELECT fingerprint,"
+                      + " sum(letters) AS n,"
+                      + " coalesce(sum(letters) FILTER (WHERE status = 'PENDING'), 0) AS pending,"
+                      + " min(first_seen) AS first_seen, max(last_seen) AS last_seen,"
+                      + " array_agg(DISTINCT consumer ORDER BY consumer) AS consumers,"
+                      + " min(error_class) AS error_class FROM postbox_dead_letter_group")
+              .where("letters > 0")
+              .where("consumer = ?", filter.consumer())
+              .where("topic = ?", filter.topic())
+              .where("error_class = ?", filter.errorClass())
+              .where("fingerprint = ?", filter.fingerprint())
+              .where("status = ?", filter.status().map(Enum::name));
+    } else {
+      s =
+          filtered(
+              new Statement(
+                  "SELECT g.*, s.id AS sample_id, s.topic, s.error_message FROM (SELECT fingerprint,"
+                      + " count(*) AS n, count(*) FILTER (WHERE status = 'PENDING') AS pending,"
+                      + " min(first_failure) AS first_seen, max(last_failure) AS last_seen,"
+                      + " array_agg(DISTINCT consumer ORDER BY consumer) AS consumers,"
+                      + " min(error_class) AS error_class FROM postbox_dead_letter"),
+              filter);
+    }
     s.then(" GROUP BY fingerprint");
     if (page.after().isPresent()) {
       Cursors.Key k = Cursors.decode(page.after().get());
-      s.then(" HAVING (max(last_failure), fingerprint) < (?, ?)", k.at(), k.tie());
+      s.then(
+          counted
+              ? " HAVING (max(last_seen), fingerprint) < (?, ?)"
+              : " HAVING (max(last_failure), fingerprint) < (?, ?)",
+          k.at(),
+          k.tie());
     }
     s.then(" ORDER BY last_seen DESC, fingerprint DESC LIMIT ?) g", page.limit() + 1);
     // the newest letter of each group on the page, for its topic and a sample error
