@@ -81,6 +81,21 @@ final class ArchitectureRules {
   }
 
   /**
+   * The operations API (postbox-admin) reads and changes the tables through postbox-jdbc and names
+   * no transport adapter: the CLI and the console wire a decoder and a lag source in.
+   */
+  static final ArchRule ADMIN_DEPENDS_ON_CORE_AND_JDBC_ONLY =
+      noClasses()
+          .that()
+          .resideInAPackage(Modules.ADMIN.packages())
+          .should()
+          .dependOnClassesThat(postboxModuleOtherThan(Modules.CORE, Modules.JDBC, Modules.ADMIN))
+          .as("postbox-admin depends on no Postbox module but postbox-core and postbox-jdbc")
+          .because(
+              "the operations API is shared by every front end and names no transport; front ends"
+                  + " supply the transport's decoder and lag probe");
+
+  /**
    * Production classes that use the test kit today, each with its reason. They are all in the front
    * ends (demo, verify, bench), which are programs that start their own embedded PostgreSQL, Kafka
    * broker or redis-server and child JVMs; no library module is among them. The process supervisor

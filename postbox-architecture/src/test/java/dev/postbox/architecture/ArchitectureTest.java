@@ -85,6 +85,11 @@ class ArchitectureTest {
   }
 
   @Test
+  void theOperationsApiDependsOnCoreAndJdbcOnly() {
+    ArchitectureRules.ADMIN_DEPENDS_ON_CORE_AND_JDBC_ONLY.check(all());
+  }
+
+  @Test
   void productionCodeDoesNotUseTheTestKit() {
     ArchitectureRules.PRODUCTION_CODE_DOES_NOT_USE_THE_TEST_KIT.check(all());
   }

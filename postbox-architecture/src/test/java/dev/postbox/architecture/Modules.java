@@ -50,6 +50,7 @@ enum Modules {
       "dev.postbox.spring",
       "dev.postbox.spring.PostboxAutoConfiguration",
       Tier.STARTER),
+  ADMIN("postbox-admin", "dev.postbox.admin", "dev.postbox.admin.PostboxAdmin", Tier.OPERATIONS),
   CLI("postbox-cli", "dev.postbox.cli", "dev.postbox.cli.OperatorCli", Tier.FRONT_END),
   DEMO("postbox-demo", "dev.postbox.demo", "dev.postbox.demo.PostboxCli", Tier.FRONT_END),
   VERIFY("postbox-verify", "dev.postbox.verify", "dev.postbox.verify.VerifyCli", Tier.FRONT_END),
@@ -68,6 +69,11 @@ enum Modules {
      * core, a store and a transport together; never the test kit.
      */
     STARTER,
+    /**
+     * postbox-admin, the operations API the CLI and the console share: library code on core and
+     * postbox-jdbc only (no transport; the front end supplies the decoder and the lag source).
+     */
+    OPERATIONS,
     /** The test kit: infrastructure for tests and the harnesses. */
     TEST_KIT,
     /** cli, demo, verify, bench: programs on the library, not libraries themselves. */
@@ -104,7 +110,8 @@ enum Modules {
     return tier == Tier.LIBRARY
         || tier == Tier.ADAPTER
         || tier == Tier.INTEGRATION
-        || tier == Tier.STARTER;
+        || tier == Tier.STARTER
+        || tier == Tier.OPERATIONS;
   }
 
   static List<Modules> withTier(Tier tier) {

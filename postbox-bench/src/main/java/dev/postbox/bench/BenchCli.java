@@ -41,7 +41,8 @@ public final class BenchCli implements Callable<Integer> {
       description =
           "Run only these groups: relay, write, consumer, redis, latency, keys, heap; and, only"
               + " when named, txrelay (transactional vs idempotent relay), cdc (CDC relay vs"
-              + " Debezium, pre-written backlog) and rabbitmq (RabbitMQ relay and consumers).")
+              + " Debezium, pre-written backlog), rabbitmq (RabbitMQ relay and consumers) and admin"
+              + " (operations queries on 100,000 dead letters).")
   java.util.List<String> only = BenchRunner.GROUPS;
 
   @Option(

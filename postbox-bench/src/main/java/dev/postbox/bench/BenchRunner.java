@@ -30,9 +30,10 @@ public final class BenchRunner {
    * Groups run only when asked for with {@code --only} (not in the default run nor CI's quick one):
    * {@code txrelay}, the transactional relay against the idempotent relay; {@code cdc}, the CDC
    * relay against Debezium on a pre-written backlog; {@code rabbitmq}, the RabbitMQ relay and
-   * consumers against their peers (needs a RabbitMQ installation).
+   * consumers against their peers (needs a RabbitMQ installation); {@code admin}, the operations
+   * queries on 100,000 dead letters.
    */
-  public static final List<String> OPT_IN_GROUPS = List.of("txrelay", "cdc", "rabbitmq");
+  public static final List<String> OPT_IN_GROUPS = List.of("txrelay", "cdc", "rabbitmq", "admin");
 
   private final BenchConfig config;
   private final PrintStream log;
@@ -89,6 +90,9 @@ public final class BenchRunner {
       }
       if (groups.contains("cdc")) {
         new dev.postbox.bench.internal.CdcBench(env, config).run().forEach(this::record);
+      }
+      if (groups.contains("admin")) {
+        new dev.postbox.bench.internal.AdminBench(env, config, log).run().forEach(this::record);
       }
     }
     return new BenchReport(LocalDate.now(), cores(), memoryGb(), config.quick(), results);

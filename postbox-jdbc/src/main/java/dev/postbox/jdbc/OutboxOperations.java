@@ -55,13 +55,15 @@ public final class OutboxOperations {
           + "   RETURNING position, message_id, topic, msg_key, last_error)"
           + " INSERT INTO postbox_outbox_resolution"
           + " (position, message_id, topic, msg_key, action, error, reason, resolved_by)"
-          + " SELECT position, message_id, topic, msg_key, 'RETRIED', last_error, ?, ? FROM r";
+          + " SELECT position, message_id, topic, msg_key, 'RETRIED', last_error, ?, ? FROM r"
+          + " RETURNING message_id, msg_key";
   private static final String SKIP =
       "WITH r AS (UPDATE postbox_outbox SET hold = NULL WHERE position = ? AND hold IS NOT NULL"
           + "   RETURNING position, message_id, topic, msg_key, last_error)"
           + " INSERT INTO postbox_outbox_resolution"
           + " (position, message_id, topic, msg_key, action, error, reason, resolved_by)"
-          + " SELECT position, message_id, topic, msg_key, 'SKIPPED', last_error, ?, ? FROM r";
+          + " SELECT position, message_id, topic, msg_key, 'SKIPPED', last_error, ?, ? FROM r"
+          + " RETURNING message_id, msg_key";
   // Idle relays wait for a notification (or their poll interval): the released rows are work.
   private static final String WAKE = "SELECT pg_notify('postbox_outbox', current_schema())";
 
@@ -161,24 +163,47 @@ public final class OutboxOperations {
 
   private boolean resolve(String sql, long position, String reason, String by, String what) {
     return Transactions.inTransaction(
-        dataSource,
-        what + " outbox row " + position + " failed",
-        c -> {
-          int n;
-          try (PreparedStatement ps = c.prepareStatement(sql)) {
-            ps.setLong(1, position);
-            ps.setString(2, reason);
-            ps.setString(3, by);
-            n = ps.executeUpdate();
-          }
-          if (n > 0) {
-            try (PreparedStatement ps = c.prepareStatement(WAKE)) {
-              ps.execute();
-            }
-          }
-          return n > 0;
-        },
-        OutboxException::new);
+            dataSource,
+            what + " outbox row " + position + " failed",
+            c -> resolve(c, sql, position, reason, by),
+            OutboxException::new)
+        .isPresent();
+  }
+
+  /** The row an operator retried or skipped: its message id and key. */
+  record Resolved(UUID messageId, Optional<String> key) {}
+
+  /**
+   * Retries ({@code retry}) or skips the holding row at {@code position} on {@code c}, in the
+   * caller's transaction (the {@link Replayer} audits it in the same one); empty if no row there
+   * holds.
+   */
+  static Optional<Resolved> resolve(
+      Connection c, boolean retry, long position, String reason, String by) throws SQLException {
+    return resolve(c, retry ? RETRY : SKIP, position, reason, by);
+  }
+
+  private static Optional<Resolved> resolve(
+      Connection c, String sql, long position, String reason, String by) throws SQLException {
+    Optional<Resolved> resolved = Optional.empty();
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setLong(1, position);
+      ps.setString(2, reason);
+      ps.setString(3, by);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          resolved =
+              Optional.of(
+                  new Resolved(rs.getObject(1, UUID.class), Optional.ofNullable(rs.getString(2))));
+        }
+      }
+    }
+    if (resolved.isPresent()) {
+      try (PreparedStatement ps = c.prepareStatement(WAKE)) {
+        ps.execute();
+      }
+    }
+    return resolved;
   }
 
   private static String requireText(String value, String name) {

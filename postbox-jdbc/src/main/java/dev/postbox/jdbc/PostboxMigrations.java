@@ -44,6 +44,7 @@ public final class PostboxMigrations {
           "V9__outbox_unpublishable_holds.sql",
           "V10__inbox_stored_result.sql",
           "V11__consumer_offsets.sql",
+          "V12__operations.sql",
           "V13__cdc_slot_lease.sql");
 
   private PostboxMigrations() {}

@@ -1,25 +1,30 @@
 package dev.postbox.jdbc;
 
 import dev.postbox.core.Message;
+import dev.postbox.core.MessageId;
+import dev.postbox.core.Payload;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.DeadLetterStore.DeadLetter;
 import dev.postbox.core.spi.DeadLetterStore.Query;
 import dev.postbox.core.spi.DeadLetterStore.Status;
 import dev.postbox.core.time.Sleeper;
+import dev.postbox.jdbc.internal.OperatorAudit;
+import dev.postbox.jdbc.internal.Pacer;
+import dev.postbox.jdbc.internal.ParkedKeys;
 import dev.postbox.jdbc.internal.PostgresDeadLetterStoreImpl;
 import dev.postbox.jdbc.internal.PostgresDeadLetterStoreImpl.Locked;
+import dev.postbox.jdbc.internal.ReplayTracing;
+import dev.postbox.jdbc.internal.Transactions;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.locks.ReentrantLock;
+import java.util.UUID;
 import java.util.function.Function;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
@@ -62,6 +67,14 @@ import org.slf4j.LoggerFactory;
  * one replayer, waiting with the injected {@link Sleeper} and measuring with the injected {@link
  * Clock}. Skipped letters and letters the decoder rejects take no turn.
  *
+ * <p><b>Operator actions.</b> Besides replays and discards, a replayer writes a corrected copy of a
+ * letter's message ({@link #editAsCopy}), releases or skips a parked key ({@link #releaseParked},
+ * {@link #skipParked}) and retries or skips an outbox row that holds its key ({@link
+ * #retryBlocked}, {@link #skipBlocked}); each action and its {@code postbox_replay_audit} row (with
+ * the letter, message, copy, consumer, key or outbox position it concerned) commit in one
+ * transaction. {@link #as(String)} gives the replayer of another operator that shares this one's
+ * rate.
+ *
  * <p>Defaults: {@value #DEFAULT_RATE_PER_SECOND} writes per second, at most {@value
  * #DEFAULT_MAX_REPLAYS} replays per message, the system UTC clock and {@link Sleeper#SYSTEM};
  * {@link Builder#by(String)} (who replays, for the audit) is required. Thread-safe.
@@ -85,27 +98,51 @@ public final class Replayer {
   private final DataSource dataSource;
   private final DeadLetterStore store;
   private final Function<DeadLetter, Message> decoder;
-  private final Duration interval;
-  private final Clock clock;
-  private final Sleeper sleeper;
+  private final Pacer pacer;
   private final int maxReplays;
   private final String by;
   private final io.opentelemetry.api.OpenTelemetry openTelemetry;
   private final Outbox outbox = Outbox.postgres();
 
-  private final ReentrantLock pacing = new ReentrantLock();
-  private Optional<Instant> nextWrite = Optional.empty(); // guarded by pacing
-
   private Replayer(Builder b) {
     this.dataSource = b.dataSource;
     this.store = b.store;
     this.decoder = b.decoder;
-    this.interval = Duration.ofNanos(Math.max(1, Math.round(1e9 / b.ratePerSecond)));
-    this.clock = b.clock;
-    this.sleeper = b.sleeper;
+    this.pacer =
+        new Pacer(
+            Duration.ofNanos(Math.max(1, Math.round(1e9 / b.ratePerSecond))), b.clock, b.sleeper);
     this.maxReplays = b.maxReplays;
     this.by = b.by.orElseThrow();
     this.openTelemetry = b.openTelemetry;
+  }
+
+  private Replayer(Replayer shared, String by) {
+    this.dataSource = shared.dataSource;
+    this.store = shared.store;
+    this.decoder = shared.decoder;
+    this.pacer = shared.pacer;
+    this.maxReplays = shared.maxReplays;
+    this.by = by;
+    this.openTelemetry = shared.openTelemetry;
+  }
+
+  /**
+   * The same replayer acting for {@code who} (recorded on the letters and in the audit): it shares
+   * this replayer's rate, so every operator's writes together stay under it.
+   *
+   * @throws IllegalArgumentException if who is blank
+   */
+  public Replayer as(String who) {
+    Objects.requireNonNull(who, "who");
+    if (who.isBlank()) {
+      throw new IllegalArgumentException("who must not be blank");
+    }
+    return new Replayer(this, who);
+  }
+
+  /** Who this replayer acts for. */
+  public String by() {
+    return by;
   }
 
   /**
@@ -199,14 +236,192 @@ public final class Replayer {
     if (reason.isBlank()) {
       throw new IllegalArgumentException("reason must not be blank");
     }
+    DeadLetter letter =
+        store.find(id).orElseThrow(() -> new NoSuchElementException("no dead letter " + id));
     String what = "dead letter " + id;
     outbox.inTransaction(
         dataSource,
         tx -> {
           PostgresDeadLetterStoreImpl.discard(tx.connection(), id, by, reason);
-          PostgresDeadLetterStoreImpl.audit(tx.connection(), by, what, 1, "DISCARD", reason);
+          OperatorAudit.write(
+              tx.connection(),
+              subject(OperatorAudit.Entry.of(by, "DISCARD", what, 1), letter).reason(reason));
           return null;
         });
+  }
+
+  /**
+   * Writes a corrected copy of dead letter {@code id}'s message to the outbox: a new message id,
+   * the same topic, key, type and envelope, {@code payload} as its body (the original content type
+   * unless {@code contentType} is given), the original id as its causation id and in the header
+   * {@value #COPY_OF_HEADER}. The letter becomes {@code DISCARDED} with the reason "replaced by
+   * corrected copy ...", and an {@code EDIT} audit row names both ids; all in one transaction,
+   * paced by the rate like a replay. The original message is never written again.
+   *
+   * @return the copy's message id
+   * @throws NoSuchElementException if there is no such letter
+   * @throws IllegalStateException if it is not {@code PENDING}, or its message cannot be decoded
+   * @throws ReplayInterruptedException if interrupted while waiting for its turn
+   */
+  public UUID editAsCopy(long id, byte[] payload, Optional<String> contentType, String reason) {
+    Objects.requireNonNull(payload, "payload");
+    Objects.requireNonNull(contentType, "contentType");
+    requireReason(reason);
+    DeadLetter letter =
+        store.find(id).orElseThrow(() -> new NoSuchElementException("no dead letter " + id));
+    if (letter.status() != Status.PENDING) {
+      throw new IllegalStateException(
+          "dead letter " + id + " is " + letter.status() + ", so it cannot be edited");
+    }
+    Message original;
+    try {
+      original = Objects.requireNonNull(decoder.apply(letter), "the decoder returned no message");
+    } catch (RuntimeException e) {
+      throw new IllegalStateException(
+          "dead letter " + id + " cannot be edited: its message cannot be decoded (" + e + ")", e);
+    }
+    Message copy =
+        original.toBuilder()
+            .id(MessageId.next())
+            .causationId(original.id().toString())
+            .header(COPY_OF_HEADER, original.id().toString())
+            .payload(new Payload(payload, contentType.orElse(original.payload().contentType())))
+            .build();
+    awaitTurn(new Progress());
+    String what = "dead letter " + id;
+    outbox.inTransaction(
+        dataSource,
+        tx -> {
+          Connection c = tx.connection();
+          PostgresDeadLetterStoreImpl.discard(
+              c, id, by, "replaced by corrected copy " + copy.id() + ": " + reason);
+          tx.write(ReplayTracing.traced(openTelemetry, "postbox edit", copy, letter, by));
+          OperatorAudit.write(
+              c,
+              subject(OperatorAudit.Entry.of(by, "EDIT", what, 1), letter)
+                  .reason(reason)
+                  .newMessage(copy.id()));
+          return null;
+        });
+    return copy.id();
+  }
+
+  /**
+   * Makes the head of a parked key due now, so its consumer retries the key's sequence at its next
+   * drain (a key blocked behind a dead letter goes on); audited as {@code RELEASE_PARKED}.
+   *
+   * @return how many messages the key holds
+   * @throws NoSuchElementException if the key is not parked
+   * @throws IllegalStateException if a consumer is retrying it at this moment
+   */
+  public int releaseParked(String consumer, String key) {
+    Objects.requireNonNull(consumer, "consumer");
+    Objects.requireNonNull(key, "key");
+    return Transactions.inTransaction(
+        dataSource,
+        "releasing parked key " + key,
+        c -> {
+          int n = ParkedKeys.release(c, consumer, key);
+          OperatorAudit.write(
+              c,
+              OperatorAudit.Entry.of(
+                      by, "RELEASE_PARKED", "parked key '" + key + "' of '" + consumer + "'", n)
+                  .parked(consumer, key));
+          return n;
+        },
+        OutboxException::new);
+  }
+
+  /**
+   * Skips the head of a parked key: it is moved, byte-identical, to the dead letters as {@code
+   * DISCARDED} with {@code reason} (so it is never applied, and never lost), and the key's next
+   * message is due now; audited as {@code SKIP_PARKED}.
+   *
+   * @return the id of the dead letter the head became
+   * @throws NoSuchElementException if the key is not parked
+   * @throws IllegalStateException if a consumer is retrying it at this moment
+   */
+  public long skipParked(String consumer, String key, String reason) {
+    Objects.requireNonNull(consumer, "consumer");
+    Objects.requireNonNull(key, "key");
+    requireReason(reason);
+    return Transactions.inTransaction(
+        dataSource,
+        "skipping the head of parked key " + key,
+        c -> {
+          ParkedKeys.Skipped s = ParkedKeys.skip(c, consumer, key, by, reason);
+          OperatorAudit.write(
+              c,
+              OperatorAudit.Entry.of(
+                      by,
+                      "SKIP_PARKED",
+                      "head of parked key '" + key + "' of '" + consumer + "'",
+                      1)
+                  .reason(reason)
+                  .deadLetter(s.deadLetterId(), s.messageId(), consumer, key));
+          return s.deadLetterId();
+        },
+        OutboxException::new);
+  }
+
+  /**
+   * Retries the outbox row at {@code position} that holds its key or topic ({@link
+   * OutboxOperations#retry}), audited as {@code RETRY_BLOCKED} in the same transaction.
+   *
+   * @return false when no row at {@code position} holds
+   */
+  public boolean retryBlocked(long position) {
+    return resolveBlocked(true, position, null);
+  }
+
+  /**
+   * Skips the outbox row at {@code position} that holds its key or topic ({@link
+   * OutboxOperations#skip}), audited as {@code SKIP_BLOCKED} in the same transaction.
+   *
+   * @return false when no row at {@code position} holds
+   */
+  public boolean skipBlocked(long position, String reason) {
+    requireReason(reason);
+    return resolveBlocked(false, position, reason);
+  }
+
+  private boolean resolveBlocked(boolean retry, long position, String reason) {
+    return Transactions.inTransaction(
+        dataSource,
+        (retry ? "retrying" : "skipping") + " outbox row " + position,
+        c -> {
+          Optional<OutboxOperations.Resolved> r =
+              OutboxOperations.resolve(c, retry, position, reason, by);
+          if (r.isPresent()) {
+            OperatorAudit.write(
+                c,
+                OperatorAudit.Entry.of(
+                        by, retry ? "RETRY_BLOCKED" : "SKIP_BLOCKED", "outbox row " + position, 1)
+                    .reason(reason)
+                    .outbox(position, Optional.of(r.get().messageId()), r.get().key()));
+          }
+          return r.isPresent();
+        },
+        OutboxException::new);
+  }
+
+  /** The header naming the message a corrected copy was made from. */
+  public static final String COPY_OF_HEADER = "postbox-copy-of";
+
+  private static OperatorAudit.Entry subject(OperatorAudit.Entry e, DeadLetter letter) {
+    byte[] key = letter.letter().key();
+    return e.deadLetter(
+        letter.id(),
+        letter.letter().messageId(),
+        letter.letter().consumer(),
+        key == null ? null : new String(key, java.nio.charset.StandardCharsets.UTF_8));
+  }
+
+  private static void requireReason(String reason) {
+    Objects.requireNonNull(reason, "reason");
+    if (reason.isBlank()) {
+      throw new IllegalArgumentException("reason must not be blank");
+    }
   }
 
   private enum Outcome {
@@ -266,8 +481,8 @@ public final class Replayer {
             // marked first, so the trace reads "replayed" before the row it wrote (same
             // transaction)
             PostgresDeadLetterStoreImpl.markReplayed(c, letter.id(), by);
-            tx.write(traced(message, letter));
-            PostgresDeadLetterStoreImpl.audit(c, by, what, 1, "REPLAY", null);
+            tx.write(ReplayTracing.traced(openTelemetry, "postbox replay", message, letter, by));
+            OperatorAudit.write(c, subject(OperatorAudit.Entry.of(by, "REPLAY", what, 1), letter));
             return Outcome.REPLAYED;
           });
     } catch (RuntimeException e) {
@@ -276,66 +491,13 @@ public final class Replayer {
     }
   }
 
-  /**
-   * The message as replayed: when an OpenTelemetry SDK records, a {@code postbox replay} span is
-   * made in the message's own trace (child of the context it carries) with a link to that original
-   * span context, and the message carries the replay span's context on; without one, the message
-   * keeps the context it had. Either way the replay stays in the message's trace.
-   */
-  private Message traced(Message message, DeadLetter letter) {
-    io.opentelemetry.api.OpenTelemetry otel =
-        openTelemetry != null ? openTelemetry : io.opentelemetry.api.GlobalOpenTelemetry.get();
-    io.opentelemetry.context.Context original =
-        dev.postbox.core.tracing.TraceHeaders.extract(message.headers());
-    io.opentelemetry.api.trace.SpanContext originalSpan =
-        io.opentelemetry.api.trace.Span.fromContext(original).getSpanContext();
-    io.opentelemetry.api.trace.SpanBuilder b =
-        otel.getTracer("dev.postbox")
-            .spanBuilder("postbox replay")
-            .setParent(original)
-            .setSpanKind(io.opentelemetry.api.trace.SpanKind.INTERNAL)
-            .setAttribute("messaging.message.id", message.id().toString())
-            .setAttribute("postbox.dead_letter.id", letter.id())
-            .setAttribute("postbox.consumer", letter.letter().consumer())
-            .setAttribute("postbox.replayed_by", by);
-    if (originalSpan.isValid()) {
-      b.addLink(
-          originalSpan,
-          io.opentelemetry.api.common.Attributes.of(
-              io.opentelemetry.api.common.AttributeKey.stringKey("postbox.link"), "replay_of"));
-    }
-    io.opentelemetry.api.trace.Span span = b.startSpan();
-    try {
-      Map<String, String> headers =
-          dev.postbox.core.tracing.TraceHeaders.replaced(message.headers(), original.with(span));
-      if (headers == message.headers()) {
-        return message;
-      }
-      Message.Builder mb = message.toBuilder();
-      headers.forEach(mb::header);
-      return mb.build();
-    } finally {
-      span.end();
-    }
-  }
-
-  /** Waits until {@link #interval} after the previous write of this replayer. */
+  /** Waits for this write's turn under the rate shared by every replayer of this one. */
   private void awaitTurn(Progress p) {
-    pacing.lock();
     try {
-      Instant now = clock.instant();
-      if (nextWrite.isPresent() && now.isBefore(nextWrite.get())) {
-        try {
-          sleeper.sleep(Duration.between(now, nextWrite.get()));
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          throw new ReplayInterruptedException(p.result(), e);
-        }
-        now = nextWrite.get();
-      }
-      nextWrite = Optional.of(now.plus(interval));
-    } finally {
-      pacing.unlock();
+      pacer.awaitTurn();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new ReplayInterruptedException(p.result(), e);
     }
   }
 

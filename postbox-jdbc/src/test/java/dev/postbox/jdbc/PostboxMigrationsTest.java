@@ -43,6 +43,7 @@ class PostboxMigrationsTest {
             "V9__outbox_unpublishable_holds.sql",
             "V10__inbox_stored_result.sql",
             "V11__consumer_offsets.sql",
+            "V12__operations.sql",
             "V13__cdc_slot_lease.sql");
   }
 

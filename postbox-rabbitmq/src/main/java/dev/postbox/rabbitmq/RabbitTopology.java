@@ -99,19 +99,12 @@ public final class RabbitTopology {
           "cannot declare queue '"
               + queue
               + "' (durable quorum queue with single active consumer) bound to exchange '"
-<<<<<<< HEAD
-              + exchange(topic)
-              + "': does a queue with other arguments exist under that name?");
-=======
               + exchange
-              + "': does a queue with other arguments exist under that name?",
-          e);
->>>>>>> rabbit-front
+              + "': does a queue with other arguments exist under that name?");
     }
   }
 
   /**
-<<<<<<< HEAD
    * The broker's reply codes that refuse a declaration for good: 403 access refused, 404 not found,
    * 405 resource locked, 406 precondition failed (other arguments or type), 503 command invalid (an
    * unknown exchange type), 530 not allowed. Anything else (541 internal error, 320 connection
@@ -154,13 +147,9 @@ public final class RabbitTopology {
   }
 
   /**
-   * Declares the exchange of {@code topic} and the {@code shards} quorum queues of {@code
-   * subscription} bound to it; returns the queue names, shard 0 first.
-=======
    * Declares the exchange of {@code topic}, the consistent-hash exchange of {@code subscription}
    * bound to it and the {@code shards} quorum queues bound to that; returns the queue names, shard
    * 0 first.
->>>>>>> rabbit-front
    */
   public static List<String> declareShards(
       Channel channel, String subscription, String topic, int shards) {
@@ -173,8 +162,8 @@ public final class RabbitTopology {
     try {
       channel.exchangeBind(hash, exchange(topic), "");
     } catch (IOException | RuntimeException e) {
-      throw new RabbitTopologyException(
-          "cannot bind exchange '" + hash + "' to exchange '" + exchange(topic) + "'", e);
+      throw refusedOrTransient(
+          e, "cannot bind exchange '" + hash + "' to exchange '" + exchange(topic) + "'");
     }
     List<String> queues = new ArrayList<>(shards);
     for (int i = 0; i < shards; i++) {

@@ -1,0 +1,121 @@
+package dev.postbox.admin;
+
+import dev.postbox.admin.internal.DeadLetterQueries;
+import dev.postbox.jdbc.ReplayResult;
+import dev.postbox.jdbc.Replayer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.NoSuchElementException;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.UUID;
+
+/**
+ * What one operator does, each action through the audited, rate-limited {@link Replayer} acting for
+ * {@link #actor()}: the change and its audit row commit together. Thread-safe.
+ */
+public final class OperatorActions {
+
+  private final Replayer replayer;
+  private final DeadLetterQueries deadLetters;
+
+  OperatorActions(Replayer replayer, DeadLetterQueries deadLetters) {
+    this.replayer = replayer;
+    this.deadLetters = deadLetters;
+  }
+
+  /** Who acts. */
+  public String actor() {
+    return replayer.by();
+  }
+
+  /** Replays one dead letter (if PENDING). */
+  public ReplayResult replay(long id) {
+    return replayer.replay(id);
+  }
+
+  /**
+   * Replays the PENDING letters {@code filter} matches (a group: filter by fingerprint), oldest
+   * first, at most {@link PostboxAdmin#MAX_GROUP_ACTION}, paced by the rate.
+   */
+  public ReplayResult replayAll(DeadLetterFilter filter) {
+    List<Long> replayed = new ArrayList<>();
+    List<Long> skipped = new ArrayList<>();
+    List<Long> failed = new ArrayList<>();
+    for (long id : deadLetters.pendingIds(filter, PostboxAdmin.MAX_GROUP_ACTION)) {
+      ReplayResult r;
+      try {
+        r = replayer.replay(id);
+      } catch (NoSuchElementException e) {
+        continue; // purged meanwhile
+      }
+      replayed.addAll(r.replayed());
+      skipped.addAll(r.skipped());
+      failed.addAll(r.failed());
+    }
+    return new ReplayResult(replayed, skipped, failed);
+  }
+
+  /**
+   * Replays the PENDING letters of one key of a consumer in order; stops at the first that fails
+   * (the later ones are reported skipped).
+   */
+  public ReplayResult replayKey(String consumer, String key) {
+    return replayer.replayKey(consumer, key);
+  }
+
+  /**
+   * Writes a corrected copy (new message id, linked to the original) of a letter's message with
+   * {@code payload}; the letter is discarded as replaced.
+   *
+   * @return the copy's message id
+   */
+  public UUID edit(long id, byte[] payload, Optional<String> contentType, String reason) {
+    return replayer.editAsCopy(id, payload, contentType, reason);
+  }
+
+  /** Discards one PENDING letter with a reason. */
+  public void discard(long id, String reason) {
+    replayer.discard(id, reason);
+  }
+
+  /**
+   * Discards the PENDING letters {@code filter} matches (at most {@link
+   * PostboxAdmin#MAX_GROUP_ACTION}), each with the reason and its own audit row.
+   *
+   * @return how many were discarded
+   */
+  public int discardAll(DeadLetterFilter filter, String reason) {
+    Objects.requireNonNull(reason, "reason");
+    int n = 0;
+    for (long id : deadLetters.pendingIds(filter, PostboxAdmin.MAX_GROUP_ACTION)) {
+      try {
+        replayer.discard(id, reason);
+        n++;
+      } catch (NoSuchElementException | IllegalStateException e) {
+        // replayed, discarded or purged by someone else meanwhile
+      }
+    }
+    return n;
+  }
+
+  /** Makes a parked key's head due now; returns how many messages the key holds. */
+  public int releaseParked(String consumer, String key) {
+    return replayer.releaseParked(consumer, key);
+  }
+
+  /** Skips a parked key's head (kept as a discarded dead letter); returns that letter's id. */
+  public long skipParked(String consumer, String key, String reason) {
+    return replayer.skipParked(consumer, key, reason);
+  }
+
+  /** Retries a blocked outbox row; false if no row at the position holds. */
+  public boolean retryBlocked(long position) {
+    return replayer.retryBlocked(position);
+  }
+
+  /** Skips a blocked outbox row for good; false if no row at the position holds. */
+  public boolean skipBlocked(long position, String reason) {
+    return replayer.skipBlocked(position, reason);
+  }
+}
