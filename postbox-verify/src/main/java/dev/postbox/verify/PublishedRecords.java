@@ -27,4 +27,17 @@ interface PublishedRecords {
   default boolean awaitPositions(Map<Integer, Long> positions, Duration timeout) {
     return true;
   }
+
+  /** The reader's next offset in {@code partition} (a transport with offsets only). */
+  default long position(int partition) {
+    return 0;
+  }
+
+  /**
+   * The end (offset + 1) of the last record read from {@code partition}, before any transaction
+   * marker (a transport with offsets only); never reached by default.
+   */
+  default long lastRecordEnd(int partition) {
+    return Long.MAX_VALUE;
+  }
 }

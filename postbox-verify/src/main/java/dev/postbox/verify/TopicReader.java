@@ -138,12 +138,12 @@ final class TopicReader implements PublishedRecords, AutoCloseable {
    * How far (next offset) the reader got in {@code partition}: past its last record, and past the
    * transaction markers after it.
    */
-  synchronized long position(int partition) {
+  public synchronized long position(int partition) {
     return Math.max(lastRecordEnd(partition), positions.getOrDefault(partition, 0L));
   }
 
   /** The offset after the last record read in {@code partition} (0 for none). */
-  synchronized long lastRecordEnd(int partition) {
+  public synchronized long lastRecordEnd(int partition) {
     List<Published> l = byPartition.get(partition);
     return l.isEmpty() ? 0 : l.get(l.size() - 1).offset() + 1;
   }
