@@ -445,12 +445,27 @@ public final class MessageTracer {
   }
 
   private void inbox(Connection c, UUID id, List<Ranked> steps) throws SQLException {
+    // a message with a tenant is recorded under its id bound to the tenant (InboxKeys): found
+    // while its outbox row, which names the tenant, is kept
+    List<UUID> keys = new java.util.ArrayList<>(List.of(id));
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT DISTINCT tenant FROM "
+                + prefix
+                + "postbox_outbox WHERE message_id = ? AND tenant IS NOT NULL")) {
+      ps.setObject(1, id);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          keys.add(dev.postbox.core.engine.InboxKeys.of(id, rs.getString(1)));
+        }
+      }
+    }
     String sql =
         "SELECT consumer, processed_at FROM "
             + prefix
-            + "postbox_inbox WHERE message_id = ? ORDER BY processed_at";
+            + "postbox_inbox WHERE message_id = ANY (?) ORDER BY processed_at";
     try (PreparedStatement ps = c.prepareStatement(sql)) {
-      ps.setObject(1, id);
+      ps.setArray(1, c.createArrayOf("uuid", keys.toArray()));
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           steps.add(

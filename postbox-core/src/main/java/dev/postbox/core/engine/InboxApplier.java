@@ -130,7 +130,7 @@ final class InboxApplier {
             .orElseThrow()
             .processOnceWithResult(
                 subscription.name(),
-                message.id(),
+                InboxKeys.of(message),
                 sha256(message.payload().unsafeBytes()),
                 conn -> {
                   CrashPoints.hit(CrashPoints.CONSUMER_AFTER_INBOX_INSERT);
@@ -167,7 +167,7 @@ final class InboxApplier {
         idempotent
             .orElseThrow()
             .apply(
-                subscription.name() + ":" + message.id(),
+                subscription.name() + ":" + InboxKeys.of(message),
                 () -> {
                   h.handle(d);
                   return d.result();
@@ -208,7 +208,7 @@ final class InboxApplier {
   void applyBatch(Map<Incoming, Message> admitted, BatchHandler batchHandler) throws Exception {
     Incoming first = admitted.keySet().iterator().next(); // a batch is one partition's
     if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
-      List<UUID> ids = admitted.values().stream().map(Message::id).toList();
+      List<UUID> ids = admitted.values().stream().map(InboxKeys::of).toList();
       Set<UUID> fresh =
           inbox
               .orElseThrow()
@@ -219,7 +219,8 @@ final class InboxApplier {
                     List<Delivery> ds = new ArrayList<>();
                     Set<UUID> seen = new HashSet<>();
                     admitted.forEach((in, m) -> {
-                      if (freshIds.contains(m.id()) && seen.add(m.id())) {
+                      UUID key = InboxKeys.of(m);
+                      if (freshIds.contains(key) && seen.add(key)) {
                         ds.add(deliveries.ofBatch(in, m, Optional.of(conn)));
                       }
                     });
