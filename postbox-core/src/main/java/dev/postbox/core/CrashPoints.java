@@ -73,7 +73,8 @@ public final class CrashPoints {
    * Consume-transform-produce: the batch's outputs are sent and its input offsets added to the
    * Kafka transaction, which is not yet committed.
    */
-  public static final String TRANSFORM_BEFORE_COMMIT = "transform.before-transaction-commit";
+  public static final String TRANSFORM_BEFORE_COMMIT =
+      "consumer.transform-before-transaction-commit";
 
   /**
    * Every crash point of the product, the one list of their names: production code calls {@link
