@@ -35,7 +35,63 @@ public final class CdcBench {
 
   /** Every figure of the group, in report order. */
   public List<Measurement> run() throws Exception {
-    return drain();
+    List<Measurement> all = new ArrayList<>(writePath());
+    all.addAll(drain());
+    return all;
+  }
+
+  /**
+   * The write path: business-only transactions, with the table outbox, and with the emit-message
+   * outbox, 8 clients each, in rotating rounds (as {@link WriteBench}) so load swings hit all
+   * alike.
+   */
+  public List<Measurement> writePath() throws InterruptedException {
+    int clients = WriteBench.CLIENTS;
+    int rounds = 6;
+    List<WriteBench.BusinessTx> variants =
+        List.of(
+            new WriteBench.BusinessTx(
+                env.database("cdcw_plain", clients), java.util.Optional.empty(), "bench.cdc"),
+            new WriteBench.BusinessTx(
+                env.database("cdcw_table", clients),
+                java.util.Optional.of(dev.postbox.jdbc.Outbox.postgres()),
+                "bench.cdc"),
+            new WriteBench.BusinessTx(
+                    env.database("cdcw_emit", clients), java.util.Optional.empty(), "bench.cdc")
+                .withEmitMessage(dev.postbox.jdbc.cdc.EmitMessageOutbox.create()));
+    Duration round = config.writeDuration().dividedBy(rounds);
+    for (WriteBench.BusinessTx v : variants) {
+      v.runFor(clients, round); // warm-up
+    }
+    long[] commits = new long[3];
+    long[] nanos = new long[3];
+    for (int r = 0; r < rounds; r++) {
+      for (int i = 0; i < 3; i++) {
+        int which = (r + i) % 3;
+        long t0 = System.nanoTime();
+        commits[which] += variants.get(which).runFor(clients, round);
+        nanos[which] += System.nanoTime() - t0;
+      }
+    }
+    Measurement plain =
+        Measurement.of("cdc_business_only_tx_per_s", commits[0] / (nanos[0] / 1e9), "tx/s")
+            .note("8 clients: INSERT order, commit (synchronous_commit=on); rounds rotate");
+    Measurement table =
+        Measurement.of("cdc_table_outbox_tx_per_s", commits[1] / (nanos[1] / 1e9), "tx/s")
+            .note("8 clients: INSERT order + Outbox.write (outbox row, key lock), commit")
+            .against(plain)
+            .target(Target.atLeast(0.8));
+    Measurement emit =
+        Measurement.of("cdc_emit_message_outbox_tx_per_s", commits[2] / (nanos[2] / 1e9), "tx/s")
+            .note(
+                "8 clients: INSERT order + EmitMessageOutbox.write (pg_logical_emit_message, no"
+                    + " row), commit")
+            .against(plain)
+            .target(Target.atLeast(0.8));
+    Measurement saving =
+        Measurement.of("cdc_emit_vs_table_outbox", emit.value() / table.value(), "x")
+            .note("cdc_emit_message_outbox_tx_per_s / cdc_table_outbox_tx_per_s");
+    return List.of(plain, table, emit, saving);
   }
 
   /** The drain figures, in report order. */

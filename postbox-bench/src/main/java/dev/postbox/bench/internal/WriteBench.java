@@ -92,6 +92,7 @@ public final class WriteBench {
     private final String topic;
     private final AtomicLong seq = new AtomicLong();
     private boolean bareRow; // also insert the message's columns into bench_bare_row
+    private dev.postbox.jdbc.cdc.EmitMessageOutbox emitter; // also emit the message (CdcBench)
 
     BusinessTx(Db db, Optional<Outbox> outbox, String topic) {
       this.db = db;
@@ -102,6 +103,12 @@ public final class WriteBench {
     /** Also inserts each message's outbox columns into {@code bench_bare_row} (no outbox). */
     BusinessTx withBareRow() {
       this.bareRow = true;
+      return this;
+    }
+
+    /** Also emits each message as a logical message (the emit-message outbox; CdcBench). */
+    BusinessTx withEmitMessage(dev.postbox.jdbc.cdc.EmitMessageOutbox emitter) {
+      this.emitter = emitter;
       return this;
     }
 
@@ -127,6 +134,10 @@ public final class WriteBench {
         id = Optional.of(m.id());
       } else if (bareRow) {
         insertBareRow(c, BenchEnv.message(topic, i));
+      } else if (emitter != null) {
+        dev.postbox.core.Message m = BenchEnv.message(topic, i);
+        emitter.write(c, m);
+        id = Optional.of(m.id());
       }
       c.commit();
       return id;
