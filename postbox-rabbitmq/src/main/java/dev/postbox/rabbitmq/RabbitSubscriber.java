@@ -5,10 +5,6 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.Recoverable;
 import com.rabbitmq.client.RecoveryListener;
-import com.rabbitmq.client.ShutdownSignalException;
-import com.rabbitmq.client.impl.recovery.RetryHandler;
-import com.rabbitmq.client.impl.recovery.TopologyRecoveryRetryHandlerBuilder;
-import com.rabbitmq.client.impl.recovery.TopologyRecoveryRetryLogic;
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.consumer.ConsumerStats;
 import dev.postbox.core.consumer.MessageHandler;
@@ -24,6 +20,7 @@ import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
 import dev.postbox.rabbitmq.internal.BrokerDeadLetters;
 import dev.postbox.rabbitmq.internal.InFlight;
+import dev.postbox.rabbitmq.internal.RecoveryRetries;
 import dev.postbox.rabbitmq.internal.ShardConsumer;
 import dev.postbox.rabbitmq.internal.WaitQueues;
 import java.io.IOException;
@@ -122,7 +119,9 @@ public final class RabbitSubscriber implements AutoCloseable {
     this.inboxPurgeInterval = b.inboxPurgeInterval;
     this.retryTiers = b.retryTiers;
     this.deadLetterExchange = Optional.ofNullable(b.deadLetterExchange);
-    b.factory.setTopologyRecoveryRetryHandler(recoveryRetries(b.sleeper));
+    b.factory.setTopologyRecoveryRetryHandler(
+        RecoveryRetries.handler(
+            DEFAULT_RECOVERY_INTERVAL, RECOVERY_BACKOFF_CAP, b.sleeper, () -> running));
     this.waitQueues =
         new WaitQueues(
             b.subscription.name(),
@@ -151,54 +150,6 @@ public final class RabbitSubscriber implements AutoCloseable {
             b.openTelemetry);
     waitQueues.attach(processor);
     this.executor = new KeyedExecutor("postbox-" + subscription.name(), subscription.concurrency());
-  }
-
-  /**
-   * Retries the recovery of a queue, binding or consumer while the subscriber runs, waiting {@link
-   * #DEFAULT_RECOVERY_INTERVAL} doubled after each failure up to {@link #RECOVERY_BACKOFF_CAP}:
-   * after a broker restart a quorum queue refuses {@code basic.consume} until it has a leader, and
-   * a consumer whose recovery failed would otherwise stay gone. An error that closed the whole
-   * connection is not retried here: the connection's own recovery starts over.
-   */
-  private RetryHandler recoveryRetries(Sleeper sleeper) {
-    return TopologyRecoveryRetryHandlerBuilder.builder()
-        .queueRecoveryRetryCondition((q, e) -> retryRecovery(e))
-        .queueRecoveryRetryOperation(
-            TopologyRecoveryRetryLogic.RECOVER_CHANNEL.andThen(
-                TopologyRecoveryRetryLogic.RECOVER_QUEUE))
-        .bindingRecoveryRetryCondition((b, e) -> retryRecovery(e))
-        .bindingRecoveryRetryOperation(
-            TopologyRecoveryRetryLogic.RECOVER_CHANNEL.andThen(
-                TopologyRecoveryRetryLogic.RECOVER_BINDING))
-        .consumerRecoveryRetryCondition((c, e) -> retryRecovery(e))
-        .consumerRecoveryRetryOperation(
-            TopologyRecoveryRetryLogic.RECOVER_CHANNEL.andThen(
-                TopologyRecoveryRetryLogic.RECOVER_CONSUMER))
-        .retryAttempts(Integer.MAX_VALUE)
-        .backoffPolicy(attempt -> {
-          if (!running) {
-            throw new IllegalStateException("subscriber closed: recovery stopped");
-          }
-          sleeper.sleep(recoveryBackoff(attempt));
-        })
-        .build();
-  }
-
-  /** The wait before recovery retry {@code attempt} (1, 2, ...): 1 s doubled, at most the cap. */
-  static Duration recoveryBackoff(int attempt) {
-    int doublings = Math.min(Math.max(attempt - 1, 0), 10);
-    Duration d = DEFAULT_RECOVERY_INTERVAL.multipliedBy(1L << doublings);
-    return d.compareTo(RECOVERY_BACKOFF_CAP) > 0 ? RECOVERY_BACKOFF_CAP : d;
-  }
-
-  /** Whether a failed recovery step is retried: while running, unless the connection is gone. */
-  private boolean retryRecovery(Exception e) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof ShutdownSignalException s && s.isHardError()) {
-        return false;
-      }
-    }
-    return running;
   }
 
   /** A builder for a subscriber to the broker at {@code uri} ({@code amqp://user:pass@host/vh}). */

@@ -2,6 +2,7 @@ package dev.postbox.testkit;
 
 import dev.postbox.testkit.internal.FreePorts;
 import dev.postbox.testkit.internal.OwnedDirectories;
+import dev.postbox.testkit.internal.RabbitCtl;
 import dev.postbox.testkit.internal.Shutdown;
 import java.io.IOException;
 import java.io.InputStream;
@@ -360,17 +361,6 @@ public final class RabbitMqServer implements AutoCloseable {
   }
 
   /**
-   * Erlang run by {@code rabbitmqctl eval} on a restarted node: the local quorum queues whose Ra
-   * server does not answer with a leader within a second get an election triggered; prints how many
-   * there were.
-   */
-  static final String ELECT_LEADERS =
-      "L = [Id || Q <- rabbit_amqqueue:list(), amqqueue:get_type(Q) =:= rabbit_quorum_queue,"
-          + " Id <- [amqqueue:get_pid(Q)], case catch ra:members(Id, 1000) of"
-          + " {ok, _, _} -> false; _ -> true end],"
-          + " [catch ra:trigger_election(Id) || Id <- L], length(L).";
-
-  /**
    * After a restart, makes sure every quorum queue of the node has a leader, triggering an election
    * where there is none, until none is missing (or the deadline passes).
    *
@@ -384,7 +374,7 @@ public final class RabbitMqServer implements AutoCloseable {
   private void electQuorumQueueLeaders(Node n, long deadline)
       throws IOException, InterruptedException {
     while (true) {
-      String out = eval(n, ELECT_LEADERS);
+      String out = RabbitCtl.eval(n.script(), n.name(), n.dir(), RabbitCtl.ELECT_LEADERS);
       if (out.equals("0")) {
         return;
       }
@@ -411,20 +401,9 @@ public final class RabbitMqServer implements AutoCloseable {
    */
   public int closeConnections(String namePrefix) {
     Node n = privateNode("close connections of");
-    if (!namePrefix.matches("[A-Za-z0-9._-]+")) {
-      throw new IllegalArgumentException("a name prefix of letters, digits, '.', '_', '-'");
-    }
-    String expr =
-        "L = [P || P <- rabbit_networking:connections(),"
-            + " case lists:keyfind(<<\"connection_name\">>, 1,"
-            + " element(2, hd(rabbit_networking:connection_info(P, [client_properties])))) of"
-            + " {_, _, Name} -> lists:prefix(\""
-            + namePrefix
-            + "\", binary_to_list(Name)); _ -> false end],"
-            + " [rabbit_networking:close_connection(P, \"closed by the test kit\") || P <- L],"
-            + " length(L).";
     try {
-      String out = eval(n, expr);
+      String out =
+          RabbitCtl.eval(n.script(), n.name(), n.dir(), RabbitCtl.closeConnections(namePrefix));
       try {
         return Integer.parseInt(out);
       } catch (NumberFormatException e) {
@@ -436,27 +415,6 @@ public final class RabbitMqServer implements AutoCloseable {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted", e);
     }
-  }
-
-  /** Runs {@code rabbitmqctl eval expr} on the node; its trimmed output. */
-  private static String eval(Node n, String expr) throws IOException, InterruptedException {
-    Path ctl = n.script().resolveSibling("rabbitmqctl");
-    if (!Files.isExecutable(ctl)) {
-      throw new IOException(ctl + " not found");
-    }
-    ProcessBuilder pb =
-        new ProcessBuilder(ctl.toString(), "-n", n.name(), "-q", "eval", expr)
-            .directory(n.dir().toFile())
-            .redirectErrorStream(true);
-    pb.environment().put("HOME", n.dir().toString());
-    pb.environment().remove("RABBITMQ_CONF_ENV_FILE");
-    Process p = pb.start();
-    String out;
-    try (InputStream in = p.getInputStream()) {
-      out = new String(in.readAllBytes(), StandardCharsets.UTF_8).trim();
-    }
-    p.waitFor(60, TimeUnit.SECONDS);
-    return out;
   }
 
   private void writeConfiguration() {

@@ -1,0 +1,71 @@
+package dev.postbox.testkit.internal;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Erlang run on a private RabbitMQ node through {@code rabbitmqctl eval} (the CLI next to the
+ * node's start script, with the node's {@code HOME} for its Erlang cookie): what an operator would
+ * type, for the test kit. A call takes a few seconds (the CLI boots an Erlang VM). Stateless.
+ */
+public final class RabbitCtl {
+
+  /**
+   * The local quorum queues whose Ra server does not answer with a leader within a second get an
+   * election triggered; prints how many there were.
+   */
+  public static final String ELECT_LEADERS =
+      "L = [Id || Q <- rabbit_amqqueue:list(), amqqueue:get_type(Q) =:= rabbit_quorum_queue,"
+          + " Id <- [amqqueue:get_pid(Q)], case catch ra:members(Id, 1000) of"
+          + " {ok, _, _} -> false; _ -> true end],"
+          + " [catch ra:trigger_election(Id) || Id <- L], length(L).";
+
+  private RabbitCtl() {}
+
+  /**
+   * Closes (320 {@code CONNECTION_FORCED}) every connection whose client-provided name starts with
+   * {@code namePrefix} (letters, digits, {@code . _ -}); prints how many.
+   */
+  public static String closeConnections(String namePrefix) {
+    if (!namePrefix.matches("[A-Za-z0-9._-]+")) {
+      throw new IllegalArgumentException("a name prefix of letters, digits, '.', '_', '-'");
+    }
+    return "L = [P || P <- rabbit_networking:connections(),"
+        + " case lists:keyfind(<<\"connection_name\">>, 1,"
+        + " element(2, hd(rabbit_networking:connection_info(P, [client_properties])))) of"
+        + " {_, _, Name} -> lists:prefix(\""
+        + namePrefix
+        + "\", binary_to_list(Name)); _ -> false end],"
+        + " [rabbit_networking:close_connection(P, \"closed by the test kit\") || P <- L],"
+        + " length(L).";
+  }
+
+  /**
+   * Runs {@code rabbitmqctl -n node eval expr} (the CLI beside {@code script}, {@code HOME} =
+   * {@code dir}); its trimmed output.
+   */
+  public static String eval(Path script, String node, Path dir, String expr)
+      throws IOException, InterruptedException {
+    Path ctl = script.resolveSibling("rabbitmqctl");
+    if (!Files.isExecutable(ctl)) {
+      throw new IOException(ctl + " not found");
+    }
+    ProcessBuilder pb =
+        new ProcessBuilder(ctl.toString(), "-n", node, "-q", "eval", expr)
+            .directory(dir.toFile())
+            .redirectErrorStream(true);
+    pb.environment().put("HOME", dir.toString());
+    pb.environment().remove("RABBITMQ_CONF_ENV_FILE");
+    Process p = pb.start();
+    String out;
+    try (InputStream in = p.getInputStream()) {
+      out = new String(in.readAllBytes(), StandardCharsets.UTF_8).trim();
+    }
+    p.waitFor(60, TimeUnit.SECONDS);
+    return out;
+  }
+}
