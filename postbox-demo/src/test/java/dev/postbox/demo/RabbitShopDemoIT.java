@@ -59,8 +59,10 @@ class RabbitShopDemoIT {
     assertThat(report.parkedOrderViolations()).isZero();
     assertThat(report.ok()).as(report.toText() + "\n" + output).isTrue();
 
+    System.out.println(report.toText());
     Path json = dir.resolve("report.json");
     report.writeJson(json);
+    System.out.println(Files.readString(json));
     JsonNode node = new ObjectMapper().readTree(Files.readString(json));
     assertThat(node.get("transport").asText()).isEqualTo("rabbitmq");
     assertThat(node.get("effects_applied").asLong()).isEqualTo(orders);

@@ -400,6 +400,8 @@ public final class RabbitBench {
                         ps.executeBatch();
                       }
                       conn.commit();
+                    } catch (java.sql.SQLException e) {
+                      throw new IllegalStateException(e); // the container rejects the batch
                     }
                     applied.addAndGet(messages.size());
                   });
