@@ -90,6 +90,16 @@ class PostboxAdminIT {
     assertThat(g.pending()).isEqualTo(10);
     assertThat(g.topic()).isEqualTo("orders");
     assertThat(g.sampleError()).isPresent();
+    // a filter only the letters can answer (tenant) aggregates them: the same groups, halved
+    List<DeadLetterGroup> t0 =
+        admin
+            .groups(DeadLetterFilter.builder().tenant("t0").build(), PageRequest.first(10))
+            .items();
+    assertThat(t0).extracting(DeadLetterGroup::count).containsOnly(5L);
+    assertThat(t0)
+        .extracting(DeadLetterGroup::fingerprint)
+        .containsExactlyInAnyOrderElementsOf(
+            all.stream().map(DeadLetterGroup::fingerprint).toList());
 
     // every filter narrows, and pages of 4 cover the matches once
     DeadLetterFilter f =
@@ -231,6 +241,29 @@ class PostboxAdminIT {
     assertThat(admin.as("heidi").retryBlocked(position)).as("nothing holds now").isFalse();
     exec("UPDATE postbox_outbox SET failed_at = now(), hold = 'KEY' WHERE position = " + position);
     assertThat(admin.as("ivan").skipBlocked(position, "obsolete")).isTrue();
+
+    // the counted groups moved with every replay, edit, discard and skip
+    for (DeadLetterGroup group :
+        admin.groups(DeadLetterFilter.all(), PageRequest.first(100)).items()) {
+      DeadLetterFilter of = DeadLetterFilter.builder().fingerprint(group.fingerprint()).build();
+      assertThat(group.count())
+          .isEqualTo(admin.deadLetters(of, PageRequest.first(100)).items().size());
+      assertThat(group.pending())
+          .isEqualTo(
+              admin
+                  .deadLetters(
+                      of.toBuilder().status(Status.PENDING).build(), PageRequest.first(100))
+                  .items()
+                  .size());
+    }
+    assertThat(
+            admin
+                .groups(
+                    DeadLetterFilter.builder().status(Status.PENDING).build(),
+                    PageRequest.first(10))
+                .items())
+        .as("every letter was acted on")
+        .isEmpty();
 
     Page<AuditEntry> audit = admin.audit(AuditFilter.all(), PageRequest.first(100));
     assertThat(audit.items())
