@@ -34,6 +34,8 @@ class BenchQuickIT {
           "outbox_write_vs_bare_row",
           "consumer_alo_per_s",
           "consumer_eo_single_per_s",
+          "consumer_eo_partition_inbox_per_s",
+          "consumer_eo_offsets_per_s",
           "consumer_eo_batch_per_s",
           "spring_kafka_jdbc_per_s",
           "consumer_eo_batch_vs_spring_kafka",

@@ -101,9 +101,8 @@ public final class ConsumerBench {
         b ->
             b.inbox(PostgresInboxStore.create(db.dataSource()))
                 .handler(d -> insert(d.connection().orElseThrow(), "eop", d));
-    Subscription.Builder sub = eoSingle().ordering(Ordering.PARTITION);
-    run("eo_partition_inbox-warmup", topic, sub, warmupEvents(), wiring);
-    double rate = run("eo_partition_inbox", topic, sub, config.consumerEvents(), wiring);
+    run("eo_partition_inbox-warmup", topic, eoPartition(), warmupEvents(), wiring);
+    double rate = run("eo_partition_inbox", topic, eoPartition(), config.consumerEvents(), wiring);
     return Measurement.of("consumer_eo_partition_inbox_per_s", rate, "msgs/s")
         .note("PARTITION order (" + PARTITIONS + " partitions): inbox record + effect per message");
   }
@@ -117,9 +116,8 @@ public final class ConsumerBench {
         b ->
             b.offsetStore(PostgresOffsetStore.create(db.dataSource()))
                 .handler(d -> insert(d.connection().orElseThrow(), "eoo", d));
-    Subscription.Builder sub = eoSingle().ordering(Ordering.PARTITION);
-    run("eo_offsets-warmup", topic, sub, warmupEvents(), wiring);
-    double rate = run("eo_offsets", topic, sub, config.consumerEvents(), wiring);
+    run("eo_offsets-warmup", topic, eoPartition(), warmupEvents(), wiring);
+    double rate = run("eo_offsets", topic, eoPartition(), config.consumerEvents(), wiring);
     return Measurement.of("consumer_eo_offsets_per_s", rate, "msgs/s")
         .note("PARTITION order (" + PARTITIONS + " partitions): offset row + effect per message");
   }
@@ -229,6 +227,11 @@ public final class ConsumerBench {
 
   private Subscription.Builder eoSingle() {
     return base("eo1").guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE);
+  }
+
+  /** EFFECTIVELY_ONCE in partition order, in a group of its own. */
+  private Subscription.Builder eoPartition() {
+    return eoSingle().ordering(Ordering.PARTITION);
   }
 
   private Subscription.Builder eoBatch() {
