@@ -59,7 +59,8 @@ $owner$;
 
 -- Start from nothing, so that a rerun after a change of this script takes privileges away too.
 REVOKE ALL ON postbox_outbox, postbox_relay_lane, postbox_relay_instance, postbox_outbox_resolution,
-              postbox_inbox, postbox_entity_version, postbox_dead_letter, postbox_replay_audit, postbox_parked
+              postbox_inbox, postbox_entity_version, postbox_dead_letter, postbox_replay_audit, postbox_parked,
+              postbox_consumer_offset, postbox_dead_letter_group, postbox_cdc_slot
     FROM postbox_app, postbox_relay, postbox_consumer, postbox_operator;
 REVOKE ALL ON postbox_schema_history FROM postbox_app, postbox_relay, postbox_consumer, postbox_operator;
 
@@ -71,11 +72,18 @@ GRANT SELECT (idle) ON postbox_relay_instance TO postbox_app, postbox_consumer, 
 -- The relay: claims, marks, holds and purges outbox rows; leases lanes; heartbeats.
 GRANT SELECT, UPDATE, DELETE ON postbox_outbox TO postbox_relay;
 GRANT SELECT, INSERT, UPDATE, DELETE ON postbox_relay_lane, postbox_relay_instance TO postbox_relay;
+-- The CDC relay (V13) leases its slot in postbox_cdc_slot; its login role also needs REPLICATION (docs/relay.md).
+GRANT SELECT, INSERT, UPDATE, DELETE ON postbox_cdc_slot TO postbox_relay;
 
 -- The consumer: inbox rows (inserted with the effect, read for the payload fingerprint, purged), entity versions,
 -- parked sequences, dead letters written (the replay count of an earlier letter of the same message is read, and
 -- the new id returned: those columns only).
-GRANT SELECT, INSERT, DELETE ON postbox_inbox TO postbox_consumer;
+-- UPDATE: a handler's stored result (V10) is written on the row its transaction just inserted.
+GRANT SELECT, INSERT, UPDATE, DELETE ON postbox_inbox TO postbox_consumer;
+-- Offsets in PostgreSQL (V11): each partition's next offset, written with the effect.
+GRANT SELECT, INSERT, UPDATE ON postbox_consumer_offset TO postbox_consumer;
+-- The dead-letter groups (V12) are counted by triggers on postbox_dead_letter, which run as the writer.
+GRANT SELECT, INSERT, UPDATE ON postbox_dead_letter_group TO postbox_consumer, postbox_operator;
 GRANT SELECT, INSERT, UPDATE ON postbox_entity_version TO postbox_consumer;
 GRANT SELECT, INSERT, UPDATE, DELETE ON postbox_parked TO postbox_consumer;
 GRANT INSERT ON postbox_dead_letter TO postbox_consumer;
