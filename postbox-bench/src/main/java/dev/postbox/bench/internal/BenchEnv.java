@@ -57,6 +57,11 @@ public final class BenchEnv implements AutoCloseable {
     return pg;
   }
 
+  /** The PostgreSQL server's JDBC URL (with the user), e.g. for a replication connection. */
+  public String jdbcUrl() {
+    return pg.jdbcUrl();
+  }
+
   /** The Kafka bootstrap servers. */
   public String bootstrap() {
     return kafka.bootstrapServers();

@@ -149,7 +149,7 @@ public final class CdcBench {
     try (CdcRelay relay =
         CdcRelay.builder(
                 db.dataSource(),
-                env.postgres().jdbcUrl(),
+                env.jdbcUrl(),
                 KafkaRelayPublisher.builder(env.bootstrap()).build())
             .instanceId("bench-cdc-" + inFlight)
             .slotName(slot)

@@ -224,7 +224,7 @@ public final class SlotLease {
   }
 
   /** A step of an ex-owner, refused because its epoch is no longer the slot's. */
-  public static final class StaleLeaseException extends OutboxException {
+  static final class StaleLeaseException extends OutboxException {
     private static final long serialVersionUID = 1L;
 
     StaleLeaseException(String slot, long epoch) {
