@@ -276,6 +276,9 @@ final class RabbitCampaign implements AutoCloseable {
       }
     }
     producers.forEach(fleet::want);
+    // the phase starts when every process runs (a JVM start on a loaded machine outlasts a short
+    // phase: the producers would commit nothing in it)
+    fleet.awaitStarted(Duration.ofMinutes(3));
     long phaseMs = settings.phase().toMillis() * (s.points().isEmpty() ? 1 : 8) / 5;
     long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(phaseMs);
     int injections = 0;
