@@ -243,12 +243,12 @@ class PostboxAdminIT {
     assertThat(admin.as("ivan").skipBlocked(position, "obsolete")).isTrue();
 
     // the counted groups moved with every replay, edit, discard and skip
-    for (DeadLetterGroup group :
+    for (DeadLetterGroup counted :
         admin.groups(DeadLetterFilter.all(), PageRequest.first(100)).items()) {
-      DeadLetterFilter of = DeadLetterFilter.builder().fingerprint(group.fingerprint()).build();
-      assertThat(group.count())
+      DeadLetterFilter of = DeadLetterFilter.builder().fingerprint(counted.fingerprint()).build();
+      assertThat(counted.count())
           .isEqualTo(admin.deadLetters(of, PageRequest.first(100)).items().size());
-      assertThat(group.pending())
+      assertThat(counted.pending())
           .isEqualTo(
               admin
                   .deadLetters(
