@@ -196,7 +196,10 @@ class CdcRelayIT {
     }
     long beforeRestart =
         shop.readUntil(ctx.bootstrapServers(), Duration.ofSeconds(2), r -> false).size();
-    assertThat(beforeRestart).as("three batches acknowledged").isBetween(3L, 150L);
+    // three batches settled, and up to maxInFlightBatches - 1 (3) later ones already on the broker
+    assertThat(beforeRestart)
+        .as("three batches acknowledged, at most three more in flight")
+        .isBetween(3L, 300L);
     CdcRelay survivor = relay("survivor", 50);
     DeliveryHistory.Report report = readAndCheck(shop);
     assertThat(report.missing()).isZero();
