@@ -97,7 +97,8 @@ class RabbitBadInputIT {
       assertThat(byKey.get("k3").value()).isEqualTo(bodies.get("forged"));
       assertThat(byKey.get("k3").errorMessage())
           .contains("not allowed")
-          .as("the tenant's value is not copied into the reason (issue 19: no header values in logs)")
+          .as(
+              "the tenant's value is not copied into the reason (issue 19: no header values in logs)")
           .doesNotContain("evil");
       assertThat(byKey.values())
           .allSatisfy(l -> {
