@@ -10,11 +10,9 @@ import dev.postbox.core.spi.DeadLetterStore.Status;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.jdbc.internal.OperatorAudit;
 import dev.postbox.jdbc.internal.Pacer;
-import dev.postbox.jdbc.internal.ParkedKeys;
 import dev.postbox.jdbc.internal.PostgresDeadLetterStoreImpl;
 import dev.postbox.jdbc.internal.PostgresDeadLetterStoreImpl.Locked;
 import dev.postbox.jdbc.internal.ReplayTracing;
-import dev.postbox.jdbc.internal.Transactions;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.time.Clock;
@@ -315,21 +313,7 @@ public final class Replayer {
    * @throws IllegalStateException if a consumer is retrying it at this moment
    */
   public int releaseParked(String consumer, String key) {
-    Objects.requireNonNull(consumer, "consumer");
-    Objects.requireNonNull(key, "key");
-    return Transactions.inTransaction(
-        dataSource,
-        "releasing parked key " + key,
-        c -> {
-          int n = ParkedKeys.release(c, consumer, key);
-          OperatorAudit.write(
-              c,
-              OperatorAudit.Entry.of(
-                      by, "RELEASE_PARKED", "parked key '" + key + "' of '" + consumer + "'", n)
-                  .parked(consumer, key));
-          return n;
-        },
-        OutboxException::new);
+    return heldKeys().releaseParked(consumer, key);
   }
 
   /**
@@ -342,26 +326,7 @@ public final class Replayer {
    * @throws IllegalStateException if a consumer is retrying it at this moment
    */
   public long skipParked(String consumer, String key, String reason) {
-    Objects.requireNonNull(consumer, "consumer");
-    Objects.requireNonNull(key, "key");
-    requireReason(reason);
-    return Transactions.inTransaction(
-        dataSource,
-        "skipping the head of parked key " + key,
-        c -> {
-          ParkedKeys.Skipped s = ParkedKeys.skip(c, consumer, key, by, reason);
-          OperatorAudit.write(
-              c,
-              OperatorAudit.Entry.of(
-                      by,
-                      "SKIP_PARKED",
-                      "head of parked key '" + key + "' of '" + consumer + "'",
-                      1)
-                  .reason(reason)
-                  .deadLetter(s.deadLetterId(), s.messageId(), consumer, key));
-          return s.deadLetterId();
-        },
-        OutboxException::new);
+    return heldKeys().skipParked(consumer, key, reason);
   }
 
   /**
@@ -371,7 +336,7 @@ public final class Replayer {
    * @return false when no row at {@code position} holds
    */
   public boolean retryBlocked(long position) {
-    return resolveBlocked(true, position, null);
+    return heldKeys().resolveBlocked(true, position, null);
   }
 
   /**
@@ -382,27 +347,11 @@ public final class Replayer {
    */
   public boolean skipBlocked(long position, String reason) {
     requireReason(reason);
-    return resolveBlocked(false, position, reason);
+    return heldKeys().resolveBlocked(false, position, reason);
   }
 
-  private boolean resolveBlocked(boolean retry, long position, String reason) {
-    return Transactions.inTransaction(
-        dataSource,
-        (retry ? "retrying" : "skipping") + " outbox row " + position,
-        c -> {
-          Optional<OutboxOperations.Resolved> r =
-              OutboxOperations.resolve(c, retry, position, reason, by);
-          if (r.isPresent()) {
-            OperatorAudit.write(
-                c,
-                OperatorAudit.Entry.of(
-                        by, retry ? "RETRY_BLOCKED" : "SKIP_BLOCKED", "outbox row " + position, 1)
-                    .reason(reason)
-                    .outbox(position, Optional.of(r.get().messageId()), r.get().key()));
-          }
-          return r.isPresent();
-        },
-        OutboxException::new);
+  private HeldKeyActions heldKeys() {
+    return new HeldKeyActions(dataSource, by);
   }
 
   /** The header naming the message a corrected copy was made from. */
@@ -418,10 +367,7 @@ public final class Replayer {
   }
 
   private static void requireReason(String reason) {
-    Objects.requireNonNull(reason, "reason");
-    if (reason.isBlank()) {
-      throw new IllegalArgumentException("reason must not be blank");
-    }
+    HeldKeyActions.requireReason(reason);
   }
 
   private enum Outcome {
