@@ -2,7 +2,6 @@ package dev.postbox.core.consumer;
 
 import dev.postbox.core.Backoff;
 import dev.postbox.core.PermanentMessageException;
-import java.time.Duration;
 import java.util.Objects;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -88,9 +87,13 @@ public interface FailureHandler {
     };
   }
 
-  /** The default: 3 attempts, 100 ms doubling to 2 s with 50 % jitter. */
+  /**
+   * The default, the same as a {@link Subscription}'s: {@code
+   * FailureHandlers.of(RetryPolicy.defaults())} (3 attempts within 1 minute, 100 ms doubling to 5 s
+   * with 50 % jitter).
+   */
   static FailureHandler defaults() {
-    return retrying(3, new Backoff(Duration.ofMillis(100), Duration.ofSeconds(2), 2, 0.5));
+    return FailureHandlers.of(RetryPolicy.defaults());
   }
 
   /** Holder of the default logger. */
