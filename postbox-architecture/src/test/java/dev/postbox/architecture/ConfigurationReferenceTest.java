@@ -76,6 +76,7 @@ class ConfigurationReferenceTest {
         RetryPolicy.class,
         DependencyGuard.class,
         KafkaSubscriber.class,
+        dev.postbox.kafka.KafkaShareSubscriber.class,
         KafkaTransformer.class,
         RabbitRelayPublisher.class,
         RabbitSubscriber.class,
@@ -157,7 +158,9 @@ class ConfigurationReferenceTest {
           // the store's key prefix under its older name (DEFAULT_KEY_PREFIX is the option's)
           "RedisIdempotencyStore.DEFAULT_PREFIX",
           // the TTL a caller passes per completion; the subscription's idempotencyTtl sets it
-          "RedisIdempotencyStore.DEFAULT_TTL");
+          "RedisIdempotencyStore.DEFAULT_TTL",
+          // a consumer property's default (max.poll.records), set through consumerProperty
+          "KafkaShareSubscriber.DEFAULT_MAX_POLL_RECORDS");
 
   @Test
   void theSchemaSectionNamesEveryTableOfTheMigrations() throws IOException {
