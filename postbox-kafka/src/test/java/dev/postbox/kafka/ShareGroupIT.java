@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import dev.postbox.core.CrashPoints;
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.Message;
 import dev.postbox.core.consumer.Ordering;
@@ -12,6 +13,7 @@ import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.jdbc.PostgresDeadLetterStore;
 import dev.postbox.jdbc.PostgresInboxStore;
+import dev.postbox.testkit.ChildJvm;
 import dev.postbox.testkit.PostboxTest;
 import dev.postbox.testkit.PostboxTestContext;
 import java.time.Duration;
@@ -46,6 +48,16 @@ class ShareGroupIT {
     return s;
   }
 
+  /** The shortest acquisition lock the broker allows by default: a dead holder's records return. */
+  static final Duration LOCK = Duration.ofSeconds(15);
+
+  static Subscription effectivelyOnce(String name, String topic) {
+    return unordered(name, topic)
+        .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
+        .concurrency(2) // 3 instances x 2 inbox transactions: within the test pool's 8
+        .build();
+  }
+
   private static Subscription.Builder unordered(String name, String topic) {
     return Subscription.builder(name)
         .topics(topic)
@@ -59,11 +71,7 @@ class ShareGroupIT {
     String topic = ctx.topic("share-orders", 1);
     try (Effects fx = new Effects(ctx.dataSource(), ctx.bootstrapServers())) {
       InboxStore inbox = PostgresInboxStore.create(ctx.dataSource());
-      Subscription sub =
-          unordered("share-inventory", topic)
-              .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
-              .concurrency(2) // 3 instances x 2 inbox transactions: within the test pool's 8
-              .build();
+      Subscription sub = effectivelyOnce("share-inventory", topic);
       // the first records of every instance wait until two instances hold records at once: only a
       // share group hands records of one partition to two consumers while the first are unacked
       Set<Integer> holding = ConcurrentHashMap.newKeySet();
@@ -88,18 +96,58 @@ class ShareGroupIT {
                 }));
       }
       List<Message> messages = new ArrayList<>();
-      for (int i = 0; i < 300; i++) {
+      for (int i = 0; i < 120; i++) {
         messages.add(Effects.message(topic, "k" + (i % 7), i));
       }
       fx.publishAll(messages);
 
-      await().atMost(Duration.ofSeconds(120)).until(() -> fx.distinctEffects(sub.name()) == 300);
-      assertThat(fx.effects(sub.name())).as("one effect per message id").isEqualTo(300);
+      await().atMost(Duration.ofSeconds(120)).until(() -> fx.distinctEffects(sub.name()) == 120);
+      assertThat(fx.effects(sub.name())).as("one effect per message id").isEqualTo(120);
       assertThat(holding)
           .as("instances that held records of the one partition")
           .hasSizeGreaterThan(1);
       int total = handled[0].get() + handled[1].get() + handled[2].get();
-      assertThat(total).isEqualTo(300);
+      assertThat(total).isEqualTo(120);
+    }
+  }
+
+  @Test
+  void aConsumerKilledAfterItsEffectAndBeforeItsAckAppliesNothingTwice(PostboxTestContext ctx)
+      throws Exception {
+    String topic = ctx.topic("share-crash", 1);
+    try (Effects fx = new Effects(ctx.dataSource(), ctx.bootstrapServers())) {
+      List<Message> ms = new ArrayList<>();
+      for (int i = 0; i < 200; i++) {
+        ms.add(Effects.message(topic, "k" + (i % 9), i));
+      }
+      fx.publishAll(ms);
+      try (ChildJvm child =
+          ChildJvm.builder(ShareConsumerChildMain.class)
+              .args(ctx.jdbcUrl(), ctx.bootstrapServers(), topic, "share-crashing")
+              .systemProperty(
+                  CrashPoints.PROPERTY,
+                  CrashPoints.CONSUMER_AFTER_EFFECT_BEFORE_OFFSET_COMMIT + "@60")
+              .start()) {
+        assertThat(child.waitFor(Duration.ofSeconds(120))).contains(CrashPoints.EXIT_CODE);
+      }
+      long applied = fx.effects("share-crashing");
+      assertThat(applied).isGreaterThanOrEqualTo(60).isLessThan(200);
+      // the records the dead consumer held come back when their locks expire (15 s)
+      KafkaShareSubscriber s =
+          start(
+              KafkaShareSubscriber.builder(
+                      ctx.bootstrapServers(), effectivelyOnce("share-crashing", topic))
+                  .inbox(PostgresInboxStore.create(ctx.dataSource()))
+                  .lockDuration(LOCK)
+                  .handler(d -> Effects.apply(d.connection().orElseThrow(), "share-crashing", d)));
+      await()
+          .atMost(Duration.ofSeconds(120))
+          .until(() -> fx.distinctEffects("share-crashing") == 200);
+      await().atMost(Duration.ofSeconds(30)).until(() -> s.inFlight() == 0);
+      assertThat(fx.effects("share-crashing")).as("no second effect").isEqualTo(200);
+      assertThat(s.stats().duplicatesSuppressed())
+          .as("the record committed but not acknowledged before the kill came again")
+          .isPositive();
     }
   }
 
