@@ -67,9 +67,8 @@ import java.util.Map;
  * {@code by}, {@code detail} and {@code attributes}.
  *
  * <p>{@code transport} is the broker the run used: {@code kafka} (the default) or {@code rabbitmq}
- * ({@code --transport rabbitmq}: topics are consistent-hash exchanges; the wholesale keys are held
- * back by in-place retries, recorded in {@code warehouse_waits}, since the RabbitMQ subscriber has
- * no ordered parking yet, and {@code parked_keys} counts those keys).
+ * ({@code --transport rabbitmq}: topics are consistent-hash exchanges; the wholesale keys are
+ * parked in {@code postbox_parked} as on Kafka).
  *
  * <p>{@code ok} requires all of that, the topic checks ({@code missing}, {@code order_violations},
  * {@code unexpected} all 0) and that the injected crashes fired; {@code inconclusive} is true when

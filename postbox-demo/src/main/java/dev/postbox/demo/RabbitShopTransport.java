@@ -31,12 +31,10 @@ import java.util.function.Function;
  * exchange gets one audit queue so that {@code stock.updated} is routable (the relay publishes
  * mandatory: an unroutable message would be a failed row).
  *
- * <p>Two differences from Kafka, both in how the inventory is told apart: "not yet done" is read
- * from the inventory's queues (ready messages, then nothing changing in the inventory's tables for
- * a second, since AMQP does not report unacked messages without the management plugin); and the
- * wholesale keys are held back during the warehouse outage by in-place retries in their key's lane
- * (the RabbitMQ subscriber has no ordered parking yet, issue 16), recorded in {@code
- * warehouse_waits} by the inventory.
+ * <p>One difference from Kafka, in how the inventory is told apart: "not yet done" is read from the
+ * inventory's queues (ready messages, then nothing changing in the inventory's tables for a second,
+ * since AMQP does not report unacked messages without the management plugin). The wholesale keys
+ * are held back during the warehouse outage by ordered parking, as on Kafka.
  */
 final class RabbitShopTransport implements ShopTransport {
 
@@ -224,6 +222,6 @@ final class RabbitShopTransport implements ShopTransport {
 
   @Override
   public String heldKeysQuery() {
-    return "SELECT DISTINCT msg_key FROM " + RabbitInventory.WAITS_TABLE;
+    return "SELECT DISTINCT msg_key FROM postbox_parked";
   }
 }

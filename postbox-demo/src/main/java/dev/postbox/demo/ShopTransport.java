@@ -81,8 +81,8 @@ sealed interface ShopTransport permits KafkaShopTransport, RabbitShopTransport {
   Function<DeadLetter, Message> deadLetterDecoder();
 
   /**
-   * The query that lists the keys held back during the warehouse outage: parked keys on Kafka, keys
-   * retried in place on RabbitMQ.
+   * The query that lists the keys held back during the warehouse outage: the parked keys, on both
+   * transports.
    */
   String heldKeysQuery();
 }

@@ -3,7 +3,7 @@ package dev.postbox.kafka;
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.engine.DeliveryProcessor;
 import dev.postbox.core.engine.InboxJanitor;
-import dev.postbox.kafka.internal.ParkedDrainer;
+import dev.postbox.core.engine.ParkedDrainer;
 import java.util.function.BooleanSupplier;
 
 /**

@@ -13,13 +13,16 @@ import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.engine.DeliveryProcessor;
 import dev.postbox.core.engine.InboxJanitor;
 import dev.postbox.core.engine.KeyedExecutor;
+import dev.postbox.core.engine.ParkedDrainer;
 import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.InboxStore;
+import dev.postbox.core.spi.ParkingStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
 import dev.postbox.rabbitmq.internal.BrokerDeadLetters;
 import dev.postbox.rabbitmq.internal.InFlight;
+import dev.postbox.rabbitmq.internal.ParkedDeliveries;
 import dev.postbox.rabbitmq.internal.RecoveryRetries;
 import dev.postbox.rabbitmq.internal.ShardConsumer;
 import dev.postbox.rabbitmq.internal.WaitQueues;
@@ -61,8 +64,10 @@ import org.slf4j.LoggerFactory;
  *       in order, and a standby instance takes the shards over).
  * </ul>
  *
- * <p>Not there yet (issue 16): batches, {@code DEDUPLICATED}, ordered parking and broker-side
- * delayed retries (TTL wait queues). Thread-safe.
+ * <p>Transient failures whose in-place retries ran out go to the TTL wait queues ({@link
+ * Builder#retryTiers}, unordered subscriptions) or to ordered parking in PostgreSQL ({@link
+ * Builder#parking}, ordered ones). Not there yet (issue 16): batches and {@code DEDUPLICATED}.
+ * Thread-safe.
  */
 public final class RabbitSubscriber implements AutoCloseable {
 
@@ -80,6 +85,13 @@ public final class RabbitSubscriber implements AutoCloseable {
 
   /** Default delays of the wait-queue retries: none (in-place retries, then the dead letters). */
   public static final List<Duration> DEFAULT_RETRY_TIERS = List.of();
+
+  /** Default delays of the parked retries (with {@link Builder#parking}); then the dead letters. */
+  public static final List<Duration> DEFAULT_PARKING_TIERS =
+      List.of(Duration.ofSeconds(10), Duration.ofMinutes(1), Duration.ofMinutes(10));
+
+  /** Default: the rest of a parked key goes on once its head is dead-lettered. */
+  public static final boolean DEFAULT_BLOCK_KEY_AFTER_DEAD_LETTER = false;
 
   /** Default interval between purges of inbox records older than the inbox retention. */
   public static final Duration DEFAULT_INBOX_PURGE_INTERVAL = Duration.ofMinutes(10);
@@ -104,9 +116,11 @@ public final class RabbitSubscriber implements AutoCloseable {
   private final Optional<String> deadLetterExchange;
   private final WaitQueues waitQueues;
   private final List<ShardConsumer> consumers = new ArrayList<>();
+  private final boolean parked;
   private volatile boolean running;
   private Connection connection;
   private Thread purgeThread;
+  private Thread unparkThread;
 
   private RabbitSubscriber(Builder b) {
     this.subscription = b.subscription;
@@ -141,7 +155,10 @@ public final class RabbitSubscriber implements AutoCloseable {
             deadLetterExchange.isPresent()
                 ? Optional.of(new BrokerDeadLetters(Optional.ofNullable(b.deadLetters), waitQueues))
                 : Optional.ofNullable(b.deadLetters),
-            Optional.empty(),
+            Optional.ofNullable(b.parking)
+                .map(p ->
+                    new DeliveryProcessor.Parking(
+                        p, b.parkingTiers, b.blockKeyAfterDeadLetter, ParkedDeliveries::of)),
             waitQueues.enabled() ? Optional.of(waitQueues) : Optional.empty(),
             b.clock,
             b.ticker,
@@ -150,6 +167,7 @@ public final class RabbitSubscriber implements AutoCloseable {
             b.openTelemetry);
     waitQueues.attach(processor);
     this.executor = new KeyedExecutor("postbox-" + subscription.name(), subscription.concurrency());
+    this.parked = b.parking != null;
   }
 
   /** A builder for a subscriber to the broker at {@code uri} ({@code amqp://user:pass@host/vh}). */
@@ -243,6 +261,14 @@ public final class RabbitSubscriber implements AutoCloseable {
                       sleeper,
                       () -> running));
     }
+    if (parked) {
+      unparkThread =
+          Thread.ofVirtual()
+              .name("postbox-unpark-" + subscription.name())
+              .start(
+                  new ParkedDrainer(
+                      subscription.name(), processor::drainParked, sleeper, () -> running));
+    }
     log.info(
         "{} consuming {} shard queue(s) of {} (prefetch {})",
         subscription.name(),
@@ -294,6 +320,14 @@ public final class RabbitSubscriber implements AutoCloseable {
     if (purgeThread != null) {
       purgeThread.interrupt();
     }
+    if (unparkThread != null) {
+      unparkThread.interrupt();
+      try {
+        unparkThread.join(subscription.shutdownTimeout().plusSeconds(1).toMillis());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
     try {
       c.close(5_000);
     } catch (IOException | RuntimeException e) {
@@ -309,6 +343,9 @@ public final class RabbitSubscriber implements AutoCloseable {
     private MessageHandler handler;
     private InboxStore inbox;
     private DeadLetterStore deadLetters;
+    private ParkingStore parking;
+    private List<Duration> parkingTiers = DEFAULT_PARKING_TIERS;
+    private boolean blockKeyAfterDeadLetter = DEFAULT_BLOCK_KEY_AFTER_DEAD_LETTER;
     private int shards = DEFAULT_SHARDS;
     private int prefetch = DEFAULT_PREFETCH;
     private Duration inboxPurgeInterval = DEFAULT_INBOX_PURGE_INTERVAL;
@@ -358,6 +395,45 @@ public final class RabbitSubscriber implements AutoCloseable {
     /** Keeps every given-up delivery in {@code store} before it is acked (default: logged only). */
     public Builder deadLetters(DeadLetterStore store) {
       this.deadLetters = Objects.requireNonNull(store, "store");
+      return this;
+    }
+
+    /**
+     * Turns on ordered parking in PostgreSQL (default: off; in-place retries, then the dead
+     * letters): a message whose in-place retries ran out for a transient failure is parked with
+     * every later message of its key, in order, acked, and retried as a sequence after the delay
+     * tiers while other keys flow on. Needs KEY or PARTITION ordering; the alternative to {@link
+     * #retryTiers} (wait queues, unordered).
+     */
+    public Builder parking(ParkingStore store) {
+      this.parking = Objects.requireNonNull(store, "store");
+      return this;
+    }
+
+    /**
+     * Sets the delays of the parked retries (default 10 s, 1 min, 10 min); after the last the head
+     * is dead-lettered.
+     */
+    public Builder parkingTiers(Duration... tiers) {
+      List<Duration> list = List.of(tiers);
+      if (list.isEmpty()) {
+        throw new IllegalArgumentException("parkingTiers needs at least one delay");
+      }
+      for (Duration d : list) {
+        if (d.isNegative() || d.isZero()) {
+          throw new IllegalArgumentException("parking tiers must be positive: " + list);
+        }
+      }
+      this.parkingTiers = list;
+      return this;
+    }
+
+    /**
+     * Whether the rest of a parked key waits for an operator once its head is dead-lettered
+     * (default {@code false}: it goes on, the gap recorded).
+     */
+    public Builder blockKeyAfterDeadLetter(boolean block) {
+      this.blockKeyAfterDeadLetter = block;
       return this;
     }
 
@@ -468,6 +544,12 @@ public final class RabbitSubscriber implements AutoCloseable {
       if (handler == null) {
         throw new IllegalArgumentException(
             "subscription '" + subscription.name() + "' needs a handler");
+      }
+      if (parking != null && !retryTiers.isEmpty()) {
+        throw new IllegalArgumentException(
+            "subscription '"
+                + subscription.name()
+                + "': parking and retryTiers are alternatives; choose one");
       }
       if (subscription.guarantee() == DeliveryGuarantee.DEDUPLICATED) {
         throw new IllegalArgumentException(

@@ -1,4 +1,4 @@
-package dev.postbox.kafka.internal;
+package dev.postbox.core.engine;
 
 import dev.postbox.core.time.Sleeper;
 import java.time.Duration;

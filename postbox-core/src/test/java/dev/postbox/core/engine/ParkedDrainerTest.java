@@ -1,4 +1,4 @@
-package dev.postbox.kafka.internal;
+package dev.postbox.core.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
