@@ -1,6 +1,6 @@
 package dev.postbox.console;
 
-import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import org.springframework.boot.SpringApplication;
@@ -77,7 +77,9 @@ public final class ConsoleCommand implements Callable<Integer> {
   @Option(
       names = "--demo",
       description =
-          "Not available yet: the console on the demo's data (see the README's Web console section).")
+          "The console on an embedded PostgreSQL with a sample shop's failures (dead letters, a"
+              + " parked key, a blocked outbox row); a one-time admin password unless"
+              + " $POSTBOX_CONSOLE_ADMIN_PASSWORD is set.")
   boolean demo;
 
   public static void main(String[] args) {
@@ -89,13 +91,22 @@ public final class ConsoleCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
+    Map<String, Object> props = new LinkedHashMap<>();
     if (demo) {
-      System.err.println(
-          "postbox console: --demo is not available yet; run ./postbox demo, then ./postbox console"
-              + " --pg-url on a database of yours (see the README).");
-      return 2;
+      DemoDatabase db = DemoDatabase.start();
+      Runtime.getRuntime().addShutdownHook(new Thread(db::close, "postbox-console-demo-db"));
+      pgUrl = db.jdbcUrl();
+      schema = db.schema();
+      user = null;
+      passwordEnv = null;
+      if (System.getenv("POSTBOX_CONSOLE_ADMIN_PASSWORD") == null) {
+        generatePassword = true;
+      }
+      System.out.println(
+          "postbox console: demo database (embedded PostgreSQL, schema "
+              + schema
+              + ") with sample failures");
     }
-    Map<String, Object> props = new HashMap<>();
     if (pgUrl != null) {
       props.put("postbox.console.db.url", pgUrl);
     }
@@ -106,9 +117,11 @@ public final class ConsoleCommand implements Callable<Integer> {
       props.put("postbox.console.db.user", user);
     }
     String variable =
-        passwordEnv != null
-            ? passwordEnv
-            : (System.getenv("POSTBOX_PG_PASSWORD") != null ? "POSTBOX_PG_PASSWORD" : null);
+        demo
+            ? null
+            : passwordEnv != null
+                ? passwordEnv
+                : (System.getenv("POSTBOX_PG_PASSWORD") != null ? "POSTBOX_PG_PASSWORD" : null);
     if (variable != null) {
       String pw = System.getenv(variable);
       if (pw == null) {
@@ -125,9 +138,11 @@ public final class ConsoleCommand implements Callable<Integer> {
     if (replayRate != null) {
       props.put("postbox.console.replay-rate", replayRate);
     }
-    SpringApplication app = new SpringApplication(ConsoleApplication.class);
-    app.setDefaultProperties(props);
-    app.run();
+    String[] args =
+        props.entrySet().stream()
+            .map(e -> "--" + e.getKey() + "=" + e.getValue())
+            .toArray(String[]::new);
+    new SpringApplication(ConsoleApplication.class).run(args);
     System.out.println("postbox console: http://" + bind + ":" + port + "/");
     return 0;
   }
