@@ -8,7 +8,8 @@ import java.util.UUID;
  * One operator action from {@code postbox_replay_audit}: who did what, when and why, and what it
  * concerned (the columns of migration V12 are empty for rows written before it).
  *
- * @param action REPLAY, DISCARD, EDIT, RELEASE_PARKED, SKIP_PARKED, RETRY_BLOCKED or SKIP_BLOCKED
+ * @param action REPLAY, DISCARD, EDIT, RELEASE_PARKED, SKIP_PARKED, RETRY_BLOCKED, SKIP_BLOCKED or
+ *     REVEAL_PAYLOAD (a payload shown unmasked, {@link OperatorActions#revealPayload})
  * @param what a readable description of the subject
  * @param newMessageId the corrected copy's id (EDIT)
  */

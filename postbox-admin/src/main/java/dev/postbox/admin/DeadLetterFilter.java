@@ -4,6 +4,7 @@ import dev.postbox.core.spi.DeadLetterStore.Status;
 import java.time.Instant;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.UUID;
 
 /**
  * Which dead letters a list, a group list or a bulk action covers; empty fields match everything.
@@ -19,6 +20,7 @@ import java.util.Optional;
  * @param status PENDING, REPLAYED or DISCARDED
  * @param from first failure at or after
  * @param to first failure before
+ * @param messageId the failed message's id (its letters for every consumer)
  */
 public record DeadLetterFilter(
     Optional<String> consumer,
@@ -30,7 +32,8 @@ public record DeadLetterFilter(
     Optional<String> fingerprint,
     Optional<Status> status,
     Optional<Instant> from,
-    Optional<Instant> to) {
+    Optional<Instant> to,
+    Optional<UUID> messageId) {
 
   public DeadLetterFilter {
     Objects.requireNonNull(consumer, "consumer");
@@ -43,6 +46,7 @@ public record DeadLetterFilter(
     Objects.requireNonNull(status, "status");
     Objects.requireNonNull(from, "from");
     Objects.requireNonNull(to, "to");
+    Objects.requireNonNull(messageId, "messageId");
     if (from.isPresent() && to.isPresent() && !from.get().isBefore(to.get())) {
       throw new IllegalArgumentException("from must be before to: " + from.get() + ", " + to.get());
     }
@@ -71,6 +75,7 @@ public record DeadLetterFilter(
     b.status = status;
     b.from = from;
     b.to = to;
+    b.messageId = messageId;
     return b;
   }
 
@@ -86,6 +91,7 @@ public record DeadLetterFilter(
     private Optional<Status> status = Optional.empty();
     private Optional<Instant> from = Optional.empty();
     private Optional<Instant> to = Optional.empty();
+    private Optional<UUID> messageId = Optional.empty();
 
     private Builder() {}
 
@@ -143,6 +149,11 @@ public record DeadLetterFilter(
       return this;
     }
 
+    public Builder messageId(UUID v) {
+      messageId = Optional.ofNullable(v);
+      return this;
+    }
+
     /**
      * The filter.
      *
@@ -150,7 +161,7 @@ public record DeadLetterFilter(
      */
     public DeadLetterFilter build() {
       return new DeadLetterFilter(
-          consumer, topic, type, key, tenant, errorClass, fingerprint, status, from, to);
+          consumer, topic, type, key, tenant, errorClass, fingerprint, status, from, to, messageId);
     }
   }
 }

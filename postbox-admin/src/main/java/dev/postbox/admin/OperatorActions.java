@@ -1,5 +1,6 @@
 package dev.postbox.admin;
 
+import dev.postbox.admin.internal.AuditQueries;
 import dev.postbox.admin.internal.DeadLetterQueries;
 import dev.postbox.jdbc.ReplayResult;
 import dev.postbox.jdbc.Replayer;
@@ -18,15 +19,29 @@ public final class OperatorActions {
 
   private final Replayer replayer;
   private final DeadLetterQueries deadLetters;
+  private final AuditQueries audit;
 
-  OperatorActions(Replayer replayer, DeadLetterQueries deadLetters) {
+  OperatorActions(Replayer replayer, DeadLetterQueries deadLetters, AuditQueries audit) {
     this.replayer = replayer;
     this.deadLetters = deadLetters;
+    this.audit = audit;
   }
 
   /** Who acts. */
   public String actor() {
     return replayer.by();
+  }
+
+  /**
+   * Records that the actor reveals dead letter {@code id}'s payload (an audit row {@code
+   * REVEAL_PAYLOAD}, no change to the letter) before a front end shows it unmasked.
+   *
+   * @throws NoSuchElementException if there is no such letter
+   */
+  public void revealPayload(long id) {
+    if (!audit.recordReveal(actor(), id)) {
+      throw new NoSuchElementException("no dead letter " + id);
+    }
   }
 
   /** Replays one dead letter (if PENDING). */

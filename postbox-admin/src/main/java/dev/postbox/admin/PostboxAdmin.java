@@ -144,7 +144,7 @@ public final class PostboxAdmin {
    * @throws IllegalArgumentException if actor is blank
    */
   public OperatorActions as(String actor) {
-    return new OperatorActions(replayer.as(actor), deadLetters);
+    return new OperatorActions(replayer.as(actor), deadLetters, audit);
   }
 
   /** Builds a {@link PostboxAdmin}. Not thread-safe. */

@@ -159,6 +159,39 @@ class PostboxAdminIT {
   }
 
   @Test
+  void revealingAPayloadIsAuditedAndChangesNothing() {
+    long id = add("billing", "k1", "com.x.Bad", null, 0);
+    admin.as("frank").revealPayload(id);
+    List<AuditEntry> rows =
+        admin.audit(AuditFilter.all().deadLetter(id), PageRequest.first(10)).items();
+    assertThat(rows).hasSize(1);
+    AuditEntry row = rows.get(0);
+    assertThat(row.actor()).isEqualTo("frank");
+    assertThat(row.action()).isEqualTo("REVEAL_PAYLOAD");
+    assertThat(row.howMany()).isZero();
+    assertThat(row.consumer()).contains("billing");
+    assertThat(row.messageId()).isEqualTo(admin.deadLetter(id).orElseThrow().summary().messageId());
+    assertThat(admin.deadLetter(id).orElseThrow().summary().status()).isEqualTo(Status.PENDING);
+    assertThatThrownBy(() -> admin.as("frank").revealPayload(id + 1000))
+        .isInstanceOf(NoSuchElementException.class);
+  }
+
+  @Test
+  void aMessageIdFindsItsLetters() {
+    long id = add("billing", "k1", "com.x.Bad", null, 0);
+    add("billing", "k2", "com.x.Bad", null, 1);
+    UUID message = admin.deadLetter(id).orElseThrow().summary().messageId().orElseThrow();
+    DeadLetterFilter byMessage = DeadLetterFilter.builder().messageId(message).build();
+    assertThat(admin.deadLetters(byMessage, PageRequest.first(10)).items())
+        .extracting(DeadLetterSummary::id)
+        .containsExactly(id);
+    assertThat(admin.groups(byMessage, PageRequest.first(10)).items())
+        .extracting(DeadLetterGroup::count)
+        .containsExactly(1L);
+    assertThat(byMessage.toBuilder().build()).isEqualTo(byMessage);
+  }
+
+  @Test
   void everyActionIsDoneForItsActorAndAudited() throws Exception {
     long one = add("billing", "k1", "com.x.Bad", null, 0);
     long two = add("billing", "k2", "com.x.Bad", null, 1);

@@ -158,6 +158,9 @@ final class ArchitectureRules {
               "dev.postbox.demo.RabbitShopTransport",
               "the demo on RabbitMQ: a private RabbitMQ node (RabbitMqServer)"),
           Map.entry(
+              "dev.postbox.console.DemoDatabase",
+              "./postbox console --demo runs the console on an embedded PostgreSQL (PostgresServer)"),
+          Map.entry(
               "dev.postbox.verify.RabbitCampaign",
               "the RabbitMQ campaign starts PostgreSQL and a RabbitMQ node it kills and restarts"
                   + " (PostgresServer, RabbitMqServer)"));

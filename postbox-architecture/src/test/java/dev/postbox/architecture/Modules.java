@@ -52,6 +52,11 @@ enum Modules {
       Tier.STARTER),
   ADMIN("postbox-admin", "dev.postbox.admin", "dev.postbox.admin.PostboxAdmin", Tier.OPERATIONS),
   CLI("postbox-cli", "dev.postbox.cli", "dev.postbox.cli.OperatorCli", Tier.FRONT_END),
+  CONSOLE(
+      "postbox-console",
+      "dev.postbox.console",
+      "dev.postbox.console.ConsoleApplication",
+      Tier.FRONT_END),
   DEMO("postbox-demo", "dev.postbox.demo", "dev.postbox.demo.PostboxCli", Tier.FRONT_END),
   VERIFY("postbox-verify", "dev.postbox.verify", "dev.postbox.verify.VerifyCli", Tier.FRONT_END),
   BENCH("postbox-bench", "dev.postbox.bench", "dev.postbox.bench.BenchCli", Tier.FRONT_END);
@@ -76,7 +81,7 @@ enum Modules {
     OPERATIONS,
     /** The test kit: infrastructure for tests and the harnesses. */
     TEST_KIT,
-    /** cli, demo, verify, bench: programs on the library, not libraries themselves. */
+    /** cli, console, demo, verify, bench: programs on the library, not libraries themselves. */
     FRONT_END
   }
 

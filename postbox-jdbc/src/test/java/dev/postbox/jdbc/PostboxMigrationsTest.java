@@ -44,7 +44,8 @@ class PostboxMigrationsTest {
             "V10__inbox_stored_result.sql",
             "V11__consumer_offsets.sql",
             "V12__operations.sql",
-            "V13__cdc_slot_lease.sql");
+            "V13__cdc_slot_lease.sql",
+            "V15__console_reveal_audit.sql");
   }
 
   @Test

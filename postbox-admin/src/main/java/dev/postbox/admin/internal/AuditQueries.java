@@ -20,6 +20,28 @@ public final class AuditQueries {
     this.dataSource = dataSource;
   }
 
+  /**
+   * Records that {@code actor} looked at dead letter {@code id}'s payload ({@code REVEAL_PAYLOAD});
+   * false if there is no such letter. One statement: the row names the letter's message and
+   * consumer.
+   */
+  public boolean recordReveal(String actor, long id) {
+    String sql =
+        "INSERT INTO postbox_replay_audit (by_whom, what, how_many, action, dead_letter_id,"
+            + " message_id, consumer)"
+            + " SELECT ?, 'payload of dead letter ' || id, 0, 'REVEAL_PAYLOAD', id, message_id,"
+            + " consumer FROM postbox_dead_letter WHERE id = ?";
+    try (java.sql.Connection c = dataSource.getConnection();
+        java.sql.PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, actor);
+      ps.setLong(2, id);
+      return ps.executeUpdate() == 1;
+    } catch (SQLException e) {
+      throw new dev.postbox.admin.AdminException(
+          "could not record the payload view of dead letter " + id, e);
+    }
+  }
+
   public Page<AuditEntry> list(AuditFilter filter, PageRequest page) {
     Statement s =
         new Statement(

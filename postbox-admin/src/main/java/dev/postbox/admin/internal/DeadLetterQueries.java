@@ -57,7 +57,8 @@ public final class DeadLetterQueries {
             && filter.key().isEmpty()
             && filter.tenant().isEmpty()
             && filter.from().isEmpty()
-            && filter.to().isEmpty();
+            && filter.to().isEmpty()
+            && filter.messageId().isEmpty();
     Statement s;
     if (counted) {
       s =
@@ -234,7 +235,8 @@ public final class DeadLetterQueries {
         .where("fingerprint = ?", f.fingerprint())
         .where("status = ?", f.status().map(Enum::name))
         .where("first_failure >= ?", f.from())
-        .where("first_failure < ?", f.to());
+        .where("first_failure < ?", f.to())
+        .where("message_id = ?", f.messageId());
   }
 
   static DeadLetterSummary summary(ResultSet rs) throws SQLException {

@@ -1,0 +1,149 @@
+package dev.postbox.console;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import org.springframework.boot.SpringApplication;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code ./postbox console}: starts the web console on a database, with the same connection options
+ * as the other operations commands. The admin password comes from the environment ({@code
+ * POSTBOX_CONSOLE_ADMIN_PASSWORD}), never from the command line.
+ */
+@Command(
+    name = "console",
+    mixinStandardHelpOptions = true,
+    description = {
+      "Starts the Postbox web console (dashboard, dead letters, parked and blocked keys, trace,"
+          + " audit) on http://127.0.0.1:8080 by default.",
+      "Login: user 'admin' with $POSTBOX_CONSOLE_ADMIN_PASSWORD; without it the console refuses to"
+          + " start unless --generate-password (a one-time password printed once). More users:"
+          + " postbox.console.users.<name>.password/.role (VIEWER, OPERATOR, ADMIN) in"
+          + " application.properties or the environment."
+    })
+public final class ConsoleCommand implements Callable<Integer> {
+
+  @Option(
+      names = "--pg-url",
+      defaultValue = "${env:POSTBOX_PG_URL}",
+      description = "The database, jdbc:postgresql://host:5432/db (default: $POSTBOX_PG_URL).")
+  String pgUrl;
+
+  @Option(
+      names = "--schema",
+      defaultValue = "${env:POSTBOX_PG_SCHEMA}",
+      description = "Schema of the postbox_* tables (default: $POSTBOX_PG_SCHEMA).")
+  String schema;
+
+  @Option(
+      names = "--user",
+      defaultValue = "${env:POSTBOX_PG_USER}",
+      description = "Database user (default: $POSTBOX_PG_USER, else from the URL).")
+  String user;
+
+  @Option(
+      names = "--password-env",
+      description =
+          "Name of the environment variable holding the database password (default:"
+              + " POSTBOX_PG_PASSWORD when set).")
+  String passwordEnv;
+
+  @Option(
+      names = "--port",
+      defaultValue = "8080",
+      description = "HTTP port (default: ${DEFAULT-VALUE}).")
+  int port;
+
+  @Option(
+      names = "--bind",
+      defaultValue = "127.0.0.1",
+      description = "Address to listen on (default: ${DEFAULT-VALUE}; put TLS in front otherwise).")
+  String bind;
+
+  @Option(
+      names = "--generate-password",
+      description =
+          "Without $POSTBOX_CONSOLE_ADMIN_PASSWORD: a one-time admin password, printed once.")
+  boolean generatePassword;
+
+  @Option(
+      names = "--replay-rate",
+      description = "Replays and edits per second, all users together.")
+  Double replayRate;
+
+  @Option(
+      names = "--demo",
+      description =
+          "The console on an embedded PostgreSQL with a sample shop's failures (dead letters, a"
+              + " parked key, a blocked outbox row); a one-time admin password unless"
+              + " $POSTBOX_CONSOLE_ADMIN_PASSWORD is set.")
+  boolean demo;
+
+  public static void main(String[] args) {
+    int code = new CommandLine(new ConsoleCommand()).execute(args);
+    if (code != 0) {
+      System.exit(code);
+    }
+  }
+
+  @Override
+  public Integer call() {
+    Map<String, Object> props = new LinkedHashMap<>();
+    if (demo) {
+      DemoDatabase db = DemoDatabase.start();
+      Runtime.getRuntime().addShutdownHook(new Thread(db::close, "postbox-console-demo-db"));
+      pgUrl = db.jdbcUrl();
+      schema = db.schema();
+      user = null;
+      passwordEnv = null;
+      if (System.getenv("POSTBOX_CONSOLE_ADMIN_PASSWORD") == null) {
+        generatePassword = true;
+      }
+      System.out.println(
+          "postbox console: demo database (embedded PostgreSQL, schema "
+              + schema
+              + ") with sample failures");
+    }
+    if (pgUrl != null) {
+      props.put("postbox.console.db.url", pgUrl);
+    }
+    if (schema != null) {
+      props.put("postbox.console.db.schema", schema);
+    }
+    if (user != null) {
+      props.put("postbox.console.db.user", user);
+    }
+    String variable =
+        demo
+            ? null
+            : passwordEnv != null
+                ? passwordEnv
+                : (System.getenv("POSTBOX_PG_PASSWORD") != null ? "POSTBOX_PG_PASSWORD" : null);
+    if (variable != null) {
+      String pw = System.getenv(variable);
+      if (pw == null) {
+        System.err.println("postbox console: environment variable " + variable + " is not set");
+        return 2;
+      }
+      props.put("postbox.console.db.password", pw);
+    }
+    props.put("server.port", port);
+    props.put("server.address", bind);
+    if (generatePassword) {
+      props.put("postbox.console.admin.generate-password", true);
+    }
+    if (replayRate != null) {
+      props.put("postbox.console.replay-rate", replayRate);
+    }
+    String[] args =
+        props.entrySet().stream()
+            .map(e -> "--" + e.getKey() + "=" + e.getValue())
+            .toArray(String[]::new);
+    new SpringApplication(ConsoleApplication.class).run(args);
+    System.out.println("postbox console: http://" + bind + ":" + port + "/");
+    return 0;
+  }
+}

@@ -1,0 +1,154 @@
+package dev.postbox.console;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/**
+ * The console's settings ({@code postbox.console.*}; environment variables such as {@code
+ * POSTBOX_CONSOLE_ADMIN_PASSWORD} bind by Spring Boot's relaxed rules).
+ */
+@ConfigurationProperties("postbox.console")
+public class ConsoleProperties {
+
+  private final Db db = new Db();
+  private final Admin admin = new Admin();
+  private final Map<String, User> users = new LinkedHashMap<>();
+  private final Login login = new Login();
+  private double replayRate = dev.postbox.jdbc.Replayer.DEFAULT_RATE_PER_SECOND;
+
+  public Db getDb() {
+    return db;
+  }
+
+  public Admin getAdmin() {
+    return admin;
+  }
+
+  /** More users by name, each with a password and a role (VIEWER, OPERATOR or ADMIN). */
+  public Map<String, User> getUsers() {
+    return users;
+  }
+
+  public Login getLogin() {
+    return login;
+  }
+
+  /** Replays and edits per second, all users together. */
+  public double getReplayRate() {
+    return replayRate;
+  }
+
+  public void setReplayRate(double replayRate) {
+    this.replayRate = replayRate;
+  }
+
+  /** The database of the postbox_* tables. */
+  public static class Db {
+    private String url;
+    private String user;
+    private String password;
+    private String schema;
+
+    public String getUrl() {
+      return url;
+    }
+
+    public void setUrl(String url) {
+      this.url = url;
+    }
+
+    public String getUser() {
+      return user;
+    }
+
+    public void setUser(String user) {
+      this.user = user;
+    }
+
+    public String getPassword() {
+      return password;
+    }
+
+    public void setPassword(String password) {
+      this.password = password;
+    }
+
+    public String getSchema() {
+      return schema;
+    }
+
+    public void setSchema(String schema) {
+      this.schema = schema;
+    }
+  }
+
+  /**
+   * The admin account: a password (plain, or already encoded as {@code {bcrypt}...}), or none and
+   * {@code generate-password} for a one-time password printed once at start.
+   */
+  public static class Admin {
+    private String username = "admin";
+    private String password;
+    private boolean generatePassword;
+
+    public String getUsername() {
+      return username;
+    }
+
+    public void setUsername(String username) {
+      this.username = username;
+    }
+
+    public String getPassword() {
+      return password;
+    }
+
+    public void setPassword(String password) {
+      this.password = password;
+    }
+
+    public boolean isGeneratePassword() {
+      return generatePassword;
+    }
+
+    public void setGeneratePassword(boolean generatePassword) {
+      this.generatePassword = generatePassword;
+    }
+  }
+
+  /** One more user. */
+  public static class User {
+    private String password;
+    private Role role = Role.VIEWER;
+
+    public String getPassword() {
+      return password;
+    }
+
+    public void setPassword(String password) {
+      this.password = password;
+    }
+
+    public Role getRole() {
+      return role;
+    }
+
+    public void setRole(Role role) {
+      this.role = role;
+    }
+  }
+
+  /** Login attempts allowed per minute for one user name, and for one client address. */
+  public static class Login {
+    private int attemptsPerMinute = 5;
+
+    public int getAttemptsPerMinute() {
+      return attemptsPerMinute;
+    }
+
+    public void setAttemptsPerMinute(int attemptsPerMinute) {
+      this.attemptsPerMinute = attemptsPerMinute;
+    }
+  }
+}

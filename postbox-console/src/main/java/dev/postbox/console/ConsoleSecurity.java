@@ -1,0 +1,93 @@
+package dev.postbox.console;
+
+import jakarta.servlet.http.HttpServletRequest;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.http.HttpMethod;
+import org.springframework.http.HttpStatus;
+import org.springframework.security.access.hierarchicalroles.RoleHierarchy;
+import org.springframework.security.access.hierarchicalroles.RoleHierarchyImpl;
+import org.springframework.security.config.annotation.method.configuration.EnableMethodSecurity;
+import org.springframework.security.config.annotation.web.builders.HttpSecurity;
+import org.springframework.security.crypto.factory.PasswordEncoderFactories;
+import org.springframework.security.crypto.password.PasswordEncoder;
+import org.springframework.security.provisioning.InMemoryUserDetailsManager;
+import org.springframework.security.web.SecurityFilterChain;
+import org.springframework.security.web.authentication.HttpStatusEntryPoint;
+import org.springframework.security.web.authentication.LoginUrlAuthenticationEntryPoint;
+import org.springframework.security.web.authentication.UsernamePasswordAuthenticationFilter;
+import org.springframework.security.web.header.writers.ReferrerPolicyHeaderWriter.ReferrerPolicy;
+import org.springframework.security.web.util.matcher.AnyRequestMatcher;
+import org.springframework.security.web.util.matcher.RequestMatcher;
+
+/**
+ * Security on by default: every page and API needs a login (pages redirect to /login, the JSON API
+ * answers 401); roles are checked on the URL and again on each action method; session cookie with
+ * Spring Security's CSRF token on every form; strict security headers; login attempts limited.
+ */
+@Configuration(proxyBeanMethods = false)
+@EnableMethodSecurity
+class ConsoleSecurity {
+
+  /** The JSON API (and any request that asks for JSON only) gets 401, not a login page. */
+  static final RequestMatcher API =
+      request -> path(request).startsWith("/api/") || wantsJsonOnly(request);
+
+  /** The request's path inside the application. */
+  static String path(HttpServletRequest request) {
+    return request.getRequestURI().substring(request.getContextPath().length());
+  }
+
+  private static boolean wantsJsonOnly(HttpServletRequest request) {
+    String accept = request.getHeader("Accept");
+    return accept != null && accept.contains("application/json") && !accept.contains("text/html");
+  }
+
+  @Bean
+  SecurityFilterChain consoleFilterChain(HttpSecurity http, ConsoleProperties settings)
+      throws Exception {
+    http.authorizeHttpRequests(a ->
+            a.requestMatchers("/login", "/css/**", "/error")
+                .permitAll()
+                .requestMatchers(HttpMethod.POST, "/actions/group/**")
+                .hasRole(Role.ADMIN.name())
+                .requestMatchers(HttpMethod.POST, "/actions/**")
+                .hasRole(Role.OPERATOR.name())
+                .anyRequest()
+                .hasRole(Role.VIEWER.name()))
+        .formLogin(f -> f.loginPage("/login").defaultSuccessUrl("/", false))
+        .logout(l -> l.logoutSuccessUrl("/login?logout"))
+        .exceptionHandling(e ->
+            e.defaultAuthenticationEntryPointFor(
+                    new HttpStatusEntryPoint(HttpStatus.UNAUTHORIZED), API)
+                .defaultAuthenticationEntryPointFor(
+                    new LoginUrlAuthenticationEntryPoint("/login"), AnyRequestMatcher.INSTANCE))
+        .headers(h ->
+            h.contentSecurityPolicy(c ->
+                    c.policyDirectives(
+                        "default-src 'self'; script-src 'self'; style-src 'self';"
+                            + " img-src 'self' data:; object-src 'none'; base-uri 'none';"
+                            + " form-action 'self'; frame-ancestors 'none'"))
+                .frameOptions(f -> f.deny())
+                .referrerPolicy(r -> r.policy(ReferrerPolicy.NO_REFERRER)))
+        .addFilterBefore(
+            new LoginThrottle(settings.getLogin().getAttemptsPerMinute()),
+            UsernamePasswordAuthenticationFilter.class);
+    return http.build();
+  }
+
+  @Bean
+  static RoleHierarchy roleHierarchy() {
+    return RoleHierarchyImpl.fromHierarchy(Role.hierarchy());
+  }
+
+  @Bean
+  PasswordEncoder passwordEncoder() {
+    return PasswordEncoderFactories.createDelegatingPasswordEncoder();
+  }
+
+  @Bean
+  InMemoryUserDetailsManager consoleUsers(ConsoleProperties settings, PasswordEncoder encoder) {
+    return ConsoleUsers.from(settings, encoder, System.out);
+  }
+}

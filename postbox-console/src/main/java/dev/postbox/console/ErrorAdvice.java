@@ -1,0 +1,49 @@
+package dev.postbox.console;
+
+import dev.postbox.core.PostboxException;
+import jakarta.servlet.http.HttpServletResponse;
+import java.util.NoSuchElementException;
+import org.springframework.security.access.AccessDeniedException;
+import org.springframework.ui.Model;
+import org.springframework.web.bind.annotation.ControllerAdvice;
+import org.springframework.web.bind.annotation.ExceptionHandler;
+
+/**
+ * The operations API's exceptions as HTTP answers (as its Javadoc asks of a front end): unknown id
+ * 404, wrong state 409, bad input 400, database 503; access denied stays Spring Security's 403.
+ */
+@ControllerAdvice
+class ErrorAdvice {
+
+  @ExceptionHandler(AccessDeniedException.class)
+  void denied(AccessDeniedException e) {
+    throw e;
+  }
+
+  @ExceptionHandler(NoSuchElementException.class)
+  String notFound(NoSuchElementException e, HttpServletResponse response, Model model) {
+    return page(404, e, response, model);
+  }
+
+  @ExceptionHandler(IllegalStateException.class)
+  String conflict(IllegalStateException e, HttpServletResponse response, Model model) {
+    return page(409, e, response, model);
+  }
+
+  @ExceptionHandler(IllegalArgumentException.class)
+  String badInput(IllegalArgumentException e, HttpServletResponse response, Model model) {
+    return page(400, e, response, model);
+  }
+
+  @ExceptionHandler(PostboxException.class)
+  String failed(PostboxException e, HttpServletResponse response, Model model) {
+    return page(503, e, response, model);
+  }
+
+  private static String page(int status, Exception e, HttpServletResponse response, Model model) {
+    response.setStatus(status);
+    model.addAttribute("status", status);
+    model.addAttribute("message", e.getMessage());
+    return "problem";
+  }
+}

@@ -1,0 +1,48 @@
+package dev.postbox.console;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.Optional;
+import org.springframework.stereotype.Component;
+
+/** Formatting for the templates ({@code ${@fmt.age(...)}}): ages, instants, optionals. */
+@Component("fmt")
+public class Fmt {
+
+  private static final DateTimeFormatter AT =
+      DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss 'UTC'").withZone(ZoneOffset.UTC);
+
+  /** An age such as {@code 3d 4h}, {@code 5m 7s} or {@code 0s}. */
+  public String age(Duration d) {
+    if (d == null || d.isNegative() || d.isZero()) {
+      return "0s";
+    }
+    long s = d.toSeconds();
+    if (s >= 86_400) {
+      return s / 86_400 + "d " + (s % 86_400) / 3600 + "h";
+    }
+    if (s >= 3600) {
+      return s / 3600 + "h " + (s % 3600) / 60 + "m";
+    }
+    if (s >= 60) {
+      return s / 60 + "m " + s % 60 + "s";
+    }
+    return s > 0 ? s + "s" : d.toMillis() + "ms";
+  }
+
+  /** The age of {@code at} now. */
+  public String since(Instant at) {
+    return at == null ? "" : age(Duration.between(at, Instant.now()));
+  }
+
+  public String at(Instant at) {
+    return at == null ? "" : AT.format(at);
+  }
+
+  /** The value or empty text. */
+  public String opt(Optional<?> value) {
+    return value == null ? "" : value.map(String::valueOf).orElse("");
+  }
+}

@@ -1,0 +1,106 @@
+package dev.postbox.console;
+
+import dev.postbox.admin.AuditFilter;
+import dev.postbox.admin.DeadLetterFilter;
+import dev.postbox.admin.PageRequest;
+import dev.postbox.admin.PostboxAdmin;
+import java.util.Optional;
+import java.util.UUID;
+import org.springframework.stereotype.Controller;
+import org.springframework.ui.Model;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.RequestParam;
+
+/** The read-only pages: login, dashboard, held keys and rows, trace, audit. */
+@Controller
+class PagesController {
+
+  private final PostboxAdmin admin;
+
+  PagesController(PostboxAdmin admin) {
+    this.admin = admin;
+  }
+
+  @GetMapping("/login")
+  String login() {
+    return "login";
+  }
+
+  @GetMapping("/")
+  String dashboard(Model model) {
+    model.addAttribute("status", admin.outboxStatus());
+    model.addAttribute(
+        "groups", admin.groups(DeadLetterFilter.all(), PageRequest.first(10)).items());
+    model.addAttribute("parked", admin.parkedKeys(Optional.empty(), PageRequest.first(10)).items());
+    model.addAttribute("blocked", admin.blockedOutboxRows());
+    model.addAttribute("lag", admin.lag());
+    model.addAttribute("relays", admin.relays());
+    return "dashboard";
+  }
+
+  @GetMapping("/held")
+  String held(
+      @RequestParam(required = false) String consumer,
+      @RequestParam(required = false) String after,
+      Model model) {
+    model.addAttribute(
+        "parked",
+        admin.parkedKeys(
+            Optional.ofNullable(consumer).filter(c -> !c.isBlank()),
+            new PageRequest(PageRequest.DEFAULT_LIMIT, Optional.ofNullable(after))));
+    model.addAttribute("blocked", admin.blockedOutboxRows());
+    model.addAttribute("failed", admin.failedOutboxRows(PageRequest.first(20)).items());
+    model.addAttribute("consumer", consumer);
+    return "held";
+  }
+
+  @GetMapping("/trace")
+  String trace(@RequestParam(required = false) String id, Model model) {
+    if (id != null && !id.isBlank()) {
+      UUID messageId = Web.uuid(id.trim());
+      model.addAttribute("trace", admin.trace(messageId));
+      model.addAttribute(
+          "letters",
+          admin
+              .deadLetters(
+                  DeadLetterFilter.builder().messageId(messageId).build(), PageRequest.first(20))
+              .items());
+      model.addAttribute(
+          "audit",
+          admin
+              .audit(
+                  new AuditFilter(
+                      Optional.empty(),
+                      Optional.empty(),
+                      Optional.empty(),
+                      Optional.of(messageId),
+                      Optional.empty(),
+                      Optional.empty()),
+                  PageRequest.first(50))
+              .items());
+    }
+    model.addAttribute("id", id);
+    return "trace";
+  }
+
+  @GetMapping("/audit")
+  String audit(
+      @RequestParam(required = false) String actor,
+      @RequestParam(required = false) String action,
+      @RequestParam(required = false) String after,
+      Model model) {
+    AuditFilter filter =
+        new AuditFilter(
+            Web.text(actor),
+            Web.text(action),
+            Optional.empty(),
+            Optional.empty(),
+            Optional.empty(),
+            Optional.empty());
+    model.addAttribute(
+        "page", admin.audit(filter, new PageRequest(PageRequest.DEFAULT_LIMIT, Web.text(after))));
+    model.addAttribute("actor", actor);
+    model.addAttribute("action", action);
+    return "audit";
+  }
+}

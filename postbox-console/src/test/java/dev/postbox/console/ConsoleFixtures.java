@@ -1,0 +1,135 @@
+package dev.postbox.console;
+
+import dev.postbox.core.Message;
+import dev.postbox.core.spi.DeadLetterStore;
+import dev.postbox.core.spi.DeadLetterStore.Classification;
+import dev.postbox.core.spi.DeadLetterStore.NewDeadLetter;
+import dev.postbox.core.spi.ParkingStore;
+import dev.postbox.jdbc.PostgresDeadLetterStore;
+import dev.postbox.jdbc.PostgresParkingStore;
+import dev.postbox.kafka.KafkaRecords;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
+import javax.sql.DataSource;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.Header;
+
+/**
+ * The rows a failing consumer and relay leave behind, written through the stores (dead letters are
+ * the Kafka records exactly as the consumer read them, so the console's decoder reads them back).
+ */
+final class ConsoleFixtures {
+
+  private static final AtomicLong OFFSET = new AtomicLong();
+
+  private ConsoleFixtures() {}
+
+  /** A dead letter of {@code message} for {@code consumer}; returns its id. */
+  static long deadLetter(DataSource ds, String consumer, Message message, String error) {
+    ProducerRecord<byte[], byte[]> r = KafkaRecords.toRecord(message);
+    List<DeadLetterStore.Header> headers = new ArrayList<>();
+    for (Header h : r.headers()) {
+      headers.add(new DeadLetterStore.Header(h.key(), h.value()));
+    }
+    Instant now = Instant.now();
+    String errorClass = "com.shop.WarehouseMissing";
+    return PostgresDeadLetterStore.create(ds)
+        .add(
+            new NewDeadLetter(
+                consumer,
+                message.topic(),
+                0,
+                OFFSET.incrementAndGet(),
+                Optional.of(message.id()),
+                Optional.of(message.type()),
+                r.key(),
+                r.value(),
+                headers,
+                Classification.PERMANENT,
+                errorClass,
+                error,
+                errorClass
+                    + ": "
+                    + error
+                    + "\n\tat com.shop.Shipping.handle(Shipping.java:42)"
+                    + "\n\tat dev.postbox.core.consumer.Dispatcher.dispatch(Dispatcher.java:88)",
+                errorClass + "|" + error.replaceAll("[0-9]", "#") + "|" + message.topic(),
+                3,
+                now.minusSeconds(90),
+                now.minusSeconds(60)));
+  }
+
+  static Message order(String topic, String key, String json) {
+    return Message.builder(topic, "order.placed").key(key).jsonPayload(json).build();
+  }
+
+  /** A parked key of {@code consumer}, blocked behind a dead letter. */
+  static void parked(DataSource ds, String consumer, String key) {
+    ParkingStore parking = PostgresParkingStore.create(ds);
+    ParkingStore.ParkedRecord rec =
+        new ParkingStore.ParkedRecord(
+            "orders",
+            0,
+            OFFSET.incrementAndGet(),
+            key.getBytes(java.nio.charset.StandardCharsets.UTF_8),
+            "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8),
+            List.of(
+                new DeadLetterStore.Header(
+                    "ce_id",
+                    UUID.randomUUID()
+                        .toString()
+                        .getBytes(java.nio.charset.StandardCharsets.UTF_8))));
+    parking.park(consumer, key, rec, 1, Instant.parse("9999-01-01T00:00:00Z"), "boom");
+  }
+
+  /** An outbox row the relay gave up on that holds its key; returns its position. */
+  static long blocked(DataSource ds, String key) {
+    exec(
+        ds,
+        "INSERT INTO postbox_outbox (message_id, topic, msg_key, lane, type, schema_version,"
+            + " occurred_at, source, content_type, payload, failed_at, hold, last_error) VALUES ('"
+            + UUID.randomUUID()
+            + "', 'orders', '"
+            + key
+            + "', 1, 't', 1, now(), '/x', 'application/json', '\\x7b7d', now(), 'KEY',"
+            + " 'record too large')");
+    return Long.parseLong(
+        query(ds, "SELECT max(position) FROM postbox_outbox WHERE msg_key = '" + key + "'").get(0));
+  }
+
+  static void exec(DataSource ds, String sql) {
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(sql);
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  static List<String> query(DataSource ds, String sql) {
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery(sql)) {
+      List<String> out = new ArrayList<>();
+      while (rs.next()) {
+        out.add(rs.getString(1));
+      }
+      return out;
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** The audit rows as {@code actor|action}, oldest first. */
+  static List<String> audit(DataSource ds) {
+    return query(ds, "SELECT by_whom || '|' || action FROM postbox_replay_audit ORDER BY id");
+  }
+}
