@@ -2,8 +2,10 @@ package dev.postbox.spring;
 
 import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.IdempotencyStore;
+import dev.postbox.jdbc.OperationsProbe;
 import dev.postbox.jdbc.Outbox;
 import dev.postbox.jdbc.PostboxMigrations;
+import dev.postbox.kafka.ConsumerLagProbe;
 import dev.postbox.micrometer.MicrometerPostboxMetrics;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.Optional;
@@ -114,6 +116,23 @@ public class PostboxAutoConfiguration {
     }
   }
 
+  /**
+   * Reads the Postbox tables (outbox backlog and age, held keys, dead letters, parked messages) for
+   * the health details; its gauges go to the application's metrics.
+   */
+  @Bean
+  @ConditionalOnMissingBean
+  OperationsProbe postboxOperationsProbe(
+      PostboxProperties properties,
+      DataSource dataSource,
+      PostboxMetrics metrics,
+      PostboxSchema schema) {
+    return OperationsProbe.builder(dataSource)
+        .stuckThreshold(properties.getRelay().getStuckThreshold())
+        .build()
+        .bindTo(metrics);
+  }
+
   /** The {@code postbox} health indicator, when Spring Boot's health support is present. */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnClass(HealthIndicator.class)
@@ -121,8 +140,20 @@ public class PostboxAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean(name = "postboxHealthIndicator")
     HealthIndicator postboxHealthIndicator(
-        ObjectProvider<PostboxRelayLifecycle> relay, PostboxConsumers consumers) {
-      return new PostboxHealthIndicator(Optional.ofNullable(relay.getIfAvailable()), consumers);
+        PostboxProperties properties,
+        ObjectProvider<PostboxRelayLifecycle> relay,
+        PostboxConsumers consumers,
+        OperationsProbe tables) {
+      Optional<String> bootstrap =
+          Optional.ofNullable(properties.getKafka().getBootstrapServers())
+              .filter(b -> !b.isBlank());
+      return new PostboxHealthIndicator(
+          Optional.ofNullable(relay.getIfAvailable()),
+          consumers,
+          tables,
+          groups ->
+              bootstrap.map(
+                  b -> ConsumerLagProbe.builder(b).groups(groups.toArray(String[]::new)).build()));
     }
   }
 }

@@ -236,8 +236,20 @@ class SpringStarterIT {
           Map<String, Object> consumer =
               (Map<String, Object>) health.getDetails().get("consumer inventory");
           assertThat(consumer).containsEntry("pollLoopAlive", true);
+          // lag as age from the group's committed offsets, and the tables' backlogs
+          assertThat(consumer).containsKeys("lagAge", "offsetLag");
+          assertThat(health.getDetails().get("outbox"))
+              .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.MAP)
+              .containsKeys("pending", "oldestPendingAge", "stuck", "holdingKeys", "heldRows")
+              .containsEntry("stuck", false)
+              .containsEntry("holdingKeys", 0L);
+          assertThat(health.getDetails().get("deadLetters"))
+              .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.MAP)
+              .containsEntry("pending", 0L);
+          assertThat(health.getDetails()).containsKey("parked");
         });
     assertThat(meterRegistry.find("postbox.relay.published").meters()).isNotEmpty();
+    assertThat(meterRegistry.find("postbox.outbox.pending").gauges()).isNotEmpty();
   }
 
   @Test
