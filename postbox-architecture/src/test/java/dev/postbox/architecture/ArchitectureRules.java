@@ -137,6 +137,11 @@ final class ArchitectureRules {
               "dev.postbox.verify.RedisWindow",
               "the redis-window scenario runs a private redis-server (RedisServer) and child consumers"),
           Map.entry(
+              "dev.postbox.verify.RequestReplyScenario",
+              "the request-reply scenario starts PostgreSQL and a Kafka broker (PostgresServer,"
+                  + " KafkaBroker) and its requester and responder as ChildJvm under the test kit's"
+                  + " ProcessSupervisor, halted at crash points and restarted"),
+          Map.entry(
               "dev.postbox.bench.internal.BenchEnv",
               "the benchmark environment: embedded PostgreSQL and Kafka broker, measured like for like"),
           Map.entry(

@@ -77,6 +77,13 @@ public final class CrashPoints {
       "consumer.transform-before-transaction-commit";
 
   /**
+   * Requester: the broker accepted a request, its reply has not come yet (a crash here leaves the
+   * request to be answered with nobody waiting; a caller retrying it with the same id gets the
+   * responder's stored reply).
+   */
+  public static final String REQUESTER_AFTER_SEND = "requester.after-send-before-reply";
+
+  /**
    * Every crash point of the product, the one list of their names: production code calls {@link
    * #hit(String)} with one of the constants above, and the harnesses arm names from here ({@code
    * CrashPointNamesTest} in {@code postbox-architecture} fails on a name in the main code that is
@@ -95,7 +102,8 @@ public final class CrashPoints {
           CONSUMER_AFTER_COMMIT_BEFORE_COMPLETED,
           CONSUMER_DURING_REBALANCE,
           CONSUMER_AFTER_EFFECT_BEFORE_IDEMPOTENCY_COMPLETE,
-          TRANSFORM_BEFORE_COMMIT);
+          TRANSFORM_BEFORE_COMMIT,
+          REQUESTER_AFTER_SEND);
 
   /** Marker printed to standard error just before the halt. */
   public static final String MARKER = "POSTBOX-CRASH";

@@ -70,6 +70,19 @@ import java.util.Map;
  * ({@code --transport rabbitmq}: topics are consistent-hash exchanges; the wholesale keys are
  * parked in {@code postbox_parked} as on Kafka).
  *
+ * <p>Request/reply ({@link PaymentsPhase}): the orders service asks the payments process to
+ * authorise each wholesale order's charge. {@code requests_sent}: requests the broker accepted,
+ * including {@code requests_resent} sent again with the same id on purpose; {@code
+ * replies_received}: requests answered within their timeout; {@code request_timeouts}: requests
+ * made to time out (held by payments); {@code late_replies}: their replies, which came afterwards
+ * and went to the late-reply listener; {@code replies_received + request_timeouts} must equal
+ * {@code requests_sent}. {@code duplicate_charges}: rows of the payments' effect table {@code
+ * payment_charges} (no unique constraint) minus the distinct orders charged, must be 0; {@code
+ * wholesale_orders_charged}: those distinct orders, must be every wholesale order. {@code
+ * payments_crashes}: halts of the payments process between a charge's commit and its reply; {@code
+ * rr_p50_ms}/{@code rr_p99_ms}: the round trips of the answered requests, from send to reply (the
+ * p99 includes the requests that waited for the payments restart).
+ *
  * <p>{@code ok} requires all of that, the topic checks ({@code missing}, {@code order_violations},
  * {@code unexpected} all 0) and that the injected crashes fired; {@code inconclusive} is true when
  * everything held but an armed crash ({@code relay_crashes}, {@code consumer_crashes}) did not
@@ -111,7 +124,17 @@ public record DemoReport(
     @JsonProperty("outage_seconds") int outageSeconds,
     @JsonProperty("metrics") Map<String, Double> metrics,
     @JsonProperty("trace_example") List<Map<String, Object>> traceExample,
-    @JsonProperty("transport") String transport) {
+    @JsonProperty("transport") String transport,
+    @JsonProperty("requests_sent") long requestsSent,
+    @JsonProperty("replies_received") long repliesReceived,
+    @JsonProperty("duplicate_charges") long duplicateCharges,
+    @JsonProperty("request_timeouts") long requestTimeouts,
+    @JsonProperty("late_replies") long lateReplies,
+    @JsonProperty("rr_p50_ms") double rrP50Ms,
+    @JsonProperty("rr_p99_ms") double rrP99Ms,
+    @JsonProperty("payments_crashes") int paymentsCrashes,
+    @JsonProperty("requests_resent") long requestsResent,
+    @JsonProperty("wholesale_orders_charged") long wholesaleOrdersCharged) {
 
   public DemoReport {
     metrics = java.util.Collections.unmodifiableMap(new java.util.TreeMap<>(metrics));
@@ -177,6 +200,21 @@ public record DemoReport(
                 + " delays)",
             parkedKeys, outageSeconds),
         String.format("    parked keys out of order %,d   (must be 0)", parkedOrderViolations),
+        "  payments (request/reply; its own process, halted once between a charge and its reply)",
+        String.format(
+            "    requests sent            %,d   (%,d again with the same id on purpose)",
+            requestsSent, requestsResent),
+        String.format(
+            "    replies / timeouts       %,d / %,d   (must add up to requests sent)",
+            repliesReceived, requestTimeouts),
+        String.format(
+            "    late replies             %,d   (to the late-reply listener)", lateReplies),
+        String.format(
+            "    orders charged           %,d   (each wholesale order once)",
+            wholesaleOrdersCharged),
+        String.format("    duplicate charges        %,d   (must be 0)", duplicateCharges),
+        String.format("    payments crashes         %d", paymentsCrashes),
+        String.format("    round trip p50 %.1f ms, p99 %.1f ms", rrP50Ms, rrP99Ms),
         String.format("  relay throughput (backlog) %,.0f events/s", relayEventsPerS),
         String.format("  orders placed              %,.0f orders/s", ordersPerS),
         String.format(

@@ -16,11 +16,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
 /**
- * Runs the relay processes and the inventory process on the test kit's {@link ProcessSupervisor}
- * and restarts any that dies. The first relay is armed to halt between the broker's acknowledgement
- * and the mark at the batch given by --crash-at-batch; the first inventory process is armed to halt
- * between an effect's commit and its offset commit at the delivery given by --consumer-crash-at.
- * Halts at a crash point are counted.
+ * Runs the relay processes, the inventory process and the payments process on the test kit's {@link
+ * ProcessSupervisor} and restarts any that dies. The first relay is armed to halt between the
+ * broker's acknowledgement and the mark at the batch given by --crash-at-batch; the first inventory
+ * process is armed to halt between an effect's commit and its offset commit at the delivery given
+ * by --consumer-crash-at; the first payments process between a charge's commit and its reply
+ * ({@link PaymentsPhase}). Halts at a crash point are counted.
  */
 final class DemoSupervisor {
 
@@ -35,7 +36,9 @@ final class DemoSupervisor {
       int crashAtBatch,
       int consumerCrashAt,
       Path workDir,
-      ShopTransport.Kind transport) {}
+      ShopTransport.Kind transport,
+      String paymentsTopic,
+      String paymentsGroup) {}
 
   /** A supervised process and what its crash point means. */
   private record Member(
@@ -49,6 +52,7 @@ final class DemoSupervisor {
   private final DemoMetrics metrics;
   private final AtomicInteger relayCrashes = new AtomicInteger();
   private final AtomicInteger consumerCrashes = new AtomicInteger();
+  private final AtomicInteger paymentsCrashes = new AtomicInteger();
   private final Map<Supervised, Member> members = new ConcurrentHashMap<>();
   private final List<Member> order = new ArrayList<>(); // in start order
   private final ProcessSupervisor supervisor =
@@ -70,6 +74,11 @@ final class DemoSupervisor {
     return consumerCrashes.get();
   }
 
+  /** Payments halts at its crash point so far. */
+  int paymentsCrashes() {
+    return paymentsCrashes.get();
+  }
+
   /** Starts the relays and the inventory, waits until each started, then supervises them. */
   void start() {
     for (int i = 0; i < settings.relays(); i++) {
@@ -87,6 +96,12 @@ final class DemoSupervisor {
         "consumer.after-effect-before-offset-commit (effect committed, offset not)",
         consumerCrashes,
         this::inventory);
+    add(
+        PAYMENTS,
+        false,
+        "consumer.after-commit-before-completed (charge committed, reply not sent)",
+        paymentsCrashes,
+        this::payments);
     // only the first incarnation is armed: the first relay's and the inventory's
     supervisor.armer(c -> c.incarnation() == 1 ? crashPointOf(members.get(c)) : Optional.empty());
     for (Member m : order) {
@@ -110,6 +125,10 @@ final class DemoSupervisor {
   }
 
   private Optional<String> crashPointOf(Member m) {
+    if (m.process().name().equals(PAYMENTS)) {
+      return Optional.of(
+          CrashPoints.CONSUMER_AFTER_COMMIT_BEFORE_COMPLETED + "@" + PaymentsPhase.CRASH_AT);
+    }
     if (m.relay()) {
       return m.process().name().equals(relayId(0)) && settings.crashAtBatch() > 0
           ? Optional.of("relay.after-ack-before-mark@" + settings.crashAtBatch())
@@ -118,6 +137,24 @@ final class DemoSupervisor {
     return settings.consumerCrashAt() > 0
         ? Optional.of("consumer.after-effect-before-offset-commit@" + settings.consumerCrashAt())
         : Optional.empty();
+  }
+
+  private static final String PAYMENTS = "payments";
+
+  private ChildJvm.Builder payments(Supervised c) {
+    return ChildJvm.builder(PaymentsProcess.class)
+        .args(
+            settings.jdbcUrl(),
+            settings.bootstrap(),
+            settings.paymentsTopic(),
+            settings.paymentsGroup(),
+            Integer.toString(c.incarnation()),
+            settings.transport().id())
+        .jvmOptions(
+            "-Xmx192m",
+            "--enable-native-access=ALL-UNNAMED",
+            "-Dorg.slf4j.simpleLogger.log.dev.postbox=debug")
+        .log(settings.workDir().resolve("payments.log"));
   }
 
   private static String relayId(int i) {

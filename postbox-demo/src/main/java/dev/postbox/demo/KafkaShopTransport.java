@@ -2,8 +2,11 @@ package dev.postbox.demo;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.postbox.core.Message;
+import dev.postbox.core.reply.LateReplyListener;
+import dev.postbox.core.reply.Requester;
 import dev.postbox.core.spi.DeadLetterStore.DeadLetter;
 import dev.postbox.kafka.KafkaDeadLetters;
+import dev.postbox.kafka.KafkaRequester;
 import dev.postbox.testkit.KafkaBroker;
 import dev.postbox.testkit.PostboxInfrastructure;
 import java.util.Optional;
@@ -45,6 +48,21 @@ final class KafkaShopTransport implements ShopTransport {
   public void createTopics(String ordersTopic, String stockTopic, String inventoryGroup) {
     kafka.createTopic(ordersTopic, 6);
     kafka.createTopic(stockTopic, 3);
+  }
+
+  @Override
+  public void createPaymentTopics(String requestTopic, String replyTopic, String paymentsGroup) {
+    kafka.createTopic(requestTopic, 3);
+    kafka.createTopic(replyTopic, 1);
+  }
+
+  @Override
+  public Requester requester(String replyTopic, LateReplyListener late) {
+    return KafkaRequester.builder(kafka.bootstrapServers(), replyTopic)
+        .name("orders")
+        .lateReplyListener(late)
+        .build()
+        .start();
   }
 
   @Override

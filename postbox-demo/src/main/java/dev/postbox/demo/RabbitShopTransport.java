@@ -10,9 +10,12 @@ import com.rabbitmq.client.LongString;
 import com.rabbitmq.client.impl.LongStringHelper;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.postbox.core.Message;
+import dev.postbox.core.reply.LateReplyListener;
+import dev.postbox.core.reply.Requester;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.DeadLetterStore.DeadLetter;
 import dev.postbox.rabbitmq.RabbitMessages;
+import dev.postbox.rabbitmq.RabbitRequester;
 import dev.postbox.rabbitmq.RabbitTopology;
 import dev.postbox.testkit.RabbitMqServer;
 import java.nio.charset.StandardCharsets;
@@ -125,6 +128,20 @@ final class RabbitShopTransport implements ShopTransport {
       RabbitTopology.declareShards(ch, OBSERVER, ordersTopic, SHARDS);
       RabbitTopology.declareShards(ch, AUDIT, stockTopic, 1);
     }
+  }
+
+  @Override
+  public void createPaymentTopics(String requestTopic, String replyTopic, String paymentsGroup)
+      throws Exception {
+    try (Connection c = connect("shop-setup");
+        Channel ch = c.createChannel()) {
+      RabbitTopology.declareShards(ch, paymentsGroup, requestTopic, SHARDS);
+    }
+  }
+
+  @Override
+  public Requester requester(String replyTopic, LateReplyListener late) {
+    return RabbitRequester.builder(uri).name("orders").lateReplyListener(late).build().start();
   }
 
   @Override

@@ -116,9 +116,14 @@ final class ShopDemo {
     String stockTopic = "shop.stock." + schema;
     String inventory = "inventory-" + schema; // group ids are broker-wide; schemas are not
     transport.createTopics(topic, stockTopic, inventory);
+    String paymentsTopic = "shop.payments." + schema;
+    String replyTopic = "shop.payment-replies." + schema;
+    String payments = "payments-" + schema;
+    transport.createPaymentTopics(paymentsTopic, replyTopic, payments);
     try (HikariDataSource ds = pg.dataSource(schema, options.writers() + 2)) {
       PostboxMigrations.migrate(ds);
       ShopSchema.create(ds, options.customers());
+      PaymentsPhase.createTables(ds);
       metrics = DemoMetrics.start(options.metricsPort(), ds, transport.lagBootstrap(), inventory);
       out.printf("metrics: %s (Prometheus text format)%n", metrics.url());
 
@@ -145,7 +150,9 @@ final class ShopDemo {
                   options.crashAtBatch(),
                   options.consumerCrashAt(),
                   options.workDir(),
-                  kind),
+                  kind,
+                  paymentsTopic,
+                  payments),
               out,
               metrics);
       try {
@@ -188,6 +195,10 @@ final class ShopDemo {
         // other waited for a share, and the figure measured that recovery, not the relays.)
         double relayRate = drainBacklog(ds, topic, load, observer);
         observer.awaitConsumed(load.committedCount());
+        // Request/reply: the orders service asks the payments process to authorise the wholesale
+        // orders' charges (while the warehouse is still down; payments does not need it).
+        PaymentsPhase.Result paid =
+            new PaymentsPhase(out, options.timeout()).run(ds, transport, paymentsTopic, replyTopic);
         long outageLeft =
             Duration.ofSeconds(options.outageSeconds()).toNanos()
                 - (System.nanoTime() - outageStart);
@@ -240,7 +251,8 @@ final class ShopDemo {
                 replay,
                 appliedAfterReplay,
                 scraped,
-                traceExample));
+                traceExample,
+                paid));
       } finally {
         supervisor.stop();
         consuming.set(false);
@@ -280,7 +292,8 @@ final class ShopDemo {
       PoisonAndReplay.Replay replay,
       long appliedAfterReplay,
       Map<String, Double> scraped,
-      List<Map<String, Object>> traceExample) {}
+      List<Map<String, Object>> traceExample,
+      PaymentsPhase.Result payments) {}
 
   /**
    * The report, after every process stopped: the observer's history, the inventory's figures from
@@ -303,7 +316,8 @@ final class ShopDemo {
     boolean inconclusive =
         (options.crashAtBatch() > 0 && supervisor.relayCrashes() == 0)
             || (options.consumerCrashAt() > 0 && supervisor.consumerCrashes() == 0)
-            || (options.outageSeconds() > 0 && failures.parkedKeys().isEmpty());
+            || (options.outageSeconds() > 0 && failures.parkedKeys().isEmpty())
+            || supervisor.paymentsCrashes() == 0;
     boolean invariants =
         h.ok()
             && inv.effectsApplied() == orders
@@ -314,7 +328,8 @@ final class ShopDemo {
             && deadLettered == f.poison().unfixable()
             && f.replay().replayed() == PoisonAndReplay.UNKNOWN_PRODUCT
             && f.appliedAfterReplay() == f.replay().replayed()
-            && parkedOrderViolations == 0;
+            && parkedOrderViolations == 0
+            && f.payments().ok();
     boolean ok = invariants && !inconclusive;
     return new DemoReport(
         orders,
@@ -352,7 +367,17 @@ final class ShopDemo {
         options.outageSeconds(),
         f.scraped(),
         f.traceExample(),
-        kind.id());
+        kind.id(),
+        f.payments().requestsSent(),
+        f.payments().repliesReceived(),
+        f.payments().duplicateCharges(),
+        f.payments().requestTimeouts(),
+        f.payments().lateReplies(),
+        f.payments().p50(),
+        f.payments().p99(),
+        supervisor.paymentsCrashes(),
+        f.payments().resent(),
+        f.payments().ordersCharged());
   }
 
   /** The trace of the first replayed message (printed, and a list of steps for the report). */

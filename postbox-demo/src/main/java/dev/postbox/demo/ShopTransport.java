@@ -2,6 +2,8 @@ package dev.postbox.demo;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.postbox.core.Message;
+import dev.postbox.core.reply.LateReplyListener;
+import dev.postbox.core.reply.Requester;
 import dev.postbox.core.spi.DeadLetterStore.DeadLetter;
 import java.util.Locale;
 import java.util.Optional;
@@ -61,6 +63,20 @@ sealed interface ShopTransport permits KafkaShopTransport, RabbitShopTransport {
    * the observer, so that no message is unroutable or published before its queue exists.
    */
   void createTopics(String ordersTopic, String stockTopic, String inventoryGroup) throws Exception;
+
+  /**
+   * Creates what the payments' request/reply needs ({@link PaymentsPhase}): the request topic
+   * (Kafka: with {@code replyTopic}, the orders service's reply topic; RabbitMQ: the payments
+   * subscription's ({@code paymentsGroup}) queues, so that no request is unroutable).
+   */
+  void createPaymentTopics(String requestTopic, String replyTopic, String paymentsGroup)
+      throws Exception;
+
+  /**
+   * The orders service's requester, started: on Kafka it reads partition 0 of {@code replyTopic};
+   * on RabbitMQ an exclusive reply queue of its own. Late replies go to {@code late}.
+   */
+  Requester requester(String replyTopic, LateReplyListener late);
 
   /** Kafka's bootstrap servers for the consumer-lag gauges; empty on RabbitMQ. */
   Optional<String> lagBootstrap();

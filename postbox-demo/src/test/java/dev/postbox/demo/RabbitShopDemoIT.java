@@ -66,6 +66,7 @@ class RabbitShopDemoIT {
     JsonNode node = new ObjectMapper().readTree(Files.readString(json));
     assertThat(node.get("transport").asText()).isEqualTo("rabbitmq");
     assertThat(node.get("effects_applied").asLong()).isEqualTo(orders);
+    PaymentsChecks.check(report, node, output);
   }
 
   /** Keeps the demo's output for the assertions and shows it as it comes (a long run). */

@@ -18,7 +18,9 @@ import org.junit.jupiter.api.io.TempDir;
  * order.created twice), the inventory process (halted once between an effect's commit and its
  * offset commit), poison messages (dead-lettered, the fixable ones replayed after the fix), a
  * warehouse outage of 15 s (wholesale keys parked, drained in order; shorter outages ended before a
- * slow CI machine delivered the wholesale orders, and no key parked) and the published JSON report.
+ * slow CI machine delivered the wholesale orders, and no key parked), the payments process
+ * answering the wholesale orders' charge requests (halted once between a charge and its reply;
+ * requests sent again; some timed out) and the published JSON report.
  */
 class ShopDemoIT {
 
@@ -67,6 +69,8 @@ class ShopDemoIT {
     assertThat(report.parkedKeys()).as(output).isPositive();
     assertThat(report.parkedOrderViolations()).isZero();
 
+    System.out.println(output);
+    System.out.println(report.toText());
     Path json = dir.resolve("report.json");
     report.writeJson(json);
     JsonNode node = new ObjectMapper().readTree(Files.readString(json));
@@ -96,5 +100,6 @@ class ShopDemoIT {
     }
     assertThat(node.get("effects_applied").asLong()).isEqualTo(orders);
     assertThat(node.get("stock_actual").asLong()).isEqualTo(node.get("stock_expected").asLong());
+    PaymentsChecks.check(report, node, output);
   }
 }

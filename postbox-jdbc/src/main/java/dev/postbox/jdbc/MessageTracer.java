@@ -461,22 +461,35 @@ public final class MessageTracer {
       }
     }
     String sql =
-        "SELECT consumer, processed_at FROM "
+        "SELECT consumer, processed_at, result, result_content_type FROM "
             + prefix
             + "postbox_inbox WHERE message_id = ANY (?) ORDER BY processed_at";
     try (PreparedStatement ps = c.prepareStatement(sql)) {
       ps.setArray(1, c.createArrayOf("uuid", keys.toArray()));
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
+          byte[] result = rs.getBytes(3);
+          String detail = "effect committed by " + rs.getString(1) + " (inbox record)";
+          Map<String, String> attributes = Map.of();
+          if (result != null) {
+            // the handler's stored result (a responder's reply): what a repeated id gets back
+            String text = new String(result, java.nio.charset.StandardCharsets.UTF_8);
+            String shown = text.length() > 200 ? text.substring(0, 200) + "..." : text;
+            UUID replyId = dev.postbox.core.engine.reply.ResponderHandler.replyId(id);
+            detail += "; stored result (" + rs.getString(4) + "): " + shown;
+            detail += "; a responder's reply to it has id " + replyId;
+            attributes =
+                attrs(
+                    "stored_result",
+                    text,
+                    "stored_result_content_type",
+                    rs.getString(4),
+                    "reply_id",
+                    replyId.toString());
+          }
           steps.add(
               new Ranked(
-                  new Step(
-                      instant(rs, 2),
-                      "processed",
-                      rs.getString(1),
-                      "effect committed by " + rs.getString(1) + " (inbox record)",
-                      Map.of()),
-                  9));
+                  new Step(instant(rs, 2), "processed", rs.getString(1), detail, attributes), 9));
         }
       }
     }

@@ -8,6 +8,7 @@ import dev.postbox.core.spi.DeadLetterStore.Header;
 import dev.postbox.core.spi.ParkingStore;
 import dev.postbox.testkit.PostboxTest;
 import dev.postbox.testkit.PostboxTestContext;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.time.Duration;
@@ -57,6 +58,31 @@ class MessageTracerTest {
     assertThat(t.steps().get(1).attributes())
         .containsEntry("key", "o-1")
         .containsEntry("topic", "orders");
+  }
+
+  @Test
+  void aRequestsInboxRecordShowsItsStoredReply(PostboxTestContext ctx) throws Exception {
+    PostboxMigrations.migrate(ctx.dataSource());
+    UUID request = UUID.randomUUID();
+    try (Connection c = ctx.dataSource().getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "INSERT INTO postbox_inbox (consumer, message_id, result, result_content_type)"
+                    + " VALUES ('payments', ?, ?, 'application/json')")) {
+      ps.setObject(1, request);
+      ps.setBytes(2, "{\"authorised\":true,\"charge\":7}".getBytes(StandardCharsets.UTF_8));
+      ps.executeUpdate();
+    }
+    MessageTrace t = MessageTracer.postgres(ctx.dataSource()).trace(request);
+    MessageTrace.Step processed =
+        t.steps().stream().filter(s -> s.step().equals("processed")).findFirst().orElseThrow();
+    assertThat(processed.by()).isEqualTo("payments");
+    assertThat(processed.detail()).contains("stored result").contains("\"charge\":7");
+    assertThat(processed.attributes())
+        .containsEntry("stored_result", "{\"authorised\":true,\"charge\":7}")
+        .containsEntry("stored_result_content_type", "application/json")
+        .containsEntry(
+            "reply_id", dev.postbox.core.engine.reply.ResponderHandler.replyId(request).toString());
   }
 
   @Test

@@ -4,6 +4,7 @@ import dev.postbox.core.DecodingException;
 import dev.postbox.core.Message;
 import dev.postbox.core.engine.reply.RequestTransport;
 import dev.postbox.core.engine.reply.RequesterEngine;
+import dev.postbox.core.reply.DurableRequests;
 import dev.postbox.core.reply.LateReplyListener;
 import dev.postbox.core.reply.Reply;
 import dev.postbox.core.reply.Requester;
@@ -117,6 +118,20 @@ public final class KafkaRequester implements Requester {
             b.ticker,
             b.sleeper,
             RequesterEngine.VIRTUAL_THREADS);
+  }
+
+  /**
+   * Durable requests answered on partition 0 of {@code replyTopic}: written through the outbox in
+   * the caller's transaction, their replies read by an {@code EFFECTIVELY_ONCE} subscription on
+   * {@code replyTopic} with {@link DurableRequests#replyHandler} (see {@link DurableRequests}).
+   */
+  public static DurableRequests durableRequests(String replyTopic) {
+    return durableRequests(replyTopic, 0);
+  }
+
+  /** Durable requests answered on {@code partition} of {@code replyTopic}. */
+  public static DurableRequests durableRequests(String replyTopic, int partition) {
+    return DurableRequests.replyingTo(new KafkaReplyAddress(replyTopic, partition).toString());
   }
 
   /** A builder for a requester reading its replies from {@code replyTopic}. */

@@ -28,7 +28,8 @@ import picocli.CommandLine.Option;
           + " (nothing lost, nothing dead-lettered, nothing applied twice, per-key order, offsets,"
           + " zombies, recovery time). Exit code 0 when every scenario passed, 1 on a violation, 3"
           + " when inconclusive (a scheduled fault did not fire, no offset sample, nothing parked"
-          + " in the parking scenario...), 2 on a usage error."
+          + " in the parking scenario...), 2 on a usage error. --scenarios request-reply runs the"
+          + " request/reply scenario alone (responder and requester crash points)."
     })
 public final class VerifyCli implements Callable<Integer> {
 
@@ -165,8 +166,12 @@ public final class VerifyCli implements Callable<Integer> {
           new CommandLine(this), "--transport: kafka or rabbitmq, not " + transport);
     }
     boolean redisWindow = scenarios.isEmpty() || scenarios.contains(REDIS_WINDOW);
-    if (!scenarios.isEmpty() && scenarios.stream().allMatch(REDIS_WINDOW::equals)) {
-      return redisWindow(s, d, Report.OK); // the campaign's own scenarios are not asked for
+    boolean requestReply = scenarios.isEmpty() || scenarios.contains(REQUEST_REPLY);
+    java.util.Set<String> ownRuns = java.util.Set.of(REDIS_WINDOW, REQUEST_REPLY);
+    if (!scenarios.isEmpty() && scenarios.stream().allMatch(ownRuns::contains)) {
+      // the campaign's own scenarios are not asked for
+      int code = redisWindow ? redisWindow(s, d, Report.OK) : Report.OK;
+      return requestReply ? requestReply(s, d, code) : code;
     }
     settings =
         new Campaign.Settings(
@@ -176,7 +181,7 @@ public final class VerifyCli implements Callable<Integer> {
             settings.targetInjections(),
             settings.recoveryBound(),
             settings.rate(),
-            scenarios.stream().filter(n -> !n.equals(REDIS_WINDOW)).toList(),
+            scenarios.stream().filter(n -> !ownRuns.contains(n)).toList(),
             settings.dir(),
             settings.minFires(),
             settings.relay());
@@ -203,7 +208,28 @@ public final class VerifyCli implements Callable<Integer> {
       report.writeJson(reportJson);
     }
     System.out.println("fault log and process logs: " + d.toAbsolutePath());
-    return redisWindow ? redisWindow(s, d, report.exitCode()) : report.exitCode();
+    int code = redisWindow ? redisWindow(s, d, report.exitCode()) : report.exitCode();
+    return requestReply ? requestReply(s, d, code) : code;
+  }
+
+  /** The scenario name of {@link RequestReplyScenario} (its own report section and JSON file). */
+  static final String REQUEST_REPLY = RequestReplyScenario.NAME;
+
+  /** Runs the request-reply scenario; returns the exit code combined with {@code campaignExit}. */
+  private int requestReply(long s, Path d, int campaignExit) throws Exception {
+    RequestReplyScenario.Result r =
+        new RequestReplyScenario(s, d.toAbsolutePath().resolve(REQUEST_REPLY), System.out)
+            .run(quick ? 300 : 2_000, quick ? 2 : 5, Duration.ofSeconds(30));
+    RequestReplyScenario.print(r, System.out);
+    new com.fasterxml.jackson.databind.ObjectMapper()
+        .writerWithDefaultPrettyPrinter()
+        .writeValue(d.resolve(REQUEST_REPLY + ".json").toFile(), r);
+    if (campaignExit == Report.VIOLATION || r.violations() > 0) {
+      return Report.VIOLATION;
+    }
+    return campaignExit == Report.INCONCLUSIVE || r.inconclusive()
+        ? Report.INCONCLUSIVE
+        : campaignExit;
   }
 
   /** The scenario name of {@link RedisWindow} (its own report section and JSON file). */

@@ -1,5 +1,6 @@
 package dev.postbox.core.engine.reply;
 
+import dev.postbox.core.CrashPoints;
 import dev.postbox.core.Message;
 import dev.postbox.core.reply.LateReplyListener;
 import dev.postbox.core.reply.Reply;
@@ -93,6 +94,16 @@ public final class RequesterEngine implements Requester {
 
   /** The request as sent: correlation id = its id, the reply address, the current trace context. */
   Message stamped(Message request) {
+    return stamp(request, transport.replyAddress());
+  }
+
+  /**
+   * {@code request} with correlation id = its id, header {@code reply-to} = {@code replyAddress}
+   * and the current trace context (also a durable request's form).
+   *
+   * @throws IllegalArgumentException if its correlation id is set and is not its id
+   */
+  public static Message stamp(Message request, String replyAddress) {
     String id = request.id().toString();
     if (request.correlationId().isPresent() && !request.correlationId().get().equals(id)) {
       throw new IllegalArgumentException(
@@ -103,7 +114,7 @@ public final class RequesterEngine implements Requester {
               + "'; a request's correlation id is its message id (leave it unset)");
     }
     Map<String, String> headers = new LinkedHashMap<>(request.headers());
-    headers.put(RequestReplyHeaders.REPLY_TO, transport.replyAddress());
+    headers.put(RequestReplyHeaders.REPLY_TO, replyAddress);
     return new Message(
         request.id(),
         request.topic(),
@@ -141,6 +152,7 @@ public final class RequesterEngine implements Requester {
         pending.sendFailed(stamped.id(), error);
       } else {
         pending.sent();
+        CrashPoints.hit(CrashPoints.REQUESTER_AFTER_SEND);
       }
     });
     return future;

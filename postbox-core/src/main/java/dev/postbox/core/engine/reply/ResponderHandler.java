@@ -87,8 +87,11 @@ public final class ResponderHandler implements MessageHandler {
     return b.build();
   }
 
-  /** The reply's id: the same for every reply to one request, so a resent reply is the same. */
-  static UUID replyId(UUID requestId) {
+  /**
+   * The reply's id: the same for every reply to one request, so a resent reply is the same (also
+   * what {@code ./postbox trace} shows as a stored result's reply id).
+   */
+  public static UUID replyId(UUID requestId) {
     return UUID.nameUUIDFromBytes(("postbox-reply:" + requestId).getBytes(StandardCharsets.UTF_8));
   }
 
