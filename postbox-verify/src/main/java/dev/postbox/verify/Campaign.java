@@ -97,15 +97,13 @@ final class Campaign implements AutoCloseable {
       throws Exception {
     env.start();
     ScenarioRunner runner = new ScenarioRunner(settings, out, log, env);
-    List<Scenario> scenarios =
-        Scenario.all().stream()
-            .filter(s -> settings.only().isEmpty() || settings.only().contains(s.name()))
-            .toList();
+    List<Scenario> scenarios = Scenario.selected(settings.only());
     Map<String, ScenarioResult> results = new LinkedHashMap<>();
     long injections = 0;
     int round = 0;
     while (round < settings.minRounds() || injections < settings.targetInjections()) {
       round++;
+      long before = injections;
       for (Scenario s : scenarios) {
         ScenarioResult r = runner.run(s, round);
         injections += r.injections();
@@ -123,6 +121,11 @@ final class Campaign implements AutoCloseable {
             r.inconclusive() ? ", INCONCLUSIVE " + r.inconclusiveReasons() : "",
             injections);
         out.flush();
+      }
+      if (injections == before) {
+        // nothing could be injected (e.g. only the partitions scenario, without namespaces)
+        out.println("no fault injected in round " + round + "; stopping");
+        break;
       }
     }
     return List.copyOf(results.values());
