@@ -95,9 +95,22 @@ final class Campaign implements AutoCloseable {
    */
   List<ScenarioResult> run(java.util.function.Consumer<List<ScenarioResult>> progress)
       throws Exception {
+    List<Scenario> scenarios = Scenario.selected(settings.only());
+    if (!scenarios.isEmpty() && scenarios.stream().allMatch(Scenario::partitions)) {
+      java.util.Optional<String> noNetwork = NetworkPartitions.unavailable();
+      if (noNetwork.isPresent()) {
+        // nothing else to run: report it without starting the servers and the fleet
+        List<ScenarioResult> notRun = new java.util.ArrayList<>();
+        for (Scenario s : scenarios) {
+          out.println(s.name() + ": INCONCLUSIVE, not run: " + noNetwork.get());
+          notRun.add(ScenarioRunner.notRun(s, noNetwork.get()));
+        }
+        progress.accept(List.copyOf(notRun));
+        return List.copyOf(notRun);
+      }
+    }
     env.start();
     ScenarioRunner runner = new ScenarioRunner(settings, out, log, env);
-    List<Scenario> scenarios = Scenario.selected(settings.only());
     Map<String, ScenarioResult> results = new LinkedHashMap<>();
     long injections = 0;
     int round = 0;

@@ -84,6 +84,9 @@ final class NetworkPartitions implements AutoCloseable {
       throw new IllegalStateException("no free slot for the partitions' namespaces");
     }
     NetworkPartitions n = new NetworkPartitions(slot);
+    // also on Ctrl-C or SIGTERM of the harness (not after its kill -9: then ip netns delete by
+    // hand)
+    Runtime.getRuntime().addShutdownHook(new Thread(n::close, "postbox-partitions-cleanup"));
     try {
       n.setUp();
     } catch (RuntimeException e) {
@@ -93,7 +96,7 @@ final class NetworkPartitions implements AutoCloseable {
     return n;
   }
 
-  private void setUp() {
+  private synchronized void setUp() {
     String p = "10.213." + slot + ".";
     for (String a : List.of(postgresAddress(), kafkaAddress())) {
       run(true, "ip", "addr", "add", a + "/32", "dev", "lo");
@@ -184,7 +187,7 @@ final class NetworkPartitions implements AutoCloseable {
   }
 
   @Override
-  public void close() {
+  public synchronized void close() {
     for (String c : cleanup) {
       try {
         run(true, c.split(" "));

@@ -364,7 +364,7 @@ final class ScenarioRunner {
   }
 
   /** The result of a scenario that could not run here: inconclusive, for {@code why}. */
-  private static ScenarioResult notRun(Scenario s, String why) {
+  static ScenarioResult notRun(Scenario s, String why) {
     HistoryChecker.Findings none =
         new HistoryChecker.Findings(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false);
     return new ScenarioResult(
