@@ -350,6 +350,11 @@ public final class KafkaRelayPublisher implements RelayPublisher {
   }
 
   @Override
+  public void checkAccess() {
+    AccessCheck.check(config, "relay publisher");
+  }
+
+  @Override
   public void close() {
     closed = true;
     topicChecks.close();
@@ -416,6 +421,17 @@ public final class KafkaRelayPublisher implements RelayPublisher {
     /** Sets a producer property (for example {@code delivery.timeout.ms}, security settings). */
     public Builder producerProperty(String name, Object value) {
       config.put(name, value);
+      return this;
+    }
+
+    /**
+     * Authenticates and encrypts the connection (SASL_SSL with SCRAM). The relay then checks at
+     * start that the cluster accepts the credentials and fails with {@link
+     * KafkaAccessDeniedException} if not. The properties it stands for ({@link
+     * KafkaSecurity#clientProperties()}) must not also be set with {@link #producerProperty}.
+     */
+    public Builder security(KafkaSecurity security) {
+      config.security(java.util.Objects.requireNonNull(security, "security").clientProperties());
       return this;
     }
 

@@ -152,11 +152,14 @@ public final class KafkaSubscriber implements AutoCloseable {
    *     inbox retention is shorter than a topic's {@code retention.ms}, unless forced
    * @throws IdempotencyTtlTooShortException for a {@code DEDUPLICATED} subscription whose
    *     idempotency TTL is shorter than a topic's {@code retention.ms}, unless forced
+   * @throws KafkaAccessDeniedException when the consumer is configured with security (SASL or SSL)
+   *     and the cluster refuses its credentials or the TLS handshake fails
    */
   public synchronized void start() {
     if (pollThread != null) {
       throw new IllegalStateException("already started");
     }
+    AccessCheck.check(config, "subscription '" + subscription.name() + "'");
     if (settings.inbox().isPresent()) {
       RetentionChecks.checkInboxRetention(config, subscription, settings.forceInboxRetention());
     }
@@ -423,6 +426,18 @@ public final class KafkaSubscriber implements AutoCloseable {
     /** Sets how often dedupe records older than the inbox retention are purged (default 10 min). */
     public Builder inboxPurgeInterval(Duration interval) {
       settings.inboxPurgeInterval(interval);
+      return this;
+    }
+
+    /**
+     * Authenticates and encrypts the connections (SASL_SSL with SCRAM), also of the retry topics'
+     * clients. {@link KafkaSubscriber#start()} then checks that the cluster accepts the credentials
+     * and fails with {@link KafkaAccessDeniedException} if not. The properties it stands for
+     * ({@link KafkaSecurity#clientProperties()}) must not also be set with {@link
+     * #consumerProperty}.
+     */
+    public Builder security(KafkaSecurity security) {
+      settings.security(security);
       return this;
     }
 

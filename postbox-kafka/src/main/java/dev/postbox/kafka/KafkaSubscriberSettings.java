@@ -119,6 +119,7 @@ record KafkaSubscriberSettings(
     private OpenTelemetry openTelemetry;
     private Ticker ticker = Ticker.SYSTEM;
     private Sleeper sleeper = Sleeper.SYSTEM;
+    private Map<String, Object> security = Map.of();
 
     Builder(String bootstrapServers, Subscription subscription) {
       Objects.requireNonNull(bootstrapServers, "bootstrapServers");
@@ -209,6 +210,10 @@ record KafkaSubscriberSettings(
       config.put(name, Objects.requireNonNull(value, "value"));
     }
 
+    void security(KafkaSecurity security) {
+      this.security = Objects.requireNonNull(security, "security").clientProperties();
+    }
+
     void time(Ticker ticker, Sleeper sleeper) {
       this.ticker = Objects.requireNonNull(ticker, "ticker");
       this.sleeper = Objects.requireNonNull(sleeper, "sleeper");
@@ -253,7 +258,7 @@ record KafkaSubscriberSettings(
       }
       return new KafkaSubscriberSettings(
           subscription,
-          Map.copyOf(config),
+          Map.copyOf(dev.postbox.kafka.internal.ClientSettings.withSecurity(config, security)),
           handler,
           batchHandler,
           Optional.ofNullable(inbox),

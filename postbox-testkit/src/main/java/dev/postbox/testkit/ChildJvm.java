@@ -59,6 +59,7 @@ public final class ChildJvm implements AutoCloseable {
   private final Map<String, String> environment;
   private final Path log;
   private final boolean dieWithParent;
+  private final List<String> launcher;
 
   private volatile Process process;
   private volatile long runLogOffset;
@@ -75,6 +76,7 @@ public final class ChildJvm implements AutoCloseable {
     this.workingDirectory = b.workingDirectory;
     this.environment = Map.copyOf(b.environment);
     this.dieWithParent = b.dieWithParent;
+    this.launcher = List.copyOf(b.launcher);
     this.log = b.log.orElseGet(() -> tempLog(mainClass));
   }
 
@@ -346,7 +348,7 @@ public final class ChildJvm implements AutoCloseable {
   }
 
   private List<String> buildCommand() {
-    List<String> cmd = new ArrayList<>();
+    List<String> cmd = new ArrayList<>(launcher);
     cmd.add(javaExecutable.toString());
     cmd.addAll(jvmOptions);
     systemProperties.forEach((k, v) -> cmd.add("-D" + k + "=" + v));
@@ -478,6 +480,7 @@ public final class ChildJvm implements AutoCloseable {
     private Optional<Path> workingDirectory = Optional.empty();
     private Optional<Path> log = Optional.empty();
     private boolean dieWithParent = true;
+    private final List<String> launcher = new ArrayList<>();
 
     private Builder(String mainClass) {
       if (Objects.requireNonNull(mainClass, "mainClass").isBlank()) {
@@ -530,6 +533,18 @@ public final class ChildJvm implements AutoCloseable {
     /** The {@code java} executable; default: the one running this JVM. */
     public Builder javaExecutable(Path java) {
       this.javaExecutable = Optional.of(java);
+      return this;
+    }
+
+    /**
+     * A command the {@code java} command line is handed to, for example {@code ip netns exec
+     * <namespace>} to run the JVM in a network namespace. It must replace itself with the JVM
+     * ({@code exec}), so that the process id, {@link #kill()} and {@link #pause()} stay the JVM's.
+     * Default: none.
+     */
+    public Builder launcher(String... command) {
+      launcher.clear();
+      launcher.addAll(List.of(command));
       return this;
     }
 

@@ -116,6 +116,16 @@ public interface KafkaBroker extends AutoCloseable {
   /** The log file of an embedded broker (its standard output and standard error). */
   Optional<Path> log();
 
+  /**
+   * The SASL_SSL listener (SCRAM-SHA-512 over TLS) of an embedded broker built with {@link
+   * Builder#saslSsl}; empty otherwise.
+   *
+   * @throws IllegalStateException if the embedded broker was never started
+   */
+  default Optional<KafkaSaslSslListener> saslSsl() {
+    return Optional.empty();
+  }
+
   /** How long the last {@link #start()} took until the broker was ready, if it ever started. */
   Optional<Duration> lastStartupTime();
 
@@ -137,8 +147,34 @@ public interface KafkaBroker extends AutoCloseable {
     private final Map<String, String> brokerProperties = new LinkedHashMap<>();
     private final List<String> jvmOptions = new ArrayList<>();
     private Optional<String> classPath = Optional.empty();
+    private String host = "127.0.0.1";
+    private Optional<String[]> scramUser = Optional.empty();
 
     private Builder() {}
+
+    /**
+     * The address the broker listens on and advertises (default {@code 127.0.0.1}): for example an
+     * address of a veth interface, so that processes in another network namespace can reach it.
+     */
+    public Builder host(String host) {
+      this.host = Objects.requireNonNull(host);
+      return this;
+    }
+
+    /**
+     * Adds a SASL_SSL listener (TLS with a self-signed certificate generated at the first start,
+     * SCRAM-SHA-512 with the user {@code username}, created when the storage is formatted) next to
+     * the plaintext one, which the broker itself and {@link KafkaBroker#createTopic} keep using.
+     * See {@link KafkaBroker#saslSsl()}.
+     */
+    public Builder saslSsl(String username, String password) {
+      if (!username.matches("[A-Za-z0-9._-]{1,64}") || !password.matches("[A-Za-z0-9._-]{1,64}")) {
+        throw new IllegalArgumentException(
+            "the SCRAM user and password must be 1 to 64 characters of [A-Za-z0-9._-]");
+      }
+      this.scramUser = Optional.of(new String[] {username, password});
+      return this;
+    }
 
     /**
      * The data directory (configuration, log, partitions). Default: a new temporary directory,
@@ -191,7 +227,10 @@ public interface KafkaBroker extends AutoCloseable {
               startupTimeout,
               Map.copyOf(brokerProperties),
               List.copyOf(jvmOptions),
-              classPath));
+              classPath,
+              host,
+              scramUser.map(u -> u[0]),
+              scramUser.map(u -> u[1])));
     }
   }
 }

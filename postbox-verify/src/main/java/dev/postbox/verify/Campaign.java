@@ -95,17 +95,28 @@ final class Campaign implements AutoCloseable {
    */
   List<ScenarioResult> run(java.util.function.Consumer<List<ScenarioResult>> progress)
       throws Exception {
+    List<Scenario> scenarios = Scenario.selected(settings.only());
+    if (!scenarios.isEmpty() && scenarios.stream().allMatch(Scenario::partitions)) {
+      java.util.Optional<String> noNetwork = NetworkPartitions.unavailable();
+      if (noNetwork.isPresent()) {
+        // nothing else to run: report it without starting the servers and the fleet
+        List<ScenarioResult> notRun = new java.util.ArrayList<>();
+        for (Scenario s : scenarios) {
+          out.println(s.name() + ": INCONCLUSIVE, not run: " + noNetwork.get());
+          notRun.add(ScenarioRunner.notRun(s, noNetwork.get()));
+        }
+        progress.accept(List.copyOf(notRun));
+        return List.copyOf(notRun);
+      }
+    }
     env.start();
     ScenarioRunner runner = new ScenarioRunner(settings, out, log, env);
-    List<Scenario> scenarios =
-        Scenario.all().stream()
-            .filter(s -> settings.only().isEmpty() || settings.only().contains(s.name()))
-            .toList();
     Map<String, ScenarioResult> results = new LinkedHashMap<>();
     long injections = 0;
     int round = 0;
     while (round < settings.minRounds() || injections < settings.targetInjections()) {
       round++;
+      long before = injections;
       for (Scenario s : scenarios) {
         ScenarioResult r = runner.run(s, round);
         injections += r.injections();
@@ -123,6 +134,11 @@ final class Campaign implements AutoCloseable {
             r.inconclusive() ? ", INCONCLUSIVE " + r.inconclusiveReasons() : "",
             injections);
         out.flush();
+      }
+      if (injections == before) {
+        // nothing could be injected (e.g. only the partitions scenario, without namespaces)
+        out.println("no fault injected in round " + round + "; stopping");
+        break;
       }
     }
     return List.copyOf(results.values());

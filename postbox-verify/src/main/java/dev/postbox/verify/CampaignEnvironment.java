@@ -2,6 +2,7 @@ package dev.postbox.verify;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.postbox.jdbc.PostboxMigrations;
+import dev.postbox.testkit.ChildJvm;
 import dev.postbox.testkit.KafkaBroker;
 import dev.postbox.testkit.PostgresServer;
 import dev.postbox.verify.Fleet.Child;
@@ -45,6 +46,14 @@ final class CampaignEnvironment implements AutoCloseable {
   // whether the consumers run with ordered parking (the parking scenario); read at each start
   private volatile boolean consumerParking;
   private TransientFailures failures;
+  // the partitions scenario's namespaces, when it is selected and they can be made here
+  private Optional<NetworkPartitions> network = Optional.empty();
+  private Optional<String> networkUnavailable = Optional.empty();
+
+  /** The relay and the consumer that run in network namespaces for the partitions scenario. */
+  static final String PARTITIONED_RELAY = "relay-a";
+
+  static final String PARTITIONED_CONSUMER = "consumer-1";
 
   CampaignEnvironment(Campaign.Settings settings, PrintStream out, FaultLog log) {
     this.settings = settings;
@@ -76,6 +85,16 @@ final class CampaignEnvironment implements AutoCloseable {
     return producers;
   }
 
+  /** The namespaces of the partitions scenario, if it is selected and they could be made. */
+  Optional<NetworkPartitions> network() {
+    return network;
+  }
+
+  /** Why the partitions scenario's namespaces could not be made, if they could not. */
+  Optional<String> networkUnavailable() {
+    return networkUnavailable;
+  }
+
   TransientFailures failures() {
     return failures;
   }
@@ -105,18 +124,41 @@ final class CampaignEnvironment implements AutoCloseable {
   void start() throws Exception {
     Path dir = settings.dir();
     out.println("postbox verify: seed " + settings.seed() + ", report directory " + dir);
-    pg =
+    if (Scenario.selected(settings.only()).stream().anyMatch(Scenario::partitions)) {
+      networkUnavailable = NetworkPartitions.unavailable();
+      if (networkUnavailable.isEmpty()) {
+        network = Optional.of(NetworkPartitions.create());
+        out.println(
+            "partitions: "
+                + PARTITIONED_RELAY
+                + " and "
+                + PARTITIONED_CONSUMER
+                + " run in network namespaces; PostgreSQL on "
+                + network.get().postgresAddress()
+                + ", the broker on "
+                + network.get().kafkaAddress());
+      } else {
+        out.println("partitions: inconclusive here: " + networkUnavailable.get());
+      }
+    }
+    PostgresServer.Builder pgb =
         PostgresServer.builder()
             .directory(dir.resolve("postgres"))
-            .serverConfig("track_commit_timestamp", "on")
-            .build();
-    pg.start();
-    kafka =
+            .serverConfig("track_commit_timestamp", "on");
+    KafkaBroker.Builder kb =
         KafkaBroker.builder()
             .dataDirectory(dir.resolve("kafka"))
             .maxHeap("384m")
-            .startupTimeout(Duration.ofMinutes(3))
-            .build();
+            .startupTimeout(Duration.ofMinutes(3));
+    if (network.isPresent()) {
+      pgb.serverConfig("listen_addresses", "127.0.0.1," + network.get().postgresAddress())
+          .serverConfig(
+              "hba_file", NetworkPartitions.writeHbaFile(dir.resolve("network")).toString());
+      kb.host(network.get().kafkaAddress());
+    }
+    pg = pgb.build();
+    pg.start();
+    kafka = kb.build();
     kafka.start();
     String schema = pg.createSchema("verify");
     ds = pg.dataSource(schema, 4);
@@ -135,7 +177,10 @@ final class CampaignEnvironment implements AutoCloseable {
     checker.relayMode(settings.relay());
     fleet = new Fleet(log);
     failures = new TransientFailures(ds, log);
-    String jdbcUrl = pg.jdbcUrl(schema);
+    String jdbcUrl =
+        network
+            .map(n -> pg.jdbcUrl(schema).replace("//127.0.0.1:", "//" + n.postgresAddress() + ":"))
+            .orElse(pg.jdbcUrl(schema));
     String bootstrap = kafka.bootstrapServers();
     Path logs = dir.resolve("logs");
     for (int i = 0; i < Campaign.PRODUCERS; i++) {
@@ -169,7 +214,10 @@ final class CampaignEnvironment implements AutoCloseable {
           name,
           Role.RELAY,
           (incarnation, instance) ->
-              Fleet.jvm(RelayMain.class, logs, name, "128m")
+              inNamespace(
+                      Fleet.jvm(RelayMain.class, logs, name, "128m"),
+                      name,
+                      NetworkPartitions.Cut.RELAY_FROM_POSTGRES)
                   .args(
                       jdbcUrl,
                       bootstrap,
@@ -187,7 +235,10 @@ final class CampaignEnvironment implements AutoCloseable {
           name,
           Role.CONSUMER,
           (incarnation, instance) ->
-              Fleet.jvm(ConsumerMain.class, logs, name, "160m")
+              inNamespace(
+                      Fleet.jvm(ConsumerMain.class, logs, name, "160m"),
+                      name,
+                      NetworkPartitions.Cut.CONSUMER_FROM_KAFKA)
                   // its assignment, revocations and membership-fence waits, and its state file
                   .jvmOptions("-Dorg.slf4j.simpleLogger.log.dev.postbox.kafka=info")
                   .systemProperty(ConsumerStateFile.PROPERTY, stateFile(name).toString())
@@ -220,6 +271,18 @@ final class CampaignEnvironment implements AutoCloseable {
             + ", "
             + Campaign.PARTITIONS
             + " partitions)");
+  }
+
+  /** Runs the partitioned relay or consumer in its namespace (when there are namespaces). */
+  private ChildJvm.Builder inNamespace(ChildJvm.Builder b, String name, NetworkPartitions.Cut cut) {
+    boolean partitioned =
+        cut == NetworkPartitions.Cut.RELAY_FROM_POSTGRES
+            ? name.equals(PARTITIONED_RELAY)
+            : name.equals(PARTITIONED_CONSUMER);
+    if (network.isPresent() && partitioned) {
+      b.launcher(network.get().launcher(cut));
+    }
+    return b;
   }
 
   Path stateFile(String consumer) {
@@ -286,5 +349,6 @@ final class CampaignEnvironment implements AutoCloseable {
     if (pg != null) {
       pg.close();
     }
+    network.ifPresent(NetworkPartitions::close);
   }
 }

@@ -36,7 +36,11 @@ record Scenario(
     BROKER_RESTART("broker-kill-restart"),
     POSTGRES_RESTART("postgres-restart"),
     POSTGRES_CRASH("postgres-crash"),
-    POSTGRES_TERMINATE("pg-terminate-backend");
+    POSTGRES_TERMINATE("pg-terminate-backend"),
+    /** A relay (in its network namespace) cut off from PostgreSQL, not from the broker. */
+    PARTITION_RELAY_POSTGRES("partition-relay-postgres"),
+    /** A consumer (in its network namespace) cut off from the broker, not from PostgreSQL. */
+    PARTITION_CONSUMER_KAFKA("partition-consumer-kafka");
 
     final String kind;
 
@@ -68,6 +72,36 @@ record Scenario(
     return concat(PRODUCER_POINTS, RELAY_POINTS, CONSUMER_POINTS);
   }
 
+  /** The network partitions (root only; see {@link NetworkPartitions}). */
+  static final Set<Fault> PARTITION_FAULTS =
+      Set.of(Fault.PARTITION_RELAY_POSTGRES, Fault.PARTITION_CONSUMER_KAFKA);
+
+  /** The name of the partitions scenario. */
+  static final String PARTITIONS = "partitions";
+
+  /** Whether this scenario cuts the network (and so needs namespaces). */
+  boolean partitions() {
+    return external.stream().anyMatch(PARTITION_FAULTS::contains);
+  }
+
+  /**
+   * The scenarios run only when named ({@code --scenarios partitions}): the partitions scenario
+   * needs root and moves a relay and a consumer into network namespaces.
+   */
+  static List<Scenario> optional() {
+    return List.of(new Scenario(PARTITIONS, List.of(), 0, PARTITION_FAULTS));
+  }
+
+  /** The scenarios named in {@code only}, in campaign order, or {@link #all()} if it is empty. */
+  static List<Scenario> selected(List<String> only) {
+    if (only.isEmpty()) {
+      return all();
+    }
+    return java.util.stream.Stream.concat(all().stream(), optional().stream())
+        .filter(s -> only.contains(s.name()))
+        .toList();
+  }
+
   /** The scenarios, in campaign order. */
   static List<Scenario> all() {
     return List.of(
@@ -79,7 +113,11 @@ record Scenario(
         new Scenario("broker-restart", List.of(), 0, Set.of(Fault.BROKER_RESTART)),
         new Scenario("postgres-restart", List.of(), 0, DATABASE_FAULTS),
         new Scenario("parking", List.of(), 0, DATABASE_FAULTS, true),
-        new Scenario("mixed", allCrashPoints(), 1.0, Set.of(Fault.values())));
+        new Scenario(
+            "mixed",
+            allCrashPoints(),
+            1.0,
+            java.util.EnumSet.complementOf(java.util.EnumSet.copyOf(PARTITION_FAULTS))));
   }
 
   /** Which process role a crash point lives in. */

@@ -40,6 +40,7 @@ final class ScenarioRunner {
   private final ProcessFaults processFaults;
   private final BrokerFaults brokerFaults;
   private final DatabaseFaults databaseFaults;
+  private final PartitionFaults partitionFaults;
 
   /** A runner on {@code env}, which must be started. */
   ScenarioRunner(
@@ -54,10 +55,16 @@ final class ScenarioRunner {
     this.processFaults = new ProcessFaults(fleet, log);
     this.brokerFaults = new BrokerFaults(env, log);
     this.databaseFaults = new DatabaseFaults(env, log);
+    this.partitionFaults = new PartitionFaults(env, log);
   }
 
   /** Runs one round of {@code s}: arm, inject, heal, drain, check. */
   ScenarioResult run(Scenario s, int round) throws Exception {
+    if (s.partitions() && env.network().isEmpty()) {
+      String why = env.networkUnavailable().orElse("no network namespaces");
+      out.println(s.name() + ": INCONCLUSIVE, not run: " + why);
+      return notRun(s, why);
+    }
     int phase = env.nextPhase();
     log.beginScenario(s.name() + "#" + round);
     long scenarioSeed = settings.seed() ^ (s.name().hashCode() * 0x9E3779B97F4A7C15L) ^ round;
@@ -121,6 +128,7 @@ final class ScenarioRunner {
     for (Thread t : injectors) {
       t.join();
     }
+    partitionFaults.healAll();
     // heal: no more arming, producer stopped, armed processes restarted unarmed, servers up
     fleet.armer(c -> Optional.empty());
     for (Child p : env.producers()) {
@@ -316,6 +324,7 @@ final class ScenarioRunner {
       case POSTGRES_RESTART -> 6_000 + r.nextInt(4_000);
       case POSTGRES_CRASH -> 7_000 + r.nextInt(4_000);
       case POSTGRES_TERMINATE -> 1_000 + r.nextInt(1_500);
+      case PARTITION_RELAY_POSTGRES, PARTITION_CONSUMER_KAFKA -> 3_000 + r.nextInt(4_000);
     };
   }
 
@@ -350,6 +359,15 @@ final class ScenarioRunner {
       case KILL_9 -> processFaults.kill(f, r);
       case PAUSE_RELAY, PAUSE_CONSUMER -> processFaults.pause(f, r);
       case BROKER_RESTART -> brokerFaults.restart(f);
+      case PARTITION_RELAY_POSTGRES, PARTITION_CONSUMER_KAFKA -> partitionFaults.inject(f, r);
     }
+  }
+
+  /** The result of a scenario that could not run here: inconclusive, for {@code why}. */
+  static ScenarioResult notRun(Scenario s, String why) {
+    HistoryChecker.Findings none =
+        new HistoryChecker.Findings(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false);
+    return new ScenarioResult(
+        s.name(), 1, 0, Map.of(), Map.of(), none, 0, false, 0, List.of("not run: " + why));
   }
 }

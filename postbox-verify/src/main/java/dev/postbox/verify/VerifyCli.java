@@ -97,7 +97,13 @@ public final class VerifyCli implements Callable<Integer> {
               + " kill -9) on a private RabbitMQ node, or POSTBOX_RABBITMQ_URL.")
   String transport = "kafka";
 
-  @Option(names = "--scenarios", split = ",", description = "Only these scenarios (default: all).")
+  @Option(
+      names = "--scenarios",
+      split = ",",
+      description =
+          "Only these scenarios (default: all). 'partitions' (a relay cut off from PostgreSQL, a"
+              + " consumer cut off from the broker, in network namespaces; needs root and iproute2)"
+              + " runs only when named; without root it reports itself inconclusive.")
   List<String> scenarios = List.of();
 
   @Option(

@@ -61,6 +61,15 @@ public interface RelayPublisher extends AutoCloseable {
   default void lanesOwned(java.util.Collection<LaneLease> leases) throws InterruptedException {}
 
   /**
+   * Called once by the relay's {@code start()}, before it takes any lane: fails (with a {@link
+   * dev.postbox.core.PostboxException}) when the broker refuses this publisher's connection for a
+   * reason no retry can fix, such as rejected credentials or an untrusted certificate, so that a
+   * misconfigured relay fails at start instead of retrying its batches forever. An unreachable
+   * broker is not such a reason (the relay starts and retries). Default: no check.
+   */
+  default void checkAccess() {}
+
+  /**
    * Sends {@code messages} after {@code previous} (returned by {@link #send} or this method), which
    * may still be in flight: several batches in flight at once, for a relay that pipelines (the CDC
    * relay). The ordering contract above extends across the pair: if a message of {@code previous}

@@ -59,12 +59,14 @@ import javax.sql.DataSource;
 public final class CdcRelay implements AutoCloseable {
 
   private final CdcEngine engine;
+  private final RelayPublisher publisher;
   private final String instanceId;
   private final String slotName;
   private final String publicationName;
 
   private CdcRelay(CdcEngine.Config config, RelayPublisher publisher) {
     this.engine = new CdcEngine(config, publisher);
+    this.publisher = publisher;
     this.instanceId = config.instanceId();
     this.slotName = config.slotName();
     this.publicationName = config.publicationName();
@@ -84,9 +86,11 @@ public final class CdcRelay implements AutoCloseable {
   /**
    * Creates the publication and the slot if missing, then starts streaming (or standing by). Fails
    * with an {@link dev.postbox.jdbc.OutboxException} when the server or the role cannot do logical
-   * replication. May be called once.
+   * replication, and with the publisher's exception when the broker refuses its credentials ({@link
+   * RelayPublisher#checkAccess()}). May be called once.
    */
   public void start() {
+    publisher.checkAccess();
     engine.start();
   }
 

@@ -12,6 +12,7 @@ import java.util.Objects;
 public final class ClientSettings {
 
   private final Map<String, Object> config = new HashMap<>();
+  private Map<String, Object> security = Map.of();
 
   /** Settings for the cluster at {@code bootstrapServers} (must not be blank). */
   public ClientSettings(String bootstrapServers) {
@@ -26,6 +27,29 @@ public final class ClientSettings {
   public ClientSettings put(String name, Object value) {
     config.put(Objects.requireNonNull(name, "name"), Objects.requireNonNull(value, "value"));
     return this;
+  }
+
+  /**
+   * Sets the security properties (from {@code KafkaSecurity}); {@link #build} fails if any of them
+   * was also set with {@link #put}.
+   */
+  public ClientSettings security(Map<String, Object> properties) {
+    this.security = Map.copyOf(properties);
+    return this;
+  }
+
+  /** Fails if a property of {@code security} was also set in {@code config}; else merges them. */
+  public static Map<String, Object> withSecurity(
+      Map<String, Object> config, Map<String, Object> security) {
+    for (String name : security.keySet()) {
+      if (config.containsKey(name)) {
+        throw new IllegalArgumentException(
+            name + " is set both by security(...) and as a client property: use one of the two");
+      }
+    }
+    Map<String, Object> out = new HashMap<>(config);
+    out.putAll(security);
+    return out;
   }
 
   /** The current value of a property, if set. */
@@ -44,7 +68,7 @@ public final class ClientSettings {
         throw new IllegalArgumentException(name + " is fixed (" + why + ") and cannot be set");
       }
     }
-    Map<String, Object> out = new HashMap<>(config);
+    Map<String, Object> out = withSecurity(config, security);
     out.putAll(enforced);
     return out;
   }

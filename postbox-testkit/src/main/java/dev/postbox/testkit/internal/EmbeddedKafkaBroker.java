@@ -4,6 +4,7 @@ import dev.postbox.testkit.ChildJvm;
 import dev.postbox.testkit.ChildJvmExitedException;
 import dev.postbox.testkit.InfrastructureStartupException;
 import dev.postbox.testkit.KafkaBroker;
+import dev.postbox.testkit.KafkaSaslSslListener;
 import dev.postbox.testkit.LogLineTimeoutException;
 import java.io.IOException;
 import java.io.Reader;
@@ -34,7 +35,10 @@ public final class EmbeddedKafkaBroker implements KafkaBroker {
       Duration startupTimeout,
       Map<String, String> brokerProperties,
       List<String> jvmOptions,
-      Optional<String> classPath) {
+      Optional<String> classPath,
+      String host,
+      Optional<String> scramUser,
+      Optional<String> scramPassword) {
     public Settings {
       brokerProperties = Collections.unmodifiableMap(new LinkedHashMap<>(brokerProperties));
       jvmOptions = List.copyOf(jvmOptions);
@@ -55,6 +59,8 @@ public final class EmbeddedKafkaBroker implements KafkaBroker {
 
   private int port;
   private int controllerPort;
+  private int saslPort;
+  private TlsMaterial tls;
   private String clusterId;
   private String classPath;
   private volatile ChildJvm jvm;
@@ -83,7 +89,25 @@ public final class EmbeddedKafkaBroker implements KafkaBroker {
       throw new IllegalStateException(
           "the embedded Kafka broker was never started, so it has no port yet: call start()");
     }
-    return "127.0.0.1:" + port;
+    return settings.host() + ":" + port;
+  }
+
+  @Override
+  public synchronized Optional<KafkaSaslSslListener> saslSsl() {
+    if (settings.scramUser().isEmpty()) {
+      return Optional.empty();
+    }
+    if (saslPort == 0) {
+      throw new IllegalStateException(
+          "the embedded Kafka broker was never started, so it has no port yet: call start()");
+    }
+    return Optional.of(
+        new KafkaSaslSslListener(
+            settings.host() + ":" + saslPort,
+            settings.scramUser().get(),
+            settings.scramPassword().orElseThrow(),
+            tls.trustStore(),
+            tls.password()));
   }
 
   @Override
@@ -250,7 +274,9 @@ public final class EmbeddedKafkaBroker implements KafkaBroker {
 
   @Override
   public String toString() {
-    return "KafkaBroker[embedded " + (port == 0 ? "not started" : "127.0.0.1:" + port) + "]";
+    return "KafkaBroker[embedded "
+        + (port == 0 ? "not started" : settings.host() + ":" + port)
+        + "]";
   }
 
   private void ensureOpen() {
@@ -280,20 +306,32 @@ public final class EmbeddedKafkaBroker implements KafkaBroker {
     if (state.containsKey("port")) {
       port = Integer.parseInt(state.getProperty("port"));
       controllerPort = Integer.parseInt(state.getProperty("controller.port"));
+      saslPort = Integer.parseInt(state.getProperty("sasl.port", "0"));
       clusterId = state.getProperty("cluster.id");
     } else {
-      int[] ports = FreePorts.pick(2);
+      int[] ports = FreePorts.pick(3);
       port = ports[0];
       controllerPort = ports[1];
+      saslPort = settings.scramUser().isPresent() ? ports[2] : 0;
       clusterId = Uuid.randomUuid().toString();
       state.setProperty("port", Integer.toString(port));
       state.setProperty("controller.port", Integer.toString(controllerPort));
+      state.setProperty("sasl.port", Integer.toString(saslPort));
       state.setProperty("cluster.id", clusterId);
       store(state, dataDir.resolve(STATE_FILE), "postbox-testkit: ports and cluster id");
     }
+    if (settings.scramUser().isPresent()) {
+      if (saslPort == 0) {
+        throw new IllegalStateException(
+            "the data directory "
+                + dataDir
+                + " belongs to a broker started without a SASL_SSL listener");
+      }
+      tls = TlsMaterial.inDirectory(dataDir.resolve("tls"), settings.host());
+    }
     store(serverProperties(), serverPropertiesFile(), "written by postbox-testkit");
     writeLog4jConfig();
-    admin = new TopicAdmin("127.0.0.1:" + port);
+    admin = new TopicAdmin(settings.host() + ":" + port);
     jvm =
         ChildJvm.builder("kafka.Kafka")
             .classPath(classPath)
@@ -315,13 +353,7 @@ public final class EmbeddedKafkaBroker implements KafkaBroker {
             .classPath(classPath)
             .jvmOptions(jvmOptions("256m").toArray(String[]::new))
             .systemProperty("log4j2.configurationFile", log4jConfigFile().toString())
-            .args(
-                "format",
-                "--ignore-formatted",
-                "-t",
-                clusterId,
-                "-c",
-                serverPropertiesFile().toString())
+            .args(formatArgs().toArray(String[]::new))
             .workingDirectory(dataDir)
             .log(dataDir.resolve("format.log"))
             .start();
@@ -341,6 +373,28 @@ public final class EmbeddedKafkaBroker implements KafkaBroker {
               + format.logTail(40));
     }
     return Optional.of(Duration.ofNanos(System.nanoTime() - t0));
+  }
+
+  private List<String> formatArgs() {
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "format",
+                "--ignore-formatted",
+                "-t",
+                clusterId,
+                "-c",
+                serverPropertiesFile().toString()));
+    if (settings.scramUser().isPresent()) {
+      args.add("--add-scram");
+      args.add(
+          "SCRAM-SHA-512=[name="
+              + settings.scramUser().get()
+              + ",password="
+              + settings.scramPassword().orElseThrow()
+              + "]");
+    }
+    return args;
   }
 
   private List<String> jvmOptions(String maxHeap) {
@@ -363,13 +417,27 @@ public final class EmbeddedKafkaBroker implements KafkaBroker {
     Map<String, String> p = new LinkedHashMap<>();
     p.put("process.roles", "broker,controller");
     p.put("node.id", "1");
-    p.put("controller.quorum.voters", "1@127.0.0.1:" + controllerPort);
-    p.put(
-        "listeners", "PLAINTEXT://127.0.0.1:" + port + ",CONTROLLER://127.0.0.1:" + controllerPort);
-    p.put("advertised.listeners", "PLAINTEXT://127.0.0.1:" + port);
+    String host = settings.host();
+    p.put("controller.quorum.voters", "1@" + host + ":" + controllerPort);
+    String plain = "PLAINTEXT://" + host + ":" + port;
+    String sasl = saslPort == 0 ? "" : ",SASL_SSL://" + host + ":" + saslPort;
+    p.put("listeners", plain + sasl + ",CONTROLLER://" + host + ":" + controllerPort);
+    p.put("advertised.listeners", plain + sasl);
     p.put("controller.listener.names", "CONTROLLER");
     p.put("inter.broker.listener.name", "PLAINTEXT");
-    p.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
+    p.put(
+        "listener.security.protocol.map",
+        "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT" + (saslPort == 0 ? "" : ",SASL_SSL:SASL_SSL"));
+    if (saslPort != 0) {
+      p.put("sasl.enabled.mechanisms", "SCRAM-SHA-512");
+      p.put(
+          "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config",
+          "org.apache.kafka.common.security.scram.ScramLoginModule required;");
+      p.put("ssl.keystore.type", "PKCS12");
+      p.put("ssl.keystore.location", tls.keyStore().toString());
+      p.put("ssl.keystore.password", tls.password());
+      p.put("ssl.key.password", tls.password());
+    }
     p.put("log.dirs", kraftDir().toString());
     p.put("offsets.topic.replication.factor", "1");
     p.put("offsets.topic.num.partitions", "10");

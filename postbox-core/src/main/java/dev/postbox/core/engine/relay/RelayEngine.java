@@ -102,6 +102,7 @@ public final class RelayEngine implements Relay {
     if (!started.compareAndSet(false, true)) {
       throw new IllegalStateException("relay " + config.instanceId() + " was already started");
     }
+    publisher.checkAccess(); // rejected credentials fail here, not in an endless retry
     running = true;
     lanes.heartbeat(); // own lanes before the first claim, so a fresh relay starts publishing at
     // once
