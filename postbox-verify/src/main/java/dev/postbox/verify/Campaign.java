@@ -98,7 +98,7 @@ final class Campaign implements AutoCloseable {
     env.start();
     ScenarioRunner runner = new ScenarioRunner(settings, out, log, env);
     List<Scenario> scenarios =
-        Scenario.all().stream()
+        Scenario.all(settings.relay()).stream()
             .filter(s -> settings.only().isEmpty() || settings.only().contains(s.name()))
             .toList();
     Map<String, ScenarioResult> results = new LinkedHashMap<>();

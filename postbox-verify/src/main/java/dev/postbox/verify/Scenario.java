@@ -36,7 +36,9 @@ record Scenario(
     BROKER_RESTART("broker-kill-restart"),
     POSTGRES_RESTART("postgres-restart"),
     POSTGRES_CRASH("postgres-crash"),
-    POSTGRES_TERMINATE("pg-terminate-backend");
+    POSTGRES_TERMINATE("pg-terminate-backend"),
+    /** CDC: {@code kill -9} of the relay that holds the slot lease; a standby takes over. */
+    KILL_ACTIVE_RELAY("kill-active-relay");
 
     final String kind;
 
@@ -56,6 +58,11 @@ record Scenario(
           CrashPoints.CONSUMER_AFTER_INBOX_INSERT,
           CrashPoints.CONSUMER_AFTER_EFFECT_BEFORE_OFFSET_COMMIT,
           CrashPoints.CONSUMER_DURING_REBALANCE);
+
+  /** The CDC relay's crash points ({@code --relay cdc}). */
+  static final List<String> CDC_POINTS =
+      List.of(CrashPoints.CDC_AFTER_ACK_BEFORE_MARK, CrashPoints.CDC_MID_TRANSACTION);
+
   static final List<String> PRODUCER_POINTS =
       List.of(CrashPoints.OUTBOX_BEFORE_COMMIT, CrashPoints.OUTBOX_AFTER_COMMIT);
 
@@ -66,6 +73,30 @@ record Scenario(
   /** Every crash point of the product, in report order. */
   static List<String> allCrashPoints() {
     return concat(PRODUCER_POINTS, RELAY_POINTS, CONSUMER_POINTS);
+  }
+
+  /**
+   * The scenarios of a campaign with {@code relay}: the CDC relay's own ({@link #cdc()}), else
+   * {@link #all()}.
+   */
+  static List<Scenario> all(RelayMode relay) {
+    return relay == RelayMode.CDC ? cdc() : all();
+  }
+
+  /**
+   * The CDC relay's scenarios: its crash points (after the broker's ack, before the mark and the
+   * slot confirm; the same inside a multi-event transaction), kill -9 of any process mid-stream,
+   * kill -9 of the streaming relay (a standby takes over), SIGSTOP of the streaming relay past its
+   * slot lease (and of a consumer), PostgreSQL restarts, crashes (immediate shutdown) and killed
+   * sessions (the walsender among them).
+   */
+  static List<Scenario> cdc() {
+    return List.of(
+        new Scenario("cdc-crash-points", CDC_POINTS, 1.0, Set.of()),
+        new Scenario("kill-9", List.of(), 0, Set.of(Fault.KILL_9)),
+        new Scenario("standby-takeover", List.of(), 0, Set.of(Fault.KILL_ACTIVE_RELAY)),
+        new Scenario("pauses", List.of(), 0, Set.of(Fault.PAUSE_RELAY, Fault.PAUSE_CONSUMER)),
+        new Scenario("postgres-restart", List.of(), 0, DATABASE_FAULTS));
   }
 
   /** The scenarios, in campaign order. */
@@ -79,12 +110,16 @@ record Scenario(
         new Scenario("broker-restart", List.of(), 0, Set.of(Fault.BROKER_RESTART)),
         new Scenario("postgres-restart", List.of(), 0, DATABASE_FAULTS),
         new Scenario("parking", List.of(), 0, DATABASE_FAULTS, true),
-        new Scenario("mixed", allCrashPoints(), 1.0, Set.of(Fault.values())));
+        new Scenario(
+            "mixed",
+            allCrashPoints(),
+            1.0,
+            java.util.EnumSet.complementOf(java.util.EnumSet.of(Fault.KILL_ACTIVE_RELAY))));
   }
 
   /** Which process role a crash point lives in. */
   static Fleet.Role roleOf(String point) {
-    if (point.startsWith("relay.")) {
+    if (point.startsWith("relay.") || point.startsWith("cdc.")) {
       return Fleet.Role.RELAY;
     }
     if (point.startsWith("consumer.")) {
@@ -103,6 +138,8 @@ record Scenario(
           CrashPoints.RELAY_AFTER_MARK ->
           3;
       case CrashPoints.OUTBOX_BEFORE_COMMIT, CrashPoints.OUTBOX_AFTER_COMMIT -> 10;
+      case CrashPoints.CDC_AFTER_ACK_BEFORE_MARK -> 3;
+      case CrashPoints.CDC_MID_TRANSACTION -> 2;
       default -> 6;
     };
   }
