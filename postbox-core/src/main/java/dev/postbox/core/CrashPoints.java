@@ -84,6 +84,19 @@ public final class CrashPoints {
   public static final String REQUESTER_AFTER_SEND = "requester.after-send-before-reply";
 
   /**
+   * CDC relay: the broker acknowledged a batch streamed from the replication slot; none of it is
+   * marked published, and the slot is not confirmed past it.
+   */
+  public static final String CDC_AFTER_ACK_BEFORE_MARK = "cdc.after-ack-before-mark";
+
+  /**
+   * CDC relay: like {@link #CDC_AFTER_ACK_BEFORE_MARK}, for a batch that ends inside a multi-event
+   * transaction (the rest of that transaction is streamed but not acknowledged), the position where
+   * a checkpoint on the commit LSN alone would skip the rest on restart.
+   */
+  public static final String CDC_MID_TRANSACTION = "cdc.mid-transaction";
+
+  /**
    * Every crash point of the product, the one list of their names: production code calls {@link
    * #hit(String)} with one of the constants above, and the harnesses arm names from here ({@code
    * CrashPointNamesTest} in {@code postbox-architecture} fails on a name in the main code that is
@@ -103,7 +116,9 @@ public final class CrashPoints {
           CONSUMER_DURING_REBALANCE,
           CONSUMER_AFTER_EFFECT_BEFORE_IDEMPOTENCY_COMPLETE,
           TRANSFORM_BEFORE_COMMIT,
-          REQUESTER_AFTER_SEND);
+          REQUESTER_AFTER_SEND,
+          CDC_AFTER_ACK_BEFORE_MARK,
+          CDC_MID_TRANSACTION);
 
   /** Marker printed to standard error just before the halt. */
   public static final String MARKER = "POSTBOX-CRASH";

@@ -83,6 +83,16 @@ import java.util.Map;
  * rr_p50_ms}/{@code rr_p99_ms}: the round trips of the answered requests, from send to reply (the
  * p99 includes the requests that waited for the payments restart).
  *
+ * <p>{@code relay} is the relay the run used: {@code polling} (the default) or {@code cdc} ({@code
+ * --relay cdc}: {@link dev.postbox.jdbc.cdc.CdcRelay} processes, one streaming the schema's
+ * replication slot, the others standing by; the injected relay crash is {@code
+ * cdc.after-ack-before-mark}, armed in every relay's first process, so {@code relay_crashes} may be
+ * 2 when a standby took over and reached the same batch count). {@code outbox} is where the orders
+ * service writes {@code order.created} and the backlog: {@code table} (outbox rows) or {@code emit}
+ * ({@code --outbox emit}, CDC only: {@code pg_logical_emit_message}, in the WAL only; the poison
+ * messages, the replays and the inventory's {@code stock.updated} stay outbox rows, which the CDC
+ * relay streams too).
+ *
  * <p>{@code ok} requires all of that, the topic checks ({@code missing}, {@code order_violations},
  * {@code unexpected} all 0) and that the injected crashes fired; {@code inconclusive} is true when
  * everything held but an armed crash ({@code relay_crashes}, {@code consumer_crashes}) did not
@@ -134,7 +144,9 @@ public record DemoReport(
     @JsonProperty("rr_p99_ms") double rrP99Ms,
     @JsonProperty("payments_crashes") int paymentsCrashes,
     @JsonProperty("requests_resent") long requestsResent,
-    @JsonProperty("wholesale_orders_charged") long wholesaleOrdersCharged) {
+    @JsonProperty("wholesale_orders_charged") long wholesaleOrdersCharged,
+    @JsonProperty("relay") String relay,
+    @JsonProperty("outbox") String outbox) {
 
   public DemoReport {
     metrics = java.util.Collections.unmodifiableMap(new java.util.TreeMap<>(metrics));
@@ -156,6 +168,7 @@ public record DemoReport(
         "\n",
         "Postbox demo: the shop's orders and inventory services, outbox relays and a consumer",
         String.format("  transport                  %s", transport),
+        String.format("  relay / outbox             %s / %s", relay, outbox),
         String.format("  orders committed           %,d (+ %,d backlog)", orders, backlog),
         String.format("  events committed           %,d", committed),
         String.format("  events published (distinct) %,d", published),

@@ -21,7 +21,10 @@ import java.util.function.Function;
  * broker's acknowledgement and the mark at the batch given by --crash-at-batch; the first inventory
  * process is armed to halt between an effect's commit and its offset commit at the delivery given
  * by --consumer-crash-at; the first payments process between a charge's commit and its reply
- * ({@link PaymentsPhase}). Halts at a crash point are counted.
+ * ({@link PaymentsPhase}). Halts at a crash point are counted. With the CDC relay ({@code --relay
+ * cdc}) one relay streams and the others stand by, and which one takes the slot first is a race:
+ * every relay's first incarnation is armed ({@code cdc.after-ack-before-mark}), so the streaming
+ * one halts, a standby takes over, and may halt in turn at the same batch count of its own.
  */
 final class DemoSupervisor {
 
@@ -38,7 +41,8 @@ final class DemoSupervisor {
       Path workDir,
       ShopTransport.Kind transport,
       String paymentsTopic,
-      String paymentsGroup) {}
+      String paymentsGroup,
+      RelayMode mode) {}
 
   /** A supervised process and what its crash point means. */
   private record Member(
@@ -86,7 +90,9 @@ final class DemoSupervisor {
       add(
           relayId(i),
           true,
-          "relay.after-ack-before-mark (acked, not marked)",
+          settings.mode().cdc()
+              ? "cdc.after-ack-before-mark (acked, not marked, slot not confirmed)"
+              : "relay.after-ack-before-mark (acked, not marked)",
           relayCrashes,
           c -> relay(index));
     }
@@ -129,6 +135,11 @@ final class DemoSupervisor {
       return Optional.of(
           CrashPoints.CONSUMER_AFTER_COMMIT_BEFORE_COMPLETED + "@" + PaymentsPhase.CRASH_AT);
     }
+    if (m.relay() && settings.mode().cdc()) {
+      return settings.crashAtBatch() > 0
+          ? Optional.of("cdc.after-ack-before-mark@" + settings.crashAtBatch())
+          : Optional.empty();
+    }
     if (m.relay()) {
       return m.process().name().equals(relayId(0)) && settings.crashAtBatch() > 0
           ? Optional.of("relay.after-ack-before-mark@" + settings.crashAtBatch())
@@ -170,7 +181,9 @@ final class DemoSupervisor {
             id,
             "3000",
             "--duplicate-publish=" + ShopEvents.ORDER_CREATED,
-            "--transport=" + settings.transport().id())
+            "--transport=" + settings.transport().id(),
+            "--relay=" + settings.mode().relay(),
+            "--outbox=" + settings.mode().outbox())
         .jvmOptions(
             "-Xmx256m",
             "--enable-native-access=ALL-UNNAMED",

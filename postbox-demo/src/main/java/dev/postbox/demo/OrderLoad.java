@@ -33,12 +33,19 @@ final class OrderLoad {
   private final DeliveryHistory history; // guarded by itself
   private final Map<UUID, Long> commitNanos = new ConcurrentHashMap<>();
   private final AtomicInteger ordersPlaced = new AtomicInteger(); // order rows committed
+  private final Outbox outbox; // the orders' and the backlog's events
 
   OrderLoad(int writers, int customers, int backlog, DeliveryHistory history) {
+    this(writers, customers, backlog, history, Outbox.postgres());
+  }
+
+  /** A load whose orders and backlog write their events through {@code outbox}. */
+  OrderLoad(int writers, int customers, int backlog, DeliveryHistory history, Outbox outbox) {
     this.writers = writers;
     this.customers = customers;
     this.backlogEvents = backlog;
     this.history = history;
+    this.outbox = outbox;
   }
 
   /** The orders service: each order is one transaction writing the order row and its event. */
@@ -50,7 +57,6 @@ final class OrderLoad {
   /** Like above; adds the message ids to {@code ids} if not null. */
   void placeOrders(HikariDataSource ds, String topic, int count, boolean measured, Set<UUID> ids)
       throws Exception {
-    Outbox outbox = Outbox.postgres();
     AtomicInteger next = new AtomicInteger();
     ExecutorService pool = Executors.newFixedThreadPool(writers);
     List<Future<?>> futures = new ArrayList<>();
@@ -160,13 +166,12 @@ final class OrderLoad {
               .build());
     }
     long committing =
-        Outbox.postgres()
-            .inTransaction(
-                ds,
-                tx -> {
-                  tx.writeAll(backlog);
-                  return System.nanoTime();
-                });
+        outbox.inTransaction(
+            ds,
+            tx -> {
+              outbox.writeAll(tx.connection(), backlog);
+              return System.nanoTime();
+            });
     synchronized (history) {
       for (Message m : backlog) {
         history.committed(

@@ -126,6 +126,23 @@ public final class PostboxCli implements Runnable {
                 + " rabbitmq-server, or POSTBOX_RABBITMQ_URL) (default: ${DEFAULT-VALUE}).")
     String transport;
 
+    @Option(
+        names = "--relay",
+        defaultValue = "polling",
+        description =
+            "The relay processes: polling (lanes, leases) or cdc (logical replication of the"
+                + " outbox, one streaming, the others standing by) (default: ${DEFAULT-VALUE}).")
+    String relay;
+
+    @Option(
+        names = "--outbox",
+        defaultValue = "table",
+        description =
+            "Where the orders service writes order.created and the backlog: table (outbox rows) or"
+                + " emit (pg_logical_emit_message, in the WAL only; needs --relay cdc)"
+                + " (default: ${DEFAULT-VALUE}).")
+    String outbox;
+
     @Option(names = "--report-json", description = "Also write the report as JSON to this file.")
     Path reportJson;
 
@@ -153,8 +170,10 @@ public final class PostboxCli implements Runnable {
                 + " parking tiers add up to 30 s; a longer outage dead-letters parked orders)");
       }
       ShopTransport.Kind kind;
+      RelayMode mode;
       try {
         kind = ShopTransport.Kind.of(transport);
+        mode = RelayMode.of(relay, outbox);
       } catch (IllegalArgumentException e) {
         throw new CommandLine.ParameterException(new CommandLine(this), e.getMessage());
       }
@@ -173,7 +192,8 @@ public final class PostboxCli implements Runnable {
                       outageSeconds,
                       metricsPort),
                   System.out,
-                  kind)
+                  kind,
+                  mode)
               .run();
       System.out.println();
       System.out.println(report.toText());

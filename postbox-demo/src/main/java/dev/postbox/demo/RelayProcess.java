@@ -6,6 +6,7 @@ import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.relay.Relay;
 import dev.postbox.core.spi.RelayPublisher;
 import dev.postbox.jdbc.PostgresRelayStore;
+import dev.postbox.jdbc.cdc.CdcRelay;
 import dev.postbox.kafka.KafkaRelayPublisher;
 import dev.postbox.rabbitmq.RabbitRelayPublisher;
 import java.time.Duration;
@@ -21,13 +22,18 @@ import java.util.concurrent.CountDownLatch;
  * URI), instance id, lease TTL in milliseconds, then options: {@code
  * --duplicate-publish=TYPE[,TYPE...]} publishes messages of those types twice on purpose (see
  * {@link DuplicatingPublisher}); {@code --transport=rabbitmq} publishes with {@link
- * RabbitRelayPublisher} (confirms, mandatory) instead of Kafka. Runs until killed or terminated;
- * SIGTERM closes it cleanly (marks the batch in flight, releases its lanes).
+ * RabbitRelayPublisher} (confirms, mandatory) instead of Kafka; {@code --relay=cdc} runs the CDC
+ * relay ({@link CdcRelay}: one instance streams the schema's slot, the others stand by; the lease
+ * TTL is the slot lease's) instead of the polling relay, and {@code --outbox=emit} has it publish
+ * the logical messages of an {@link EmitOrderOutbox} too. Runs until killed or terminated; SIGTERM
+ * closes it cleanly (marks the batch in flight, releases its lanes or its slot).
  */
 public final class RelayProcess {
 
   private static final String DUPLICATE_PUBLISH = "--duplicate-publish=";
   private static final String TRANSPORT = "--transport=";
+  private static final String RELAY = "--relay=";
+  private static final String OUTBOX = "--outbox=";
 
   private RelayProcess() {}
 
@@ -35,8 +41,14 @@ public final class RelayProcess {
     List<String> positional = new ArrayList<>();
     Set<String> duplicateTypes = Set.of();
     ShopTransport.Kind transport = ShopTransport.Kind.KAFKA;
+    String relayKind = "polling";
+    String outboxKind = "table";
     for (String a : args) {
-      if (a.startsWith(TRANSPORT)) {
+      if (a.startsWith(RELAY)) {
+        relayKind = a.substring(RELAY.length());
+      } else if (a.startsWith(OUTBOX)) {
+        outboxKind = a.substring(OUTBOX.length());
+      } else if (a.startsWith(TRANSPORT)) {
         transport = ShopTransport.Kind.of(a.substring(TRANSPORT.length()));
       } else if (a.startsWith(DUPLICATE_PUBLISH)) {
         duplicateTypes =
@@ -48,7 +60,8 @@ public final class RelayProcess {
     if (positional.size() < 3) {
       System.err.println(
           "usage: RelayProcess <jdbc-url> <bootstrap-servers> <instance-id> [lease-ttl-ms]"
-              + " [--duplicate-publish=TYPE[,TYPE...]] [--transport=kafka|rabbitmq]");
+              + " [--duplicate-publish=TYPE[,TYPE...]] [--transport=kafka|rabbitmq]"
+              + " [--relay=polling|cdc] [--outbox=table|emit]");
       System.exit(2);
     }
     String id = positional.get(2);
@@ -66,19 +79,31 @@ public final class RelayProcess {
     if (!duplicateTypes.isEmpty()) {
       publisher = new DuplicatingPublisher(publisher, duplicateTypes);
     }
-    Relay relay =
-        Relay.builder(PostgresRelayStore.create(ds), publisher)
-            .instanceId(id)
-            .leaseTtl(ttl)
-            .pollInterval(Duration.ofMillis(250))
-            .metrics(MetricsEndpoint.forChildProcess().orElse(PostboxMetrics.noop()))
-            .build();
+    RelayMode mode = RelayMode.of(relayKind, outboxKind);
+    AutoCloseable relay =
+        mode.cdc()
+            ? CdcRelay.builder(ds, positional.get(0), publisher)
+                .instanceId(id)
+                .leaseTtl(ttl)
+                .standbyRetryInterval(Duration.ofMillis(200))
+                .logicalMessages(mode == RelayMode.CDC_EMIT)
+                .build()
+            : Relay.builder(PostgresRelayStore.create(ds), publisher)
+                .instanceId(id)
+                .leaseTtl(ttl)
+                .pollInterval(Duration.ofMillis(250))
+                .metrics(MetricsEndpoint.forChildProcess().orElse(PostboxMetrics.noop()))
+                .build();
     CountDownLatch stopped = new CountDownLatch(1);
     RelayPublisher p = publisher;
     Runtime.getRuntime()
         .addShutdownHook(
             new Thread(() -> {
-              relay.close();
+              try {
+                relay.close();
+              } catch (Exception e) {
+                e.printStackTrace();
+              }
               ds.close();
               if (p instanceof DuplicatingPublisher d) {
                 System.out.println(
@@ -86,11 +111,16 @@ public final class RelayProcess {
               }
               stopped.countDown();
             }));
-    relay.start();
+    if (relay instanceof CdcRelay cdc) {
+      cdc.start(); // creates the publication and the slot, so nothing committed after is missed
+    } else {
+      ((Relay) relay).start();
+    }
     System.out.println(
         "relay "
             + id
             + " started"
+            + (mode.cdc() ? " (" + mode.relay() + ", " + mode.outbox() + " outbox)" : "")
             + (duplicateTypes.isEmpty() ? "" : "; publishing twice: " + duplicateTypes));
     stopped.await();
   }

@@ -88,6 +88,7 @@ final class ShopDemo {
   private final Options options;
   private final PrintStream out;
   private final ShopTransport.Kind kind;
+  private final RelayMode mode;
   private ShopTransport transport; // while run() runs
   private DemoMetrics metrics; // the scrape endpoint, while run() runs
 
@@ -97,9 +98,18 @@ final class ShopDemo {
 
   /** The shop on {@code kind}'s broker ({@link ShopTransport}). */
   ShopDemo(Options options, PrintStream out, ShopTransport.Kind kind) {
+    this(options, out, kind, RelayMode.POLLING_TABLE);
+  }
+
+  /**
+   * The shop on {@code kind}'s broker with {@code mode}'s relay processes and outbox ({@link
+   * RelayMode}: the CDC relay streams the schema's slot, which is dropped at the end).
+   */
+  ShopDemo(Options options, PrintStream out, ShopTransport.Kind kind, RelayMode mode) {
     this.options = options;
     this.out = out;
     this.kind = kind;
+    this.mode = mode;
   }
 
   DemoReport run() throws Exception {
@@ -129,7 +139,15 @@ final class ShopDemo {
 
       DeliveryHistory history = new DeliveryHistory();
       OrderLoad load =
-          new OrderLoad(options.writers(), options.customers(), options.backlog(), history);
+          new OrderLoad(
+              options.writers(),
+              options.customers(),
+              options.backlog(),
+              history,
+              mode.ordersOutbox());
+      out.printf(
+          "relay: %s; the orders service writes its events as %s%n",
+          mode.relay(), mode == RelayMode.CDC_EMIT ? "WAL-only logical messages" : "outbox rows");
       ShopObserver observer = new ShopObserver(out, options.timeout(), history);
       PoisonAndReplay failures =
           new PoisonAndReplay(out, options.orders(), options.outageSeconds(), load, transport);
@@ -152,7 +170,8 @@ final class ShopDemo {
                   options.workDir(),
                   kind,
                   paymentsTopic,
-                  payments),
+                  payments,
+                  mode),
               out,
               metrics);
       try {
@@ -258,6 +277,9 @@ final class ShopDemo {
         consuming.set(false);
         if (metrics != null) {
           metrics.close();
+        }
+        if (mode.cdc()) {
+          CdcCleanup.dropSlotAndPublication(ds, out);
         }
       }
     }
@@ -377,7 +399,9 @@ final class ShopDemo {
         f.payments().p99(),
         supervisor.paymentsCrashes(),
         f.payments().resent(),
-        f.payments().ordersCharged());
+        f.payments().ordersCharged(),
+        mode.relay(),
+        mode.outbox());
   }
 
   /** The trace of the first replayed message (printed, and a list of steps for the report). */

@@ -211,6 +211,35 @@ class CdcRelayIT {
   }
 
   @Test
+  void aRelayKilledAfterTheAckOfABatchEndingInsideATransactionRepublishesThatTransactionWhole(
+      PostboxTestContext ctx) throws Exception {
+    Shop shop = shop(ctx, 2);
+    relay("setup", 50).close(); // creates the publication and the slot, so the backlog is streamed
+    writeMany(shop, 100, 3, 13); // 300 events, 3 per transaction: a batch of 50 ends mid-one
+    try (ChildJvm child =
+        ChildJvm.builder(CdcRelayChildMain.class)
+            .args(ctx.jdbcUrl(), ctx.bootstrapServers(), "doomed", "50")
+            .systemProperty(CrashPoints.PROPERTY, CrashPoints.CDC_MID_TRANSACTION + "@1")
+            .start()) {
+      assertThat(child.waitFor(Duration.ofSeconds(120))).contains(CrashPoints.EXIT_CODE);
+      assertThat(child.logTail(50))
+          .contains(CrashPoints.MARKER + " " + CrashPoints.CDC_MID_TRANSACTION);
+    }
+    long beforeRestart =
+        shop.readUntil(ctx.bootstrapServers(), Duration.ofSeconds(2), r -> false).size();
+    assertThat(beforeRestart)
+        .as("a batch ending inside a transaction was acknowledged")
+        .isPositive();
+    CdcRelay survivor = relay("survivor", 50);
+    DeliveryHistory.Report report = readAndCheck(shop);
+    assertThat(report.missing()).isZero();
+    assertThat(report.orderViolations()).isZero();
+    // the cut transaction was never confirmed: its acknowledged part comes again (at least the
+    // event before the cut), and nothing beyond what the dead relay sent
+    assertThat(report.duplicates()).isBetween(1L, beforeRestart);
+  }
+
+  @Test
   void aStandbyTakesOverWhenTheActiveRelayIsKilled(PostboxTestContext ctx) throws Exception {
     Shop shop = shop(ctx, 2);
     try (ChildJvm active =

@@ -95,7 +95,7 @@ final class Campaign implements AutoCloseable {
    */
   List<ScenarioResult> run(java.util.function.Consumer<List<ScenarioResult>> progress)
       throws Exception {
-    List<Scenario> scenarios = Scenario.selected(settings.only());
+    List<Scenario> scenarios = Scenario.selected(settings.relay(), settings.only());
     if (!scenarios.isEmpty() && scenarios.stream().allMatch(Scenario::partitions)) {
       java.util.Optional<String> noNetwork = NetworkPartitions.unavailable();
       if (noNetwork.isPresent()) {

@@ -81,6 +81,26 @@ final class CampaignEnvironment implements AutoCloseable {
     return fleet;
   }
 
+  /**
+   * The relay instance holding the CDC slot lease now ({@code postbox_cdc_slot}); empty with the
+   * other relays, when no lease is live, or when PostgreSQL cannot answer.
+   */
+  java.util.Optional<String> cdcSlotOwner() {
+    if (settings.relay() != RelayMode.CDC) {
+      return java.util.Optional.empty();
+    }
+    try (java.sql.Connection c = ds.getConnection();
+        java.sql.Statement s = c.createStatement();
+        java.sql.ResultSet rs =
+            s.executeQuery(
+                "SELECT owner FROM postbox_cdc_slot WHERE lease_until > now() AND owner IS NOT NULL"
+                    + " ORDER BY epoch DESC LIMIT 1")) {
+      return rs.next() ? java.util.Optional.of(rs.getString(1)) : java.util.Optional.empty();
+    } catch (java.sql.SQLException e) {
+      return java.util.Optional.empty();
+    }
+  }
+
   List<Child> producers() {
     return producers;
   }
@@ -124,7 +144,8 @@ final class CampaignEnvironment implements AutoCloseable {
   void start() throws Exception {
     Path dir = settings.dir();
     out.println("postbox verify: seed " + settings.seed() + ", report directory " + dir);
-    if (Scenario.selected(settings.only()).stream().anyMatch(Scenario::partitions)) {
+    if (Scenario.selected(settings.relay(), settings.only()).stream()
+        .anyMatch(Scenario::partitions)) {
       networkUnavailable = NetworkPartitions.unavailable();
       if (networkUnavailable.isEmpty()) {
         network = Optional.of(NetworkPartitions.create());
@@ -206,7 +227,9 @@ final class CampaignEnvironment implements AutoCloseable {
                                   + phase * 1_009L
                                   + index * 101L
                                   + incarnation),
-                          "20")));
+                          "20",
+                          // the CDC relay's campaign: transactions of 1 to 3 events
+                          settings.relay() == RelayMode.CDC ? "3" : "1")));
     }
     for (int i = 0; i < Campaign.RELAYS; i++) {
       String name = "relay-" + (char) ('a' + i);
@@ -223,8 +246,10 @@ final class CampaignEnvironment implements AutoCloseable {
                       bootstrap,
                       instance,
                       Integer.toString(Campaign.LEASE_MS),
-                      "100",
-                      settings.relay() == RelayMode.TRANSACTIONAL ? topic : ""));
+                      // CDC: small batches, so that batches end inside multi-event transactions
+                      settings.relay() == RelayMode.CDC ? "4" : "100",
+                      settings.relay() == RelayMode.TRANSACTIONAL ? topic : "",
+                      settings.relay() == RelayMode.CDC ? "cdc" : ""));
     }
     for (int i = 1; i <= Campaign.CONSUMERS; i++) {
       String name = "consumer-" + i;

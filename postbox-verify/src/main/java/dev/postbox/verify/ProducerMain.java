@@ -3,6 +3,7 @@ package dev.postbox.verify;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.postbox.core.Message;
 import dev.postbox.jdbc.Outbox;
+import dev.postbox.jdbc.OutboxTransaction;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -21,7 +22,11 @@ import java.util.concurrent.locks.LockSupport;
  * purpose; its message id is recorded first ({@code verify_rolled_back}, autocommit).
  *
  * <p>Arguments: JDBC URL, topic, name, phase, transactions per second (all threads), threads, keys,
- * hot keys, seed, rollbackEvery. Runs until SIGTERM (or a crash point / kill -9).
+ * hot keys, seed, rollbackEvery, and optionally the most events per transaction (default 1; with
+ * more, each transaction takes 1 to that many distinct keys, in key order so that two transactions
+ * never wait for each other's locks in opposite orders, and writes one business row and one message
+ * per key: multi-event transactions, which the CDC relay must never confirm in part). Runs until
+ * SIGTERM (or a crash point / kill -9).
  */
 public final class ProducerMain {
 
@@ -47,6 +52,7 @@ public final class ProducerMain {
     int hotKeys = Integer.parseInt(args[7]);
     long seed = Long.parseLong(args[8]);
     int rollbackEvery = Integer.parseInt(args[9]);
+    int perTx = args.length > 10 ? Integer.parseInt(args[10]) : 1;
     HikariDataSource ds = ChildSupport.dataSource(jdbcUrl, name, threads + 1, "");
     Outbox outbox = Outbox.postgres();
     AtomicBoolean running = new AtomicBoolean(true);
@@ -73,10 +79,10 @@ public final class ProducerMain {
                     break;
                   }
                   n++;
-                  String key = pickKey(random, keys, hotKeys);
+                  List<String> txKeys = pickKeys(random, keys, hotKeys, perTx);
                   boolean rollback = rollbackEvery > 0 && n % rollbackEvery == 0;
                   try {
-                    transaction(ds, outbox, topic, name, phase, key, rollback);
+                    transaction(ds, outbox, topic, name, phase, txKeys, rollback);
                   } catch (RuntimeException e) {
                     if (!(e instanceof RollbackOnPurpose) && failures++ % 50 == 0) {
                       System.out.println("producer " + name + ": transaction failed: " + e);
@@ -99,6 +105,19 @@ public final class ProducerMain {
     });
   }
 
+  /** One key (as before) with {@code perTx} 1; else 1 to {@code perTx} distinct keys, sorted. */
+  static List<String> pickKeys(SplittableRandom random, int keys, int hotKeys, int perTx) {
+    if (perTx <= 1) {
+      return List.of(pickKey(random, keys, hotKeys));
+    }
+    int n = 1 + random.nextInt(perTx);
+    java.util.TreeSet<String> picked = new java.util.TreeSet<>();
+    while (picked.size() < n) {
+      picked.add(pickKey(random, keys, hotKeys));
+    }
+    return List.copyOf(picked);
+  }
+
   static String pickKey(SplittableRandom random, int keys, int hotKeys) {
     int k = random.nextInt(2) == 0 ? random.nextInt(hotKeys) : random.nextInt(keys);
     return key(k);
@@ -114,21 +133,23 @@ public final class ProducerMain {
       String topic,
       String name,
       int phase,
-      String key,
+      List<String> keys,
       boolean rollback) {
-    Message[] built = new Message[1];
+    Message[] built = new Message[keys.size()];
     if (rollback) {
-      // The id is chosen and recorded before the transaction, so the checker knows it even if this
-      // process dies inside the transaction.
-      built[0] = Message.builder(topic, TYPE).key(key).jsonPayload("{}").build();
+      // The ids are chosen and recorded before the transaction, so the checker knows them even if
+      // this process dies inside the transaction.
       try (Connection c = ds.getConnection();
           PreparedStatement ps =
               c.prepareStatement(
                   "INSERT INTO verify_rolled_back (message_id, key, phase) VALUES (?, ?, ?)")) {
-        ps.setObject(1, built[0].id());
-        ps.setString(2, key);
-        ps.setInt(3, phase);
-        ps.executeUpdate();
+        for (int i = 0; i < keys.size(); i++) {
+          built[i] = Message.builder(topic, TYPE).key(keys.get(i)).jsonPayload("{}").build();
+          ps.setObject(1, built[i].id());
+          ps.setString(2, keys.get(i));
+          ps.setInt(3, phase);
+          ps.executeUpdate();
+        }
       } catch (java.sql.SQLException e) {
         throw new IllegalStateException(e);
       }
@@ -136,43 +157,45 @@ public final class ProducerMain {
     outbox.inTransaction(
         ds,
         tx -> {
-          long seq;
-          try (PreparedStatement ps =
-              tx.connection()
-                  .prepareStatement(
-                      "UPDATE verify_keys SET seq = seq + 1 WHERE key = ? RETURNING seq")) {
-            ps.setString(1, key);
-            try (ResultSet rs = ps.executeQuery()) {
-              rs.next();
-              seq = rs.getLong(1);
-            }
+          for (int i = 0; i < keys.size(); i++) {
+            write(tx, topic, name, phase, keys.get(i), rollback ? built[i] : null);
           }
-          String json = "{\"key\":\"" + key + "\",\"seq\":" + seq + ",\"phase\":" + phase + "}";
-          Message m =
-              rollback
-                  ? Message.builder(topic, TYPE)
-                      .id(built[0].id())
-                      .key(key)
-                      .jsonPayload(json)
-                      .build()
-                  : Message.builder(topic, TYPE).key(key).jsonPayload(json).build();
-          try (PreparedStatement ps =
-              tx.connection()
-                  .prepareStatement(
-                      "INSERT INTO verify_business (message_id, key, seq, phase, producer)"
-                          + " VALUES (?, ?, ?, ?, ?)")) {
-            ps.setObject(1, m.id());
-            ps.setString(2, key);
-            ps.setLong(3, seq);
-            ps.setInt(4, phase);
-            ps.setString(5, name);
-            ps.executeUpdate();
-          }
-          tx.write(m);
           if (rollback) {
             throw new RollbackOnPurpose();
           }
           return null;
         });
+  }
+
+  /** One key's business row and message in the open transaction ({@code rolledBack}: its id). */
+  private static void write(
+      OutboxTransaction tx, String topic, String name, int phase, String key, Message rolledBack)
+      throws java.sql.SQLException {
+    long seq;
+    try (PreparedStatement ps =
+        tx.connection()
+            .prepareStatement("UPDATE verify_keys SET seq = seq + 1 WHERE key = ? RETURNING seq")) {
+      ps.setString(1, key);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        seq = rs.getLong(1);
+      }
+    }
+    String json = "{\"key\":\"" + key + "\",\"seq\":" + seq + ",\"phase\":" + phase + "}";
+    Message.Builder b = Message.builder(topic, TYPE).key(key).jsonPayload(json);
+    Message m = rolledBack != null ? b.id(rolledBack.id()).build() : b.build();
+    try (PreparedStatement ps =
+        tx.connection()
+            .prepareStatement(
+                "INSERT INTO verify_business (message_id, key, seq, phase, producer)"
+                    + " VALUES (?, ?, ?, ?, ?)")) {
+      ps.setObject(1, m.id());
+      ps.setString(2, key);
+      ps.setLong(3, seq);
+      ps.setInt(4, phase);
+      ps.setString(5, name);
+      ps.executeUpdate();
+    }
+    tx.write(m);
   }
 }

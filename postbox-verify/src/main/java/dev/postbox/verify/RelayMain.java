@@ -3,6 +3,7 @@ package dev.postbox.verify;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.postbox.core.relay.Relay;
 import dev.postbox.jdbc.PostgresRelayStore;
+import dev.postbox.jdbc.cdc.CdcRelay;
 import dev.postbox.kafka.KafkaRelayPublisher;
 import dev.postbox.rabbitmq.RabbitRelayPublisher;
 import java.time.Duration;
@@ -10,8 +11,9 @@ import java.time.Duration;
 /**
  * A relay of the campaign, as its own OS process. Arguments: JDBC URL (with schema), bootstrap
  * servers (or an {@code amqp://} URI: RabbitMQ's relay publisher), instance id, lease TTL in ms,
- * batch size, and the transactional relay's {@code transactional.id} prefix (empty or absent: the
- * idempotent relay). Prints {@code started} when running.
+ * batch size, the transactional relay's {@code transactional.id} prefix (empty or absent: the
+ * idempotent relay), and {@code cdc} to run the CDC relay instead (the lease TTL is then the slot
+ * lease's). Prints {@code started} when running.
  */
 public final class RelayMain {
 
@@ -20,6 +22,24 @@ public final class RelayMain {
   public static void main(String[] args) throws Exception {
     String id = args[2];
     HikariDataSource ds = ChildSupport.dataSource(args[0], id, 3, "");
+    if (args.length > 6 && args[6].equals("cdc")) {
+      CdcRelay cdc =
+          CdcRelay.builder(ds, args[0], publisher(args))
+              .instanceId(id)
+              .leaseTtl(Duration.ofMillis(Long.parseLong(args[3])))
+              .batchSize(Integer.parseInt(args[4]))
+              .standbyRetryInterval(Duration.ofMillis(200))
+              .statusInterval(Duration.ofSeconds(2))
+              .shutdownTimeout(Duration.ofSeconds(10))
+              .build();
+      cdc.start();
+      System.out.println("relay " + id + " started (cdc)");
+      ChildSupport.runUntilTerminated(() -> {
+        cdc.close();
+        ds.close();
+      });
+      return;
+    }
     Relay relay =
         Relay.builder(PostgresRelayStore.create(ds), publisher(args))
             .instanceId(id)

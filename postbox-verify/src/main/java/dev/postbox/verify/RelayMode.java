@@ -2,12 +2,15 @@ package dev.postbox.verify;
 
 /**
  * Which relay the campaign's relay processes run ({@code ./postbox verify --relay}): the default
- * idempotent relay, or the transactional relay (one transactional producer per lane, fenced by the
- * broker when the lane's next owner starts), under which a stale publish is a violation.
+ * idempotent relay, the transactional relay (one transactional producer per lane, fenced by the
+ * broker when the lane's next owner starts), under which a stale publish is a violation, or the CDC
+ * relay ({@link dev.postbox.jdbc.cdc.CdcRelay}: one process streams the slot, the other stands by),
+ * which runs its own scenarios ({@link Scenario#all(RelayMode)}).
  */
 enum RelayMode {
   IDEMPOTENT,
-  TRANSACTIONAL;
+  TRANSACTIONAL,
+  CDC;
 
   /** The name on the command line and in the report. */
   String cliName() {
@@ -20,6 +23,7 @@ enum RelayMode {
         return m;
       }
     }
-    throw new IllegalArgumentException("--relay must be idempotent or transactional, was " + s);
+    throw new IllegalArgumentException(
+        "--relay must be idempotent, transactional or cdc, was " + s);
   }
 }

@@ -40,7 +40,9 @@ record Scenario(
     /** A relay (in its network namespace) cut off from PostgreSQL, not from the broker. */
     PARTITION_RELAY_POSTGRES("partition-relay-postgres"),
     /** A consumer (in its network namespace) cut off from the broker, not from PostgreSQL. */
-    PARTITION_CONSUMER_KAFKA("partition-consumer-kafka");
+    PARTITION_CONSUMER_KAFKA("partition-consumer-kafka"),
+    /** CDC: {@code kill -9} of the relay that holds the slot lease; a standby takes over. */
+    KILL_ACTIVE_RELAY("kill-active-relay");
 
     final String kind;
 
@@ -60,6 +62,11 @@ record Scenario(
           CrashPoints.CONSUMER_AFTER_INBOX_INSERT,
           CrashPoints.CONSUMER_AFTER_EFFECT_BEFORE_OFFSET_COMMIT,
           CrashPoints.CONSUMER_DURING_REBALANCE);
+
+  /** The CDC relay's crash points ({@code --relay cdc}). */
+  static final List<String> CDC_POINTS =
+      List.of(CrashPoints.CDC_AFTER_ACK_BEFORE_MARK, CrashPoints.CDC_MID_TRANSACTION);
+
   static final List<String> PRODUCER_POINTS =
       List.of(CrashPoints.OUTBOX_BEFORE_COMMIT, CrashPoints.OUTBOX_AFTER_COMMIT);
 
@@ -92,14 +99,41 @@ record Scenario(
     return List.of(new Scenario(PARTITIONS, List.of(), 0, PARTITION_FAULTS));
   }
 
-  /** The scenarios named in {@code only}, in campaign order, or {@link #all()} if it is empty. */
-  static List<Scenario> selected(List<String> only) {
+  /**
+   * The scenarios of a campaign with {@code relay} named in {@code only}, in campaign order, or
+   * {@link #all(RelayMode)} if it is empty.
+   */
+  static List<Scenario> selected(RelayMode relay, List<String> only) {
     if (only.isEmpty()) {
-      return all();
+      return all(relay);
     }
-    return java.util.stream.Stream.concat(all().stream(), optional().stream())
+    return java.util.stream.Stream.concat(all(relay).stream(), optional().stream())
         .filter(s -> only.contains(s.name()))
         .toList();
+  }
+
+  /**
+   * The scenarios of a campaign with {@code relay}: the CDC relay's own ({@link #cdc()}), else
+   * {@link #all()}.
+   */
+  static List<Scenario> all(RelayMode relay) {
+    return relay == RelayMode.CDC ? cdc() : all();
+  }
+
+  /**
+   * The CDC relay's scenarios: its crash points (after the broker's ack, before the mark and the
+   * slot confirm; the same inside a multi-event transaction), kill -9 of any process mid-stream,
+   * kill -9 of the streaming relay (a standby takes over), SIGSTOP of the streaming relay past its
+   * slot lease (and of a consumer), PostgreSQL restarts, crashes (immediate shutdown) and killed
+   * sessions (the walsender among them).
+   */
+  static List<Scenario> cdc() {
+    return List.of(
+        new Scenario("cdc-crash-points", CDC_POINTS, 1.0, Set.of()),
+        new Scenario("kill-9", List.of(), 0, Set.of(Fault.KILL_9)),
+        new Scenario("standby-takeover", List.of(), 0, Set.of(Fault.KILL_ACTIVE_RELAY)),
+        new Scenario("pauses", List.of(), 0, Set.of(Fault.PAUSE_RELAY, Fault.PAUSE_CONSUMER)),
+        new Scenario("postgres-restart", List.of(), 0, DATABASE_FAULTS));
   }
 
   /** The scenarios, in campaign order. */
@@ -117,12 +151,17 @@ record Scenario(
             "mixed",
             allCrashPoints(),
             1.0,
-            java.util.EnumSet.complementOf(java.util.EnumSet.copyOf(PARTITION_FAULTS))));
+            java.util.EnumSet.complementOf(
+                java.util.EnumSet.copyOf(
+                    java.util.stream.Stream.concat(
+                            PARTITION_FAULTS.stream(),
+                            java.util.stream.Stream.of(Fault.KILL_ACTIVE_RELAY))
+                        .toList()))));
   }
 
   /** Which process role a crash point lives in. */
   static Fleet.Role roleOf(String point) {
-    if (point.startsWith("relay.")) {
+    if (point.startsWith("relay.") || point.startsWith("cdc.")) {
       return Fleet.Role.RELAY;
     }
     if (point.startsWith("consumer.")) {
@@ -141,6 +180,8 @@ record Scenario(
           CrashPoints.RELAY_AFTER_MARK ->
           3;
       case CrashPoints.OUTBOX_BEFORE_COMMIT, CrashPoints.OUTBOX_AFTER_COMMIT -> 10;
+      case CrashPoints.CDC_AFTER_ACK_BEFORE_MARK -> 3;
+      case CrashPoints.CDC_MID_TRANSACTION -> 2;
       default -> 6;
     };
   }

@@ -52,7 +52,7 @@ final class ScenarioRunner {
     this.fleet = env.fleet();
     this.checker = env.checker();
     this.admin = env.admin();
-    this.processFaults = new ProcessFaults(fleet, log);
+    this.processFaults = new ProcessFaults(fleet, log, env::cdcSlotOwner);
     this.brokerFaults = new BrokerFaults(env, log);
     this.databaseFaults = new DatabaseFaults(env, log);
     this.partitionFaults = new PartitionFaults(env, log);
@@ -318,6 +318,7 @@ final class ScenarioRunner {
   private static long interval(Fault f, SplittableRandom r) {
     return switch (f) {
       case KILL_9 -> 500 + r.nextInt(1_000);
+      case KILL_ACTIVE_RELAY -> 4_000 + r.nextInt(3_000);
       case PAUSE_RELAY -> 300 + r.nextInt(700);
       case PAUSE_CONSUMER -> 500 + r.nextInt(1_000);
       case BROKER_RESTART -> 10_000 + r.nextInt(8_000);
@@ -357,6 +358,7 @@ final class ScenarioRunner {
     switch (f) {
       case POSTGRES_RESTART, POSTGRES_CRASH, POSTGRES_TERMINATE -> databaseFaults.inject(f);
       case KILL_9 -> processFaults.kill(f, r);
+      case KILL_ACTIVE_RELAY -> processFaults.killActiveRelay(f);
       case PAUSE_RELAY, PAUSE_CONSUMER -> processFaults.pause(f, r);
       case BROKER_RESTART -> brokerFaults.restart(f);
       case PARTITION_RELAY_POSTGRES, PARTITION_CONSUMER_KAFKA -> partitionFaults.inject(f, r);

@@ -85,7 +85,9 @@ public final class VerifyCli implements Callable<Integer> {
           "Which relay the relay processes run: idempotent (default) or transactional (one"
               + " transactional producer per lane; a stale publish, counted from the relay epoch"
               + " header, is then a violation). E.g. --relay transactional --scenarios"
-              + " pauses,kill-9,relay-crash-points.")
+              + " pauses,kill-9,relay-crash-points. Or cdc: the CDC relay (one streams the"
+              + " replication slot, one stands by) with its own scenarios: cdc-crash-points,"
+              + " kill-9, standby-takeover, pauses, postgres-restart.")
   String relay = "idempotent";
 
   @Option(

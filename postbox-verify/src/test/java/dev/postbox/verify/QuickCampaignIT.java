@@ -58,7 +58,8 @@ class QuickCampaignIT {
         results.stream().filter(r -> r.name().equals("parking")).findFirst().orElseThrow();
     assertThat(parking.findings().parked()).as("parked\n%s", text).isPositive();
     assertThat(parking.findings().unparked()).as("unparked\n%s", text).isPositive();
-    // every fault, postgres-crash included
+    // every fault of these scenarios, postgres-crash included (kill-active-relay is the CDC
+    // campaign's: CdcQuickCampaignIT)
     for (Scenario.Fault f :
         Scenario.all().stream().flatMap(s -> s.external().stream()).distinct().toList()) {
       assertThat(fired.getOrDefault(f.kind, 0)).as("%s fired\n%s", f.kind, text).isPositive();

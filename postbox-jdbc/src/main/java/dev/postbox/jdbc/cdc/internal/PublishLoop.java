@@ -40,7 +40,10 @@ public final class PublishLoop {
   private static final Logger log = LoggerFactory.getLogger(PublishLoop.class);
 
   /** After the broker acknowledged a batch, before any of it is marked or confirmed. */
-  public static final String CRASH_AFTER_ACK_BEFORE_MARK = "cdc.after-ack-before-mark";
+  public static final String CRASH_AFTER_ACK_BEFORE_MARK = CrashPoints.CDC_AFTER_ACK_BEFORE_MARK;
+
+  /** The same, for a batch that ends inside a transaction whose next event is streamed already. */
+  public static final String CRASH_MID_TRANSACTION = CrashPoints.CDC_MID_TRANSACTION;
 
   private final BlockingQueue<CdcEvent> queue;
   private final RelayPublisher publisher;
@@ -176,6 +179,12 @@ public final class PublishLoop {
     long epoch = head.events().get(0).epoch();
     List<RelayPublisher.PublishOutcome> outcomes = outcomesOf(head);
     CrashPoints.hit(CRASH_AFTER_ACK_BEFORE_MARK);
+    if (CrashPoints.enabled()
+        && endsMidTransaction(
+            head.events(),
+            flights.isEmpty() ? queue.peek() : flights.peekFirst().events().get(0))) {
+      CrashPoints.hit(CRASH_MID_TRANSACTION);
+    }
     if (!holds.test(epoch)) {
       long n = head.events().size();
       for (Flight f : flights) {
@@ -280,6 +289,9 @@ public final class PublishLoop {
         outcomes = null;
       }
       CrashPoints.hit(CRASH_AFTER_ACK_BEFORE_MARK);
+      if (CrashPoints.enabled() && endsMidTransaction(remaining, queue.peek())) {
+        CrashPoints.hit(CRASH_MID_TRANSACTION);
+      }
       if (!holds.test(epoch)) {
         dropped.addAndGet(remaining.size());
         log.warn("CDC relay: the slot lease was lost during a publish; nothing of it is settled");
@@ -302,6 +314,14 @@ public final class PublishLoop {
           failures);
       sleeper.sleep(backoff.delay(failures, ThreadLocalRandom.current()));
     }
+  }
+
+  /**
+   * Whether {@code next} (may be null) is the next event of the transaction {@code batch} ends in.
+   */
+  private static boolean endsMidTransaction(List<CdcEvent> batch, CdcEvent next) {
+    CdcEvent last = batch.get(batch.size() - 1);
+    return next != null && !last.fromTable() && next.commitLsn() == last.commitLsn();
   }
 
   /** Hands the settled prefix to the marker; returns its length. */
