@@ -31,7 +31,8 @@ class CrashPointNamesTest {
    * words.
    */
   static final Pattern NAME =
-      Pattern.compile("(?<![A-Za-z0-9._-])(?:outbox|relay|consumer|cdc|requester)\\.[a-z]+(?:-[a-z]+)+");
+      Pattern.compile(
+          "(?<![A-Za-z0-9._-])(?:outbox|relay|consumer|cdc|requester)\\.[a-z]+(?:-[a-z]+)+");
 
   @Test
   void everyCrashPointNameInTheMainCodeIsListedInCrashPoints() {

@@ -33,7 +33,8 @@ public final class BenchRunner {
    * consumers against their peers (needs a RabbitMQ installation); {@code admin}, the operations
    * queries on 100,000 dead letters.
    */
-  public static final List<String> OPT_IN_GROUPS = List.of("txrelay", "cdc", "rabbitmq", "admin");
+  public static final List<String> OPT_IN_GROUPS =
+      List.of("txrelay", "cdc", "rabbitmq", "admin", "rr");
 
   private final BenchConfig config;
   private final PrintStream log;
@@ -93,6 +94,9 @@ public final class BenchRunner {
       }
       if (groups.contains("admin")) {
         new dev.postbox.bench.internal.AdminBench(env, config, log).run().forEach(this::record);
+      }
+      if (groups.contains("rr")) {
+        new dev.postbox.bench.internal.RrBench(env, config).run().forEach(this::record);
       }
     }
     return new BenchReport(LocalDate.now(), cores(), memoryGb(), config.quick(), results);

@@ -1,11 +1,14 @@
 package dev.postbox.demo;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.postbox.cli.TraceOutput;
 import dev.postbox.core.Message;
 import dev.postbox.core.reply.Reply;
 import dev.postbox.core.reply.RequestTimeoutException;
 import dev.postbox.core.reply.Requester;
 import dev.postbox.core.reply.RequesterStats;
+import dev.postbox.jdbc.MessageTrace;
+import dev.postbox.jdbc.MessageTracer;
 import java.io.PrintStream;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -177,6 +180,12 @@ final class PaymentsPhase {
         r.p99(),
         (System.nanoTime() - t0) / 1e9);
     r.errors().forEach(e -> out.println("  payments error: " + e));
+    if (!sent.isEmpty()) {
+      // the request, its inbox record at payments and the stored reply
+      MessageTrace trace = MessageTracer.postgres(ds).trace(sent.get(0).id());
+      out.println("trace of a charge request (./postbox trace " + trace.messageId() + "):");
+      TraceOutput.print(trace, out);
+    }
     return r;
   }
 

@@ -214,10 +214,6 @@ final class ShopDemo {
         // other waited for a share, and the figure measured that recovery, not the relays.)
         double relayRate = drainBacklog(ds, topic, load, observer);
         observer.awaitConsumed(load.committedCount());
-        // Request/reply: the orders service asks the payments process to authorise the wholesale
-        // orders' charges (while the warehouse is still down; payments does not need it).
-        PaymentsPhase.Result paid =
-            new PaymentsPhase(out, options.timeout()).run(ds, transport, paymentsTopic, replyTopic);
         long outageLeft =
             Duration.ofSeconds(options.outageSeconds()).toNanos()
                 - (System.nanoTime() - outageStart);
@@ -239,6 +235,11 @@ final class ShopDemo {
             load.placed() - PoisonAndReplay.UNKNOWN_PRODUCT);
         parkWatcher.interrupt();
         parkWatcher.join();
+        // Request/reply: the orders service asks the payments process to authorise the wholesale
+        // orders' charges (after the outage: its crash and restart must not slow the inventory
+        // while the wholesale keys are to be parked).
+        PaymentsPhase.Result paid =
+            new PaymentsPhase(out, options.timeout()).run(ds, transport, paymentsTopic, replyTopic);
         long deadLetteredBeforeReplay = ShopAudit.deadLettered(ds);
         out.printf(
             "dead-lettered before replay: %d messages (%d poison sent); keys that had parked messages: %s%n",

@@ -36,6 +36,8 @@ final class PaymentsChecks {
       assertThat(json.has(key)).as(key).isTrue();
     }
     assertThat(json.get("duplicate_charges").asLong()).isZero();
+    // the trace of a charge request shows the payments' inbox record with the stored reply
+    assertThat(output).contains("trace of a charge request").contains("stored result");
     assertThat(json.get("requests_sent").asLong()).isEqualTo(report.requestsSent());
   }
 }
