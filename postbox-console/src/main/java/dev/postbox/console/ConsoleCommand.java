@@ -107,6 +107,12 @@ public final class ConsoleCommand implements Callable<Integer> {
               + schema
               + ") with sample failures");
     }
+    String adminPassword = System.getenv("POSTBOX_CONSOLE_ADMIN_PASSWORD");
+    if ((adminPassword == null || adminPassword.isBlank()) && !generatePassword) {
+      // refuse before anything starts (the application checks again: ConsoleUsers)
+      System.err.println(ConsoleUsers.NO_ADMIN);
+      return 2;
+    }
     if (pgUrl != null) {
       props.put("postbox.console.db.url", pgUrl);
     }
