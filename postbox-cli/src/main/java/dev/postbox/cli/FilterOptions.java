@@ -41,6 +41,11 @@ final class FilterOptions {
   String group;
 
   @Option(
+      names = "--message-id",
+      description = "Only the letters of this message id (a UUID), for every consumer.")
+  String messageId;
+
+  @Option(
       names = "--status",
       defaultValue = "PENDING",
       description = "PENDING (default), REPLAYED, DISCARDED or ALL.")
@@ -72,6 +77,7 @@ final class FilterOptions {
         .tenant(tenant)
         .errorClass(errorClass)
         .fingerprint(group)
+        .messageId(messageId(messageId))
         .status(status(status))
         .from(time(since, "--since"))
         .to(time(until, "--until"))
@@ -84,6 +90,18 @@ final class FilterOptions {
           command.commandLine(), "--limit must be between 1 and " + PageRequest.MAX_LIMIT);
     }
     return new PageRequest(limit, Optional.ofNullable(after));
+  }
+
+  private java.util.UUID messageId(String s) {
+    if (s == null || s.isBlank()) {
+      return null;
+    }
+    try {
+      return java.util.UUID.fromString(s.trim());
+    } catch (IllegalArgumentException e) {
+      throw new CommandLine.ParameterException(
+          command.commandLine(), "--message-id is not a UUID: " + s);
+    }
   }
 
   private Status status(String s) {

@@ -173,6 +173,10 @@ class DeadLetterProcedureIT {
         assertThat(item.get("key").asText()).startsWith("o-");
       }
       assertThat(run(with(url, "dlq", "list")).out()).contains("WarehouseMissing");
+      Run byMessage =
+          run(with(url, "dlq", "list", "--message-id", noSku.id().toString(), "--json"));
+      assertThat(byMessage.json().get("items")).hasSize(1);
+      assertThat(byMessage.json().get("items").get(0).get("id").asLong()).isEqualTo(skuLetter);
 
       // 2. inspect one
       Run show = run(with(url, "dlq", "show", Long.toString(skuLetter)));

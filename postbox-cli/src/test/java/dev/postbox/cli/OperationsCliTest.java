@@ -82,6 +82,9 @@ class OperationsCliTest {
         .isEqualTo(ExitCodes.USAGE);
     assertThat(run("dlq", "list", "--since", "yesterday", "--pg-url", URL).code())
         .isEqualTo(ExitCodes.USAGE);
+    assertThat(run("dlq", "list", "--message-id", "order-42", "--pg-url", URL).code())
+        .as("a message id is a UUID")
+        .isEqualTo(ExitCodes.USAGE);
   }
 
   @Test

@@ -82,6 +82,18 @@ public final class ConsoleCommand implements Callable<Integer> {
               + " $POSTBOX_CONSOLE_ADMIN_PASSWORD is set.")
   boolean demo;
 
+  /** The environment (a map in tests). */
+  private final java.util.function.Function<String, String> env;
+
+  /** The command on the process's environment. */
+  public ConsoleCommand() {
+    this(System::getenv);
+  }
+
+  ConsoleCommand(java.util.function.Function<String, String> env) {
+    this.env = env;
+  }
+
   public static void main(String[] args) {
     int code = new CommandLine(new ConsoleCommand()).execute(args);
     if (code != 0) {
@@ -99,13 +111,19 @@ public final class ConsoleCommand implements Callable<Integer> {
       schema = db.schema();
       user = null;
       passwordEnv = null;
-      if (System.getenv("POSTBOX_CONSOLE_ADMIN_PASSWORD") == null) {
+      if (env.apply("POSTBOX_CONSOLE_ADMIN_PASSWORD") == null) {
         generatePassword = true;
       }
       System.out.println(
           "postbox console: demo database (embedded PostgreSQL, schema "
               + schema
               + ") with sample failures");
+    }
+    String adminPassword = env.apply("POSTBOX_CONSOLE_ADMIN_PASSWORD");
+    if ((adminPassword == null || adminPassword.isBlank()) && !generatePassword) {
+      // refuse before anything starts (the application checks again: ConsoleUsers)
+      System.err.println(ConsoleUsers.NO_ADMIN);
+      return 2;
     }
     if (pgUrl != null) {
       props.put("postbox.console.db.url", pgUrl);
@@ -121,9 +139,9 @@ public final class ConsoleCommand implements Callable<Integer> {
             ? null
             : passwordEnv != null
                 ? passwordEnv
-                : (System.getenv("POSTBOX_PG_PASSWORD") != null ? "POSTBOX_PG_PASSWORD" : null);
+                : (env.apply("POSTBOX_PG_PASSWORD") != null ? "POSTBOX_PG_PASSWORD" : null);
     if (variable != null) {
-      String pw = System.getenv(variable);
+      String pw = env.apply(variable);
       if (pw == null) {
         System.err.println("postbox console: environment variable " + variable + " is not set");
         return 2;
