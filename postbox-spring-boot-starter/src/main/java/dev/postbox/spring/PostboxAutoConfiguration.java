@@ -6,6 +6,7 @@ import dev.postbox.jdbc.OperationsProbe;
 import dev.postbox.jdbc.Outbox;
 import dev.postbox.jdbc.PostboxMigrations;
 import dev.postbox.kafka.ConsumerLagProbe;
+import dev.postbox.kafka.KafkaAtMostOncePublisher;
 import dev.postbox.micrometer.MicrometerPostboxMetrics;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.Optional;
@@ -64,6 +65,23 @@ public class PostboxAutoConfiguration {
   TransactionalOutbox transactionalOutbox(
       PostboxProperties properties, DataSource dataSource, Outbox outbox, PostboxSchema schema) {
     return new TransactionalOutbox(dataSource, outbox, properties);
+  }
+
+  /** Outbox or direct at-most-once sending, as the delivery table says for each topic. */
+  @Bean
+  @ConditionalOnMissingBean
+  PostboxPublisher postboxPublisher(PostboxProperties properties, TransactionalOutbox outbox) {
+    return new PostboxPublisher(
+        outbox,
+        properties,
+        () -> {
+          String bootstrap = properties.getKafka().getBootstrapServers();
+          if (bootstrap == null || bootstrap.isBlank()) {
+            throw new IllegalStateException(
+                "postbox.kafka.bootstrap-servers is required to send at-most-once topics");
+          }
+          return KafkaAtMostOncePublisher.builder(bootstrap).build();
+        });
   }
 
   @Bean

@@ -54,6 +54,7 @@ class SpringStarterIT {
   static final PostboxTestContext CTX = PostboxTestContext.create("spring-starter");
   static final String ORDERS = CTX.topic("spring.orders");
   static final String AUDIT = CTX.topic("spring.audit");
+  static final String METRICS = CTX.topic("spring.metrics");
   static final java.util.Set<UUID> AUDITED = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   @DynamicPropertySource
@@ -64,6 +65,7 @@ class SpringStarterIT {
     registry.add("postbox.topics[" + ORDERS + "].backoff.initial", () -> "10ms");
     registry.add("postbox.topics[" + ORDERS + "].backoff.max", () -> "50ms");
     registry.add("postbox.relay.poll-interval", () -> "200ms");
+    registry.add("postbox.topics[" + METRICS + "].guarantee", () -> "at-most-once");
     registry.add("test.orders-topic", () -> ORDERS);
   }
 
@@ -159,6 +161,7 @@ class SpringStarterIT {
   @Autowired DataSource dataSource;
   @Autowired HealthIndicator postboxHealthIndicator;
   @Autowired MeterRegistry meterRegistry;
+  @Autowired PostboxPublisher publisher;
 
   private long count(String sql, Object... args) {
     return new JdbcTemplate(dataSource).queryForObject(sql, Long.class, args);
@@ -257,5 +260,59 @@ class SpringStarterIT {
     Message m = Message.builder(AUDIT, "audit.entry").key("k").jsonPayload("{}").build();
     tx.executeWithoutResult(status -> outbox.write(m));
     await().atMost(Duration.ofSeconds(90)).until(() -> AUDITED.contains(m.id()));
+  }
+
+  @Test
+  void thePublisherWritesOutboxTopicsInTheTransactionAndSendsAtMostOnceTopicsAfterCommit() {
+    String key = "k-" + UUID.randomUUID();
+    Message order =
+        Message.builder(ORDERS, "order.created").key(key).jsonPayload("\"" + key + "\"").build();
+    Message rolledBack = Message.builder(METRICS, "page.view").key(key).jsonPayload("1").build();
+    java.util.Set<UUID> committed = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    // a rollback: neither the outbox row nor the direct message
+    tx.executeWithoutResult(status -> {
+      publisher.publishAll(List.of(order, rolledBack));
+      status.setRollbackOnly();
+    });
+    assertThat(count("SELECT count(*) FROM postbox_outbox WHERE message_id = ?", order.id()))
+        .isZero();
+    // commits: the direct ones are sent (at most once: the first may be dropped while the
+    // producer has no metadata yet), never written to the outbox
+    Runnable publishOne =
+        () -> {
+          Message m = Message.builder(METRICS, "page.view").key(key).jsonPayload("2").build();
+          tx.executeWithoutResult(status -> publisher.publish(m));
+          committed.add(m.id());
+        };
+    publishOne.run();
+    assertThat(count("SELECT count(*) FROM postbox_outbox WHERE msg_key = ?", key)).isZero();
+    assertThatThrownBy(() -> publisher.publish(order))
+        .isInstanceOf(TransactionRequiredException.class);
+
+    // on the topic: the committed one, and not the rolled-back one sent before it
+    java.util.Properties p = new java.util.Properties();
+    p.put("bootstrap.servers", CTX.bootstrapServers());
+    p.put("key.deserializer", org.apache.kafka.common.serialization.ByteArrayDeserializer.class);
+    p.put("value.deserializer", org.apache.kafka.common.serialization.ByteArrayDeserializer.class);
+    java.util.Set<UUID> seen = new java.util.HashSet<>();
+    try (var consumer = new org.apache.kafka.clients.consumer.KafkaConsumer<byte[], byte[]>(p)) {
+      var partition = new org.apache.kafka.common.TopicPartition(METRICS, 0);
+      consumer.assign(List.of(partition));
+      consumer.seekToBeginning(List.of(partition));
+      await()
+          .atMost(Duration.ofSeconds(90))
+          .until(() -> {
+            consumer
+                .poll(Duration.ofMillis(500))
+                .forEach(r -> seen.add(dev.postbox.kafka.KafkaRecords.fromRecord(r).id()));
+            if (seen.stream().noneMatch(committed::contains)) {
+              publishOne.run();
+              return false;
+            }
+            return true;
+          });
+    }
+    assertThat(seen).doesNotContain(rolledBack.id());
   }
 }
