@@ -63,6 +63,7 @@ class ExceptionRootTest {
           // postbox-kafka
           InboxRetentionTooShortException.class,
           IdempotencyTtlTooShortException.class,
+          KafkaAccessDeniedException.class,
           // postbox-redis
           RedisStoreException.class);
 

@@ -55,6 +55,8 @@ public final class MembershipFence {
   private final String name;
   // whether a wait of a worker was logged and not yet the fence's opening (for the INFO lines)
   private final AtomicBoolean waitLogged = new AtomicBoolean();
+  // whether the current silence of the heartbeats was logged (poll thread only)
+  private boolean silenceLogged;
 
   /**
    * A fence that suspects the membership after a gap of more than {@code threshold} between two
@@ -131,15 +133,20 @@ public final class MembershipFence {
    * threshold: the coordinator may have evicted this member, so the membership must be verified.
    */
   public void heartbeatAge(Duration age) {
-    if (age.toNanos() > thresholdNanos && !suspect) {
+    if (age.toNanos() <= thresholdNanos) {
+      silenceLogged = false;
+      return;
+    }
+    if (!suspect && !silenceLogged) {
+      silenceLogged = true;
       log.info(
           "{}: no heartbeat sent to the group coordinator for {} ms (threshold {} ms): records"
               + " wait until the group membership is verified",
           name,
           age.toMillis(),
           TimeUnit.NANOSECONDS.toMillis(thresholdNanos));
-      suspect = true;
     }
+    suspect = true;
   }
 
   /** Poll thread: a broker-checked commit after the last {@link #polled()} succeeded. */

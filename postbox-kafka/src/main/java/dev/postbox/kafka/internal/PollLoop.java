@@ -145,7 +145,10 @@ public final class PollLoop implements Runnable {
     }
     ConsumerRecords<byte[], byte[]> records = consumer.poll(timeout);
     p.health().polled();
-    heartbeatAge().ifPresent(p.fence()::heartbeatAge);
+    if (!consumer.assignment().isEmpty()) {
+      // while (re)joining, no heartbeat is sent and there is nothing to fence
+      heartbeatAge().ifPresent(p.fence()::heartbeatAge);
+    }
     boolean verify = p.fence().polled();
     if (!records.isEmpty()) {
       p.processor().received(records.count());
