@@ -64,6 +64,7 @@ class ExceptionRootTest {
           InboxRetentionTooShortException.class,
           IdempotencyTtlTooShortException.class,
           DeliveryCountExceededException.class,
+          KafkaAccessDeniedException.class,
           // postbox-redis
           RedisStoreException.class);
 

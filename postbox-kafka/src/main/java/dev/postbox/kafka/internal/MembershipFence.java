@@ -26,6 +26,13 @@ import org.slf4j.LoggerFactory;
  * until the poll thread proved the membership with a broker-checked offset commit (which fails for
  * a member of an old generation) or the partition was revoked or lost.
  *
+ * <p>The same holds for a process that keeps polling but cannot reach its group coordinator (a
+ * network partition from the broker while the database is still reachable): its polls return empty,
+ * yet the coordinator hears no heartbeat and hands its partitions on after the session timeout,
+ * while its workers would go on with the records fetched before the cut. So the poll thread also
+ * reports how long ago the consumer last sent a heartbeat ({@link #heartbeatAge}); an age above the
+ * threshold makes the membership suspect just like a gap between polls.
+ *
  * <p>What it does not cover: a record whose transaction was already open when the process stopped
  * (bound that with the database's {@code idle_in_transaction_session_timeout}, below the session
  * timeout), and the part of a record's processing between this check and its commit.
@@ -48,6 +55,8 @@ public final class MembershipFence {
   private final String name;
   // whether a wait of a worker was logged and not yet the fence's opening (for the INFO lines)
   private final AtomicBoolean waitLogged = new AtomicBoolean();
+  // whether the current silence of the heartbeats was logged (poll thread only)
+  private boolean silenceLogged;
 
   /**
    * A fence that suspects the membership after a gap of more than {@code threshold} between two
@@ -116,6 +125,28 @@ public final class MembershipFence {
    */
   public void started() {
     lastPoll = nanoTime.getAsLong();
+  }
+
+  /**
+   * Poll thread: the consumer last sent a heartbeat to its group coordinator {@code age} ago (its
+   * {@code last-heartbeat-seconds-ago} metric; call before {@link #polled()}). Longer than the
+   * threshold: the coordinator may have evicted this member, so the membership must be verified.
+   */
+  public void heartbeatAge(Duration age) {
+    if (age.toNanos() <= thresholdNanos) {
+      silenceLogged = false;
+      return;
+    }
+    if (!suspect && !silenceLogged) {
+      silenceLogged = true;
+      log.info(
+          "{}: no heartbeat sent to the group coordinator for {} ms (threshold {} ms): records"
+              + " wait until the group membership is verified",
+          name,
+          age.toMillis(),
+          TimeUnit.NANOSECONDS.toMillis(thresholdNanos));
+    }
+    suspect = true;
   }
 
   /** Poll thread: a broker-checked commit after the last {@link #polled()} succeeded. */

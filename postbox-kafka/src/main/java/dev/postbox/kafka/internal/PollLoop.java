@@ -105,6 +105,31 @@ public final class PollLoop implements Runnable {
     }
   }
 
+  // the consumer's last-heartbeat-seconds-ago metric, looked up once (poll thread only)
+  private org.apache.kafka.common.Metric heartbeatMetric;
+  private boolean heartbeatMetricLooked;
+
+  /** How long ago the consumer last sent a heartbeat, if it says (and has sent one). */
+  private Optional<Duration> heartbeatAge() {
+    if (!heartbeatMetricLooked) {
+      heartbeatMetricLooked = true;
+      for (var e : consumer.metrics().entrySet()) {
+        if (e.getKey().name().equals("last-heartbeat-seconds-ago")
+            && e.getKey().group().equals("consumer-coordinator-metrics")) {
+          heartbeatMetric = e.getValue();
+        }
+      }
+    }
+    if (heartbeatMetric == null) {
+      return Optional.empty();
+    }
+    Object v = heartbeatMetric.metricValue();
+    if (v instanceof Number n && n.doubleValue() >= 0 && !Double.isNaN(n.doubleValue())) {
+      return Optional.of(Duration.ofMillis((long) (n.doubleValue() * 1000)));
+    }
+    return Optional.empty(); // no heartbeat sent yet
+  }
+
   private void pollOnce() {
     Duration timeout = POLL_TIMEOUT;
     if (p.pauses().allPaused()) {
@@ -120,6 +145,10 @@ public final class PollLoop implements Runnable {
     }
     ConsumerRecords<byte[], byte[]> records = consumer.poll(timeout);
     p.health().polled();
+    if (!consumer.assignment().isEmpty()) {
+      // while (re)joining, no heartbeat is sent and there is nothing to fence
+      heartbeatAge().ifPresent(p.fence()::heartbeatAge);
+    }
     boolean verify = p.fence().polled();
     if (!records.isEmpty()) {
       p.processor().received(records.count());

@@ -30,6 +30,21 @@ class MembershipFenceTest {
   }
 
   @Test
+  void aConsumerThatPollsButSendsNoHeartbeatIsSuspectUntilVerified() {
+    fence.heartbeatAge(Duration.ofSeconds(1)); // below the threshold: nothing changes
+    assertThat(fence.polled()).isFalse();
+    assertThat(fence.fresh()).isTrue();
+    advance(Duration.ofMillis(50));
+    fence.heartbeatAge(Duration.ofSeconds(3)); // cut off from the coordinator, polls go on
+    assertThat(fence.polled()).as("the poll thread must verify").isTrue();
+    assertThat(fence.fresh()).isFalse();
+    advance(Duration.ofMillis(50));
+    assertThat(fence.polled()).as("still unverified").isTrue();
+    fence.verified();
+    assertThat(fence.fresh()).isTrue();
+  }
+
+  @Test
   void aWorkerResumedBeforeThePollThreadSeesAStaleMembership() {
     fence.polled();
     advance(Duration.ofSeconds(9)); // the whole process was stopped
