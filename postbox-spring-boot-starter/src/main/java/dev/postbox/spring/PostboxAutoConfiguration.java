@@ -112,6 +112,7 @@ public class PostboxAutoConfiguration {
       ObjectProvider<PostboxConsumer> consumers,
       ObjectProvider<IdempotencyStore> idempotencyStore,
       PostboxMetrics metrics,
+      ObjectProvider<io.opentelemetry.api.OpenTelemetry> openTelemetry,
       PostboxSchema schema) {
     return new PostboxConsumers(
         properties,
@@ -119,7 +120,8 @@ public class PostboxAutoConfiguration {
         registrar,
         consumers.orderedStream().toList(),
         Optional.ofNullable(idempotencyStore.getIfAvailable()),
-        metrics);
+        metrics,
+        Optional.ofNullable(openTelemetry.getIfAvailable()));
   }
 
   /** Postbox's meters in the application's Micrometer registry, when both are on the class path. */

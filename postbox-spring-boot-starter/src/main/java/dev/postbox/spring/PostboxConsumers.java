@@ -35,6 +35,7 @@ public final class PostboxConsumers implements SmartLifecycle {
   private final List<PostboxConsumer> beans;
   private final Optional<IdempotencyStore> idempotencyStore;
   private final PostboxMetrics metrics;
+  private final Optional<io.opentelemetry.api.OpenTelemetry> openTelemetry;
   private final Map<String, KafkaSubscriber> running = new LinkedHashMap<>();
 
   PostboxConsumers(
@@ -43,13 +44,15 @@ public final class PostboxConsumers implements SmartLifecycle {
       PostboxListenerRegistrar registrar,
       List<PostboxConsumer> beans,
       Optional<IdempotencyStore> idempotencyStore,
-      PostboxMetrics metrics) {
+      PostboxMetrics metrics,
+      Optional<io.opentelemetry.api.OpenTelemetry> openTelemetry) {
     this.properties = properties;
     this.dataSource = dataSource;
     this.registrar = registrar;
     this.beans = List.copyOf(beans);
     this.idempotencyStore = idempotencyStore;
     this.metrics = metrics;
+    this.openTelemetry = openTelemetry;
   }
 
   /** The subscription a listener of {@code topic} named {@code name} gets from the table. */
@@ -105,6 +108,9 @@ public final class PostboxConsumers implements SmartLifecycle {
         KafkaSubscriber.builder(properties.getKafka().getBootstrapServers(), s)
             .handler(c.handler())
             .metrics(metrics);
+    // the application's OpenTelemetry (Spring Boot's, an agent's SDK bean) makes the processing
+    // spans; without one the subscriber uses GlobalOpenTelemetry
+    openTelemetry.ifPresent(b::openTelemetry);
     if (s.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
       InboxStore inbox = PostgresInboxStore.create(dataSource);
       b.inbox(inbox);

@@ -56,6 +56,8 @@ class SpringStarterIT {
   static final String AUDIT = CTX.topic("spring.audit");
   static final String METRICS = CTX.topic("spring.metrics");
   static final java.util.Set<UUID> AUDITED = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  static final io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter SPANS =
+      io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter.create();
 
   @DynamicPropertySource
   static void properties(DynamicPropertyRegistry registry) {
@@ -93,6 +95,18 @@ class SpringStarterIT {
     PostboxConsumer audit() {
       return new PostboxConsumer(
           Subscription.builder("audit").topics(AUDIT).build(), d -> AUDITED.add(d.message().id()));
+    }
+
+    /** The application's OpenTelemetry: the consumers' processing spans must come here. */
+    @Bean
+    io.opentelemetry.api.OpenTelemetry openTelemetry() {
+      return io.opentelemetry.sdk.OpenTelemetrySdk.builder()
+          .setTracerProvider(
+              io.opentelemetry.sdk.trace.SdkTracerProvider.builder()
+                  .addSpanProcessor(
+                      io.opentelemetry.sdk.trace.export.SimpleSpanProcessor.create(SPANS))
+                  .build())
+          .build();
     }
 
     @Bean
@@ -162,6 +176,28 @@ class SpringStarterIT {
   @Autowired HealthIndicator postboxHealthIndicator;
   @Autowired MeterRegistry meterRegistry;
   @Autowired PostboxPublisher publisher;
+  @Autowired io.opentelemetry.api.OpenTelemetry openTelemetry;
+
+  @Test
+  void theApplicationsOpenTelemetryGetsTheListenersSpanInTheTraceOfTheWritingRequest() {
+    io.opentelemetry.api.trace.Span request =
+        openTelemetry.getTracer("test").spanBuilder("POST /orders").startSpan();
+    String orderId = "traced-" + UUID.randomUUID();
+    try (io.opentelemetry.context.Scope scope = request.makeCurrent()) {
+      orders.place(orderId, false); // the outbox row carries the request's trace context
+    } finally {
+      request.end();
+    }
+    String traceId = request.getSpanContext().getTraceId();
+    await()
+        .atMost(Duration.ofSeconds(90))
+        .until(() ->
+            SPANS.getFinishedSpanItems().stream()
+                .anyMatch(span ->
+                    span.getTraceId().equals(traceId)
+                        && span.getKind() == io.opentelemetry.api.trace.SpanKind.CONSUMER
+                        && span.getName().equals("process " + ORDERS)));
+  }
 
   private long count(String sql, Object... args) {
     return new JdbcTemplate(dataSource).queryForObject(sql, Long.class, args);
