@@ -10,6 +10,8 @@ import dev.postbox.core.spi.InboxStore;
 import dev.postbox.jdbc.PostgresDeadLetterStore;
 import dev.postbox.jdbc.PostgresInboxStore;
 import dev.postbox.jdbc.PostgresParkingStore;
+import dev.postbox.kafka.IdempotencyTtlTooShortException;
+import dev.postbox.kafka.InboxRetentionTooShortException;
 import dev.postbox.kafka.KafkaSubscriber;
 import dev.postbox.kafka.SubscriberState;
 import java.util.ArrayList;
@@ -89,15 +91,36 @@ public final class PostboxConsumers implements SmartLifecycle {
           List.of(
               "postbox.kafka.bootstrap-servers is required by the consumers " + names(consumers)));
     }
+    // a topic whose retention outlives the table's inbox retention or idempotency TTL is found
+    // when its subscriber starts (it reads the topic's retention.ms): every such problem is
+    // collected, and reported in one message, as the table's other problems are
+    List<String> problems = new ArrayList<>();
     try {
       for (PostboxConsumer c : consumers) {
         KafkaSubscriber subscriber = build(c);
+        try {
+          subscriber.start();
+        } catch (InboxRetentionTooShortException | IdempotencyTtlTooShortException e) {
+          problems.add(
+              "postbox.topics["
+                  + String.join(", ", c.subscription().topics())
+                  + "]."
+                  + (e instanceof InboxRetentionTooShortException
+                      ? "inbox-retention"
+                      : "idempotency-ttl")
+                  + ": "
+                  + e.getMessage());
+          continue;
+        }
         running.put(c.subscription().name(), subscriber);
-        subscriber.start();
       }
     } catch (RuntimeException e) {
       stop();
       throw e;
+    }
+    if (!problems.isEmpty()) {
+      stop();
+      throw new PostboxConfigurationException(problems);
     }
   }
 
