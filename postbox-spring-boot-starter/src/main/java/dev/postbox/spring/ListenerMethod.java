@@ -1,6 +1,7 @@
 package dev.postbox.spring;
 
 import dev.postbox.core.Message;
+import dev.postbox.core.codec.JsonCodec;
 import dev.postbox.core.consumer.Delivery;
 import dev.postbox.core.consumer.MessageHandler;
 import java.lang.reflect.InvocationTargetException;
@@ -13,10 +14,13 @@ import org.springframework.util.ReflectionUtils;
 
 /**
  * Adapts a {@link PostboxListener} method to a {@link MessageHandler}: resolves each parameter from
- * the delivery (the delivery, the message, the payload as text or bytes, the inbox transaction's
- * connection) and unwraps what the method throws.
+ * the delivery (the delivery, the message, the payload as text or bytes or decoded from JSON into
+ * an application type, the inbox transaction's connection) and unwraps what the method throws.
  */
 final class ListenerMethod implements MessageHandler {
+
+  /** Postbox's JSON codec (its default mapper), for payload parameters of an application type. */
+  private static final JsonCodec JSON = JsonCodec.create();
 
   private final Object bean;
   private final Method method;
@@ -52,12 +56,28 @@ final class ListenerMethod implements MessageHandler {
                   new IllegalStateException(
                       method + " takes a Connection, which only an effectively-once topic has"));
     }
+    if (decodable(type)) {
+      // an undecodable payload throws DecodingException: a permanent failure (dead letters)
+      return d -> JSON.decode(d.message().payload(), type);
+    }
     throw new IllegalArgumentException(
         "@PostboxListener "
             + method
             + ": cannot supply a parameter of type "
             + type.getName()
-            + " (supported: Delivery, Message, String, byte[], java.sql.Connection)");
+            + " (supported: Delivery, Message, String, byte[], java.sql.Connection, or an"
+            + " application type, decoded from the JSON payload)");
+  }
+
+  /** An application's own type (not the JDK's, not a primitive or an array): read from JSON. */
+  private static boolean decodable(Class<?> type) {
+    String name = type.getName();
+    return !type.isPrimitive()
+        && !type.isArray()
+        && !type.isInterface()
+        && !name.startsWith("java.")
+        && !name.startsWith("javax.")
+        && !name.startsWith("jdk.");
   }
 
   @Override

@@ -31,7 +31,13 @@ class ListenerMethodTest {
     }
 
     void unsupported(Integer n) {}
+
+    void typed(OrderPlaced order, Delivery d) {
+      seen.add(order);
+    }
   }
+
+  record OrderPlaced(String orderId, int quantity) {}
 
   private static Delivery delivery(Message m) {
     return new Delivery() {
@@ -92,6 +98,22 @@ class ListenerMethodTest {
     assertThatThrownBy(() -> of(h, "fails").handle(d))
         .isInstanceOf(java.io.IOException.class)
         .hasMessage("down");
+  }
+
+  @Test
+  void anApplicationTypeIsDecodedFromTheJsonPayloadAndBadJsonIsAPermanentFailure()
+      throws Exception {
+    Handlers h = new Handlers();
+    Message m =
+        Message.builder("t", "order.placed")
+            .jsonPayload("{\"orderId\":\"o-1\",\"quantity\":3}")
+            .build();
+    of(h, "typed", OrderPlaced.class, Delivery.class).handle(delivery(m));
+    assertThat(h.seen).containsExactly(new OrderPlaced("o-1", 3));
+    Message bad = Message.builder("t", "order.placed").jsonPayload("{not json").build();
+    assertThatThrownBy(
+            () -> of(h, "typed", OrderPlaced.class, Delivery.class).handle(delivery(bad)))
+        .isInstanceOf(dev.postbox.core.PermanentMessageException.class);
   }
 
   @Test
