@@ -2,7 +2,9 @@ package dev.postbox.console;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.postbox.admin.ConsumerLagSource;
 import dev.postbox.admin.PostboxAdmin;
+import dev.postbox.kafka.ConsumerLagProbe;
 import dev.postbox.kafka.KafkaDeadLetters;
 import javax.sql.DataSource;
 import org.springframework.boot.SpringApplication;
@@ -53,10 +55,39 @@ public class ConsoleApplication {
   }
 
   @Bean
-  PostboxAdmin postboxAdmin(DataSource consoleDataSource, ConsoleProperties settings) {
-    return PostboxAdmin.builder(consoleDataSource)
-        .decoder(KafkaDeadLetters.decoder())
-        .ratePerSecond(settings.getReplayRate())
+  PostboxAdmin postboxAdmin(
+      DataSource consoleDataSource,
+      ConsoleProperties settings,
+      org.springframework.beans.factory.ObjectProvider<ConsumerLagProbe> lagProbe) {
+    PostboxAdmin.Builder b =
+        PostboxAdmin.builder(consoleDataSource)
+            .decoder(KafkaDeadLetters.decoder())
+            .ratePerSecond(settings.getReplayRate());
+    ConsumerLagProbe probe = lagProbe.getIfAvailable();
+    if (probe != null) {
+      b.lagSource(() ->
+          probe.read().stream()
+              .map(p ->
+                  new ConsumerLagSource.PartitionLag(
+                      p.group(), p.topic(), p.partition(), p.offsetLag(), p.oldestUnprocessedAge()))
+              .toList());
+    }
+    return b.build();
+  }
+
+  /** The Kafka lag probe of the dashboard, when brokers and groups are configured. */
+  @Bean(destroyMethod = "close")
+  @org.springframework.boot.autoconfigure.condition.ConditionalOnProperty(
+      "postbox.console.kafka.bootstrap-servers")
+  ConsumerLagProbe consumerLagProbe(ConsoleProperties settings) {
+    ConsoleProperties.Kafka k = settings.getKafka();
+    if (!k.configured()) {
+      throw new IllegalStateException(
+          "postbox.console.kafka.bootstrap-servers is set but postbox.console.kafka.groups is"
+              + " empty: name the consumer groups whose lag the dashboard shows");
+    }
+    return ConsumerLagProbe.builder(k.getBootstrapServers())
+        .groups(k.getGroups().toArray(String[]::new))
         .build();
   }
 }

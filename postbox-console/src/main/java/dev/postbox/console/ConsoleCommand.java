@@ -75,6 +75,19 @@ public final class ConsoleCommand implements Callable<Integer> {
   Double replayRate;
 
   @Option(
+      names = "--bootstrap-servers",
+      description =
+          "Kafka brokers, to show the consumer groups' lag as age on the dashboard (default:"
+              + " $POSTBOX_KAFKA_BOOTSTRAP; with --group).")
+  String bootstrapServers;
+
+  @Option(
+      names = "--group",
+      split = ",",
+      description = "Consumer groups whose Kafka lag the dashboard shows (with a bootstrap).")
+  java.util.List<String> groups = java.util.List.of();
+
+  @Option(
       names = "--demo",
       description =
           "The console on an embedded PostgreSQL with a sample shop's failures (dead letters, a"
@@ -155,6 +168,12 @@ public final class ConsoleCommand implements Callable<Integer> {
     }
     if (replayRate != null) {
       props.put("postbox.console.replay-rate", replayRate);
+    }
+    String bootstrap =
+        bootstrapServers != null ? bootstrapServers : env.apply("POSTBOX_KAFKA_BOOTSTRAP");
+    if (bootstrap != null && !bootstrap.isBlank() && !groups.isEmpty()) {
+      props.put("postbox.console.kafka.bootstrap-servers", bootstrap);
+      props.put("postbox.console.kafka.groups", String.join(",", groups));
     }
     String[] args =
         props.entrySet().stream()

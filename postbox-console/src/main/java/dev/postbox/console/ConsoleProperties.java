@@ -15,6 +15,7 @@ public class ConsoleProperties {
   private final Admin admin = new Admin();
   private final Map<String, User> users = new LinkedHashMap<>();
   private final Login login = new Login();
+  private final Kafka kafka = new Kafka();
   private double replayRate = dev.postbox.jdbc.Replayer.DEFAULT_RATE_PER_SECOND;
 
   public Db getDb() {
@@ -32,6 +33,38 @@ public class ConsoleProperties {
 
   public Login getLogin() {
     return login;
+  }
+
+  /** Where the dashboard reads the consumer groups' lag as age (optional). */
+  public Kafka getKafka() {
+    return kafka;
+  }
+
+  /** Kafka brokers and the consumer groups whose lag the dashboard shows. */
+  public static class Kafka {
+    private String bootstrapServers;
+    private java.util.List<String> groups = new java.util.ArrayList<>();
+
+    public String getBootstrapServers() {
+      return bootstrapServers;
+    }
+
+    public void setBootstrapServers(String bootstrapServers) {
+      this.bootstrapServers = bootstrapServers;
+    }
+
+    public java.util.List<String> getGroups() {
+      return groups;
+    }
+
+    public void setGroups(java.util.List<String> groups) {
+      this.groups = groups;
+    }
+
+    /** Whether both the brokers and at least one group are given. */
+    boolean configured() {
+      return bootstrapServers != null && !bootstrapServers.isBlank() && !groups.isEmpty();
+    }
   }
 
   /** Replays and edits per second, all users together. */

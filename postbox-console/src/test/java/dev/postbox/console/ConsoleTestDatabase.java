@@ -26,6 +26,10 @@ final class ConsoleTestDatabase {
     return ctx.dataSource();
   }
 
+  PostboxTestContext context() {
+    return ctx;
+  }
+
   void register(DynamicPropertyRegistry registry) {
     registry.add("postbox.console.db.url", ctx::jdbcUrl);
     registry.add("postbox.console.db.schema", ctx::schema);
