@@ -2,6 +2,7 @@ package dev.postbox.cli;
 
 import dev.postbox.admin.PostboxAdmin;
 import dev.postbox.kafka.KafkaDeadLetters;
+import dev.postbox.rabbitmq.RabbitDeadLetters;
 import javax.sql.DataSource;
 import org.postgresql.ds.PGSimpleDataSource;
 import picocli.CommandLine.Model.CommandSpec;
@@ -69,7 +70,7 @@ final class AdminOptions {
   /** The operations API on that database, reading Kafka dead letters back into messages. */
   PostboxAdmin admin(double ratePerSecond) {
     return PostboxAdmin.builder(dataSource())
-        .decoder(KafkaDeadLetters.decoder())
+        .decoder(RabbitDeadLetters.decoderOr(KafkaDeadLetters.decoder()))
         .ratePerSecond(ratePerSecond)
         .build();
   }

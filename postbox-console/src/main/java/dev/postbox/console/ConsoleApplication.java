@@ -6,6 +6,7 @@ import dev.postbox.admin.ConsumerLagSource;
 import dev.postbox.admin.PostboxAdmin;
 import dev.postbox.kafka.ConsumerLagProbe;
 import dev.postbox.kafka.KafkaDeadLetters;
+import dev.postbox.rabbitmq.RabbitDeadLetters;
 import javax.sql.DataSource;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
@@ -61,7 +62,7 @@ public class ConsoleApplication {
       org.springframework.beans.factory.ObjectProvider<ConsumerLagProbe> lagProbe) {
     PostboxAdmin.Builder b =
         PostboxAdmin.builder(consoleDataSource)
-            .decoder(KafkaDeadLetters.decoder())
+            .decoder(RabbitDeadLetters.decoderOr(KafkaDeadLetters.decoder()))
             .ratePerSecond(settings.getReplayRate());
     ConsumerLagProbe probe = lagProbe.getIfAvailable();
     if (probe != null) {

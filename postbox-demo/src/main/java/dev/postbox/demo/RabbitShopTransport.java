@@ -6,21 +6,15 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
-import com.rabbitmq.client.LongString;
-import com.rabbitmq.client.impl.LongStringHelper;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.postbox.core.Message;
 import dev.postbox.core.reply.LateReplyListener;
 import dev.postbox.core.reply.Requester;
-import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.DeadLetterStore.DeadLetter;
 import dev.postbox.rabbitmq.RabbitMessages;
 import dev.postbox.rabbitmq.RabbitRequester;
 import dev.postbox.rabbitmq.RabbitTopology;
 import dev.postbox.testkit.RabbitMqServer;
-import java.nio.charset.StandardCharsets;
-import java.util.LinkedHashMap;
-import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
@@ -209,32 +203,7 @@ final class RabbitShopTransport implements ShopTransport {
 
   @Override
   public Function<DeadLetter, Message> deadLetterDecoder() {
-    return RabbitShopTransport::decode;
-  }
-
-  /**
-   * The message of a dead letter the RabbitMQ subscriber wrote: its properties rebuilt from the
-   * stored headers ({@link RabbitMessages#deadLetterHeaders}: the content type and each header as
-   * bytes), read by the same {@link RabbitMessages#fromDelivery} the subscriber used.
-   */
-  static Message decode(DeadLetter letter) {
-    DeadLetterStore.NewDeadLetter l = letter.letter();
-    String contentType = null;
-    Map<String, Object> headers = new LinkedHashMap<>();
-    for (DeadLetterStore.Header h : l.headers()) {
-      if (h.value() == null) {
-        continue;
-      }
-      if (h.name().equals("content-type")) {
-        contentType = new String(h.value(), StandardCharsets.UTF_8);
-      } else {
-        LongString v = LongStringHelper.asLongString(h.value());
-        headers.put(h.name(), v);
-      }
-    }
-    AMQP.BasicProperties properties =
-        new AMQP.BasicProperties.Builder().contentType(contentType).headers(headers).build();
-    return RabbitMessages.fromDelivery(l.topic(), null, properties, l.value());
+    return dev.postbox.rabbitmq.RabbitDeadLetters.decoder();
   }
 
   @Override

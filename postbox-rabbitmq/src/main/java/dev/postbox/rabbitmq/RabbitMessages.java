@@ -213,6 +213,28 @@ public final class RabbitMessages {
     return List.copyOf(out);
   }
 
+  /**
+   * The AMQP properties of a delivery rebuilt from the headers {@link #deadLetterHeaders} kept (by
+   * the dead letters or the parking): {@code content-type} as the content type, every other header
+   * as text.
+   */
+  public static AMQP.BasicProperties storedProperties(List<DeadLetterStore.Header> stored) {
+    Map<String, Object> headers = new LinkedHashMap<>();
+    String contentType = null;
+    for (DeadLetterStore.Header h : stored) {
+      if (h.value() == null) {
+        continue;
+      }
+      String text = new String(h.value(), StandardCharsets.UTF_8);
+      if (h.name().equals("content-type")) {
+        contentType = text;
+      } else {
+        headers.put(h.name(), text);
+      }
+    }
+    return new AMQP.BasicProperties.Builder().contentType(contentType).headers(headers).build();
+  }
+
   /** The {@code x-death} table list as text: {@code queue=.., reason=.., count=..; ...}. */
   static String describeDeaths(List<?> deaths) {
     StringBuilder b = new StringBuilder();
