@@ -216,7 +216,9 @@ public final class RabbitBench {
     try (Connection c = connect("bench-raw")) {
       Channel ch = c.createChannel();
       ch.confirmSelect();
-      long[] last = {0};
+      // outstanding publish sequence numbers: a broker may ack one number singly and later ack a
+      // range around it with multiple=true, so count what each ack settles, never a difference
+      java.util.NavigableSet<Long> unconfirmed = new java.util.TreeSet<>();
       ch.addConfirmListener(
           new ConfirmListener() {
             @Override
@@ -229,16 +231,27 @@ public final class RabbitBench {
               settle(seq, multiple);
             }
 
-            private synchronized void settle(long seq, boolean multiple) {
-              long count = multiple ? seq - last[0] : 1;
-              last[0] = Math.max(last[0], seq);
+            private void settle(long seq, boolean multiple) {
+              int count;
+              synchronized (unconfirmed) {
+                if (multiple) {
+                  java.util.NavigableSet<Long> settled = unconfirmed.headSet(seq, true);
+                  count = settled.size();
+                  settled.clear();
+                } else {
+                  count = unconfirmed.remove(seq) ? 1 : 0;
+                }
+              }
               confirmed.addAndGet(count);
-              inFlight.release((int) count);
+              inFlight.release(count);
             }
           });
       long t0 = System.nanoTime();
       for (Message m : messages) {
         inFlight.acquire();
+        synchronized (unconfirmed) {
+          unconfirmed.add(ch.getNextPublishSeqNo());
+        }
         ch.basicPublish(
             RabbitTopology.exchange(topic),
             RabbitMessages.routingKey(m),
