@@ -22,9 +22,9 @@ import java.util.function.Function;
  * process is armed to halt between an effect's commit and its offset commit at the delivery given
  * by --consumer-crash-at; the first payments process between a charge's commit and its reply
  * ({@link PaymentsPhase}). Halts at a crash point are counted. With the CDC relay ({@code --relay
- * cdc}) one relay streams and the others stand by, and which one takes the slot first is a race:
- * every relay's first incarnation is armed ({@code cdc.after-ack-before-mark}), so the streaming
- * one halts, a standby takes over, and may halt in turn at the same batch count of its own.
+ * cdc}) one relay streams and the others stand by: the first relay is started alone and the others
+ * only once it holds the slot's lease, so the armed relay ({@code cdc.after-ack-before-mark}) is
+ * the streaming one; it halts once, a standby takes over, unarmed (one halt, as with polling).
  */
 final class DemoSupervisor {
 
@@ -110,6 +110,12 @@ final class DemoSupervisor {
         this::payments);
     // only the first incarnation is armed: the first relay's and the inventory's
     supervisor.armer(c -> c.incarnation() == 1 ? crashPointOf(members.get(c)) : Optional.empty());
+    if (settings.mode().cdc() && settings.relays() > 1) {
+      Member first = order.get(0);
+      supervisor.want(first.process());
+      first.process().jvm().orElseThrow().awaitLogLine("started", Duration.ofSeconds(60));
+      awaitSlotOwner(relayId(0), Duration.ofSeconds(60));
+    }
     for (Member m : order) {
       supervisor.want(m.process());
     }
@@ -136,7 +142,7 @@ final class DemoSupervisor {
           CrashPoints.CONSUMER_AFTER_COMMIT_BEFORE_COMPLETED + "@" + PaymentsPhase.CRASH_AT);
     }
     if (m.relay() && settings.mode().cdc()) {
-      return settings.crashAtBatch() > 0
+      return m.process().name().equals(relayId(0)) && settings.crashAtBatch() > 0
           ? Optional.of("cdc.after-ack-before-mark@" + settings.crashAtBatch())
           : Optional.empty();
     }
@@ -166,6 +172,37 @@ final class DemoSupervisor {
             "--enable-native-access=ALL-UNNAMED",
             "-Dorg.slf4j.simpleLogger.log.dev.postbox=debug")
         .log(settings.workDir().resolve("payments.log"));
+  }
+
+  /**
+   * Waits until {@code owner} holds the CDC slot's lease ({@code postbox_cdc_slot}), so the relays
+   * started after it stand by. The demo's own wait on real time: it watches real processes.
+   */
+  private void awaitSlotOwner(String owner, Duration timeout) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    try (java.sql.Connection c = java.sql.DriverManager.getConnection(settings.jdbcUrl());
+        java.sql.PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT 1 FROM postbox_cdc_slot WHERE owner = ? AND lease_until > now()")) {
+      ps.setString(1, owner);
+      while (true) {
+        try (java.sql.ResultSet rs = ps.executeQuery()) {
+          if (rs.next()) {
+            return;
+          }
+        }
+        if (System.nanoTime() > deadline) {
+          throw new IllegalStateException(
+              owner + " did not take the CDC slot's lease within " + timeout);
+        }
+        Thread.sleep(100);
+      }
+    } catch (java.sql.SQLException e) {
+      throw new IllegalStateException("cannot read the CDC slot's lease: " + e.getMessage(), e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while waiting for the CDC slot's lease", e);
+    }
   }
 
   private static String relayId(int i) {

@@ -300,6 +300,7 @@ public final class RabbitBench {
     } finally {
       relay.close();
       deleteQueues("sink", topic, SHARDS);
+      db.dataSource().close();
     }
   }
 
@@ -374,6 +375,7 @@ public final class RabbitBench {
               + " transaction per message");
     } finally {
       deleteQueues(name, topic, SHARDS);
+      db.dataSource().close(); // 40 connections a run: 300 is the server's limit
     }
   }
 
@@ -450,6 +452,7 @@ public final class RabbitBench {
       containers.forEach(SimpleMessageListenerContainer::stop);
       cf.destroy();
       deleteQueues(name, topic, SHARDS);
+      db.dataSource().close(); // 40 connections a run: 300 is the server's limit
     }
   }
 
