@@ -24,7 +24,6 @@ import java.io.PrintStream;
 import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.Semaphore;
@@ -138,37 +137,10 @@ public final class RabbitBench {
     return m;
   }
 
-  /** One run's rate and its note. */
-  private record Run(double rate, String note) {}
-
-  private interface Once {
-    Run run(int round) throws Exception;
-  }
-
   /** A warm-up run, then the median of {@link #RUNS} runs, with their spread in the note. */
-  private Measurement median(String name, Once once) throws Exception {
-    once.run(0);
-    double[] rates = new double[RUNS];
-    String note = "";
-    for (int i = 0; i < RUNS; i++) {
-      Run r = once.run(i + 1);
-      rates[i] = r.rate();
-      note = r.note();
-    }
-    double[] sorted = rates.clone();
-    Arrays.sort(sorted);
-    double median = sorted[RUNS / 2];
-    double spread = (sorted[RUNS - 1] - sorted[0]) / median;
+  private static Measurement median(String name, Repeated.Once once) throws Exception {
     String unit = name.contains("relay") || name.contains("publisher") ? "events/s" : "msgs/s";
-    return Measurement.of(name, median, unit)
-        .note(
-            String.format(
-                "%s; median of %d warm runs %s, spread %.0f%%",
-                note, RUNS, Arrays.toString(roundAll(rates)), spread * 100));
-  }
-
-  private static long[] roundAll(double[] rates) {
-    return Arrays.stream(rates).mapToLong(Math::round).toArray();
+    return Repeated.median(name, unit, RUNS, once);
   }
 
   private Connection connect(String name) throws Exception {
@@ -203,7 +175,7 @@ public final class RabbitBench {
   }
 
   /** The raw publisher: the relay's messages, mandatory, persistent, async confirms. */
-  private Run rawOnce(int round) throws Exception {
+  private Repeated.Run rawOnce(int round) throws Exception {
     int n = relayEvents();
     String topic = topic("raw", "sink", SHARDS);
     List<Message> messages = new ArrayList<>(n);
@@ -261,7 +233,7 @@ public final class RabbitBench {
       }
       BenchEnv.awaitCount("raw confirms", confirmed::get, n, Duration.ofSeconds(60));
       double rate = Rate.since(t0, n);
-      return new Run(
+      return new Repeated.Run(
           rate,
           n
               + " messages of "
@@ -277,7 +249,7 @@ public final class RabbitBench {
   }
 
   /** The relay: n outbox rows drained, published with confirms, deleted (retention 0). */
-  private Run relayOnce(int round) throws Exception {
+  private Repeated.Run relayOnce(int round) throws Exception {
     int n = relayEvents();
     Db db = env.database("rabbit_relay", 4);
     String topic = topic("relay", "sink", SHARDS);
@@ -294,7 +266,7 @@ public final class RabbitBench {
     try {
       BenchEnv.awaitCount(
           "rabbit relay", () -> relay.stats().published(), n, Duration.ofSeconds(60));
-      return new Run(
+      return new Repeated.Run(
           Rate.since(t0, n),
           n + " outbox rows drained, published with confirms (mandatory) and deleted, 1 instance");
     } finally {
@@ -332,7 +304,7 @@ public final class RabbitBench {
   }
 
   /** Ours: EFFECTIVELY_ONCE, inbox row + effect in one transaction per message. */
-  private Run eoOnce(int round) throws Exception {
+  private Repeated.Run eoOnce(int round) throws Exception {
     int n = consumerEvents();
     Db db = env.database("rabbit_eo", 40);
     String name = "bench-eo-" + SEQ.incrementAndGet();
@@ -366,7 +338,7 @@ public final class RabbitBench {
           () -> sub.stats().applied() + sub.stats().duplicatesSuppressed(),
           n,
           Duration.ofSeconds(60));
-      return new Run(
+      return new Repeated.Run(
           Rate.since(t0, n),
           n
               + " messages on "
@@ -384,7 +356,7 @@ public final class RabbitBench {
    * {@code batch}, a batch listener (batches of 100) with one JDBC transaction per batch, else one
    * auto-commit INSERT per message. Acks after the listener returned (AUTO).
    */
-  private Run springOnce(int round, boolean batch) throws Exception {
+  private Repeated.Run springOnce(int round, boolean batch) throws Exception {
     int n = consumerEvents();
     Db db = env.database("rabbit_spring", 40);
     String name = "bench-spring-" + SEQ.incrementAndGet();
@@ -439,7 +411,7 @@ public final class RabbitBench {
       long t0 = System.nanoTime();
       containers.forEach(SimpleMessageListenerContainer::start);
       BenchEnv.awaitCount("spring rabbit", applied::get, n, Duration.ofSeconds(60));
-      return new Run(
+      return new Repeated.Run(
           Rate.since(t0, n),
           n
               + " messages, SimpleMessageListenerContainer per shard queue ("
@@ -466,7 +438,7 @@ public final class RabbitBench {
   }
 
   /** One queue, 1,000 keys, 5 ms per message, {@code ordering}, concurrency 1,000. */
-  private Run keyOrderOnce(int round, Ordering ordering) throws Exception {
+  private Repeated.Run keyOrderOnce(int round, Ordering ordering) throws Exception {
     int n =
         ordering == Ordering.PARTITION ? config.keyOrderPartitionEvents() : config.keyOrderEvents();
     String name = "bench-keys-" + SEQ.incrementAndGet();
@@ -487,7 +459,7 @@ public final class RabbitBench {
       long t0 = System.nanoTime();
       sub.start();
       BenchEnv.awaitCount("rabbit keys", () -> sub.stats().applied(), n, Duration.ofSeconds(60));
-      return new Run(
+      return new Repeated.Run(
           Rate.since(t0, n),
           n + " messages, 1 queue, 1,000 keys, 5 ms sleep each, prefetch 5,000, " + ordering);
     } finally {

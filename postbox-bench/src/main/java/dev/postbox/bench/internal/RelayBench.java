@@ -51,19 +51,31 @@ public final class RelayBench {
     drain(1, Math.min(config.relayEvents(), 10_000));
   }
 
-  /** Relay with {@code instances} instances: events/s from start to the last row marked. */
-  public Measurement relay(int instances) throws InterruptedException {
+  /**
+   * Relay with {@code instances} instances: events/s from start to the last row marked; the median
+   * of {@link #runs()} runs after a warm-up run.
+   */
+  public Measurement relay(int instances) throws Exception {
     int n = config.relayEvents();
-    double rate = drain(instances, n);
     String name =
         instances == 1 ? "relay_1_instance_events_per_s" : "relay_2_instances_events_per_s";
-    return Measurement.of(name, rate, "events/s")
-        .note(
-            n
-                + " outbox rows drained, published (acks=all, idempotent) and deleted"
-                + " (retention 0), per-key order kept across "
-                + instances
-                + " instance(s), default batch size");
+    return Repeated.median(
+        name,
+        "events/s",
+        runs(),
+        round ->
+            new Repeated.Run(
+                drain(instances, n),
+                n
+                    + " outbox rows drained, published (acks=all, idempotent) and deleted"
+                    + " (retention 0), per-key order kept across "
+                    + instances
+                    + " instance(s), default batch size"));
+  }
+
+  /** Runs per repeated figure: 3 (1 in quick mode, where CI checks the report, not numbers). */
+  private int runs() {
+    return config.quick() ? 1 : 3;
   }
 
   private double drain(int instances, int n) throws InterruptedException {
@@ -91,11 +103,19 @@ public final class RelayBench {
       return Rate.since(t0, n);
     } finally {
       relays.forEach(Relay::close);
+      db.dataSource().close(); // a new database per run: its pool is not needed after it
     }
   }
 
-  /** The raw producer: the same records and producer settings, no database. */
-  public Measurement rawProducer() {
+  /**
+   * The raw producer: the same records and producer settings, no database; the median of {@link
+   * #runs()} runs after a warm-up run (a single run of it moved 2x between runs).
+   */
+  public Measurement rawProducer() throws Exception {
+    return Repeated.median("raw_producer_events_per_s", "events/s", runs(), round -> rawOnce());
+  }
+
+  private Repeated.Run rawOnce() throws Exception {
     int n = config.relayEvents();
     String topic = env.primedTopic("raw", 6);
     List<Message> messages = new ArrayList<>(n);
@@ -110,13 +130,21 @@ public final class RelayBench {
         pending.add(producer.send(KafkaRecords.toRecord(m)));
       }
       Futures.awaitAll(pending);
-      return Measurement.of("raw_producer_events_per_s", Rate.since(t0, n), "events/s")
-          .note("KafkaProducer, same records and settings as the relay's publisher, all in flight");
+      return new Repeated.Run(
+          Rate.since(t0, n),
+          "KafkaProducer, same records and settings as the relay's publisher, all in flight");
     }
   }
 
-  /** The bare database drain: claim + delete of the same rows in relay-sized batches. */
-  public Measurement drainCeiling() {
+  /**
+   * The bare database drain: claim + delete of the same rows in relay-sized batches; the median of
+   * {@link #runs()} runs after a warm-up run.
+   */
+  public Measurement drainCeiling() throws Exception {
+    return Repeated.median("drain_ceiling_events_per_s", "events/s", runs(), round -> drainOnce());
+  }
+
+  private Repeated.Run drainOnce() {
     int n = config.relayEvents();
     Db db = env.database("drain", 2);
     BenchEnv.seedOutbox(db, "bench.drain", n);
@@ -141,12 +169,14 @@ public final class RelayBench {
       }
     } catch (SQLException e) {
       throw new IllegalStateException("drain ceiling failed: " + e.getMessage(), e);
+    } finally {
+      db.dataSource().close();
     }
-    return Measurement.of("drain_ceiling_events_per_s", Rate.since(t0, n), "events/s")
-        .note(
-            "one connection, SKIP LOCKED claim + DELETE ... RETURNING of "
-                + BATCH
-                + " rows per auto-commit statement, no publish");
+    return new Repeated.Run(
+        Rate.since(t0, n),
+        "one connection, SKIP LOCKED claim + DELETE ... RETURNING of "
+            + BATCH
+            + " rows per auto-commit statement, no publish");
   }
 
   /** The relay ratios: against the ceiling and the raw producer. */
