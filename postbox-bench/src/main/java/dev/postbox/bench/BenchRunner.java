@@ -143,6 +143,14 @@ public final class BenchRunner {
         Measurement.of("consumer_eo_batch_vs_spring_kafka", batch.value() / spring.value(), "x")
             .target(Target.atLeast(3))
             .note("consumer_eo_batch_per_s / spring_kafka_jdbc_per_s"));
+    Measurement springBatch = record(c.springKafkaBatch());
+    record(
+        Measurement.of(
+                "consumer_eo_batch_vs_spring_kafka_batch", batch.value() / springBatch.value(), "x")
+            .target(Target.atLeast(1.5))
+            .note(
+                "consumer_eo_batch_per_s / spring_kafka_batch_tx_jdbc_per_s: against the peer's"
+                    + " best (its batch listener, one transaction per poll batch)"));
   }
 
   private void latency(BenchEnv env) throws Exception {

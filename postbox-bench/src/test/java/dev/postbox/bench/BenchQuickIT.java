@@ -39,6 +39,8 @@ class BenchQuickIT {
           "consumer_eo_batch_per_s",
           "spring_kafka_jdbc_per_s",
           "consumer_eo_batch_vs_spring_kafka",
+          "spring_kafka_batch_tx_jdbc_per_s",
+          "consumer_eo_batch_vs_spring_kafka_batch",
           "e2e_1k_p50_ms",
           "e2e_1k_p99_ms",
           "e2e_1k_p999_ms",
