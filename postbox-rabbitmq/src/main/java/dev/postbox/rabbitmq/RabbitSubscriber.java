@@ -289,6 +289,18 @@ public final class RabbitSubscriber implements AutoCloseable {
     return processor.stats();
   }
 
+  /**
+   * Whether it runs with an open connection (false before {@link #start()}, after {@link #close()},
+   * and while the client's automatic recovery reconnects).
+   */
+  public boolean connected() {
+    Connection c;
+    synchronized (this) {
+      c = connection;
+    }
+    return running && c != null && c.isOpen();
+  }
+
   /** Deliveries handed to the workers and not yet done. */
   public int inFlight() {
     return inFlight.get();

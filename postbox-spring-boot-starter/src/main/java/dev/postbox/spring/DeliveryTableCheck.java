@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import org.springframework.util.ClassUtils;
 
 /**
  * Finds the contradictions and out-of-range values in bound {@code postbox.*} settings: every
@@ -16,6 +17,9 @@ final class DeliveryTableCheck {
   /** The relay's own limit on a batch ({@code Relay.Builder#batchSize}). */
   private static final int MAX_BATCH_SIZE = 100_000;
 
+  /** AMQP's largest prefetch count ({@code basic.qos} carries it in 16 bits). */
+  private static final int MAX_PREFETCH = 65_535;
+
   private DeliveryTableCheck() {}
 
   /** Every problem of {@code properties}; empty when it is consistent. */
@@ -25,13 +29,67 @@ final class DeliveryTableCheck {
       topic(e.getKey(), e.getValue(), problems);
     }
     relay(properties.getRelay(), problems);
-    if (properties.getRelay().isEnabled()
-        && properties.getKafka().getBootstrapServers().isBlank()) {
-      problems.add(
-          "postbox.kafka.bootstrap-servers is required while the relay runs"
-              + " (or set postbox.relay.enabled: false)");
-    }
+    transport(properties, problems);
     return problems;
+  }
+
+  /** The adapter of the chosen transport, whose address the relay needs, and its settings. */
+  private static void transport(PostboxProperties properties, List<String> problems) {
+    PostboxProperties.Transport transport = properties.getTransport();
+    String adapter = transport == PostboxProperties.Transport.RABBITMQ ? "rabbitmq" : "kafka";
+    String probe =
+        transport == PostboxProperties.Transport.RABBITMQ
+            ? "dev.postbox.rabbitmq.RabbitSubscriber"
+            : "dev.postbox.kafka.KafkaSubscriber";
+    if (!ClassUtils.isPresent(probe, DeliveryTableCheck.class.getClassLoader())) {
+      problems.add(
+          "postbox.transport: "
+              + adapter
+              + " needs dev.postbox:postbox-"
+              + adapter
+              + " on the class path (add the dependency)");
+    }
+    if (properties.getRelay().isEnabled() && properties.brokerAddress().isBlank()) {
+      problems.add(
+          properties.brokerAddressKey()
+              + " is required while the relay runs (or set postbox.relay.enabled: false)");
+    }
+    if (transport != PostboxProperties.Transport.RABBITMQ) {
+      return;
+    }
+    PostboxProperties.Rabbitmq r = properties.getRabbitmq();
+    if (!r.getUri().isBlank() && !amqpUri(r.getUri())) {
+      problems.add(
+          "postbox.rabbitmq.uri: '"
+              + r.getUri()
+              + "' is not an AMQP URI (amqp://user:password@host:port/vhost, or amqps://)");
+    }
+    if (r.getShards() < 1) {
+      problems.add("postbox.rabbitmq.shards must be at least 1, was " + r.getShards());
+    }
+    if (r.getPrefetch() < 1 || r.getPrefetch() > MAX_PREFETCH) {
+      problems.add(
+          "postbox.rabbitmq.prefetch must be in [1, " + MAX_PREFETCH + "], was " + r.getPrefetch());
+    }
+    positive("postbox.rabbitmq.confirm-timeout", r.getConfirmTimeout(), problems);
+    for (Map.Entry<String, TopicProperties> e : properties.getTopics().entrySet()) {
+      if (e.getValue().getGuarantee() == DeliveryGuarantee.DEDUPLICATED) {
+        problems.add(
+            "postbox.topics["
+                + e.getKey()
+                + "].guarantee: deduplicated is not offered on RabbitMQ (use effectively-once:"
+                + " the PostgreSQL inbox)");
+      }
+    }
+  }
+
+  private static boolean amqpUri(String uri) {
+    try {
+      java.net.URI u = new java.net.URI(uri);
+      return ("amqp".equals(u.getScheme()) || "amqps".equals(u.getScheme())) && u.getHost() != null;
+    } catch (java.net.URISyntaxException e) {
+      return false;
+    }
   }
 
   private static void topic(String topic, TopicProperties t, List<String> problems) {

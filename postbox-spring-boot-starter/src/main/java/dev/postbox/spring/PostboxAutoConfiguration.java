@@ -5,28 +5,35 @@ import dev.postbox.core.spi.IdempotencyStore;
 import dev.postbox.jdbc.OperationsProbe;
 import dev.postbox.jdbc.Outbox;
 import dev.postbox.jdbc.PostboxMigrations;
-import dev.postbox.kafka.ConsumerLagProbe;
-import dev.postbox.kafka.KafkaAtMostOncePublisher;
 import dev.postbox.micrometer.MicrometerPostboxMetrics;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.Optional;
 import javax.sql.DataSource;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionOutcome;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.autoconfigure.condition.SpringBootCondition;
+import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.ConditionContext;
+import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.env.ConfigurableEnvironment;
+import org.springframework.core.type.AnnotatedTypeMetadata;
 
 /**
  * Wires Postbox into a Spring Boot application that has a {@code DataSource}: the checked {@code
  * postbox.*} settings, Postbox's migrations (unless {@code postbox.migrations.enabled=false}), the
- * {@link TransactionalOutbox}, the relay ({@code postbox.relay.enabled}), the consumers, and, when
- * on the class path, Micrometer metrics and an Actuator health indicator.
+ * {@link TransactionalOutbox}, the transport ({@code postbox.transport}: Kafka, the default, or
+ * RabbitMQ), the relay ({@code postbox.relay.enabled}), the consumers, and, when on the class path,
+ * Micrometer metrics and an Actuator health indicator. Each transport's wiring is a configuration
+ * of its own, conditional on its adapter's classes, so an application with one adapter never loads
+ * the other's types.
  */
 @AutoConfiguration(
     afterName = "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration")
@@ -70,18 +77,72 @@ public class PostboxAutoConfiguration {
   /** Outbox or direct at-most-once sending, as the delivery table says for each topic. */
   @Bean
   @ConditionalOnMissingBean
-  PostboxPublisher postboxPublisher(PostboxProperties properties, TransactionalOutbox outbox) {
-    return new PostboxPublisher(
-        outbox,
-        properties,
-        () -> {
-          String bootstrap = properties.getKafka().getBootstrapServers();
-          if (bootstrap == null || bootstrap.isBlank()) {
-            throw new IllegalStateException(
-                "postbox.kafka.bootstrap-servers is required to send at-most-once topics");
-          }
-          return KafkaAtMostOncePublisher.builder(bootstrap).build();
-        });
+  PostboxPublisher postboxPublisher(
+      PostboxProperties properties, TransactionalOutbox outbox, TransportWiring transport) {
+    return new PostboxPublisher(outbox, properties, transport::directSender);
+  }
+
+  /** {@code postbox.transport: kafka} (the default), with {@code postbox-kafka}. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "dev.postbox.kafka.KafkaSubscriber")
+  @Conditional(OnKafka.class)
+  static class KafkaTransport {
+    @Bean
+    @ConditionalOnMissingBean
+    TransportWiring postboxTransport(PostboxProperties properties) {
+      return new KafkaWiring(properties);
+    }
+  }
+
+  /** {@code postbox.transport: rabbitmq}, with {@code postbox-rabbitmq}. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "dev.postbox.rabbitmq.RabbitSubscriber")
+  @Conditional(OnRabbitmq.class)
+  static class RabbitmqTransport {
+    @Bean
+    @ConditionalOnMissingBean
+    TransportWiring postboxTransport(PostboxProperties properties) {
+      return new RabbitWiring(properties);
+    }
+  }
+
+  /** Matches when {@code postbox.transport} binds to the given transport (or is unset: Kafka). */
+  abstract static class OnTransport extends SpringBootCondition {
+    private final PostboxProperties.Transport transport;
+
+    OnTransport(PostboxProperties.Transport transport) {
+      this.transport = transport;
+    }
+
+    @Override
+    public ConditionOutcome getMatchOutcome(
+        ConditionContext context, AnnotatedTypeMetadata metadata) {
+      PostboxProperties.Transport chosen;
+      try {
+        chosen =
+            Binder.get(context.getEnvironment())
+                .bind(PostboxProperties.PREFIX + ".transport", PostboxProperties.Transport.class)
+                .orElse(PostboxProperties.Transport.KAFKA);
+      } catch (RuntimeException e) {
+        // not a transport: PostboxSettingsBinder reports it with the other problems
+        return ConditionOutcome.noMatch("postbox.transport is not a transport");
+      }
+      return chosen == transport
+          ? ConditionOutcome.match("postbox.transport is " + transport)
+          : ConditionOutcome.noMatch("postbox.transport is " + chosen);
+    }
+  }
+
+  static final class OnKafka extends OnTransport {
+    OnKafka() {
+      super(PostboxProperties.Transport.KAFKA);
+    }
+  }
+
+  static final class OnRabbitmq extends OnTransport {
+    OnRabbitmq() {
+      super(PostboxProperties.Transport.RABBITMQ);
+    }
   }
 
   @Bean
@@ -98,15 +159,17 @@ public class PostboxAutoConfiguration {
       matchIfMissing = true)
   PostboxRelayLifecycle postboxRelay(
       PostboxProperties properties,
+      TransportWiring transport,
       DataSource dataSource,
       PostboxMetrics metrics,
       PostboxSchema schema) {
-    return new PostboxRelayLifecycle(properties, dataSource, metrics);
+    return new PostboxRelayLifecycle(properties, transport, dataSource, metrics);
   }
 
   @Bean
   PostboxConsumers postboxConsumers(
       PostboxProperties properties,
+      TransportWiring transport,
       DataSource dataSource,
       PostboxListenerRegistrar registrar,
       ObjectProvider<PostboxConsumer> consumers,
@@ -115,6 +178,7 @@ public class PostboxAutoConfiguration {
       ObjectProvider<io.opentelemetry.api.OpenTelemetry> openTelemetry,
       PostboxSchema schema) {
     return new PostboxConsumers(
+        transport,
         properties,
         dataSource,
         registrar,
@@ -160,20 +224,12 @@ public class PostboxAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean(name = "postboxHealthIndicator")
     HealthIndicator postboxHealthIndicator(
-        PostboxProperties properties,
         ObjectProvider<PostboxRelayLifecycle> relay,
         PostboxConsumers consumers,
-        OperationsProbe tables) {
-      Optional<String> bootstrap =
-          Optional.ofNullable(properties.getKafka().getBootstrapServers())
-              .filter(b -> !b.isBlank());
+        OperationsProbe tables,
+        TransportWiring transport) {
       return new PostboxHealthIndicator(
-          Optional.ofNullable(relay.getIfAvailable()),
-          consumers,
-          tables,
-          groups ->
-              bootstrap.map(
-                  b -> ConsumerLagProbe.builder(b).groups(groups.toArray(String[]::new)).build()));
+          Optional.ofNullable(relay.getIfAvailable()), consumers, tables, transport);
     }
   }
 }

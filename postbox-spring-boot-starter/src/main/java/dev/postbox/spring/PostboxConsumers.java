@@ -10,10 +10,6 @@ import dev.postbox.core.spi.InboxStore;
 import dev.postbox.jdbc.PostgresDeadLetterStore;
 import dev.postbox.jdbc.PostgresInboxStore;
 import dev.postbox.jdbc.PostgresParkingStore;
-import dev.postbox.kafka.IdempotencyTtlTooShortException;
-import dev.postbox.kafka.InboxRetentionTooShortException;
-import dev.postbox.kafka.KafkaSubscriber;
-import dev.postbox.kafka.SubscriberState;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -24,10 +20,11 @@ import org.springframework.context.SmartLifecycle;
 
 /**
  * Runs the application's consumers ({@link PostboxListener} methods and {@link PostboxConsumer}
- * beans) as Kafka subscribers that start and stop with the Spring context: a listener's
- * subscription comes from the delivery table; effectively-once gets the PostgreSQL inbox, and dead
- * letters and parking the PostgreSQL stores when the table asks for them. Stopping closes each
- * subscriber gracefully (running records finish, the finished prefix is committed).
+ * beans) as subscribers of the transport ({@code postbox.transport}: Kafka or RabbitMQ) that start
+ * and stop with the Spring context: a listener's subscription comes from the delivery table;
+ * effectively-once gets the PostgreSQL inbox, and dead letters and parking the PostgreSQL stores
+ * when the table asks for them. Stopping closes each subscriber gracefully (running records finish,
+ * the finished prefix is committed).
  */
 public final class PostboxConsumers implements SmartLifecycle {
 
@@ -38,9 +35,11 @@ public final class PostboxConsumers implements SmartLifecycle {
   private final Optional<IdempotencyStore> idempotencyStore;
   private final PostboxMetrics metrics;
   private final Optional<io.opentelemetry.api.OpenTelemetry> openTelemetry;
-  private final Map<String, KafkaSubscriber> running = new LinkedHashMap<>();
+  private final TransportWiring transport;
+  private final Map<String, Running> running = new LinkedHashMap<>();
 
   PostboxConsumers(
+      TransportWiring transport,
       PostboxProperties properties,
       DataSource dataSource,
       PostboxListenerRegistrar registrar,
@@ -48,6 +47,7 @@ public final class PostboxConsumers implements SmartLifecycle {
       Optional<IdempotencyStore> idempotencyStore,
       PostboxMetrics metrics,
       Optional<io.opentelemetry.api.OpenTelemetry> openTelemetry) {
+    this.transport = transport;
     this.properties = properties;
     this.dataSource = dataSource;
     this.registrar = registrar;
@@ -86,33 +86,25 @@ public final class PostboxConsumers implements SmartLifecycle {
           new PostboxConsumer(
               fromTable(e.name(), e.topic(), properties.topic(e.topic())), e.handler()));
     }
-    if (!consumers.isEmpty() && properties.getKafka().getBootstrapServers().isBlank()) {
+    if (!consumers.isEmpty() && properties.brokerAddress().isBlank()) {
       throw new PostboxConfigurationException(
           List.of(
-              "postbox.kafka.bootstrap-servers is required by the consumers " + names(consumers)));
+              properties.brokerAddressKey() + " is required by the consumers " + names(consumers)));
     }
-    // a topic whose retention outlives the table's inbox retention or idempotency TTL is found
-    // when its subscriber starts (it reads the topic's retention.ms): every such problem is
-    // collected, and reported in one message, as the table's other problems are
+    // a problem of the table only the broker reveals (Kafka: a topic's retention.ms against the
+    // inbox retention or idempotency TTL) is collected over all consumers and reported in one
+    // message, as the table's other problems are
     List<String> problems = new ArrayList<>();
     try {
       for (PostboxConsumer c : consumers) {
-        KafkaSubscriber subscriber = build(c);
-        try {
-          subscriber.start();
-        } catch (InboxRetentionTooShortException | IdempotencyTtlTooShortException e) {
-          problems.add(
-              "postbox.topics["
-                  + String.join(", ", c.subscription().topics())
-                  + "]."
-                  + (e instanceof InboxRetentionTooShortException
-                      ? "inbox-retention"
-                      : "idempotency-ttl")
-                  + ": "
-                  + e.getMessage());
+        TransportWiring.Consumer consumer =
+            transport.consumer(c, stores(c.subscription()), metrics, openTelemetry);
+        Optional<String> problem = consumer.start();
+        if (problem.isPresent()) {
+          problems.add(problem.get());
           continue;
         }
-        running.put(c.subscription().name(), subscriber);
+        running.put(c.subscription().name(), new Running(c.subscription(), consumer));
       }
     } catch (RuntimeException e) {
       stop();
@@ -124,37 +116,32 @@ public final class PostboxConsumers implements SmartLifecycle {
     }
   }
 
-  private KafkaSubscriber build(PostboxConsumer c) {
-    Subscription s = c.subscription();
+  /** The PostgreSQL stores {@code s} gets from the table (and the application's beans). */
+  private TransportWiring.Stores stores(Subscription s) {
     TopicProperties row = properties.topic(s.topics().get(0));
-    KafkaSubscriber.Builder b =
-        KafkaSubscriber.builder(properties.getKafka().getBootstrapServers(), s)
-            .handler(c.handler())
-            .metrics(metrics);
-    // the application's OpenTelemetry (Spring Boot's, an agent's SDK bean) makes the processing
-    // spans; without one the subscriber uses GlobalOpenTelemetry
-    openTelemetry.ifPresent(b::openTelemetry);
-    if (s.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
-      InboxStore inbox = PostgresInboxStore.create(dataSource);
-      b.inbox(inbox);
-    }
+    Optional<InboxStore> inbox =
+        s.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE
+            ? Optional.of(PostgresInboxStore.create(dataSource))
+            : Optional.empty();
+    Optional<IdempotencyStore> idempotency = Optional.empty();
     if (s.guarantee() == DeliveryGuarantee.DEDUPLICATED) {
-      b.idempotencyStore(
-          idempotencyStore.orElseThrow(() ->
-              new PostboxConfigurationException(
-                  List.of(
-                      "consumer '"
-                          + s.name()
-                          + "' is deduplicated and needs an IdempotencyStore bean (for"
-                          + " example RedisIdempotencyStore)"))));
+      idempotency =
+          Optional.of(
+              idempotencyStore.orElseThrow(() ->
+                  new PostboxConfigurationException(
+                      List.of(
+                          "consumer '"
+                              + s.name()
+                              + "' is deduplicated and needs an IdempotencyStore bean (for"
+                              + " example RedisIdempotencyStore)"))));
     }
-    if (row.isDeadLetters()) {
-      b.deadLetters(PostgresDeadLetterStore.create(dataSource));
-    }
-    if (row.isParking()) {
-      b.parking(PostgresParkingStore.create(dataSource));
-    }
-    return b.build();
+    return new TransportWiring.Stores(
+        inbox,
+        idempotency,
+        row.isDeadLetters()
+            ? Optional.of(PostgresDeadLetterStore.create(dataSource))
+            : Optional.empty(),
+        row.isParking() ? Optional.of(PostgresParkingStore.create(dataSource)) : Optional.empty());
   }
 
   private static String names(List<PostboxConsumer> consumers) {
@@ -172,12 +159,12 @@ public final class PostboxConsumers implements SmartLifecycle {
 
   @Override
   public synchronized void stop() {
-    List<KafkaSubscriber> all = new ArrayList<>(running.values());
+    List<Running> all = new ArrayList<>(running.values());
     running.clear();
     RuntimeException failure = null;
-    for (KafkaSubscriber s : all.reversed()) {
+    for (Running r : all.reversed()) {
       try {
-        s.close();
+        r.consumer().close();
       } catch (RuntimeException e) {
         failure = failure == null ? e : failure;
       }
@@ -193,9 +180,16 @@ public final class PostboxConsumers implements SmartLifecycle {
   }
 
   /** What each running consumer is doing, by subscription name. */
-  public synchronized Map<String, SubscriberState> states() {
-    Map<String, SubscriberState> out = new LinkedHashMap<>();
-    running.forEach((name, s) -> out.put(name, s.state()));
+  public synchronized Map<String, ConsumerHealth> states() {
+    Map<String, ConsumerHealth> out = new LinkedHashMap<>();
+    running.forEach((name, r) -> out.put(name, r.consumer().health()));
     return out;
   }
+
+  /** The subscriptions of the running consumers. */
+  synchronized List<Subscription> subscriptions() {
+    return running.values().stream().map(Running::subscription).toList();
+  }
+
+  private record Running(Subscription subscription, TransportWiring.Consumer consumer) {}
 }

@@ -11,10 +11,10 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
  * The {@code postbox.*} settings of a Spring application: the delivery table ({@code
- * postbox.topics.<topic>.*}), the relay, the Kafka connection, the outbox and the migrations. Every
- * default is the library's {@code DEFAULT_*} constant. Bound and checked by {@link
- * PostboxSettingsBinder}, which refuses the whole configuration with one message listing every
- * problem.
+ * postbox.topics.<topic>.*}), the transport ({@code postbox.transport}: Kafka or RabbitMQ) and its
+ * connection, the relay, the outbox and the migrations. Every default is the library's {@code
+ * DEFAULT_*} constant. Bound and checked by {@link PostboxSettingsBinder}, which refuses the whole
+ * configuration with one message listing every problem.
  */
 @ConfigurationProperties(PostboxProperties.PREFIX)
 public class PostboxProperties {
@@ -25,7 +25,11 @@ public class PostboxProperties {
   /** The delivery table: one entry per topic (use {@code [a.b]} for a topic name with dots). */
   private Map<String, TopicProperties> topics = new LinkedHashMap<>();
 
+  /** The broker the relay publishes to and the consumers read from. */
+  private Transport transport = Transport.KAFKA;
+
   private final Kafka kafka = new Kafka();
+  private final Rabbitmq rabbitmq = new Rabbitmq();
   private final RelaySettings relay = new RelaySettings();
   private final OutboxSettings outbox = new OutboxSettings();
   private final Migrations migrations = new Migrations();
@@ -38,8 +42,32 @@ public class PostboxProperties {
     this.topics = topics;
   }
 
+  public Transport getTransport() {
+    return transport;
+  }
+
+  public void setTransport(Transport transport) {
+    this.transport = transport;
+  }
+
   public Kafka getKafka() {
     return kafka;
+  }
+
+  public Rabbitmq getRabbitmq() {
+    return rabbitmq;
+  }
+
+  /** The broker address of the chosen transport (bootstrap servers or AMQP URI); may be blank. */
+  String brokerAddress() {
+    return transport == Transport.RABBITMQ ? rabbitmq.getUri() : kafka.getBootstrapServers();
+  }
+
+  /** The key of {@link #brokerAddress()}. */
+  String brokerAddressKey() {
+    return transport == Transport.RABBITMQ
+        ? "postbox.rabbitmq.uri"
+        : "postbox.kafka.bootstrap-servers";
   }
 
   public RelaySettings getRelay() {
@@ -72,6 +100,73 @@ public class PostboxProperties {
 
     public void setBootstrapServers(String bootstrapServers) {
       this.bootstrapServers = bootstrapServers;
+    }
+  }
+
+  /** The transports the starter wires. */
+  public enum Transport {
+    /** Apache Kafka ({@code postbox-kafka}, a dependency of the starter). */
+    KAFKA,
+    /** RabbitMQ ({@code postbox-rabbitmq}, which the application adds). */
+    RABBITMQ
+  }
+
+  /**
+   * The RabbitMQ connection and topology (with {@code postbox.transport: rabbitmq}; see {@code
+   * RabbitSubscriber.Builder} and {@code RabbitRelayPublisher.Builder}).
+   */
+  public static class Rabbitmq {
+    /** AMQP URI of the broker: amqp://user:password@host:port/vhost (the vhost "/" is %2F). */
+    private String uri = "";
+
+    /** Shard queues per subscription and topic; fixed once messages flow (keys hash onto them). */
+    private int shards = DEFAULT_SHARDS;
+
+    /** Unacknowledged deliveries per shard queue's channel (basic.qos). */
+    private int prefetch = DEFAULT_PREFETCH;
+
+    /** How long the relay waits for a batch's publisher confirms before it counts as failed. */
+    private Duration confirmTimeout = DEFAULT_CONFIRM_TIMEOUT;
+
+    /** {@code RabbitSubscriber.DEFAULT_SHARDS} (a compile-time constant: no class is loaded). */
+    static final int DEFAULT_SHARDS = 4;
+
+    /** {@code RabbitSubscriber.DEFAULT_PREFETCH}. */
+    static final int DEFAULT_PREFETCH = 100;
+
+    /** {@code RabbitRelayPublisher.DEFAULT_CONFIRM_TIMEOUT} (RabbitWiringTest checks all three). */
+    static final Duration DEFAULT_CONFIRM_TIMEOUT = Duration.ofSeconds(30);
+
+    public String getUri() {
+      return uri;
+    }
+
+    public void setUri(String uri) {
+      this.uri = uri;
+    }
+
+    public int getShards() {
+      return shards;
+    }
+
+    public void setShards(int shards) {
+      this.shards = shards;
+    }
+
+    public int getPrefetch() {
+      return prefetch;
+    }
+
+    public void setPrefetch(int prefetch) {
+      this.prefetch = prefetch;
+    }
+
+    public Duration getConfirmTimeout() {
+      return confirmTimeout;
+    }
+
+    public void setConfirmTimeout(Duration confirmTimeout) {
+      this.confirmTimeout = confirmTimeout;
     }
   }
 

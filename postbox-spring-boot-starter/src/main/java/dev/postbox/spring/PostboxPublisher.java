@@ -1,7 +1,6 @@
 package dev.postbox.spring;
 
 import dev.postbox.core.Message;
-import dev.postbox.kafka.KafkaAtMostOncePublisher;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -12,9 +11,11 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
 /**
  * Publishes a message the way the delivery table says for its topic: through the {@link
  * TransactionalOutbox} (in the current Spring-managed transaction, which is then required) for
- * topics that use the outbox, or straight to Kafka at most once ({@link KafkaAtMostOncePublisher}:
- * no outbox, no retries, never twice) for {@code at-most-once} topics. A direct send made inside a
- * transaction waits for its commit (a rollback sends nothing); outside one it is sent at once.
+ * topics that use the outbox, or straight to the broker at most once (a {@link DirectSender}: on
+ * Kafka {@code KafkaAtMostOncePublisher}, on RabbitMQ an unconfirmed publish to the topic's
+ * exchange; no outbox, no retries, never twice) for {@code at-most-once} topics. A direct send made
+ * inside a transaction waits for its commit (a rollback sends nothing); outside one it is sent at
+ * once.
  *
  * <pre>{@code
  * @Transactional
@@ -31,8 +32,8 @@ public final class PostboxPublisher implements AutoCloseable {
 
   private final TransactionalOutbox outbox;
   private final PostboxProperties properties;
-  private final Supplier<KafkaAtMostOncePublisher> directFactory;
-  private KafkaAtMostOncePublisher direct; // guarded by this
+  private final Supplier<? extends DirectSender> directFactory;
+  private DirectSender direct; // guarded by this
   private boolean closed; // guarded by this
 
   /**
@@ -42,7 +43,7 @@ public final class PostboxPublisher implements AutoCloseable {
   public PostboxPublisher(
       TransactionalOutbox outbox,
       PostboxProperties properties,
-      Supplier<KafkaAtMostOncePublisher> directFactory) {
+      Supplier<? extends DirectSender> directFactory) {
     this.outbox = Objects.requireNonNull(outbox, "outbox");
     this.properties = Objects.requireNonNull(properties, "properties");
     this.directFactory = Objects.requireNonNull(directFactory, "directFactory");
@@ -93,11 +94,11 @@ public final class PostboxPublisher implements AutoCloseable {
   }
 
   private void send(List<Message> messages) {
-    KafkaAtMostOncePublisher sender = sender();
+    DirectSender sender = sender();
     messages.forEach(sender::send);
   }
 
-  private synchronized KafkaAtMostOncePublisher sender() {
+  private synchronized DirectSender sender() {
     if (closed) {
       throw new IllegalStateException("the Postbox publisher is closed");
     }
@@ -105,6 +106,18 @@ public final class PostboxPublisher implements AutoCloseable {
       direct = directFactory.get();
     }
     return direct;
+  }
+
+  /** Sends messages of at-most-once topics to the broker: fire and forget, never twice. */
+  public interface DirectSender extends AutoCloseable {
+    /** Sends {@code message} once, or drops it (counted) when it cannot. */
+    void send(Message message);
+
+    /** Messages dropped so far. */
+    long dropped();
+
+    @Override
+    void close();
   }
 
   @Override

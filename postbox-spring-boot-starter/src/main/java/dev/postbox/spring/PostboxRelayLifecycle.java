@@ -3,28 +3,32 @@ package dev.postbox.spring;
 import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.relay.Relay;
 import dev.postbox.jdbc.PostgresRelayStore;
-import dev.postbox.kafka.KafkaRelayPublisher;
 import java.util.Optional;
 import java.util.Set;
 import javax.sql.DataSource;
 import org.springframework.context.SmartLifecycle;
 
 /**
- * Runs the outbox relay (PostgreSQL store, Kafka publisher) with the Spring context: built from
- * {@code postbox.relay.*} and started when the context starts; stopped gracefully (the batch in
- * flight is marked, up to {@code postbox.relay.shutdown-timeout}, and the lanes are released) when
- * it stops.
+ * Runs the outbox relay (PostgreSQL store, the transport's publisher: Kafka or RabbitMQ) with the
+ * Spring context: built from {@code postbox.relay.*} and started when the context starts; stopped
+ * gracefully (the batch in flight is marked, up to {@code postbox.relay.shutdown-timeout}, and the
+ * lanes are released) when it stops.
  */
 public final class PostboxRelayLifecycle implements SmartLifecycle {
 
   private final PostboxProperties properties;
+  private final TransportWiring transport;
   private final DataSource dataSource;
   private final PostboxMetrics metrics;
   private Optional<Relay> relay = Optional.empty();
 
   PostboxRelayLifecycle(
-      PostboxProperties properties, DataSource dataSource, PostboxMetrics metrics) {
+      PostboxProperties properties,
+      TransportWiring transport,
+      DataSource dataSource,
+      PostboxMetrics metrics) {
     this.properties = properties;
+    this.transport = transport;
     this.dataSource = dataSource;
     this.metrics = metrics;
   }
@@ -38,7 +42,7 @@ public final class PostboxRelayLifecycle implements SmartLifecycle {
     Relay.Builder b =
         Relay.builder(
                 PostgresRelayStore.builder(dataSource).notifications(r.isNotifications()).build(),
-                KafkaRelayPublisher.builder(properties.getKafka().getBootstrapServers()).build())
+                transport.relayPublisher())
             .batchSize(r.getBatchSize())
             .leaseTtl(r.getLeaseTtl())
             .pollInterval(r.getPollInterval())

@@ -54,7 +54,7 @@ final class PostboxSettingsBinder {
                 return null;
               }
             });
-    problems.addAll(unknownKeys(environment));
+    problems.addAll(unknownKeys(environment, properties.getTransport()));
     problems.addAll(DeliveryTableCheck.problems(properties));
     if (!problems.isEmpty()) {
       throw new PostboxConfigurationException(problems);
@@ -78,8 +78,12 @@ final class PostboxSettingsBinder {
     return type.getSimpleName();
   }
 
-  /** Keys under {@code postbox.} that name no setting. */
-  static List<String> unknownKeys(ConfigurableEnvironment environment) {
+  /**
+   * Keys under {@code postbox.} that name no setting, or a setting of the other transport than
+   * {@code transport}.
+   */
+  static List<String> unknownKeys(
+      ConfigurableEnvironment environment, PostboxProperties.Transport transport) {
     List<String> problems = new ArrayList<>();
     for (ConfigurationPropertySource source : ConfigurationPropertySources.get(environment)) {
       if (!(source instanceof IterableConfigurationPropertySource iterable)
@@ -88,7 +92,8 @@ final class PostboxSettingsBinder {
       }
       iterable.stream()
           .filter(ROOT::isAncestorOf)
-          .forEach(name -> unknown(name).ifPresent(problems::add));
+          .forEach(name ->
+              unknown(name).or(() -> otherTransports(name, transport)).ifPresent(problems::add));
     }
     return problems.stream().distinct().toList();
   }
@@ -99,6 +104,34 @@ final class PostboxSettingsBinder {
     }
     return underlying instanceof org.springframework.core.env.PropertySource<?> ps
         && StandardEnvironment.SYSTEM_PROPERTIES_PROPERTY_SOURCE_NAME.equals(ps.getName());
+  }
+
+  /** A key of a transport other than {@code transport}, which it would silently ignore. */
+  private static java.util.Optional<String> otherTransports(
+      ConfigurationPropertyName name, PostboxProperties.Transport transport) {
+    String section = name.getElement(1, Form.DASHED);
+    if (transport == PostboxProperties.Transport.RABBITMQ && section.equals("kafka")) {
+      return java.util.Optional.of(
+          name
+              + ": a Kafka setting, but postbox.transport is rabbitmq (remove it; the broker is"
+              + " postbox.rabbitmq.uri)");
+    }
+    if (transport == PostboxProperties.Transport.KAFKA && section.equals("rabbitmq")) {
+      return java.util.Optional.of(
+          name
+              + ": a RabbitMQ setting, but postbox.transport is kafka (set postbox.transport:"
+              + " rabbitmq, or remove it)");
+    }
+    if (transport == PostboxProperties.Transport.RABBITMQ
+        && section.equals("topics")
+        && name.getNumberOfElements() == 4
+        && name.getElement(3, Form.DASHED).equals("idempotency-ttl")) {
+      return java.util.Optional.of(
+          name
+              + ": the deduplicated guarantee's TTL, which RabbitMQ does not offer (an"
+              + " effectively-once topic keeps its dedupe records for inbox-retention)");
+    }
+    return java.util.Optional.empty();
   }
 
   private static java.util.Optional<String> unknown(ConfigurationPropertyName name) {
