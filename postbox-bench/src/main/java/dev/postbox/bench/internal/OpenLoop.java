@@ -31,9 +31,17 @@ final class OpenLoop {
    * @param answeredPerS answers per second from the first send to the last answer
    * @param answered requests answered
    * @param failed requests that ended without an answer (timed out)
+   * @param cpuMsPerRequest CPU time of this process and its children (the test kit's PostgreSQL,
+   *     broker) per request, ms
    */
   record Run(
-      double p50, double p99, double sentPerS, double answeredPerS, int answered, int failed) {}
+      double p50,
+      double p99,
+      double sentPerS,
+      double answeredPerS,
+      int answered,
+      int failed,
+      double cpuMsPerRequest) {}
 
   private OpenLoop() {}
 
@@ -46,6 +54,7 @@ final class OpenLoop {
     AtomicInteger failed = new AtomicInteger();
     long[] last = {0};
     List<CompletableFuture<?>> all = new ArrayList<>(n);
+    double cpu0 = cpuMs();
     long t0 = System.nanoTime();
     long period = rate > 0 ? TimeUnit.SECONDS.toNanos(1) / rate : 0;
     for (int i = 0; i < n; i++) {
@@ -82,7 +91,19 @@ final class OpenLoop {
         sent,
         sorted.length / Math.max(secs, 1e-9),
         sorted.length,
-        failed.get());
+        failed.get(),
+        (cpuMs() - cpu0) / Math.max(1, n));
+  }
+
+  /**
+   * CPU time used so far by this process and its descendants (the test kit's PostgreSQL, broker and
+   * RabbitMQ node run as children), ms.
+   */
+  static double cpuMs() {
+    ProcessHandle self = ProcessHandle.current();
+    return java.util.stream.Stream.concat(java.util.stream.Stream.of(self), self.descendants())
+        .mapToDouble(p -> p.info().totalCpuDuration().map(d -> d.toNanos() / 1e6).orElse(0.0))
+        .sum();
   }
 
   /** The median of {@code values} and their spread ((max - min) / median). */

@@ -18,6 +18,9 @@ interface RoundTrips extends AutoCloseable {
   /** Sends bare echo request {@code i}; completes when its echo came back. */
   CompletableFuture<?> echo(int i);
 
+  /** Where the responder's time went since the last call (see {@link ResponderTimings}). */
+  String profile();
+
   /** What the two paths are, for the notes. */
   String settings();
 }

@@ -120,15 +120,32 @@ public final class RrBench {
     OpenLoop.drive(0, burst() / 2, rt::request);
     OpenLoop.drive(0, burst() / 2, rt::echo);
 
+    rt.profile(); // a new interval
     double[] max = new double[RUNS];
     double[] echoMax = new double[RUNS];
+    double[] cpu = new double[RUNS];
+    double[] echoCpu = new double[RUNS];
     for (int r = 0; r < RUNS; r++) {
-      echoMax[r] = OpenLoop.drive(0, burst(), rt::echo).answeredPerS();
+      OpenLoop.Run echoRun = OpenLoop.drive(0, burst(), rt::echo);
+      echoMax[r] = echoRun.answeredPerS();
+      echoCpu[r] = echoRun.cpuMsPerRequest();
+      rt.profile(); // a new interval
       OpenLoop.Run run = OpenLoop.drive(0, burst(), rt::request);
       max[r] = run.answeredPerS();
+      cpu[r] = run.cpuMsPerRequest();
       log.printf(
-          "rr %s: burst of %d: %.0f answered/s (echo %.0f/s), %d failed%n",
-          t, burst(), max[r], echoMax[r], run.failed());
+          Locale.ROOT,
+          "rr %s: burst of %d: %.0f answered/s, %.2f ms CPU a request (echo %.0f/s, %.2f ms CPU),"
+              + " %d failed, load %s; %s%n",
+          t,
+          burst(),
+          max[r],
+          cpu[r],
+          echoMax[r],
+          echoCpu[r],
+          run.failed(),
+          loadAverage(),
+          rt.profile());
     }
     double[] m = OpenLoop.medianAndSpread(max);
     double[] e = OpenLoop.medianAndSpread(echoMax);
@@ -145,6 +162,17 @@ public final class RrBench {
     out.add(
         Measurement.of("rr_" + t + "_raw_echo_max_per_s", e[0], "requests/s")
             .note(burstNote + "; " + runs(echoMax, e[1])));
+    double[] c = OpenLoop.medianAndSpread(cpu);
+    double[] ec = OpenLoop.medianAndSpread(echoCpu);
+    String cpuNote =
+        "CPU time of the bench's process tree (this JVM, PostgreSQL, the broker) per request in"
+            + " the bursts";
+    out.add(
+        Measurement.of("rr_" + t + "_cpu_ms_per_request", c[0], "ms")
+            .note(cpuNote + "; " + runs(cpu, c[1])));
+    out.add(
+        Measurement.of("rr_" + t + "_raw_echo_cpu_ms_per_request", ec[0], "ms")
+            .note(cpuNote + "; " + runs(echoCpu, ec[1])));
 
     int sustained = (int) (m[0] * HEADROOM_PERCENT / 100 / 10) * 10;
     int rate = Math.max(10, Math.min(RATE, sustained));
@@ -177,6 +205,7 @@ public final class RrBench {
     int failed = 0;
     for (int r = 0; r < RUNS; r++) {
       OpenLoop.Run er = OpenLoop.drive(rate, n, rt::echo);
+      rt.profile();
       OpenLoop.Run pr = OpenLoop.drive(rate, n, rt::request);
       echo[0][r] = er.p50();
       echo[1][r] = er.p99();
@@ -187,7 +216,7 @@ public final class RrBench {
       log.printf(
           Locale.ROOT,
           "rr %s at %d/s: echo p50 %.1f p99 %.1f ms; postbox p50 %.1f p99 %.1f ms, %.0f answered/s,"
-              + " sent %.0f/s%n",
+              + " sent %.0f/s, load %s; %s%n",
           t,
           rate,
           er.p50(),
@@ -195,7 +224,9 @@ public final class RrBench {
           pr.p50(),
           pr.p99(),
           pr.answeredPerS(),
-          pr.sentPerS());
+          pr.sentPerS(),
+          loadAverage(),
+          rt.profile());
     }
     String note =
         String.format(
@@ -225,6 +256,14 @@ public final class RrBench {
         Measurement.of(pre + "_answered_per_s" + suffix, ans[0], "requests/s")
             .note(note + "; " + runs(answered, ans[1])));
     return out;
+  }
+
+  private static String loadAverage() {
+    try {
+      return java.nio.file.Files.readString(java.nio.file.Path.of("/proc/loadavg")).split(" ")[0];
+    } catch (java.io.IOException | RuntimeException e) {
+      return "?";
+    }
   }
 
   private static Measurement ms(String name, double[] medianSpread, double[] runs, String note) {

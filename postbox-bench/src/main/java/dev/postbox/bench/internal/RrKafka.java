@@ -43,6 +43,7 @@ final class RrKafka implements RoundTrips {
 
   private final List<AutoCloseable> open = new ArrayList<>();
   private final int concurrency;
+  private final ResponderTimings timings;
   private final String requests;
   private final KafkaRequester requester;
   private final String echoRequests;
@@ -67,10 +68,11 @@ final class RrKafka implements RoundTrips {
     Payload answer = Payload.json("{\"authorised\":true}");
     KafkaResponder responder = KafkaResponder.builder(env.bootstrap()).build();
     open.add(responder);
+    timings = new ResponderTimings(responder.handler(sub, d -> answer));
     KafkaSubscriber server =
         KafkaSubscriber.builder(env.bootstrap(), sub)
             .inbox(PostgresInboxStore.create(db.dataSource()))
-            .handler(responder.handler(sub, d -> answer))
+            .handler(timings)
             .build();
     open.add(server);
     server.start();
@@ -168,6 +170,11 @@ final class RrKafka implements RoundTrips {
             id.getBytes(StandardCharsets.UTF_8),
             BenchEnv.payload(i).getBytes(StandardCharsets.UTF_8)));
     return f;
+  }
+
+  @Override
+  public String profile() {
+    return timings.takeSummary();
   }
 
   @Override

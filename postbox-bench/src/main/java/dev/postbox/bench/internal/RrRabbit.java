@@ -49,6 +49,7 @@ final class RrRabbit implements RoundTrips {
 
   private final List<AutoCloseable> open = new ArrayList<>();
   private final int concurrency;
+  private final ResponderTimings timings;
   private final String requests;
   private final RabbitRequester requester;
   private final String echoTopic;
@@ -73,10 +74,11 @@ final class RrRabbit implements RoundTrips {
     Payload answer = Payload.json("{\"authorised\":true}");
     RabbitResponder responder = RabbitResponder.builder(uri).build();
     open.add(responder);
+    timings = new ResponderTimings(responder.handler(sub, d -> answer));
     RabbitSubscriber server =
         RabbitSubscriber.builder(uri, sub)
             .inbox(PostgresInboxStore.create(db.dataSource()))
-            .handler(responder.handler(sub, d -> answer))
+            .handler(timings)
             .build();
     open.add(server);
     server.start(); // declares the request topic's exchange and shard queues
@@ -205,6 +207,11 @@ final class RrRabbit implements RoundTrips {
       }
     }
     return f;
+  }
+
+  @Override
+  public String profile() {
+    return timings.takeSummary();
   }
 
   @Override
