@@ -96,7 +96,7 @@ public final class BenchRunner {
         new dev.postbox.bench.internal.AdminBench(env, config, log).run().forEach(this::record);
       }
       if (groups.contains("rr")) {
-        new dev.postbox.bench.internal.RrBench(env, config).run().forEach(this::record);
+        new dev.postbox.bench.internal.RrBench(env, config, log).run().forEach(this::record);
       }
     }
     return new BenchReport(LocalDate.now(), cores(), memoryGb(), config.quick(), results);

@@ -12,12 +12,15 @@ import dev.postbox.core.engine.reply.ReplySender;
 import dev.postbox.core.engine.reply.ResponderHandler;
 import dev.postbox.core.reply.InvalidRequestException;
 import dev.postbox.core.reply.ReplyHandler;
+import dev.postbox.rabbitmq.internal.PendingConfirms;
 import java.io.IOException;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
@@ -34,7 +37,8 @@ import org.slf4j.LoggerFactory;
  * <p>A reply to a queue that no longer exists (its requester is gone) is returned by the broker:
  * the attempt fails with a {@link RabbitUnroutableException} naming the queue, is retried with the
  * stored reply, and is given up per the subscription's failure handler, the reason in the dead
- * letter (logged there). Defaults: replies of type {@code <request type>.reply}, source {@value
+ * letter (logged there). Replies of concurrent handlers share one confirm-mode channel and wait for
+ * their confirms together. Defaults: replies of type {@code <request type>.reply}, source {@value
  * Message#DEFAULT_SOURCE}, at most 30 s waiting for a confirm. Thread-safe.
  */
 public final class RabbitResponder implements AutoCloseable {
@@ -53,9 +57,9 @@ public final class RabbitResponder implements AutoCloseable {
   private final String source;
   private final Duration confirmTimeout;
   private final Clock clock;
-  private final Map<String, String> returned = new ConcurrentHashMap<>();
   private Connection connection;
   private Channel channel;
+  private PendingConfirms confirms = new PendingConfirms();
   private boolean closed;
 
   private RabbitResponder(Builder b) {
@@ -105,36 +109,71 @@ public final class RabbitResponder implements AutoCloseable {
         clock);
   }
 
-  /** Publishes one reply and waits for its confirm; one at a time on the one channel. */
-  private synchronized void publish(String queue, Message reply)
+  /**
+   * Publishes one reply and waits for its confirm. Replies of concurrent handlers share the channel
+   * and wait for their confirms at once (the broker confirms them together), so the responder's
+   * rate is not one confirm round trip per reply.
+   */
+  private void publish(String queue, Message reply)
       throws IOException, InterruptedException, TimeoutException {
-    Channel ch = channel();
     String id = reply.id().toString();
-    returned.remove(id);
     AMQP.BasicProperties props = RabbitMessages.toProperties(reply);
-    try {
-      ch.basicPublish("", queue, true, props, reply.payload().unsafeBytes());
-      ch.waitForConfirmsOrDie(confirmTimeout.toMillis());
-    } catch (IOException | TimeoutException | RuntimeException e) {
-      closeConnection(); // a fresh channel next time
-      throw e;
+    Channel ch;
+    CompletableFuture<Optional<String>> confirmed;
+    synchronized (this) {
+      ch = channel();
+      long seq = ch.getNextPublishSeqNo();
+      confirmed = confirms.publishing(seq, id);
+      try {
+        ch.basicPublish("", queue, true, props, reply.payload().unsafeBytes());
+      } catch (IOException | RuntimeException e) {
+        confirms.notPublished(seq);
+        closeConnection(); // a fresh channel next time
+        throw e;
+      }
     }
-    String why = returned.remove(id);
-    if (why != null) {
+    Optional<String> returnedFor;
+    try {
+      returnedFor = confirmed.get(confirmTimeout.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (ExecutionException e) {
+      closeIfStill(ch);
+      if (e.getCause() instanceof IOException io) {
+        throw io;
+      }
+      if (e.getCause() instanceof RuntimeException re) {
+        throw re;
+      }
+      throw new IOException(e.getCause());
+    } catch (TimeoutException e) {
+      closeIfStill(ch); // its other publishes fail too: they are retried on a fresh channel
+      throw new TimeoutException(
+          "no confirm of the reply to request "
+              + reply.causationId().orElse("?")
+              + " within "
+              + confirmTimeout);
+    }
+    if (returnedFor.isPresent()) {
       log.warn(
           "the reply {} to request {} was returned: queue {} no longer exists ({})",
           id,
           reply.causationId().orElse("?"),
           queue,
-          why);
+          returnedFor.get());
       throw new RabbitUnroutableException(
           "the reply to request "
               + reply.causationId().orElse("?")
               + " was returned: reply queue '"
               + queue
               + "' no longer exists ("
-              + why
+              + returnedFor.get()
               + ")");
+    }
+  }
+
+  /** Closes the connection if {@code ch} is still its channel (a fresh one opens next time). */
+  private synchronized void closeIfStill(Channel ch) {
+    if (channel == ch) {
+      closeConnection();
     }
   }
 
@@ -149,11 +188,15 @@ public final class RabbitResponder implements AutoCloseable {
     connection = factory.newConnection("postbox-responder");
     Channel ch = connection.createChannel();
     ch.confirmSelect();
+    PendingConfirms pending = new PendingConfirms();
     ch.addReturnListener(r ->
-        returned.put(
+        pending.returned(
             String.valueOf(r.getProperties().getMessageId()),
             r.getReplyCode() + " " + r.getReplyText()));
+    ch.addConfirmListener(pending::acked, pending::nacked);
+    ch.addShutdownListener(cause -> pending.channelLost(String.valueOf(cause.getMessage())));
     channel = ch;
+    confirms = pending;
     return ch;
   }
 
@@ -164,6 +207,7 @@ public final class RabbitResponder implements AutoCloseable {
       } catch (IOException | RuntimeException e) {
         log.debug("closing the responder's connection failed", e);
       }
+      confirms.channelLost("the responder closed its connection");
       connection = null;
       channel = null;
     }

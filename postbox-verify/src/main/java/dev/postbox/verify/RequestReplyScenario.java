@@ -8,6 +8,7 @@ import dev.postbox.testkit.KafkaBroker;
 import dev.postbox.testkit.PostgresServer;
 import dev.postbox.testkit.ProcessSupervisor;
 import dev.postbox.testkit.ProcessSupervisor.Supervised;
+import dev.postbox.testkit.RabbitMqServer;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -29,14 +30,14 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * The {@code request-reply} scenario (Kafka): a requester process ({@link RrRequesterMain}) sends
- * requests to a responder process ({@link RrResponderMain}, {@code EFFECTIVELY_ONCE}, the reply
- * stored with the inbox row) and journals what became of each. The responder is halted again and
- * again at {@code consumer.after-commit-before-completed} (the effect committed, the reply not
- * sent) and {@code consumer.after-effect-before-offset-commit} (the reply sent, the request not
- * acknowledged); the requester at {@code requester.after-send-before-reply} (a request accepted by
- * the broker, its reply not come); each is restarted, and a restarted requester sends its open
- * requests again with the same ids, as a retrying caller would.
+ * The {@code request-reply} scenario (on Kafka, or on RabbitMQ): a requester process ({@link
+ * RrRequesterMain}) sends requests to a responder process ({@link RrResponderMain}, {@code
+ * EFFECTIVELY_ONCE}, the reply stored with the inbox row) and journals what became of each. The
+ * responder is halted again and again at {@code consumer.after-commit-before-completed} (the effect
+ * committed, the reply not sent) and {@code consumer.after-effect-before-offset-commit} (the reply
+ * sent, the request not acknowledged); the requester at {@code requester.after-send-before-reply}
+ * (a request accepted by the broker, its reply not come); each is restarted, and a restarted
+ * requester sends its open requests again with the same ids, as a retrying caller would.
  *
  * <p>Checked from the requester's journal and the responder's effect table {@code rr_effect} (no
  * unique constraint): every request <b>ends</b> (answered, or timed out with a message naming it;
@@ -66,7 +67,8 @@ final class RequestReplyScenario {
       long differentReplies,
       long unclearTimeouts,
       long unexpectedEffects,
-      boolean done) {
+      boolean done,
+      String transport) {
 
     long violations() {
       return duplicateEffects
@@ -99,10 +101,27 @@ final class RequestReplyScenario {
   private final PrintStream out;
   private final Map<String, AtomicInteger> fired = new ConcurrentHashMap<>();
 
+  private final boolean rabbitmq;
+
+  /** The scenario on Kafka. */
   RequestReplyScenario(long seed, Path dir, PrintStream out) {
+    this(seed, dir, out, false);
+  }
+
+  /**
+   * The scenario on RabbitMQ ({@code rabbitmq}: a private node, or {@value RabbitMqServer#URL_ENV})
+   * or on Kafka.
+   */
+  RequestReplyScenario(long seed, Path dir, PrintStream out, boolean rabbitmq) {
     this.seed = seed;
     this.dir = dir.toAbsolutePath(); // the broker and the children run elsewhere
     this.out = out;
+    this.rabbitmq = rabbitmq;
+  }
+
+  /** The transport's name in the report. */
+  String transport() {
+    return rabbitmq ? "RabbitMQ" : "Kafka";
   }
 
   /**
@@ -114,65 +133,110 @@ final class RequestReplyScenario {
     RESPONDER_POINTS.forEach(p -> fired.put(p, new AtomicInteger()));
     fired.put(REQUESTER_POINT, new AtomicInteger());
     Path journal = dir.resolve("requester-journal.txt");
-    try (PostgresServer pg = PostgresServer.builder().directory(dir.resolve("postgres")).build();
-        KafkaBroker kafka =
-            KafkaBroker.builder()
-                .dataDirectory(dir.resolve("kafka"))
-                .maxHeap("384m")
-                .startupTimeout(Duration.ofMinutes(3))
-                .build()) {
+    String topic = "rr-requests-" + Long.toUnsignedString(seed, 36);
+    String replies = "rr-replies-" + Long.toUnsignedString(seed, 36);
+    try (PostgresServer pg = PostgresServer.builder().directory(dir.resolve("postgres")).build()) {
       pg.start();
-      kafka.start();
-      String schema = pg.createSchema("rr");
-      String topic = "rr-requests-" + Long.toUnsignedString(seed, 36);
-      String replies = "rr-replies-" + Long.toUnsignedString(seed, 36);
-      kafka.createTopic(topic, 3);
-      kafka.createTopic(replies, 1);
-      try (HikariDataSource ds = pg.dataSource(schema, 2)) {
-        PostboxMigrations.migrate(ds);
-        try (Connection c = ds.getConnection();
-            Statement s = c.createStatement()) {
-          s.execute(
-              "CREATE TABLE rr_effect (id bigserial, request_id uuid NOT NULL, incarnation int"
-                  + " NOT NULL)");
+      if (rabbitmq) {
+        String url = System.getenv(RabbitMqServer.URL_ENV);
+        RabbitMqServer rabbit =
+            url != null && !url.isBlank()
+                ? RabbitMqServer.external(url)
+                : RabbitMqServer.startPrivate(
+                    RabbitMqServer.findScript()
+                        .orElseThrow(() ->
+                            new IllegalStateException(
+                                "no rabbitmq-server installed and "
+                                    + RabbitMqServer.URL_ENV
+                                    + " is not set")));
+        try {
+          return run(pg, rabbit.uri(), topic, replies, journal, requests, fires, timeout, random);
+        } finally {
+          if (!rabbit.isExternal()) {
+            rabbit.close();
+          }
         }
-        boolean done;
-        try (ProcessSupervisor supervisor =
-            new ProcessSupervisor(Duration.ofMillis(100), this::exited)) {
-          Supervised responder =
-              supervisor.add(
-                  "responder",
-                  c ->
-                      Fleet.jvm(RrResponderMain.class, dir, "responder", "192m")
-                          .args(
-                              pg.jdbcUrl(schema),
-                              kafka.bootstrapServers(),
-                              topic,
-                              "rr-responder",
-                              Integer.toString(c.incarnation())));
-          Supervised requester =
-              supervisor.add(
-                  "requester",
-                  c ->
-                      Fleet.jvm(RrRequesterMain.class, dir, "requester", "192m")
-                          .args(
-                              kafka.bootstrapServers(),
-                              topic,
-                              replies,
-                              journal.toString(),
-                              Integer.toString(requests),
-                              Long.toString(timeout.toMillis())));
-          supervisor.armer(c -> arm(c, responder, fires, random));
-          supervisor.want(responder);
-          responder.jvm().orElseThrow().awaitLogLine("started", Duration.ofMinutes(2));
-          supervisor.want(requester);
-          supervisor.startWatching();
-          done = awaitDone(journal, Duration.ofMinutes(10));
-          supervisor.stopAll(
-              List.of(requester, responder), "end of scenario", Duration.ofSeconds(20));
-        }
-        return check(requests, journal, ds, done);
       }
+      try (KafkaBroker kafka =
+          KafkaBroker.builder()
+              .dataDirectory(dir.resolve("kafka"))
+              .maxHeap("384m")
+              .startupTimeout(Duration.ofMinutes(3))
+              .build()) {
+        kafka.start();
+        kafka.createTopic(topic, 3);
+        kafka.createTopic(replies, 1);
+        return run(
+            pg,
+            kafka.bootstrapServers(),
+            topic,
+            replies,
+            journal,
+            requests,
+            fires,
+            timeout,
+            random);
+      }
+    }
+  }
+
+  /** The scenario against {@code broker} (Kafka bootstrap servers, or an AMQP URI). */
+  private Result run(
+      PostgresServer pg,
+      String broker,
+      String topic,
+      String replies,
+      Path journal,
+      int requests,
+      int fires,
+      Duration timeout,
+      SplittableRandom random)
+      throws Exception {
+    String schema = pg.createSchema("rr");
+    try (HikariDataSource ds = pg.dataSource(schema, 2)) {
+      PostboxMigrations.migrate(ds);
+      try (Connection c = ds.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute(
+            "CREATE TABLE rr_effect (id bigserial, request_id uuid NOT NULL, incarnation int"
+                + " NOT NULL)");
+      }
+      boolean done;
+      try (ProcessSupervisor supervisor =
+          new ProcessSupervisor(Duration.ofMillis(100), this::exited)) {
+        Supervised responder =
+            supervisor.add(
+                "responder",
+                c ->
+                    Fleet.jvm(RrResponderMain.class, dir, "responder", "192m")
+                        .args(
+                            pg.jdbcUrl(schema),
+                            broker,
+                            topic,
+                            "rr-responder",
+                            Integer.toString(c.incarnation())));
+        Supervised requester =
+            supervisor.add(
+                "requester",
+                c ->
+                    Fleet.jvm(RrRequesterMain.class, dir, "requester", "192m")
+                        .args(
+                            broker,
+                            topic,
+                            replies,
+                            journal.toString(),
+                            Integer.toString(requests),
+                            Long.toString(timeout.toMillis())));
+        supervisor.armer(c -> arm(c, responder, fires, random));
+        supervisor.want(responder);
+        responder.jvm().orElseThrow().awaitLogLine("started", Duration.ofMinutes(2));
+        supervisor.want(requester);
+        supervisor.startWatching();
+        done = awaitDone(journal, Duration.ofMinutes(10));
+        supervisor.stopAll(
+            List.of(requester, responder), "end of scenario", Duration.ofSeconds(20));
+      }
+      return check(requests, journal, ds, done);
     }
   }
 
@@ -330,14 +394,17 @@ final class RequestReplyScenario {
         different,
         unclear,
         unexpected,
-        done);
+        done,
+        transport());
   }
 
   /** The result as text. */
   static void print(Result r, PrintStream out) {
     out.println();
     out.println(
-        "request-reply (Kafka; crash points "
+        "request-reply ("
+            + r.transport()
+            + "; crash points "
             + String.join(", ", RESPONDER_POINTS)
             + " in the responder, "
             + REQUESTER_POINT

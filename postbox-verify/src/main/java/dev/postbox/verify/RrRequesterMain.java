@@ -3,7 +3,9 @@ package dev.postbox.verify;
 import dev.postbox.core.Message;
 import dev.postbox.core.reply.Reply;
 import dev.postbox.core.reply.RequestTimeoutException;
+import dev.postbox.core.reply.Requester;
 import dev.postbox.kafka.KafkaRequester;
+import dev.postbox.rabbitmq.RabbitRequester;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -28,7 +30,9 @@ import java.util.concurrent.Semaphore;
  * goes on with new ones. When every request has ended it writes {@code DONE} and waits to be
  * stopped.
  *
- * <p>Arguments: bootstrap servers, request topic, reply topic, journal file, total, timeout ms.
+ * <p>Arguments: bootstrap servers, request topic, reply topic, journal file, total, timeout ms. On
+ * RabbitMQ the first is the AMQP URI ({@code amqp://...}) and the reply topic is unused: the
+ * requester replies come to its own exclusive queue (a new one for each incarnation).
  */
 public final class RrRequesterMain {
 
@@ -55,8 +59,7 @@ public final class RrRequesterMain {
       }
     }
     try (OutputStream journal = new FileOutputStream(journalFile.toFile(), true);
-        KafkaRequester requester =
-            KafkaRequester.builder(args[0], args[2]).name("rr-requester").build().start()) {
+        Requester requester = requester(args[0], args[2])) {
       System.out.println("requester started, " + open.size() + " to send again");
       Semaphore window = new Semaphore(WINDOW);
       Map<UUID, Integer> retry = new LinkedHashMap<>(open);
@@ -73,8 +76,15 @@ public final class RrRequesterMain {
     Thread.sleep(Long.MAX_VALUE); // until stopped
   }
 
+  private static Requester requester(String broker, String replyTopic) {
+    if (broker.startsWith("amqp")) {
+      return RabbitRequester.builder(broker).name("rr-requester").build().start();
+    }
+    return KafkaRequester.builder(broker, replyTopic).name("rr-requester").build().start();
+  }
+
   private static void send(
-      KafkaRequester requester,
+      Requester requester,
       OutputStream journal,
       Semaphore window,
       String topic,

@@ -29,7 +29,8 @@ import picocli.CommandLine.Option;
           + " zombies, recovery time). Exit code 0 when every scenario passed, 1 on a violation, 3"
           + " when inconclusive (a scheduled fault did not fire, no offset sample, nothing parked"
           + " in the parking scenario...), 2 on a usage error. --scenarios request-reply runs the"
-          + " request/reply scenario alone (responder and requester crash points)."
+          + " request/reply scenario alone (responder and requester crash points); with"
+          + " --transport rabbitmq, on RabbitMQ."
     })
 public final class VerifyCli implements Callable<Integer> {
 
@@ -167,7 +168,26 @@ public final class VerifyCli implements Callable<Integer> {
                     + s);
     Campaign.Settings settings = settings(s, d);
     if (transport.equalsIgnoreCase("rabbitmq")) {
-      return RabbitVerify.run(settings, quick, started, reportJson, System.out);
+      // on RabbitMQ request-reply runs only when named (not in a run of every scenario)
+      boolean rr = scenarios.contains(REQUEST_REPLY);
+      List<String> others = scenarios.stream().filter(n -> !n.equals(REQUEST_REPLY)).toList();
+      int code = Report.OK;
+      if (!rr || !others.isEmpty()) {
+        Campaign.Settings campaign =
+            new Campaign.Settings(
+                settings.seed(),
+                settings.phase(),
+                settings.minRounds(),
+                settings.targetInjections(),
+                settings.recoveryBound(),
+                settings.rate(),
+                others,
+                settings.dir(),
+                settings.minFires(),
+                settings.relay());
+        code = RabbitVerify.run(campaign, quick, started, reportJson, System.out);
+      }
+      return rr ? requestReply(s, d.resolve("rabbitmq"), code, true) : code;
     }
     if (!transport.equalsIgnoreCase("kafka")) {
       throw new CommandLine.ParameterException(
@@ -179,7 +199,7 @@ public final class VerifyCli implements Callable<Integer> {
     if (!scenarios.isEmpty() && scenarios.stream().allMatch(ownRuns::contains)) {
       // the campaign's own scenarios are not asked for
       int code = redisWindow ? redisWindow(s, d, Report.OK) : Report.OK;
-      return requestReply ? requestReply(s, d, code) : code;
+      return requestReply ? requestReply(s, d, code, false) : code;
     }
     settings =
         new Campaign.Settings(
@@ -217,16 +237,20 @@ public final class VerifyCli implements Callable<Integer> {
     }
     System.out.println("fault log and process logs: " + d.toAbsolutePath());
     int code = redisWindow ? redisWindow(s, d, report.exitCode()) : report.exitCode();
-    return requestReply ? requestReply(s, d, code) : code;
+    return requestReply ? requestReply(s, d, code, false) : code;
   }
 
   /** The scenario name of {@link RequestReplyScenario} (its own report section and JSON file). */
   static final String REQUEST_REPLY = RequestReplyScenario.NAME;
 
-  /** Runs the request-reply scenario; returns the exit code combined with {@code campaignExit}. */
-  private int requestReply(long s, Path d, int campaignExit) throws Exception {
+  /**
+   * Runs the request-reply scenario (on RabbitMQ with {@code rabbitmq}); returns the exit code
+   * combined with {@code campaignExit}.
+   */
+  private int requestReply(long s, Path d, int campaignExit, boolean rabbitmq) throws Exception {
+    java.nio.file.Files.createDirectories(d);
     RequestReplyScenario.Result r =
-        new RequestReplyScenario(s, d.toAbsolutePath().resolve(REQUEST_REPLY), System.out)
+        new RequestReplyScenario(s, d.toAbsolutePath().resolve(REQUEST_REPLY), System.out, rabbitmq)
             .run(quick ? 300 : 2_000, quick ? 2 : 5, Duration.ofSeconds(30));
     RequestReplyScenario.print(r, System.out);
     new com.fasterxml.jackson.databind.ObjectMapper()

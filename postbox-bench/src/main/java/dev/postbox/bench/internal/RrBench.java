@@ -2,287 +2,280 @@ package dev.postbox.bench.internal;
 
 import dev.postbox.bench.BenchConfig;
 import dev.postbox.bench.Measurement;
-import dev.postbox.bench.internal.BenchEnv.Db;
-import dev.postbox.core.DeliveryGuarantee;
-import dev.postbox.core.Message;
-import dev.postbox.core.Payload;
 import dev.postbox.core.consumer.Subscription;
-import dev.postbox.core.reply.Reply;
-import dev.postbox.jdbc.PostboxMigrations;
-import dev.postbox.jdbc.PostgresInboxStore;
-import dev.postbox.kafka.KafkaRequester;
-import dev.postbox.kafka.KafkaResponder;
-import dev.postbox.kafka.KafkaSubscriber;
-import java.nio.charset.StandardCharsets;
+import dev.postbox.testkit.RabbitMqServer;
+import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
+import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
-import java.util.UUID;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.locks.LockSupport;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
+import java.util.Locale;
 
 /**
- * {@code bench --only rr}: request/reply round trips on Kafka at a fixed offered rate ({@value
- * #RATE} requests/s, open loop: a request is sent on schedule whether or not earlier ones were
- * answered), from {@code request()} to the reply's future, through a {@link KafkaRequester} and a
- * {@link KafkaResponder} on an {@code EFFECTIVELY_ONCE} subscription (each request an inbox row and
- * its stored reply in one transaction). Beside it the broker's raw round trip: a bare client echo
- * (a producer sends, a consumer on the request topic produces the same bytes to the reply topic, a
- * consumer assigned that partition matches them) with the same client settings ({@code acks=all},
- * idempotence, {@code linger.ms=0}, {@code fetch.max.wait.ms=10}). All in this JVM.
+ * {@code bench --only rr}: request/reply round trips on each transport (Kafka: {@link RrKafka};
+ * RabbitMQ: {@link RrRabbit}, on a private node or {@value RabbitMqServer#URL_ENV}, skipped when
+ * there is none) beside the broker's raw round trip (a bare client echo with the same settings), in
+ * one JVM.
+ *
+ * <p>First the sustainable maximum: a burst of requests sent at once, answered per second from the
+ * first send to the last reply, for Postbox and for the echo. Then latency at an offered rate the
+ * responder sustains (open loop: a request is sent on schedule whether or not earlier ones were
+ * answered): {@value #RATE} requests/s if that is at most {@value #HEADROOM_PERCENT}% of the
+ * measured maximum, else {@value #HEADROOM_PERCENT}% of it (a rate the responder cannot keep up
+ * with measures the queue in front of it, not a round trip), and again at {@value #LOW_RATE}
+ * requests/s (names with {@code _at_100}). Each figure is the median of {@value #RUNS} runs after a
+ * warm-up, echo and Postbox runs alternating, with the spread ((max - min) / median) in its note.
+ *
+ * <p>Responder concurrency: the subscription's default ({@link Subscription#DEFAULT_CONCURRENCY}),
+ * or {@code POSTBOX_BENCH_RR_CONCURRENCY}; {@code POSTBOX_BENCH_RR_TRANSPORTS} (e.g. {@code
+ * rabbitmq}) runs only the transports named (for working on one).
  */
 public final class RrBench {
 
-  /** Offered requests per second. */
+  /** The offered rate, requests per second. */
   static final int RATE = 1_000;
+
+  /** A low offered rate, for comparison. */
+  static final int LOW_RATE = 100;
+
+  /** The largest share of the measured maximum offered in the latency runs. */
+  static final int HEADROOM_PERCENT = 75;
+
+  /** Measured runs per figure (after a warm-up run). */
+  static final int RUNS = 3;
 
   private final BenchEnv env;
   private final BenchConfig config;
+  private final PrintStream log;
 
-  public RrBench(BenchEnv env, BenchConfig config) {
+  public RrBench(BenchEnv env, BenchConfig config, PrintStream log) {
     this.env = env;
     this.config = config;
+    this.log = log;
   }
 
-  /** A rate the responder keeps up with on a loaded 2-core machine, for comparison. */
-  static final int LOW_RATE = 100;
-
-  private int requests(int rate) {
-    return config.quick() ? 3 * rate : 15 * rate;
+  private static int concurrency() {
+    String v = System.getenv("POSTBOX_BENCH_RR_CONCURRENCY");
+    return v == null || v.isBlank() ? Subscription.DEFAULT_CONCURRENCY : Integer.parseInt(v);
   }
 
-  /** At {@value #RATE} requests/s, then at {@value #LOW_RATE} (names with {@code _at_100}). */
+  private static boolean wanted(String transport) {
+    String v = System.getenv("POSTBOX_BENCH_RR_TRANSPORTS");
+    return v == null || v.isBlank() || Arrays.asList(v.split(",")).contains(transport);
+  }
+
+  private Duration phase() {
+    return config.quick() ? Duration.ofSeconds(3) : Duration.ofSeconds(10);
+  }
+
+  private int burst() {
+    return config.quick() ? 2_000 : 6_000;
+  }
+
+  /** Kafka's figures, then RabbitMQ's (if a node is available). */
   public List<Measurement> run() throws Exception {
-    List<Measurement> all = new ArrayList<>(measure(RATE, ""));
-    all.addAll(measure(LOW_RATE, "_at_" + LOW_RATE));
-    return all;
+    List<Measurement> out = new ArrayList<>();
+    if (wanted("kafka")) {
+      try (RrKafka kafka = new RrKafka(env, concurrency())) {
+        out.addAll(measure(kafka));
+      }
+    }
+    if (wanted("rabbitmq")) {
+      out.addAll(rabbit());
+    }
+    return out;
   }
 
-  /** The raw echo's p50/p99, then request/reply's, and their ratios, at {@code rate}. */
-  private List<Measurement> measure(int rate, String suffix) throws Exception {
-    double[] raw = rawEcho(rate);
-    double[] rr = requestReply(rate);
-    String note = "open loop at " + rate + " requests/s, " + requests(rate) + " requests";
-    Measurement rawP50 =
-        Measurement.of("rr_kafka_raw_echo_p50_ms" + suffix, raw[0], "ms").note(note);
-    Measurement rawP99 =
-        Measurement.of("rr_kafka_raw_echo_p99_ms" + suffix, raw[1], "ms").note(note);
-    Measurement p50 =
-        Measurement.of("rr_kafka_p50_ms" + suffix, rr[0], "ms")
-            .note(
-                note
-                    + "; sent at "
-                    + Math.round(rr[2])
-                    + " requests/s, answered at "
-                    + Math.round(rr[4])
-                    + "/s (send start to last reply), "
-                    + Math.round(rr[3])
-                    + " timed out (5 min)");
-    Measurement p99 = Measurement.of("rr_kafka_p99_ms" + suffix, rr[1], "ms").note(p50.note());
-    return List.of(
-        rawP50,
-        rawP99,
-        p50,
-        p99,
-        Measurement.of("rr_kafka_p50_vs_raw_echo" + suffix, rr[0] / Math.max(raw[0], 1e-3), "x")
-            .note(p50.name() + " / " + rawP50.name()),
-        Measurement.of("rr_kafka_p99_vs_raw_echo" + suffix, rr[1] / Math.max(raw[1], 1e-3), "x")
-            .note(p99.name() + " / " + rawP99.name()),
-        Measurement.of("rr_kafka_answered_per_s" + suffix, rr[4], "requests/s").note(p50.note()));
-  }
-
-  /** {p50, p99, send rate, timeouts, answered per s} of Postbox request/reply. */
-  private double[] requestReply(int rate) throws Exception {
-    Db db = env.database("rr", 12);
-    PostboxMigrations.migrate(db.dataSource());
-    String requests = env.topic("rr-requests", ConsumerBench.PARTITIONS);
-    String replies = env.topic("rr-replies", 1);
-    Subscription sub =
-        Subscription.builder("rr-" + UUID.randomUUID())
-            .topics(requests)
-            .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
-            .concurrency(8)
-            .build();
-    Payload answer = Payload.json("{\"authorised\":true}");
-    try (KafkaResponder responder = KafkaResponder.builder(env.bootstrap()).build();
-        KafkaSubscriber server =
-            KafkaSubscriber.builder(env.bootstrap(), sub)
-                .inbox(PostgresInboxStore.create(db.dataSource()))
-                .handler(responder.handler(sub, d -> answer))
-                .build()) {
-      server.start();
-      try (KafkaRequester requester =
-          KafkaRequester.builder(env.bootstrap(), replies)
-              .maxInFlight(20_000)
-              .rememberedRequests(0)
-              .build()
-              .start()) {
-        // warm-up: the subscriber's assignment and JIT, left out of the figures
-        for (int i = 0; i < 200; i++) {
-          requester.requestAndWait(request(requests, i), Duration.ofMinutes(2));
-        }
-        ConcurrentLinkedQueue<Double> lat = new ConcurrentLinkedQueue<>();
-        List<CompletableFuture<Reply>> all = new ArrayList<>();
-        long t0 = System.nanoTime();
-        long period = TimeUnit.SECONDS.toNanos(1) / rate;
-        for (int i = 0; i < requests(rate); i++) {
-          pace(t0 + i * period);
-          long start = System.nanoTime();
-          all.add(
-              requester
-                  .request(request(requests, i), Duration.ofMinutes(5))
-                  .whenComplete((r, e) -> {
-                    if (r != null) {
-                      lat.add((System.nanoTime() - start) / 1e6);
-                    }
-                  }));
-        }
-        double achieved = Rate.since(t0, requests(rate));
-        // a request that got no reply within its timeout is counted, not measured
-        CompletableFuture.allOf(
-                all.stream().map(f -> f.handle((r, e) -> null)).toArray(CompletableFuture[]::new))
-            .get(10, TimeUnit.MINUTES);
-        double answeredPerS = Rate.since(t0, lat.size());
-        double[] sorted = lat.stream().mapToDouble(Double::doubleValue).sorted().toArray();
-        return new double[] {
-          percentile(sorted, 50),
-          percentile(sorted, 99),
-          achieved,
-          requester.stats().timedOut(),
-          answeredPerS
-        };
+  private List<Measurement> rabbit() throws Exception {
+    RabbitMqServer server;
+    String url = System.getenv(RabbitMqServer.URL_ENV);
+    if (url != null && !url.isBlank()) {
+      server = RabbitMqServer.external(url);
+    } else if (RabbitMqServer.findScript().isPresent()) {
+      server = RabbitMqServer.startPrivate(RabbitMqServer.findScript().get());
+    } else {
+      log.println(
+          "rr: RabbitMQ skipped: no rabbitmq-server installed and "
+              + RabbitMqServer.URL_ENV
+              + " is not set");
+      return List.of();
+    }
+    try (RrRabbit rabbit = new RrRabbit(env, server.uri(), concurrency())) {
+      return measure(rabbit);
+    } finally {
+      if (!server.isExternal()) {
+        server.close();
       }
     }
   }
 
-  private static Message request(String topic, int i) {
-    return Message.builder(topic, "charge.authorise")
-        .key("k" + (i % BenchEnv.KEYS))
-        .jsonPayload(BenchEnv.payload(i))
-        .build();
-  }
-
-  /** {p50, p99} of the bare client echo. */
-  private double[] rawEcho(int rate) throws Exception {
-    String requests = env.topic("echo-requests", ConsumerBench.PARTITIONS);
-    String replies = env.topic("echo-replies", 1);
-    Map<String, Object> producerConfig = new HashMap<>();
-    producerConfig.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, env.bootstrap());
-    producerConfig.put(ProducerConfig.ACKS_CONFIG, "all");
-    producerConfig.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
-    producerConfig.put(ProducerConfig.LINGER_MS_CONFIG, 0);
-    Map<String, Object> consumerConfig = new HashMap<>();
-    consumerConfig.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, env.bootstrap());
-    consumerConfig.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 10);
-    consumerConfig.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
-    consumerConfig.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-    AtomicBoolean running = new AtomicBoolean(true);
-    Map<String, Long> sentAt = new ConcurrentHashMap<>();
-    ConcurrentLinkedQueue<Double> lat = new ConcurrentLinkedQueue<>();
-    try (KafkaProducer<byte[], byte[]> client = producer(producerConfig);
-        KafkaProducer<byte[], byte[]> echoProducer = producer(producerConfig);
-        KafkaConsumer<byte[], byte[]> echoConsumer = consumer(consumerConfig, "echo");
-        KafkaConsumer<byte[], byte[]> replyConsumer = consumer(consumerConfig, null)) {
-      List<TopicPartition> parts = new ArrayList<>();
-      for (int p = 0; p < ConsumerBench.PARTITIONS; p++) {
-        parts.add(new TopicPartition(requests, p));
-      }
-      echoConsumer.assign(parts);
-      TopicPartition replyPart = new TopicPartition(replies, 0);
-      replyConsumer.assign(List.of(replyPart));
-      replyConsumer.seekToEnd(List.of(replyPart));
-      replyConsumer.position(replyPart);
-      Thread echo =
-          Thread.ofPlatform()
-              .start(() -> {
-                while (running.get()) {
-                  for (ConsumerRecord<byte[], byte[]> r :
-                      echoConsumer.poll(Duration.ofMillis(100))) {
-                    echoProducer.send(new ProducerRecord<>(replies, 0, r.key(), r.value()));
-                  }
-                }
-              });
-      Thread reader =
-          Thread.ofPlatform()
-              .start(() -> {
-                while (running.get()) {
-                  for (ConsumerRecord<byte[], byte[]> r :
-                      replyConsumer.poll(Duration.ofMillis(100))) {
-                    Long s = sentAt.remove(new String(r.key(), StandardCharsets.UTF_8));
-                    if (s != null) {
-                      lat.add((System.nanoTime() - s) / 1e6);
-                    }
-                  }
-                }
-              });
-      try {
-        int warm = 200;
-        int total = warm + requests(rate);
-        long t0 = System.nanoTime();
-        long period = TimeUnit.SECONDS.toNanos(1) / rate;
-        for (int i = 0; i < total; i++) {
-          pace(t0 + i * period);
-          String id = UUID.randomUUID().toString();
-          if (i >= warm) {
-            sentAt.put(id, System.nanoTime());
-          }
-          client.send(
-              new ProducerRecord<>(
-                  requests,
-                  id.getBytes(StandardCharsets.UTF_8),
-                  BenchEnv.payload(i).getBytes(StandardCharsets.UTF_8)));
-        }
-        BenchEnv.awaitCount(
-            "echo replies", () -> lat.size(), requests(rate), Duration.ofMinutes(2));
-      } finally {
-        running.set(false);
-        echo.join();
-        reader.join();
-      }
+  /** The figures of one transport. */
+  private List<Measurement> measure(RoundTrips rt) throws Exception {
+    String t = rt.transport();
+    List<Measurement> out = new ArrayList<>();
+    log.printf("rr %s: warming up%n", t);
+    for (int i = 0; i < 200; i++) {
+      rt.request(i).get(); // one at a time: the responder's assignment, JIT
     }
-    double[] sorted = lat.stream().mapToDouble(Double::doubleValue).sorted().toArray();
-    return new double[] {percentile(sorted, 50), percentile(sorted, 99)};
-  }
+    OpenLoop.drive(0, burst() / 2, rt::request);
+    OpenLoop.drive(0, burst() / 2, rt::echo);
 
-  private static KafkaProducer<byte[], byte[]> producer(Map<String, Object> config) {
-    return new KafkaProducer<>(config, new ByteArraySerializer(), new ByteArraySerializer());
-  }
-
-  private static KafkaConsumer<byte[], byte[]> consumer(Map<String, Object> config, String group) {
-    Map<String, Object> c = new HashMap<>(config);
-    if (group != null) {
-      c.put(ConsumerConfig.GROUP_ID_CONFIG, group + "-" + UUID.randomUUID());
+    rt.profile(); // a new interval
+    double[] max = new double[RUNS];
+    double[] echoMax = new double[RUNS];
+    double[] cpu = new double[RUNS];
+    double[] echoCpu = new double[RUNS];
+    for (int r = 0; r < RUNS; r++) {
+      OpenLoop.Run echoRun = OpenLoop.drive(0, burst(), rt::echo);
+      echoMax[r] = echoRun.answeredPerS();
+      echoCpu[r] = echoRun.cpuMsPerRequest();
+      rt.profile(); // a new interval
+      OpenLoop.Run run = OpenLoop.drive(0, burst(), rt::request);
+      max[r] = run.answeredPerS();
+      cpu[r] = run.cpuMsPerRequest();
+      log.printf(
+          Locale.ROOT,
+          "rr %s: burst of %d: %.0f answered/s, %.2f ms CPU a request (echo %.0f/s, %.2f ms CPU),"
+              + " %d failed, load %s; %s%n",
+          t,
+          burst(),
+          max[r],
+          cpu[r],
+          echoMax[r],
+          echoCpu[r],
+          run.failed(),
+          loadAverage(),
+          rt.profile());
     }
-    return new KafkaConsumer<>(c, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    double[] m = OpenLoop.medianAndSpread(max);
+    double[] e = OpenLoop.medianAndSpread(echoMax);
+    String burstNote =
+        String.format(
+            Locale.ROOT,
+            "a burst of %,d requests sent at once, answered per second from the first send to the"
+                + " last reply; %s",
+            burst(),
+            rt.settings());
+    out.add(
+        Measurement.of("rr_" + t + "_max_answered_per_s", m[0], "requests/s")
+            .note(burstNote + "; " + runs(max, m[1])));
+    out.add(
+        Measurement.of("rr_" + t + "_raw_echo_max_per_s", e[0], "requests/s")
+            .note(burstNote + "; " + runs(echoMax, e[1])));
+    double[] c = OpenLoop.medianAndSpread(cpu);
+    double[] ec = OpenLoop.medianAndSpread(echoCpu);
+    String cpuNote =
+        "CPU time of the bench's process tree (this JVM, PostgreSQL, the broker) per request in"
+            + " the bursts";
+    out.add(
+        Measurement.of("rr_" + t + "_cpu_ms_per_request", c[0], "ms")
+            .note(cpuNote + "; " + runs(cpu, c[1])));
+    out.add(
+        Measurement.of("rr_" + t + "_raw_echo_cpu_ms_per_request", ec[0], "ms")
+            .note(cpuNote + "; " + runs(echoCpu, ec[1])));
+
+    int sustained = (int) (m[0] * HEADROOM_PERCENT / 100 / 10) * 10;
+    int rate = Math.max(10, Math.min(RATE, sustained));
+    String why =
+        rate == RATE
+            ? RATE + " requests/s, at most " + HEADROOM_PERCENT + "% of the measured maximum"
+            : RATE
+                + " requests/s is more than "
+                + HEADROOM_PERCENT
+                + "% of the measured maximum ("
+                + Math.round(m[0])
+                + "/s): not measured, it would measure a queue; offered "
+                + HEADROOM_PERCENT
+                + "% of the maximum instead";
+    out.add(Measurement.of("rr_" + t + "_offered_per_s", rate, "requests/s").note(why));
+    out.addAll(latency(rt, rate, ""));
+    out.addAll(latency(rt, Math.min(LOW_RATE, rate), "_at_" + LOW_RATE));
+    return out;
   }
 
-  private static void pace(long dueNanos) {
-    long wait;
-    while ((wait = dueNanos - System.nanoTime()) > 0) {
-      LockSupport.parkNanos(wait);
+  /** p50/p99 of the echo and of Postbox at {@code rate}, their ratios, and the answered rate. */
+  private List<Measurement> latency(RoundTrips rt, int rate, String suffix) throws Exception {
+    String t = rt.transport();
+    int n = (int) (rate * phase().toSeconds());
+    OpenLoop.drive(rate, Math.min(n, rate), rt::echo); // a second of warm-up at this rate
+    OpenLoop.drive(rate, Math.min(n, rate), rt::request);
+    double[][] echo = new double[2][RUNS];
+    double[][] rr = new double[2][RUNS];
+    double[] answered = new double[RUNS];
+    int failed = 0;
+    for (int r = 0; r < RUNS; r++) {
+      OpenLoop.Run er = OpenLoop.drive(rate, n, rt::echo);
+      rt.profile();
+      OpenLoop.Run pr = OpenLoop.drive(rate, n, rt::request);
+      echo[0][r] = er.p50();
+      echo[1][r] = er.p99();
+      rr[0][r] = pr.p50();
+      rr[1][r] = pr.p99();
+      answered[r] = pr.answeredPerS();
+      failed += pr.failed() + er.failed();
+      log.printf(
+          Locale.ROOT,
+          "rr %s at %d/s: echo p50 %.1f p99 %.1f ms; postbox p50 %.1f p99 %.1f ms, %.0f answered/s,"
+              + " sent %.0f/s, load %s; %s%n",
+          t,
+          rate,
+          er.p50(),
+          er.p99(),
+          pr.p50(),
+          pr.p99(),
+          pr.answeredPerS(),
+          pr.sentPerS(),
+          loadAverage(),
+          rt.profile());
+    }
+    String note =
+        String.format(
+            Locale.ROOT,
+            "open loop at %d requests/s, %,d requests a run, %d timed out (5 min)",
+            rate,
+            n,
+            failed);
+    double[] e50 = OpenLoop.medianAndSpread(echo[0]);
+    double[] e99 = OpenLoop.medianAndSpread(echo[1]);
+    double[] p50 = OpenLoop.medianAndSpread(rr[0]);
+    double[] p99 = OpenLoop.medianAndSpread(rr[1]);
+    double[] ans = OpenLoop.medianAndSpread(answered);
+    String pre = "rr_" + t;
+    List<Measurement> out = new ArrayList<>();
+    out.add(ms(pre + "_raw_echo_p50_ms" + suffix, e50, echo[0], note));
+    out.add(ms(pre + "_raw_echo_p99_ms" + suffix, e99, echo[1], note));
+    out.add(ms(pre + "_p50_ms" + suffix, p50, rr[0], note));
+    out.add(ms(pre + "_p99_ms" + suffix, p99, rr[1], note));
+    out.add(
+        Measurement.of(pre + "_p50_vs_raw_echo" + suffix, p50[0] / Math.max(e50[0], 1e-3), "x")
+            .note(pre + "_p50_ms" + suffix + " / " + pre + "_raw_echo_p50_ms" + suffix));
+    out.add(
+        Measurement.of(pre + "_p99_vs_raw_echo" + suffix, p99[0] / Math.max(e99[0], 1e-3), "x")
+            .note(pre + "_p99_ms" + suffix + " / " + pre + "_raw_echo_p99_ms" + suffix));
+    out.add(
+        Measurement.of(pre + "_answered_per_s" + suffix, ans[0], "requests/s")
+            .note(note + "; " + runs(answered, ans[1])));
+    return out;
+  }
+
+  private static String loadAverage() {
+    try {
+      return java.nio.file.Files.readString(java.nio.file.Path.of("/proc/loadavg")).split(" ")[0];
+    } catch (java.io.IOException | RuntimeException e) {
+      return "?";
     }
   }
 
-  static double percentile(double[] sorted, double p) {
-    if (sorted.length == 0) {
-      return 0;
+  private static Measurement ms(String name, double[] medianSpread, double[] runs, String note) {
+    return Measurement.of(name, medianSpread[0], "ms")
+        .note(note + "; " + runs(runs, medianSpread[1]));
+  }
+
+  private static String runs(double[] values, double spread) {
+    StringBuilder b = new StringBuilder("median of " + values.length + " runs [");
+    for (int i = 0; i < values.length; i++) {
+      b.append(i == 0 ? "" : ", ").append(String.format(Locale.ROOT, "%.1f", values[i]));
     }
-    int i = (int) Math.ceil(p / 100 * sorted.length) - 1;
-    return sorted[Math.max(0, Math.min(sorted.length - 1, i))];
+    return b.append("], spread ").append(Math.round(spread * 100)).append('%').toString();
   }
 }
