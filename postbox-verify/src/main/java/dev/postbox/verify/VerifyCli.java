@@ -91,6 +91,16 @@ public final class VerifyCli implements Callable<Integer> {
   String relay = "idempotent";
 
   @Option(
+      names = "--consumer-mode",
+      description =
+          "How the consumer processes apply records: inbox (default: EFFECTIVELY_ONCE, an inbox"
+              + " row per message) or offsets (each partition's next offset kept in PostgreSQL in"
+              + " the effect's transaction, postbox_consumer_offset; partition order; the offset"
+              + " audit also checks the stored offsets; the parking scenario is left out). E.g."
+              + " --consumer-mode offsets --scenarios consumer-crash-points,kill-9.")
+  String consumerMode = "inbox";
+
+  @Option(
       names = "--transport",
       defaultValue = "kafka",
       description =
@@ -132,7 +142,8 @@ public final class VerifyCli implements Callable<Integer> {
         scenarios,
         d.toAbsolutePath(),
         quick ? 2 : 1,
-        RelayMode.parse(relay));
+        RelayMode.parse(relay),
+        ConsumerMode.parse(consumerMode));
   }
 
   public static void main(String[] args) {
@@ -192,7 +203,8 @@ public final class VerifyCli implements Callable<Integer> {
             scenarios.stream().filter(n -> !ownRuns.contains(n)).toList(),
             settings.dir(),
             settings.minFires(),
-            settings.relay());
+            settings.relay(),
+            settings.consumerMode());
     Report report;
     try (Campaign campaign = new Campaign(settings, System.out)) {
       List<ScenarioResult> results =
