@@ -181,9 +181,12 @@ final class TransformScenario {
           SplittableRandom killer = random.split();
           while (System.nanoTime() < deadline
               && (!fed.get() || fired.values().stream().anyMatch(n -> n.get() < fires))) {
-            Thread.sleep(1_500 + killer.nextInt(2_000));
+            Thread.sleep(2_000 + killer.nextInt(3_000));
             Supervised victim = transformers.get(killer.nextInt(transformers.size()));
-            if (victim.working(" started") && supervisor.kill(victim, KILL_9)) {
+            // an armed incarnation is left to its crash point (a kill would keep it from firing)
+            if (victim.working(" started")
+                && victim.armed().isEmpty()
+                && supervisor.kill(victim, KILL_9)) {
               fired.get(KILL_9).incrementAndGet();
             }
           }
