@@ -114,6 +114,11 @@ final class ArchitectureRules {
               "the demo's relay and inventory processes: ChildJvm under the test kit's"
                   + " ProcessSupervisor, halted at crash points and restarted"),
           Map.entry(
+              "dev.postbox.verify.TransformScenario",
+              "the transform scenario starts PostgreSQL and a Kafka broker (PostgresServer,"
+                  + " KafkaBroker) and its transformers as ChildJvm under the test kit's"
+                  + " ProcessSupervisor, halted at a crash point, killed -9 and restarted"),
+          Map.entry(
               "dev.postbox.demo.OrderLoad",
               "the demo's orders are recorded as committed in the DeliveryHistory"),
           Map.entry(

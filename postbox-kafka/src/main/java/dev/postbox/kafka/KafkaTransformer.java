@@ -4,16 +4,20 @@ import dev.postbox.core.Backoff;
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.engine.KeyedExecutor;
+import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
 import dev.postbox.kafka.internal.ConsumerSettings;
 import dev.postbox.kafka.internal.TransactionalBatch;
+import dev.postbox.kafka.internal.TransformDeadLetters;
 import dev.postbox.kafka.internal.TransformLoop;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.UUID;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.GroupProtocol;
@@ -36,8 +40,10 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * per the subscription's ordering) run in order and different keys in parallel, up to the
  * subscription's concurrency. A failed batch is aborted (abortable errors) or its producer closed
  * and made again with the same {@code transactional.id} (fenced, fatal), its partitions rewound,
- * and it is retried after a backoff: a transform that always fails holds its batch (no dead letters
- * yet). The transform may run more than once per input; only committed outputs are visible.
+ * and it is retried after a backoff. With {@link Builder#deadLetters dead letters}, a poison input
+ * (undecodable, a permanent failure, or {@link Builder#maxAttempts} failed attempts) is kept in the
+ * store and its batch commits without it; without, a transform that always fails holds its batch.
+ * The transform may run more than once per input; only committed outputs are visible.
  *
  * <p>Each instance needs its own {@code transactional.id} (default {@code
  * <subscription>-<random>}): give a restarted instance its old one and the broker aborts what its
@@ -54,6 +60,9 @@ public final class KafkaTransformer implements AutoCloseable {
 
   /** Default wait after a failed batch. */
   public static final Backoff DEFAULT_BACKOFF = Backoff.DEFAULT;
+
+  /** Default attempts of an input's transform before it is dead-lettered (with dead letters). */
+  public static final int DEFAULT_MAX_ATTEMPTS = 5;
 
   /** Default group protocol. */
   public static final GroupProtocol DEFAULT_GROUP_PROTOCOL = GroupProtocol.CLASSIC;
@@ -88,7 +97,10 @@ public final class KafkaTransformer implements AutoCloseable {
             subscription.ordering(),
             executor,
             b.batchTimeout,
-            b.ticker);
+            b.ticker,
+            Optional.ofNullable(b.deadLetters)
+                .map(
+                    d -> new TransformDeadLetters(subscription.name(), d, b.maxAttempts, b.clock)));
     this.loop =
         new TransformLoop(
             subscription.name(),
@@ -177,6 +189,9 @@ public final class KafkaTransformer implements AutoCloseable {
     private Backoff backoff = DEFAULT_BACKOFF;
     private Ticker ticker = Ticker.SYSTEM;
     private Sleeper sleeper = Sleeper.SYSTEM;
+    private DeadLetterStore deadLetters;
+    private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
+    private Clock clock = Clock.systemUTC();
 
     private Builder(String bootstrapServers, Subscription subscription) {
       Objects.requireNonNull(bootstrapServers, "bootstrapServers");
@@ -219,6 +234,33 @@ public final class KafkaTransformer implements AutoCloseable {
         throw new IllegalArgumentException("batchTimeout must be positive");
       }
       this.batchTimeout = timeout;
+      return this;
+    }
+
+    /**
+     * Keeps the inputs given up in {@code store} (for example {@code PostgresDeadLetterStore}),
+     * byte-identical, so the batch goes on without them: an input that is not a Postbox message,
+     * one whose transform throws a {@link dev.postbox.core.PermanentMessageException}, and one
+     * whose transform failed {@link #maxAttempts} times (each failure aborts and retries its
+     * batch). A dead-lettered input emits nothing; its offset commits with its batch. The letter is
+     * written while the batch's transaction is open and at most once per input (a retried batch
+     * finds it). Without a store (the default) a failing transform holds its batch and an
+     * undecodable input is logged and passed over.
+     */
+    public Builder deadLetters(DeadLetterStore store) {
+      this.deadLetters = Objects.requireNonNull(store, "store");
+      return this;
+    }
+
+    /**
+     * Sets how many times an input's transform may fail (transiently) before it is dead-lettered
+     * (default {@value #DEFAULT_MAX_ATTEMPTS}; only with {@link #deadLetters}).
+     */
+    public Builder maxAttempts(int attempts) {
+      if (attempts < 1) {
+        throw new IllegalArgumentException("maxAttempts must be at least 1");
+      }
+      this.maxAttempts = attempts;
       return this;
     }
 

@@ -59,6 +59,11 @@ final class Effects implements AutoCloseable {
         .build();
   }
 
+  /** Sends a raw record (not necessarily a Postbox message) and waits for the ack. */
+  void sendRaw(String topic, byte[] key, byte[] value) throws Exception {
+    producer.send(new ProducerRecord<>(topic, key, value)).get();
+  }
+
   /** Publishes {@code m} (to {@code partition} if not null) and waits for the ack. */
   void publish(Message m, Integer partition) throws Exception {
     ProducerRecord<byte[], byte[]> r = KafkaRecords.toRecord(m);

@@ -3,13 +3,19 @@ package dev.postbox.kafka;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.postbox.core.Backoff;
 import dev.postbox.core.CrashPoints;
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.Message;
+import dev.postbox.core.PermanentMessageException;
 import dev.postbox.core.consumer.Subscription;
+import dev.postbox.core.spi.DeadLetterStore;
+import dev.postbox.core.spi.DeadLetterStore.Classification;
+import dev.postbox.jdbc.PostgresDeadLetterStore;
 import dev.postbox.testkit.ChildJvm;
 import dev.postbox.testkit.PostboxTest;
 import dev.postbox.testkit.PostboxTestContext;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -25,7 +31,7 @@ import org.junit.jupiter.api.Test;
 /**
  * Consume-transform-produce against the real broker: a {@code read_committed} reader of the output
  * topic sees each input's output exactly once, across a crash inside the transaction and across
- * aborted batches.
+ * aborted batches; poison inputs go to the dead letters, once each.
  */
 @PostboxTest
 class TransformerIT {
@@ -125,6 +131,85 @@ class TransformerIT {
         assertThat(t.aborted()).isGreaterThanOrEqualTo(1);
         assertThat(t.records()).isEqualTo(200);
       }
+    }
+  }
+
+  @Test
+  void poisonInputsAreDeadLetteredOnceAndTheirBatchesCommitWithoutThem(PostboxTestContext ctx)
+      throws Exception {
+    String in = ctx.topic("orders", 1);
+    String out = ctx.topic("enriched", 1);
+    try (Effects fx = new Effects(ctx.dataSource(), ctx.bootstrapServers())) {
+      List<Message> ms = new ArrayList<>();
+      for (int i = 0; i < 100; i++) {
+        ms.add(Effects.message(in, "k" + (i % 5), i));
+      }
+      fx.publishAll(ms.subList(0, 50));
+      fx.sendRaw(
+          in,
+          "k0".getBytes(StandardCharsets.UTF_8),
+          "not a postbox message".getBytes(StandardCharsets.UTF_8)); // offset 50
+      fx.publishAll(ms.subList(50, 100));
+      DeadLetterStore store = PostgresDeadLetterStore.create(ctx.dataSource());
+      AtomicInteger transientTries = new AtomicInteger();
+      Subscription sub =
+          Subscription.builder("poisoned")
+              .topics(in)
+              .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
+              .build();
+      try (KafkaTransformer t =
+          KafkaTransformer.builder(ctx.bootstrapServers(), sub)
+              .transactionalId("poisoned-1")
+              .maxBatch(50)
+              .deadLetters(store)
+              .maxAttempts(3)
+              .backoff(new Backoff(Duration.ofMillis(10), Duration.ofMillis(50), 2, 0))
+              .transform((input, emit) -> {
+                long seq = Long.parseLong(input.header("seq").orElseThrow());
+                if (seq == 17) {
+                  throw new PermanentMessageException("poison input " + seq);
+                }
+                if (seq == 63) {
+                  transientTries.incrementAndGet();
+                  throw new IllegalStateException("input " + seq + " always fails");
+                }
+                emit.emit(
+                    Message.builder(out, "order.enriched")
+                        .key(input.key().orElseThrow())
+                        .header("input", input.id().toString())
+                        .jsonPayload("{}")
+                        .build());
+              })
+              .build()) {
+        t.start();
+        Map<String, Integer> seen = readCommitted(ctx, out, 98);
+        assertThat(seen).hasSize(98).doesNotContainKeys(ms.get(17).id().toString());
+        assertThat(seen).doesNotContainKeys(ms.get(63).id().toString());
+        assertThat(seen.values()).as("each other input's output exactly once").containsOnly(1);
+        await()
+            .atMost(Duration.ofSeconds(60))
+            .until(() -> t.records() >= 101); // the batch with the last poison committed too
+      }
+      List<DeadLetterStore.DeadLetter> letters =
+          store.query(DeadLetterStore.Query.all(100)).stream()
+              .filter(d -> d.letter().consumer().equals("poisoned"))
+              .sorted(java.util.Comparator.comparingLong(d -> d.letter().offset()))
+              .toList();
+      assertThat(letters).as("one dead letter per poison input").hasSize(3);
+      assertThat(letters.get(0).letter().offset()).isEqualTo(17);
+      assertThat(letters.get(0).letter().messageId()).contains(ms.get(17).id());
+      assertThat(letters.get(0).letter().classification()).isEqualTo(Classification.PERMANENT);
+      assertThat(letters.get(1).letter().offset()).isEqualTo(50);
+      assertThat(letters.get(1).letter().messageId()).as("undecodable").isEmpty();
+      assertThat(letters.get(1).letter().classification()).isEqualTo(Classification.PERMANENT);
+      assertThat(letters.get(2).letter().offset()).isEqualTo(64); // seq 63 after the raw record
+      assertThat(letters.get(2).letter().messageId()).contains(ms.get(63).id());
+      assertThat(letters.get(2).letter().classification())
+          .isEqualTo(Classification.RETRIES_EXHAUSTED);
+      assertThat(letters.get(2).letter().attempts()).isEqualTo(3);
+      assertThat(transientTries.get()).isGreaterThanOrEqualTo(3);
+      // the letter reads back into the message it carried (dlq replay works on it)
+      assertThat(KafkaDeadLetters.message(letters.get(0)).id()).isEqualTo(ms.get(17).id());
     }
   }
 

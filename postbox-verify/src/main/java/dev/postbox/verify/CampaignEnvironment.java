@@ -196,6 +196,7 @@ final class CampaignEnvironment implements AutoCloseable {
     checker =
         new HistoryChecker(ds, admin, reader, topic, Campaign.PARTITIONS, Campaign.GROUP, log);
     checker.relayMode(settings.relay());
+    checker.consumerMode(settings.consumerMode());
     fleet = new Fleet(log);
     failures = new TransientFailures(ds, log);
     String jdbcUrl =
@@ -276,7 +277,9 @@ final class CampaignEnvironment implements AutoCloseable {
                       Integer.toString(Campaign.SESSION_MS),
                       Integer.toString(Campaign.IDLE_IN_TX_MS),
                       staticMember ? name : "",
-                      consumerParking ? "parking" : ""));
+                      consumerParking
+                          ? "parking"
+                          : settings.consumerMode() == ConsumerMode.OFFSETS ? "offsets" : ""));
     }
     for (Child c : fleet.children()) {
       if (c.role() != Role.PRODUCER) {
@@ -291,7 +294,9 @@ final class CampaignEnvironment implements AutoCloseable {
             + settings.relay().cliName()
             + " relays, "
             + Campaign.CONSUMERS
-            + " consumers (topic "
+            + " consumers ("
+            + settings.consumerMode().cliName()
+            + " mode; topic "
             + topic
             + ", "
             + Campaign.PARTITIONS

@@ -11,6 +11,7 @@ import dev.postbox.core.consumer.RetryPolicy;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.jdbc.PostgresDeadLetterStore;
 import dev.postbox.jdbc.PostgresInboxStore;
+import dev.postbox.jdbc.PostgresOffsetStore;
 import dev.postbox.jdbc.PostgresParkingStore;
 import dev.postbox.kafka.KafkaSubscriber;
 import java.sql.Connection;
@@ -37,7 +38,8 @@ import org.apache.kafka.common.TopicPartition;
  *
  * <p>Arguments: JDBC URL, bootstrap servers, topic, group, instance id, session timeout ms,
  * idle-in-transaction timeout ms (0: none), optionally a static group member id (may be empty) and
- * optionally {@code parking}.
+ * optionally {@code parking} or {@code offsets} (the offsets-in-PostgreSQL mode: no inbox row, each
+ * partition's next offset stored in the effect's transaction, partition order).
  */
 public final class ConsumerMain {
 
@@ -85,6 +87,7 @@ public final class ConsumerMain {
     int sessionMs = Integer.parseInt(args[5]);
     int idleTxMs = Integer.parseInt(args[6]);
     boolean parking = args.length > 8 && args[8].equals("parking");
+    boolean offsets = args.length > 8 && args[8].equals("offsets");
     HikariDataSource ds =
         ChildSupport.dataSource(
             args[0],
@@ -97,7 +100,9 @@ public final class ConsumerMain {
         Subscription.builder(args[3])
             .topics(args[2])
             .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
-            .ordering(Ordering.KEY)
+            // the offsets mode applies a partition's records in offset order (per-key order with
+            // it)
+            .ordering(offsets ? Ordering.PARTITION : Ordering.KEY)
             .concurrency(8)
             .shutdownTimeout(Duration.ofSeconds(10))
             // transient failures (PostgreSQL restarts, terminated sessions, broker restarts) are
@@ -126,9 +131,13 @@ public final class ConsumerMain {
     if (parking) {
       builder.parking(PostgresParkingStore.create(ds)).parkingTiers(PARKING_TIERS);
     }
+    if (offsets) {
+      builder.offsetStore(PostgresOffsetStore.create(ds));
+    } else {
+      builder.inbox(PostgresInboxStore.create(ds));
+    }
     KafkaSubscriber subscriber =
         builder
-            .inbox(PostgresInboxStore.create(ds))
             .deadLetters(PostgresDeadLetterStore.create(ds))
             .consumerProperty("session.timeout.ms", sessionMs)
             .consumerProperty("heartbeat.interval.ms", Math.max(500, sessionMs / 4))

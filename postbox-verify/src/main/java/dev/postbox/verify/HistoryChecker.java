@@ -160,6 +160,15 @@ final class HistoryChecker {
 
   private volatile RelayMode relayMode = RelayMode.IDEMPOTENT;
 
+  private volatile ConsumerMode consumerMode = ConsumerMode.INBOX;
+  // the stored offsets (offsets mode) audited so far: partition -> offset
+  private final Map<Integer, Long> auditedStored = new HashMap<>();
+
+  /** How the consumers apply: in the offsets mode the stored offsets are audited too. */
+  void consumerMode(ConsumerMode mode) {
+    this.consumerMode = mode;
+  }
+
   /** Which relay the campaign runs: with the transactional relay a stale publish is a violation. */
   void relayMode(RelayMode mode) {
     this.relayMode = mode;
@@ -229,45 +238,12 @@ final class HistoryChecker {
       return true; // no offsets to audit (acks)
     }
     try {
-      Map<Integer, Long> committed = committedOffsets();
-      if (!reader.awaitPositions(committed, Duration.ofSeconds(10))) {
-        auditFailed("the topic was not read up to the committed offsets " + committed + " in 10 s");
+      if (!auditBelow(committedOffsets(), audited, "committed")) {
         return false;
       }
-      List<Published> toCheck = new ArrayList<>();
-      Map<Integer, Long> upTo = new HashMap<>();
-      committed.forEach((p, c) -> {
-        long from = audited.getOrDefault(p, 0L);
-        if (c > from) {
-          toCheck.addAll(reader.range(p, from, c));
-          upTo.put(p, c);
-        }
-      });
-      Set<UUID> ids = new HashSet<>();
-      for (Published r : toCheck) {
-        if (r.id() != null) {
-          ids.add(r.id());
-        }
-      }
-      Finished done = finished(ids);
-      for (Published r : toCheck) {
-        if (!done.contains(r)) {
-          offsetViolations++;
-          log.note(
-              "offset-violation",
-              "partition "
-                  + r.partition()
-                  + " committed past offset "
-                  + r.offset()
-                  + " (message "
-                  + r.id()
-                  + ") which has no effect");
-        }
-      }
-      audited.putAll(upTo);
-      offsetSamples++;
-      offsetRecordsChecked += toCheck.size();
-      return true;
+      // the offsets mode: the offsets stored with the effects are what decide where reading starts
+      return consumerMode != ConsumerMode.OFFSETS
+          || auditBelow(storedOffsets(), auditedStored, "stored");
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       auditFailed("interrupted");
@@ -276,6 +252,77 @@ final class HistoryChecker {
       auditFailed(String.valueOf(e));
       return false;
     }
+  }
+
+  /**
+   * The offsets the consumers stored in PostgreSQL for the group (the offsets mode's {@code
+   * postbox_consumer_offset}): partition -> next offset.
+   */
+  Map<Integer, Long> storedOffsets() throws SQLException {
+    Map<Integer, Long> out = new HashMap<>();
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT partition, next_offset FROM postbox_consumer_offset WHERE consumer_group ="
+                    + " ? AND topic = ?")) {
+      ps.setString(1, group);
+      ps.setString(2, topic);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          out.put(rs.getInt(1), rs.getLong(2));
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Checks that every record below {@code committed} (from where {@code seen} says the previous
+   * sample ended) has its effect; {@code what} names the offsets in the fault log.
+   */
+  private boolean auditBelow(Map<Integer, Long> committed, Map<Integer, Long> seen, String what)
+      throws Exception {
+    if (!reader.awaitPositions(committed, Duration.ofSeconds(10))) {
+      auditFailed(
+          "the topic was not read up to the " + what + " offsets " + committed + " in 10 s");
+      return false;
+    }
+    List<Published> toCheck = new ArrayList<>();
+    Map<Integer, Long> upTo = new HashMap<>();
+    committed.forEach((p, c) -> {
+      long from = seen.getOrDefault(p, 0L);
+      if (c > from) {
+        toCheck.addAll(reader.range(p, from, c));
+        upTo.put(p, c);
+      }
+    });
+    Set<UUID> ids = new HashSet<>();
+    for (Published r : toCheck) {
+      if (r.id() != null) {
+        ids.add(r.id());
+      }
+    }
+    Finished done = finished(ids);
+    for (Published r : toCheck) {
+      if (!done.contains(r)) {
+        offsetViolations++;
+        log.note(
+            "offset-violation",
+            "partition "
+                + r.partition()
+                + " "
+                + what
+                + " past offset "
+                + r.offset()
+                + " (message "
+                + r.id()
+                + ") which has no effect");
+      }
+    }
+    seen.putAll(upTo);
+    offsetSamples++;
+    offsetRecordsChecked += toCheck.size();
+    return true;
   }
 
   private void auditFailed(String why) {

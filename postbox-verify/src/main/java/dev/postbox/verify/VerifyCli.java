@@ -30,7 +30,9 @@ import picocli.CommandLine.Option;
           + " when inconclusive (a scheduled fault did not fire, no offset sample, nothing parked"
           + " in the parking scenario...), 2 on a usage error. --scenarios request-reply runs the"
           + " request/reply scenario alone (responder and requester crash points); with"
-          + " --transport rabbitmq, on RabbitMQ."
+          + " --transport rabbitmq, on RabbitMQ. --scenarios"
+          + " transform (run only when named): consume-transform-produce transformers halted"
+          + " before their Kafka commit and killed -9, outputs checked read_committed."
     })
 public final class VerifyCli implements Callable<Integer> {
 
@@ -92,6 +94,16 @@ public final class VerifyCli implements Callable<Integer> {
   String relay = "idempotent";
 
   @Option(
+      names = "--consumer-mode",
+      description =
+          "How the consumer processes apply records: inbox (default: EFFECTIVELY_ONCE, an inbox"
+              + " row per message) or offsets (each partition's next offset kept in PostgreSQL in"
+              + " the effect's transaction, postbox_consumer_offset; partition order; the offset"
+              + " audit also checks the stored offsets; the parking scenario is left out). E.g."
+              + " --consumer-mode offsets --scenarios consumer-crash-points,kill-9.")
+  String consumerMode = "inbox";
+
+  @Option(
       names = "--transport",
       defaultValue = "kafka",
       description =
@@ -106,7 +118,11 @@ public final class VerifyCli implements Callable<Integer> {
       description =
           "Only these scenarios (default: all). 'partitions' (a relay cut off from PostgreSQL, a"
               + " consumer cut off from the broker, in network namespaces; needs root and iproute2)"
-              + " runs only when named; without root it reports itself inconclusive.")
+              + " runs only when named; without root it reports itself inconclusive. 'transform'"
+              + " (KafkaTransformer processes halted at consumer.transform-before-transaction-commit"
+              + " and killed -9 while inputs, some poison, are written; each input's outputs"
+              + " exactly once read_committed, per-key order, poison dead-lettered once) runs only"
+              + " when named.")
   List<String> scenarios = List.of();
 
   @Option(
@@ -133,7 +149,8 @@ public final class VerifyCli implements Callable<Integer> {
         scenarios,
         d.toAbsolutePath(),
         quick ? 2 : 1,
-        RelayMode.parse(relay));
+        RelayMode.parse(relay),
+        ConsumerMode.parse(consumerMode));
   }
 
   public static void main(String[] args) {
@@ -195,11 +212,14 @@ public final class VerifyCli implements Callable<Integer> {
     }
     boolean redisWindow = scenarios.isEmpty() || scenarios.contains(REDIS_WINDOW);
     boolean requestReply = scenarios.isEmpty() || scenarios.contains(REQUEST_REPLY);
-    java.util.Set<String> ownRuns = java.util.Set.of(REDIS_WINDOW, REQUEST_REPLY);
+    // run only when named: its own broker, transformers and checker
+    boolean transform = scenarios.contains(TRANSFORM);
+    java.util.Set<String> ownRuns = java.util.Set.of(REDIS_WINDOW, REQUEST_REPLY, TRANSFORM);
     if (!scenarios.isEmpty() && scenarios.stream().allMatch(ownRuns::contains)) {
       // the campaign's own scenarios are not asked for
       int code = redisWindow ? redisWindow(s, d, Report.OK) : Report.OK;
-      return requestReply ? requestReply(s, d, code, false) : code;
+      code = requestReply ? requestReply(s, d, code, false) : code;
+      return transform ? transform(s, d, code) : code;
     }
     settings =
         new Campaign.Settings(
@@ -212,7 +232,8 @@ public final class VerifyCli implements Callable<Integer> {
             scenarios.stream().filter(n -> !ownRuns.contains(n)).toList(),
             settings.dir(),
             settings.minFires(),
-            settings.relay());
+            settings.relay(),
+            settings.consumerMode());
     Report report;
     try (Campaign campaign = new Campaign(settings, System.out)) {
       List<ScenarioResult> results =
@@ -237,7 +258,32 @@ public final class VerifyCli implements Callable<Integer> {
     }
     System.out.println("fault log and process logs: " + d.toAbsolutePath());
     int code = redisWindow ? redisWindow(s, d, report.exitCode()) : report.exitCode();
-    return requestReply ? requestReply(s, d, code, false) : code;
+    code = requestReply ? requestReply(s, d, code, false) : code;
+    return transform ? transform(s, d, code) : code;
+  }
+
+  /** The scenario name of {@link TransformScenario} (run when named; its own JSON file). */
+  static final String TRANSFORM = TransformScenario.NAME;
+
+  /** Runs the transform scenario; returns the exit code combined with {@code campaignExit}. */
+  private int transform(long s, Path d, int campaignExit) throws Exception {
+    TransformScenario.Result r =
+        new TransformScenario(s, d.toAbsolutePath().resolve(TRANSFORM), System.out)
+            .run(
+                quick ? 3_000 : 20_000,
+                rate * 2,
+                quick ? 2 : 5,
+                Duration.ofSeconds(quick ? 240 : 900));
+    TransformScenario.print(r, System.out);
+    new com.fasterxml.jackson.databind.ObjectMapper()
+        .writerWithDefaultPrettyPrinter()
+        .writeValue(d.resolve(TRANSFORM + ".json").toFile(), r);
+    if (campaignExit == Report.VIOLATION || r.violations() > 0) {
+      return Report.VIOLATION;
+    }
+    return campaignExit == Report.INCONCLUSIVE || r.inconclusive()
+        ? Report.INCONCLUSIVE
+        : campaignExit;
   }
 
   /** The scenario name of {@link RequestReplyScenario} (its own report section and JSON file). */

@@ -3,8 +3,10 @@ package dev.postbox.kafka.internal;
 import dev.postbox.core.CrashPoints;
 import dev.postbox.core.DecodingException;
 import dev.postbox.core.Message;
+import dev.postbox.core.PermanentMessageException;
 import dev.postbox.core.consumer.Ordering;
 import dev.postbox.core.engine.KeyedExecutor;
+import dev.postbox.core.spi.DeadLetterStore.Classification;
 import dev.postbox.core.time.Ticker;
 import dev.postbox.kafka.KafkaRecords;
 import dev.postbox.kafka.Transform;
@@ -14,6 +16,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
@@ -36,8 +39,11 @@ import org.slf4j.LoggerFactory;
  * its key's (or partition's) lane, waits for all of them and for every output's acknowledgement
  * within the batch timeout, adds the batch's next offsets with the consumer's group metadata (so a
  * member of an older generation is refused), and commits. Any failure propagates and the caller
- * aborts or recreates the producer ({@link TransactionErrors}). An input that is not a Postbox
- * message is logged and passed over (its offset commits with the batch).
+ * aborts or recreates the producer ({@link TransactionErrors}). With dead letters ({@link
+ * TransformDeadLetters}), an input that is not a Postbox message, whose transform throws a {@link
+ * PermanentMessageException}, or whose transform failed its last allowed attempt is dead-lettered
+ * and emits nothing (its offset commits with the batch); without, an input that is not a Postbox
+ * message is logged and passed over, and a failing transform fails its batch.
  */
 public final class TransactionalBatch {
 
@@ -49,10 +55,12 @@ public final class TransactionalBatch {
   private final KeyedExecutor executor;
   private final Duration timeout;
   private final Ticker ticker;
+  private final Optional<TransformDeadLetters> deadLetters;
 
   /**
    * Batches of {@code group} run by {@code transform} on {@code executor}, within {@code timeout}
-   * on {@code ticker}.
+   * on {@code ticker}; inputs given up go to {@code deadLetters} (none: a failing input holds its
+   * batch, an undecodable one is passed over).
    */
   public TransactionalBatch(
       String group,
@@ -60,13 +68,15 @@ public final class TransactionalBatch {
       Ordering ordering,
       KeyedExecutor executor,
       Duration timeout,
-      Ticker ticker) {
+      Ticker ticker,
+      Optional<TransformDeadLetters> deadLetters) {
     this.group = group;
     this.transform = transform;
     this.ordering = ordering;
     this.executor = executor;
     this.timeout = timeout;
     this.ticker = ticker;
+    this.deadLetters = deadLetters;
   }
 
   /** The offsets after each partition's last record of {@code records}. */
@@ -118,9 +128,11 @@ public final class TransactionalBatch {
       // a task of a failed batch that is still running must not send into the next transaction
       gate.close();
     }
-    producer.sendOffsetsToTransaction(nextOffsets(records), groupMetadata);
+    Map<TopicPartition, OffsetAndMetadata> next = nextOffsets(records);
+    producer.sendOffsetsToTransaction(next, groupMetadata);
     CrashPoints.hit(CrashPoints.TRANSFORM_BEFORE_COMMIT);
     producer.commitTransaction();
+    deadLetters.ifPresent(d -> next.forEach((tp, o) -> d.committed(tp, o.offset())));
   }
 
   /**
@@ -161,17 +173,48 @@ public final class TransactionalBatch {
     try {
       input = KafkaRecords.fromRecord(r);
     } catch (DecodingException e) {
+      if (deadLetters.isPresent()) {
+        deadLetters.get().add(r, null, e, Classification.PERMANENT);
+      }
       log.warn(
-          "{}: {}-{}@{} is not a Postbox message; passed over: {}",
+          "{}: {} is not a Postbox message; {}: {}",
           group,
-          r.topic(),
-          r.partition(),
-          r.offset(),
+          IncomingRecords.position(r),
+          deadLetters.isPresent() ? "dead-lettered" : "passed over",
           e.getMessage());
       return List.of();
     }
+    // outputs are sent once the transform returned: an input given up leaves no output behind
+    List<ProducerRecord<byte[], byte[]>> outputs = new ArrayList<>();
+    try {
+      transform.apply(input, out -> outputs.add(KafkaRecords.toRecord(out)));
+    } catch (Exception e) {
+      if (deadLetters.isEmpty()) {
+        throw e;
+      }
+      Classification given;
+      if (e instanceof PermanentMessageException) {
+        given = Classification.PERMANENT;
+      } else if (deadLetters.get().failedAndExhausted(r)) {
+        given = Classification.RETRIES_EXHAUSTED;
+      } else {
+        throw e; // the batch is aborted and tried again
+      }
+      deadLetters.get().add(r, input, e, given);
+      log.error(
+          "{}: giving up on message {} ({}) at {} ({}); dead-lettered, no output: {}",
+          group,
+          input.id(),
+          input.type(),
+          IncomingRecords.position(r),
+          given,
+          e.toString());
+      return List.of();
+    }
     List<Future<RecordMetadata>> sent = new ArrayList<>();
-    transform.apply(input, out -> sent.add(gate.send(producer, KafkaRecords.toRecord(out))));
+    for (ProducerRecord<byte[], byte[]> out : outputs) {
+      sent.add(gate.send(producer, out));
+    }
     return sent;
   }
 
