@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds each project under samples/ the way a user's project is built: it knows Postbox only by its coordinates.
 #  1. Postbox's library modules are deployed to a staging repository (target/samples/staging), the layout a
-#     repository release has (front ends and the architecture tests are not deployed);
+#     repository release has (front ends, the architecture tests and the spec are not deployed);
 #  2. each sample is built with `mvn verify` and an EMPTY local repository (target/samples/clean-repo): everything
 #     else comes from Maven Central, and the test kit fetches the Kafka broker's jars by itself at first use.
 # Run by `./postbox test` after the test suite; needs network access to Maven Central.
@@ -21,7 +21,7 @@ mvn -B -ntp -q deploy -DskipTests -Dspotless.check.skip=true \
   -pl '!postbox-cli,!postbox-demo,!postbox-verify,!postbox-bench,!postbox-architecture,!postbox-console' \
   -DaltDeploymentRepository="staging::file://$STAGE" > "$OUT/deploy.log" 2>&1 \
   || { tail -40 "$OUT/deploy.log" >&2; echo "samples: deploy to the staging repository failed" >&2; exit 1; }
-for front_end in postbox-cli postbox-demo postbox-verify postbox-bench postbox-architecture; do
+for front_end in postbox-cli postbox-demo postbox-verify postbox-bench postbox-architecture postbox-spec; do
   if [ -d "$STAGE/dev/postbox/$front_end" ]; then
     echo "samples: $front_end must not be deployed" >&2; exit 1
   fi

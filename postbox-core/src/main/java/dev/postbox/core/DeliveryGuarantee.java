@@ -6,7 +6,10 @@ package dev.postbox.core;
  * <ul>
  *   <li>{@link #AT_MOST_ONCE}: published without the outbox ({@code acks=0}) and, on the consumer
  *       side, acknowledged before the handler runs. A crash may lose a message; none is ever
- *       repeated. For loss-tolerant streams (metrics, presence, cache hints).
+ *       repeated, not even after a handler failure: a failed handler is not run again (no in-place
+ *       retry, retry topic, wait queue or parking), the message is given up at its first failure
+ *       (into the dead letters, if the subscriber has a store). For loss-tolerant streams (metrics,
+ *       presence, cache hints).
  *   <li>{@link #AT_LEAST_ONCE}: published through the transactional outbox with {@code acks=all};
  *       acknowledged only after the handler finished. A crash may repeat a message; none is ever
  *       lost.

@@ -1,6 +1,7 @@
 package dev.postbox.core.engine;
 
 import dev.postbox.core.DecodingException;
+import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.Message;
 import dev.postbox.core.PermanentMessageException;
 import dev.postbox.core.consumer.BatchHandler;
@@ -202,6 +203,7 @@ public final class DeliveryProcessor {
     this.parking = new OrderedParking(group, parking, storeRetry, telemetry, clock);
     this.retryLoop =
         new RetryLoop(
+            subscription.guarantee() == DeliveryGuarantee.AT_MOST_ONCE,
             applier,
             failures,
             deliveries,

@@ -21,13 +21,16 @@ import java.util.function.BooleanSupplier;
  * Applies one message until it is finished or no longer owned: attempts it, asks the failure
  * handler after each failure, waits the decided backoff in place, and when it gives up on a
  * transient failure hands the message to delayed retries (retry topics or ordered parking) or the
- * dead letters. Thread-safe.
+ * dead letters. Under {@code AT_MOST_ONCE} a failed handler is never run again: a retry the failure
+ * handler asks for becomes a give-up, straight into the dead letters (no in-place retry, no retry
+ * topic or wait queue, no parking). Thread-safe.
  */
 final class RetryLoop {
 
   /** The longest single wait between two ownership checks while backing off. */
   static final Duration OWNERSHIP_CHECK = Duration.ofMillis(50);
 
+  private final boolean atMostOnce;
   private final InboxApplier applier;
   private final FailureHandler failures;
   private final EngineDelivery.Factory deliveries;
@@ -40,6 +43,7 @@ final class RetryLoop {
   private final Sleeper sleeper;
 
   RetryLoop(
+      boolean atMostOnce,
       InboxApplier applier,
       FailureHandler failures,
       EngineDelivery.Factory deliveries,
@@ -50,6 +54,7 @@ final class RetryLoop {
       Clock clock,
       Ticker ticker,
       Sleeper sleeper) {
+    this.atMostOnce = atMostOnce;
     this.applier = applier;
     this.failures = failures;
     this.deliveries = deliveries;
@@ -81,7 +86,12 @@ final class RetryLoop {
       if (firstFailure == null) {
         firstFailure = clock.instant(); // our own bookkeeping: never from message headers
       }
-      switch (failures.decide(delivery, e)) {
+      FailureDecision decision = failures.decide(delivery, e);
+      if (atMostOnce && decision instanceof FailureDecision.Retry) {
+        // the message was acknowledged before the handler ran: running it again would repeat it
+        decision = new FailureDecision.GiveUp("at-most-once: a failed handler is not run again");
+      }
+      switch (decision) {
         case FailureDecision.GiveUp g -> {
           return giveUp(delivery, e, g, firstFailure, owned);
         }
@@ -104,11 +114,11 @@ final class RetryLoop {
       BooleanSupplier owned) {
     Incoming in = delivery.incoming();
     boolean permanent = g.permanent() || e instanceof PermanentMessageException;
-    if (!permanent && retriesExhausted.isPresent()) {
+    if (!permanent && !atMostOnce && retriesExhausted.isPresent()) {
       // delayed retries elsewhere (retry topics): finished here once handed off
       return retriesExhausted.get().handOff(in, e, delivery.attempt(), firstFailure, owned);
     }
-    if (!permanent && parking.canPark(delivery.message())) {
+    if (!permanent && !atMostOnce && parking.canPark(delivery.message())) {
       // delayed retries off the hot path: park it; later messages of its key follow it there
       // (false: revoked before it was parked, redelivered to the next owner)
       return parking.park(in, delivery.message(), e, owned);

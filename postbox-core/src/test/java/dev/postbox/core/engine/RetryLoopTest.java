@@ -3,6 +3,7 @@ package dev.postbox.core.engine;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.postbox.core.Backoff;
+import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.Message;
 import dev.postbox.core.consumer.FailureHandlers;
 import dev.postbox.core.consumer.MessageHandler;
@@ -40,8 +41,13 @@ class RetryLoopTest {
 
   /** 4 attempts, 100 ms doubling, no jitter, on the fake clock. */
   private Subscription subscription() {
+    return subscription(Subscription.DEFAULT_GUARANTEE);
+  }
+
+  private Subscription subscription(DeliveryGuarantee guarantee) {
     return Subscription.builder("billing")
         .topics("orders")
+        .guarantee(guarantee)
         .failureHandler(
             FailureHandlers.of(
                 RetryPolicy.builder()
@@ -59,9 +65,17 @@ class RetryLoopTest {
       };
 
   private DeliveryProcessor processor(MessageHandler handler, Optional<ParkingStore> parking) {
+    return processor(subscription(), handler, parking, Optional.empty());
+  }
+
+  private DeliveryProcessor processor(
+      Subscription subscription,
+      MessageHandler handler,
+      Optional<ParkingStore> parking,
+      Optional<DeliveryProcessor.RetriesExhausted> retriesExhausted) {
     return new DeliveryProcessor(
         EngineTesting.TRANSPORT,
-        subscription(),
+        subscription,
         handler,
         null,
         Optional.empty(),
@@ -75,7 +89,7 @@ class RetryLoopTest {
                 r -> {
                   throw new UnsupportedOperationException();
                 })),
-        Optional.empty(),
+        retriesExhausted,
         time.clock(),
         time,
         time,
@@ -109,6 +123,50 @@ class RetryLoopTest {
     assertThat(p.stats().retries()).isEqualTo(3);
     assertThat(p.stats().givenUp()).isEqualTo(1);
     assertThat(p.stats().deadLettered()).isEqualTo(1);
+  }
+
+  @Test
+  void atMostOnceNeverRunsAFailedHandlerAgainNorHandsItToDelayedRetries() {
+    List<Integer> handedOff = new CopyOnWriteArrayList<>();
+    DeliveryProcessor p =
+        processor(
+            subscription(DeliveryGuarantee.AT_MOST_ONCE),
+            alwaysFails,
+            Optional.empty(),
+            Optional.of((in, e, attempt, first, owned) -> handedOff.add(attempt)));
+
+    assertThat(p.process(incoming(), () -> true)).isTrue();
+
+    // the same policy retries 4 times under the other guarantees (above); here the message was
+    // acknowledged before the handler ran, so a second run would repeat it
+    assertThat(attempts).containsExactly(1);
+    assertThat(time.sleeps()).isEmpty();
+    assertThat(handedOff).as("no retry topic or wait queue either").isEmpty();
+    assertThat(deadLetters)
+        .singleElement()
+        .satisfies(l -> {
+          assertThat(l.classification()).isEqualTo(Classification.RETRIES_EXHAUSTED);
+          assertThat(l.attempts()).isEqualTo(1);
+        });
+    assertThat(p.stats().retries()).isZero();
+    assertThat(p.stats().deadLettered()).isEqualTo(1);
+  }
+
+  @Test
+  void theOtherGuaranteesHandAnExhaustedMessageToDelayedRetries() {
+    List<Integer> handedOff = new CopyOnWriteArrayList<>();
+    DeliveryProcessor p =
+        processor(
+            subscription(DeliveryGuarantee.AT_LEAST_ONCE),
+            alwaysFails,
+            Optional.empty(),
+            Optional.of((in, e, attempt, first, owned) -> handedOff.add(attempt)));
+
+    assertThat(p.process(incoming(), () -> true)).isTrue();
+
+    assertThat(attempts).containsExactly(1, 2, 3, 4);
+    assertThat(handedOff).containsExactly(4);
+    assertThat(deadLetters).isEmpty();
   }
 
   @Test
