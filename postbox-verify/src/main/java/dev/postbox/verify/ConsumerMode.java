@@ -5,7 +5,10 @@ package dev.postbox.verify;
  * --consumer-mode}): the default {@code EFFECTIVELY_ONCE} inbox (a row per message), or the
  * offsets-in-PostgreSQL mode (each partition's next offset stored in the effect's transaction,
  * {@code postbox_consumer_offset}; partition order; sought on every assignment). The parking
- * scenario needs the inbox and is left out in the offsets mode.
+ * scenario needs the inbox and is left out in the offsets mode. In the offsets mode a duplicate
+ * effect is a second effect of one record position (what the mode promises once); an effect of a
+ * copy the relay published again (same message id, another offset) is applied again by design and
+ * only measured (fault log: {@code offsets-mode-duplicates}).
  */
 enum ConsumerMode {
   INBOX,

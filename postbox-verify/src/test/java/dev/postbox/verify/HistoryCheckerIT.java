@@ -150,6 +150,29 @@ class HistoryCheckerIT {
             .singleElement()
             .asString()
             .contains("checked no record");
+
+        // the offsets mode: the offsets stored with the effects are audited too, and a duplicate
+        // effect is a second one of a record position (copies at other positions: measured only)
+        exec(
+            ds,
+            "INSERT INTO postbox_consumer_offset (consumer_group, topic, partition, next_offset)"
+                + " VALUES ('"
+                + GROUP
+                + "', '"
+                + topic
+                + "', 0, 7)");
+        HistoryChecker offsets = new HistoryChecker(ds, admin, reader, topic, 1, GROUP, log);
+        offsets.consumerMode(ConsumerMode.OFFSETS);
+        assertThat(offsets.storedOffsets()).containsExactly(Map.entry(0, 7L));
+        Findings o = offsets.check(1);
+        assertThat(o.offsetSamples()).isEqualTo(2); // committed (to 9) and stored (to 7)
+        assertThat(o.offsetRecordsChecked()).isEqualTo(9 + 7);
+        // m4 (offset 5) below both offsets; m7 (offset 8, its parking row gone) below the committed
+        assertThat(o.offsetViolations()).isEqualTo(3);
+        // every effect is at partition 0 offset 0 here: 6 effects of the phase at one position
+        assertThat(o.duplicateEffects()).isEqualTo(5);
+        exec(ds, "UPDATE verify_effect SET off = id"); // each effect at its own position
+        assertThat(offsets.check(1).duplicateEffects()).as("copies at other positions").isZero();
       }
     }
   }

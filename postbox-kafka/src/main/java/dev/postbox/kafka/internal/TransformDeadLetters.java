@@ -24,7 +24,8 @@ import org.apache.kafka.common.TopicPartition;
  * none if it exists (one dead letter per input, not one per try).
  *
  * <p>Also counts each input's failed attempts across the retries of its batch (a transient failure
- * fails the whole batch, which is aborted and read again). Thread-safe.
+ * fails the whole batch, which is aborted and read again), in this instance's memory: a restarted
+ * instance, or the partition's next owner, counts from zero. Thread-safe.
  */
 public final class TransformDeadLetters {
 
@@ -75,11 +76,6 @@ public final class TransformDeadLetters {
    */
   public void committed(TopicPartition partition, long next) {
     attempts.keySet().removeIf(p -> p.partitionOf().equals(partition) && p.offset() < next);
-  }
-
-  /** Forgets the attempts of the inputs on partitions this instance no longer owns. */
-  public void retainOnly(java.util.Set<TopicPartition> owned) {
-    attempts.keySet().removeIf(p -> !owned.contains(p.partitionOf()));
   }
 
   /**
