@@ -25,10 +25,9 @@ public final class PostgresOffsetStoreImpl implements OffsetStore {
       "INSERT INTO postbox_consumer_offset (consumer_group, topic, partition, next_offset)"
           + " VALUES (?, ?, ?, 0) ON CONFLICT DO NOTHING";
   // the row stays locked until the transaction ends: applies of one partition serialise on it
-  private static final String LOCK = READ + " FOR UPDATE";
-  private static final String STORE =
+  private static final String ADVANCE =
       "UPDATE postbox_consumer_offset SET next_offset = ?, updated_at = now()"
-          + " WHERE consumer_group = ? AND topic = ? AND partition = ?";
+          + " WHERE consumer_group = ? AND topic = ? AND partition = ? AND next_offset <= ?";
 
   private final DataSource dataSource;
   private final PostgresInboxStoreImpl versions;
@@ -74,17 +73,10 @@ public final class PostgresOffsetStoreImpl implements OffsetStore {
           what,
           "if the commit did happen anyway, a redelivery is skipped by its offset",
           conn -> {
-            if (lockedNextOffset(conn, group, topic, partition, what) > offset) {
+            if (!advance(conn, group, topic, partition, offset, what)) {
               return new Transactions.Step<>(false, false); // applied before
             }
-            work.run(conn);
-            try (PreparedStatement ps = conn.prepareStatement(STORE)) {
-              ps.setLong(1, offset + 1);
-              bind(ps, 2, group, topic, partition);
-              ps.executeUpdate();
-            } catch (SQLException e) {
-              throw new InboxException("storing the next offset of " + what + " failed", e);
-            }
+            work.run(conn); // throws: the advance rolls back with the effect
             return new Transactions.Step<>(true, true);
           },
           InboxException::new,
@@ -99,31 +91,37 @@ public final class PostgresOffsetStoreImpl implements OffsetStore {
     }
   }
 
-  private static long lockedNextOffset(
-      Connection c, String group, String topic, int partition, String what) {
+  /**
+   * Moves the partition's next offset past {@code offset} if it is not past it yet, locking the row
+   * until the transaction ends (applies of one partition serialise on it; a concurrent apply of the
+   * same offset waits, then sees the advance and skips). One statement per message where the lock,
+   * the check and the store were three; false when the offset was applied before.
+   */
+  private static boolean advance(
+      Connection c, String group, String topic, int partition, long offset, String what) {
     try {
-      OptionalLong locked = lock(c, group, topic, partition);
-      if (locked.isPresent()) {
-        return locked.getAsLong();
+      if (update(c, group, topic, partition, offset) == 1) {
+        return true;
       }
-      // the partition's first apply: make the row (a concurrent first insert waits here), lock it
+      // not advanced: applied before, or the partition's first apply (no row yet): make the row
+      // (a concurrent first insert waits here) and try once more
       try (PreparedStatement ps = c.prepareStatement(ENSURE)) {
         bind(ps, 1, group, topic, partition);
         ps.executeUpdate();
       }
-      return lock(c, group, topic, partition).orElseThrow();
+      return update(c, group, topic, partition, offset) == 1;
     } catch (SQLException e) {
-      throw new InboxException("locking the offset row of " + what + " failed", e);
+      throw new InboxException("advancing the next offset of " + what + " failed", e);
     }
   }
 
-  private static OptionalLong lock(Connection c, String group, String topic, int partition)
+  private static int update(Connection c, String group, String topic, int partition, long offset)
       throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(LOCK)) {
-      bind(ps, 1, group, topic, partition);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() ? OptionalLong.of(rs.getLong(1)) : OptionalLong.empty();
-      }
+    try (PreparedStatement ps = c.prepareStatement(ADVANCE)) {
+      ps.setLong(1, offset + 1);
+      bind(ps, 2, group, topic, partition);
+      ps.setLong(5, offset);
+      return ps.executeUpdate();
     }
   }
 
