@@ -6,6 +6,7 @@ import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.Recoverable;
 import com.rabbitmq.client.RecoveryListener;
 import dev.postbox.core.DeliveryGuarantee;
+import dev.postbox.core.consumer.BatchHandler;
 import dev.postbox.core.consumer.ConsumerStats;
 import dev.postbox.core.consumer.MessageHandler;
 import dev.postbox.core.consumer.Ordering;
@@ -66,8 +67,15 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Transient failures whose in-place retries ran out go to the TTL wait queues ({@link
  * Builder#retryTiers}, unordered subscriptions) or to ordered parking in PostgreSQL ({@link
- * Builder#parking}, ordered ones). Not there yet (issue 16): batches and {@code DEDUPLICATED}.
- * Thread-safe.
+ * Builder#parking}, ordered ones).
+ *
+ * <p><b>Batches</b> (the subscription's batch size above 1, with a {@link Builder#batchHandler}):
+ * consecutive deliveries of one shard queue, as many as are already delivered and waiting (up to
+ * the batch size; none is waited for), run as one batch on the shard's lane: one transaction for
+ * {@code EFFECTIVELY_ONCE} (the inbox rows and the handler's effects), one record at a time if the
+ * batch fails; each delivery is acked after its batch finished. The prefetch must be at least the
+ * batch size. Batches cannot be combined with parking or wait-queue retries. Not there yet (issue
+ * 16): {@code DEDUPLICATED}. Thread-safe.
  */
 public final class RabbitSubscriber implements AutoCloseable {
 
@@ -149,7 +157,7 @@ public final class RabbitSubscriber implements AutoCloseable {
             RabbitBinding.TRANSPORT,
             b.subscription,
             b.handler,
-            null,
+            b.batchHandler,
             Optional.ofNullable(b.inbox),
             Optional.empty(),
             deadLetterExchange.isPresent()
@@ -353,6 +361,7 @@ public final class RabbitSubscriber implements AutoCloseable {
     private final Subscription subscription;
     private final ConnectionFactory factory = new ConnectionFactory();
     private MessageHandler handler;
+    private BatchHandler batchHandler;
     private InboxStore inbox;
     private DeadLetterStore deadLetters;
     private ParkingStore parking;
@@ -360,6 +369,7 @@ public final class RabbitSubscriber implements AutoCloseable {
     private boolean blockKeyAfterDeadLetter = DEFAULT_BLOCK_KEY_AFTER_DEAD_LETTER;
     private int shards = DEFAULT_SHARDS;
     private int prefetch = DEFAULT_PREFETCH;
+    private boolean prefetchSet;
     private Duration inboxPurgeInterval = DEFAULT_INBOX_PURGE_INTERVAL;
     private Clock clock = Clock.systemUTC();
     private PostboxMetrics metrics = PostboxMetrics.noop();
@@ -385,6 +395,16 @@ public final class RabbitSubscriber implements AutoCloseable {
     /** Sets the handler for one message at a time. */
     public Builder handler(MessageHandler handler) {
       this.handler = Objects.requireNonNull(handler, "handler");
+      return this;
+    }
+
+    /**
+     * Sets the batch handler (required when the subscription's batch size is above 1): it gets
+     * consecutive deliveries of one shard queue, in delivery order, in one transaction for {@code
+     * EFFECTIVELY_ONCE}.
+     */
+    public Builder batchHandler(BatchHandler batchHandler) {
+      this.batchHandler = Objects.requireNonNull(batchHandler, "batchHandler");
       return this;
     }
 
@@ -488,12 +508,16 @@ public final class RabbitSubscriber implements AutoCloseable {
       return this;
     }
 
-    /** Sets the prefetch of each shard channel (default {@value #DEFAULT_PREFETCH}). */
+    /**
+     * Sets the prefetch of each shard channel (default {@value #DEFAULT_PREFETCH}, or the batch
+     * size if that is larger); with batches it must be at least the batch size.
+     */
     public Builder prefetch(int prefetch) {
       if (prefetch < 1) {
         throw new IllegalArgumentException("prefetch must be at least 1");
       }
       this.prefetch = prefetch;
+      this.prefetchSet = true;
       return this;
     }
 
@@ -540,11 +564,34 @@ public final class RabbitSubscriber implements AutoCloseable {
 
     /** Validates and builds the subscriber (not yet started). */
     public RabbitSubscriber build() {
-      if (subscription.batchSize() > 1) {
-        throw new IllegalArgumentException(
-            "subscription '"
-                + subscription.name()
-                + "': batches are not supported on RabbitMQ yet");
+      String name = "subscription '" + subscription.name() + "'";
+      int batchSize = subscription.batchSize();
+      if (batchSize > 1) {
+        if (batchHandler == null) {
+          throw new IllegalArgumentException(name + " has batchSize > 1 and needs a batchHandler");
+        }
+        if (prefetchSet && prefetch < batchSize) {
+          throw new IllegalArgumentException(
+              name
+                  + ": prefetch "
+                  + prefetch
+                  + " is below the batch size "
+                  + batchSize
+                  + "; a batch is formed from the unacked deliveries, so set prefetch >= batchSize");
+        }
+        if (parking != null) {
+          throw new IllegalArgumentException(
+              name
+                  + ": batches and parking are not supported together on RabbitMQ (a batch is not"
+                  + " parked behind a parked key); use batch size 1 or no parking");
+        }
+        if (!retryTiers.isEmpty()) {
+          throw new IllegalArgumentException(
+              name
+                  + ": batches and retryTiers (wait queues) are not supported together on"
+                  + " RabbitMQ; use batch size 1 or no retryTiers");
+        }
+        prefetch = Math.max(prefetch, batchSize);
       }
       if (!retryTiers.isEmpty() && subscription.ordering() != Ordering.UNORDERED) {
         throw new IllegalArgumentException(
@@ -553,7 +600,7 @@ public final class RabbitSubscriber implements AutoCloseable {
                 + "': retryTiers (wait queues) need Ordering.UNORDERED: a retried message comes"
                 + " back behind later messages of its key");
       }
-      if (handler == null) {
+      if (batchSize == 1 && handler == null) {
         throw new IllegalArgumentException(
             "subscription '" + subscription.name() + "' needs a handler");
       }

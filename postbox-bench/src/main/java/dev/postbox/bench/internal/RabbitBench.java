@@ -48,10 +48,11 @@ import org.springframework.amqp.rabbit.listener.api.ChannelAwareBatchMessageList
  *       with asynchronous confirms and the same number of unconfirmed messages (two relay batches)
  *       in flight, no database;
  *   <li>the {@code EFFECTIVELY_ONCE} consumer ({@link RabbitSubscriber}: inbox row and effect in
- *       one transaction per message) against Spring AMQP's {@link SimpleMessageListenerContainer},
- *       one per shard queue (their single active consumer lets one consumer per queue work), with
- *       the same one-row JDBC effect: as a batch listener with one JDBC transaction per batch of
- *       100 (its best), and per message in auto-commit;
+ *       one transaction per message; and in batches of 100, one transaction per batch) against
+ *       Spring AMQP's {@link SimpleMessageListenerContainer}, one per shard queue (their single
+ *       active consumer lets one consumer per queue work), with the same one-row JDBC effect: as a
+ *       batch listener with one JDBC transaction per batch of 100 (its best), and per message in
+ *       auto-commit;
  *   <li>key-ordered concurrency: one queue, 1,000 keys, a handler that waits 5 ms, with {@code
  *       Ordering.KEY} against one message at a time per queue ({@code Ordering.PARTITION}, what one
  *       plain consumer per queue does).
@@ -101,7 +102,10 @@ public final class RabbitBench {
           Measurement.of("rabbit_relay_vs_raw_publisher", relay.value() / raw.value(), "x")
               .target(Target.atLeast(0.8))
               .note("rabbit_relay_1_instance_events_per_s / rabbit_raw_publisher_confirms_per_s"));
-      Measurement eo = record(out, median("rabbit_consumer_eo_per_s", this::eoOnce));
+      Measurement eo = record(out, median("rabbit_consumer_eo_per_s", r -> eoOnce(r, false)));
+      Measurement eoBatch =
+          record(out, median("rabbit_consumer_eo_batch_per_s", r -> eoOnce(r, true)));
+      Measurement ours = eoBatch.value() >= eo.value() ? eoBatch : eo;
       Measurement springBatch =
           record(out, median("spring_rabbit_batch_tx_jdbc_per_s", r -> springOnce(r, true)));
       Measurement springSingle =
@@ -109,9 +113,9 @@ public final class RabbitBench {
       Measurement best = springBatch.value() >= springSingle.value() ? springBatch : springSingle;
       record(
           out,
-          Measurement.of("rabbit_consumer_eo_vs_best_spring", eo.value() / best.value(), "x")
+          Measurement.of("rabbit_consumer_eo_vs_best_spring", ours.value() / best.value(), "x")
               .target(Target.atLeast(1.5))
-              .note("rabbit_consumer_eo_per_s / " + best.name()));
+              .note(ours.name() + " (our better figure) / " + best.name() + " (Spring's best)"));
       Measurement partition =
           record(
               out,
@@ -303,8 +307,12 @@ public final class RabbitBench {
     return topic;
   }
 
-  /** Ours: EFFECTIVELY_ONCE, inbox row + effect in one transaction per message. */
-  private Repeated.Run eoOnce(int round) throws Exception {
+  /**
+   * Ours: EFFECTIVELY_ONCE, inbox row + effect in one transaction per message; with {@code batch},
+   * batches of 100 (inbox rows + the effects, one JDBC batch) in one transaction per batch, the
+   * same effect as Spring's batch listener.
+   */
+  private Repeated.Run eoOnce(int round, boolean batch) throws Exception {
     int n = consumerEvents();
     Db db = env.database("rabbit_eo", 40);
     String name = "bench-eo-" + SEQ.incrementAndGet();
@@ -314,23 +322,41 @@ public final class RabbitBench {
             .topics(topic)
             .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
             .concurrency(32)
+            .batchSize(batch ? 100 : 1)
             .build();
     DataSource ds = db.dataSource();
-    try (RabbitSubscriber sub =
+    RabbitSubscriber.Builder b =
         RabbitSubscriber.builder(uri, s)
             .shards(SHARDS)
             .prefetch(250)
-            .inbox(PostgresInboxStore.create(ds))
-            .handler(d -> {
-              try (PreparedStatement ps =
-                  d.connection().orElseThrow().prepareStatement(INSERT_EFFECT)) {
-                ps.setString(1, "eo");
-                ps.setObject(2, d.message().id());
-                ps.setString(3, d.message().key().orElse(null));
-                ps.executeUpdate();
-              }
-            })
-            .build()) {
+            .inbox(PostgresInboxStore.create(ds));
+    if (batch) {
+      b.batchHandler(ds2 -> {
+        if (ds2.isEmpty()) {
+          return; // every one a duplicate
+        }
+        try (PreparedStatement ps =
+            ds2.get(0).connection().orElseThrow().prepareStatement(INSERT_EFFECT)) {
+          for (var d : ds2) {
+            ps.setString(1, "eo-batch");
+            ps.setObject(2, d.message().id());
+            ps.setString(3, d.message().key().orElse(null));
+            ps.addBatch();
+          }
+          ps.executeBatch();
+        }
+      });
+    } else {
+      b.handler(d -> {
+        try (PreparedStatement ps = d.connection().orElseThrow().prepareStatement(INSERT_EFFECT)) {
+          ps.setString(1, "eo");
+          ps.setObject(2, d.message().id());
+          ps.setString(3, d.message().key().orElse(null));
+          ps.executeUpdate();
+        }
+      });
+    }
+    try (RabbitSubscriber sub = b.build()) {
       long t0 = System.nanoTime();
       sub.start();
       BenchEnv.awaitCount(
@@ -343,8 +369,11 @@ public final class RabbitBench {
           n
               + " messages on "
               + SHARDS
-              + " shard queues, concurrency 32 (key order), prefetch 250, inbox + effect in one"
-              + " transaction per message");
+              + (batch
+                  ? " shard queues, batches of 100 per shard queue, prefetch 250, inbox rows +"
+                      + " effects in one transaction per batch"
+                  : " shard queues, concurrency 32 (key order), prefetch 250, inbox + effect in"
+                      + " one transaction per message"));
     } finally {
       deleteQueues(name, topic, SHARDS);
       db.dataSource().close(); // 40 connections a run: 300 is the server's limit

@@ -17,6 +17,7 @@ import dev.postbox.rabbitmq.RabbitTopology;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeoutException;
@@ -36,6 +37,14 @@ import org.slf4j.LoggerFactory;
  * broker redelivers them) and are never acked on the new channel. A consumer the broker cancels
  * (queue deleted) declares its shard again and re-subscribes. Thread-safe: the connection's thread
  * delivers, workers ack.
+ *
+ * <p><b>Batches</b> (batch size above 1): deliveries wait in the shard's buffer, in delivery order,
+ * and every delivery schedules a drain on the shard's one lane (whatever the ordering, as a Kafka
+ * batch runs on its partition's lane). A drain takes what is buffered, up to the batch size, and
+ * runs it through {@link DeliveryProcessor#processBatch} (one transaction for {@code
+ * EFFECTIVELY_ONCE}; one record at a time if the batch fails); a drain that finds the buffer empty
+ * does nothing. So a batch never waits for deliveries that have not arrived. Its deliveries are
+ * acked, one by one, only after the batch finished.
  */
 public final class ShardConsumer extends DefaultConsumer {
 
@@ -55,6 +64,7 @@ public final class ShardConsumer extends DefaultConsumer {
   private final Sleeper sleeper;
   private final WaitQueues retries;
   private final AtomicLong epoch = new AtomicLong();
+  private final ArrayDeque<Buffered> buffer = new ArrayDeque<>();
 
   /** A consumer of {@code queue} (shard {@code shard} of {@code topic}) on {@code channel}. */
   public ShardConsumer(
@@ -116,8 +126,18 @@ public final class ShardConsumer extends DefaultConsumer {
     }
     inFlight.started();
     WaitQueues.Received received = new WaitQueues.Received(properties, routingKey, queue);
+    if (subscription.batchSize() > 1) {
+      synchronized (buffer) {
+        buffer.addLast(new Buffered(in, received, tag, mine));
+      }
+      executor.submit(queue, () -> runBatch(atMostOnce));
+      return;
+    }
     executor.submit(lane(routingKey), () -> run(in, received, tier, tag, mine, atMostOnce));
   }
+
+  /** A delivery waiting for its batch: what the engine reads, as received, its tag and epoch. */
+  private record Buffered(Incoming in, WaitQueues.Received received, long tag, long epoch) {}
 
   /**
    * The routing key the message was published with: the envelope's, except for a copy back from a
@@ -176,16 +196,77 @@ public final class ShardConsumer extends DefaultConsumer {
     }
   }
 
+  /**
+   * Runs what is buffered (up to the batch size, in delivery order) as one batch; deliveries of an
+   * older epoch are abandoned (the broker redelivers them), the rest acked once the batch finished.
+   */
+  private void runBatch(boolean atMostOnce) {
+    List<Buffered> taken = new ArrayList<>();
+    synchronized (buffer) {
+      while (taken.size() < subscription.batchSize() && !buffer.isEmpty()) {
+        taken.add(buffer.pollFirst());
+      }
+    }
+    if (taken.isEmpty()) {
+      return; // an earlier drain took this delivery into its batch
+    }
+    taken.forEach(b -> retries.remember(b.in(), b.received()));
+    try {
+      long mine = epoch.get();
+      List<Buffered> live = taken.stream().filter(b -> b.epoch() == mine).toList();
+      if (!running.getAsBoolean()) {
+        processor.abandoned(taken.size());
+        return;
+      }
+      processor.abandoned(taken.size() - live.size());
+      if (live.isEmpty()) {
+        return;
+      }
+      boolean finished = false;
+      BooleanSupplier owned = () -> running.getAsBoolean() && epoch.get() == mine;
+      try {
+        finished = processor.processBatch(live.stream().map(Buffered::in).toList(), owned);
+      } catch (RuntimeException e) {
+        log.error(
+            "{}: unexpected batch failure at {} tag {}",
+            subscription.name(),
+            queue,
+            live.get(0).tag(),
+            e);
+      }
+      if (finished && !atMostOnce) {
+        ack(live.stream().mapToLong(Buffered::tag).toArray(), mine);
+      }
+    } finally {
+      for (Buffered b : taken) {
+        retries.forget(b.in());
+        inFlight.finished();
+      }
+    }
+  }
+
   private void ack(long tag, long mine) {
+    ack(new long[] {tag}, mine);
+  }
+
+  /**
+   * Acks {@code tags} one by one (never {@code multiple}: an earlier delivery left unacked, after
+   * an unexpected failure, must not be acked with them), if the channel is still of epoch {@code
+   * mine}.
+   */
+  private void ack(long[] tags, long mine) {
     Channel ch = getChannel();
     synchronized (ch) {
       if (epoch.get() != mine || !ch.isOpen()) {
         return; // redelivered on the new channel; an ack here would hit another delivery
       }
-      try {
-        ch.basicAck(tag, false);
-      } catch (IOException | RuntimeException e) {
-        log.warn("{}: cannot ack {} tag {}: {}", subscription.name(), queue, tag, e.toString());
+      for (long tag : tags) {
+        try {
+          ch.basicAck(tag, false);
+        } catch (IOException | RuntimeException e) {
+          log.warn("{}: cannot ack {} tag {}: {}", subscription.name(), queue, tag, e.toString());
+          return;
+        }
       }
     }
   }
