@@ -130,17 +130,25 @@ public final class RrBench {
       echoMax[r] = echoRun.answeredPerS();
       echoCpu[r] = echoRun.cpuMsPerRequest();
       rt.profile(); // a new interval
+      java.util.Map<String, Double> before = OpenLoop.cpuMsByProcess();
       OpenLoop.Run run = OpenLoop.drive(0, burst(), rt::request);
+      java.util.Map<String, Double> after = OpenLoop.cpuMsByProcess();
+      StringBuilder split = new StringBuilder();
+      after.forEach((k, v) ->
+          split.append(
+              String.format(
+                  Locale.ROOT, " %s %.2f", k, (v - before.getOrDefault(k, 0.0)) / burst())));
       max[r] = run.answeredPerS();
       cpu[r] = run.cpuMsPerRequest();
       log.printf(
           Locale.ROOT,
-          "rr %s: burst of %d: %.0f answered/s, %.2f ms CPU a request (echo %.0f/s, %.2f ms CPU),"
-              + " %d failed, load %s; %s%n",
+          "rr %s: burst of %d: %.0f answered/s, %.2f ms CPU a request (%s; echo %.0f/s, %.2f ms"
+              + " CPU), %d failed, load %s; %s%n",
           t,
           burst(),
           max[r],
           cpu[r],
+          split.toString().trim(),
           echoMax[r],
           echoCpu[r],
           run.failed(),
