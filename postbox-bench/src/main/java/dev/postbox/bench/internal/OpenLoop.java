@@ -31,8 +31,8 @@ final class OpenLoop {
    * @param answeredPerS answers per second from the first send to the last answer
    * @param answered requests answered
    * @param failed requests that ended without an answer (timed out)
-   * @param cpuMsPerRequest CPU time of this process and its children (the test kit's PostgreSQL,
-   *     broker) per request, ms
+   * @param cpuMsPerRequest CPU time of this process and its descendants (the test kit's broker; not
+   *     PostgreSQL, which runs detached) per request, ms
    */
   record Run(
       double p50,

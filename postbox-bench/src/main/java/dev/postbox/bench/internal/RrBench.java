@@ -173,8 +173,8 @@ public final class RrBench {
     double[] c = OpenLoop.medianAndSpread(cpu);
     double[] ec = OpenLoop.medianAndSpread(echoCpu);
     String cpuNote =
-        "CPU time of the bench's process tree (this JVM, PostgreSQL, the broker) per request in"
-            + " the bursts";
+        "CPU time of this JVM (requester, responder, echo) and its child processes (the"
+            + " broker) per request in the bursts; PostgreSQL runs detached and is not counted";
     out.add(
         Measurement.of("rr_" + t + "_cpu_ms_per_request", c[0], "ms")
             .note(cpuNote + "; " + runs(cpu, c[1])));
