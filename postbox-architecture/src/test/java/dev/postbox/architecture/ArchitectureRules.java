@@ -143,8 +143,8 @@ final class ArchitectureRules {
               "the redis-window scenario runs a private redis-server (RedisServer) and child consumers"),
           Map.entry(
               "dev.postbox.verify.RequestReplyScenario",
-              "the request-reply scenario starts PostgreSQL and a Kafka broker (PostgresServer,"
-                  + " KafkaBroker) and its requester and responder as ChildJvm under the test kit's"
+              "the request-reply scenario starts PostgreSQL and a Kafka broker or a RabbitMQ node"
+                  + " (PostgresServer, KafkaBroker, RabbitMqServer) and its requester and responder as ChildJvm under the test kit's"
                   + " ProcessSupervisor, halted at crash points and restarted"),
           Map.entry(
               "dev.postbox.bench.internal.BenchEnv",
@@ -161,6 +161,10 @@ final class ArchitectureRules {
           Map.entry(
               "dev.postbox.bench.internal.RabbitBench",
               "the RabbitMQ benchmark runs a private RabbitMQ node (RabbitMqServer)"),
+          Map.entry(
+              "dev.postbox.bench.internal.RrBench",
+              "the request/reply benchmark's RabbitMQ part runs a private RabbitMQ node"
+                  + " (RabbitMqServer)"),
           Map.entry(
               "dev.postbox.demo.KafkaShopTransport",
               "the demo on Kafka: the test kit's Kafka broker (KafkaBroker)"),

@@ -31,8 +31,8 @@ final class OpenLoop {
    * @param answeredPerS answers per second from the first send to the last answer
    * @param answered requests answered
    * @param failed requests that ended without an answer (timed out)
-   * @param cpuMsPerRequest CPU time of this process and its children (the test kit's PostgreSQL,
-   *     broker) per request, ms
+   * @param cpuMsPerRequest CPU time of this process and its descendants (the test kit's broker; not
+   *     PostgreSQL, which runs detached) per request, ms
    */
   record Run(
       double p50,
@@ -100,10 +100,28 @@ final class OpenLoop {
    * RabbitMQ node run as children), ms.
    */
   static double cpuMs() {
+    return cpuMsByProcess().values().stream().mapToDouble(Double::doubleValue).sum();
+  }
+
+  /**
+   * {@link #cpuMs()} by process kind: {@code jvm} (this one), {@code postgres}, {@code broker} (the
+   * other descendants: the Kafka broker's JVM, the RabbitMQ node).
+   */
+  static java.util.Map<String, Double> cpuMsByProcess() {
+    java.util.Map<String, Double> by = new java.util.TreeMap<>();
     ProcessHandle self = ProcessHandle.current();
-    return java.util.stream.Stream.concat(java.util.stream.Stream.of(self), self.descendants())
-        .mapToDouble(p -> p.info().totalCpuDuration().map(d -> d.toNanos() / 1e6).orElse(0.0))
-        .sum();
+    by.put("jvm", cpu(self));
+    self.descendants()
+        .forEach(p -> {
+          String cmd = p.info().command().orElse("");
+          String kind = cmd.contains("postgres") ? "postgres" : "broker";
+          by.merge(kind, cpu(p), Double::sum);
+        });
+    return by;
+  }
+
+  private static double cpu(ProcessHandle p) {
+    return p.info().totalCpuDuration().map(d -> d.toNanos() / 1e6).orElse(0.0);
   }
 
   /** The median of {@code values} and their spread ((max - min) / median). */

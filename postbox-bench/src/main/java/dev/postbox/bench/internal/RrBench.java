@@ -130,17 +130,25 @@ public final class RrBench {
       echoMax[r] = echoRun.answeredPerS();
       echoCpu[r] = echoRun.cpuMsPerRequest();
       rt.profile(); // a new interval
+      java.util.Map<String, Double> before = OpenLoop.cpuMsByProcess();
       OpenLoop.Run run = OpenLoop.drive(0, burst(), rt::request);
+      java.util.Map<String, Double> after = OpenLoop.cpuMsByProcess();
+      StringBuilder split = new StringBuilder();
+      after.forEach((k, v) ->
+          split.append(
+              String.format(
+                  Locale.ROOT, " %s %.2f", k, (v - before.getOrDefault(k, 0.0)) / burst())));
       max[r] = run.answeredPerS();
       cpu[r] = run.cpuMsPerRequest();
       log.printf(
           Locale.ROOT,
-          "rr %s: burst of %d: %.0f answered/s, %.2f ms CPU a request (echo %.0f/s, %.2f ms CPU),"
-              + " %d failed, load %s; %s%n",
+          "rr %s: burst of %d: %.0f answered/s, %.2f ms CPU a request (%s; echo %.0f/s, %.2f ms"
+              + " CPU), %d failed, load %s; %s%n",
           t,
           burst(),
           max[r],
           cpu[r],
+          split.toString().trim(),
           echoMax[r],
           echoCpu[r],
           run.failed(),
@@ -165,8 +173,8 @@ public final class RrBench {
     double[] c = OpenLoop.medianAndSpread(cpu);
     double[] ec = OpenLoop.medianAndSpread(echoCpu);
     String cpuNote =
-        "CPU time of the bench's process tree (this JVM, PostgreSQL, the broker) per request in"
-            + " the bursts";
+        "CPU time of this JVM (requester, responder, echo) and its child processes (the"
+            + " broker) per request in the bursts; PostgreSQL runs detached and is not counted";
     out.add(
         Measurement.of("rr_" + t + "_cpu_ms_per_request", c[0], "ms")
             .note(cpuNote + "; " + runs(cpu, c[1])));
