@@ -9,7 +9,6 @@ import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.consumer.BatchHandler;
 import dev.postbox.core.consumer.ConsumerStats;
 import dev.postbox.core.consumer.MessageHandler;
-import dev.postbox.core.consumer.Ordering;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.engine.DeliveryProcessor;
 import dev.postbox.core.engine.InboxJanitor;
@@ -564,58 +563,15 @@ public final class RabbitSubscriber implements AutoCloseable {
 
     /** Validates and builds the subscriber (not yet started). */
     public RabbitSubscriber build() {
-      String name = "subscription '" + subscription.name() + "'";
-      int batchSize = subscription.batchSize();
-      if (batchSize > 1) {
-        if (batchHandler == null) {
-          throw new IllegalArgumentException(name + " has batchSize > 1 and needs a batchHandler");
-        }
-        if (prefetchSet && prefetch < batchSize) {
-          throw new IllegalArgumentException(
-              name
-                  + ": prefetch "
-                  + prefetch
-                  + " is below the batch size "
-                  + batchSize
-                  + "; a batch is formed from the unacked deliveries, so set prefetch >= batchSize");
-        }
-        if (parking != null) {
-          throw new IllegalArgumentException(
-              name
-                  + ": batches and parking are not supported together on RabbitMQ (a batch is not"
-                  + " parked behind a parked key); use batch size 1 or no parking");
-        }
-        if (!retryTiers.isEmpty()) {
-          throw new IllegalArgumentException(
-              name
-                  + ": batches and retryTiers (wait queues) are not supported together on"
-                  + " RabbitMQ; use batch size 1 or no retryTiers");
-        }
-        prefetch = Math.max(prefetch, batchSize);
-      }
-      if (!retryTiers.isEmpty() && subscription.ordering() != Ordering.UNORDERED) {
-        throw new IllegalArgumentException(
-            "subscription '"
-                + subscription.name()
-                + "': retryTiers (wait queues) need Ordering.UNORDERED: a retried message comes"
-                + " back behind later messages of its key");
-      }
-      if (batchSize == 1 && handler == null) {
-        throw new IllegalArgumentException(
-            "subscription '" + subscription.name() + "' needs a handler");
-      }
-      if (parking != null && !retryTiers.isEmpty()) {
-        throw new IllegalArgumentException(
-            "subscription '"
-                + subscription.name()
-                + "': parking and retryTiers are alternatives; choose one");
-      }
-      if (subscription.guarantee() == DeliveryGuarantee.DEDUPLICATED) {
-        throw new IllegalArgumentException(
-            "subscription '"
-                + subscription.name()
-                + "': DEDUPLICATED is not supported on RabbitMQ yet; use EFFECTIVELY_ONCE");
-      }
+      prefetch =
+          RabbitSubscriberChecks.validate(
+              subscription,
+              handler != null,
+              batchHandler != null,
+              prefetch,
+              prefetchSet,
+              parking != null,
+              !retryTiers.isEmpty());
       return new RabbitSubscriber(this);
     }
   }

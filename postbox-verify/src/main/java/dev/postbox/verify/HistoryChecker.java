@@ -384,13 +384,13 @@ final class HistoryChecker {
    */
   boolean drained() {
     try (Connection c = ds.getConnection()) {
-      if (count(
+      if (HistoryQueries.count(
               c,
               "SELECT count(*) FROM postbox_outbox WHERE published_at IS NULL AND failed_at IS NULL")
           > 0) {
         return false;
       }
-      if (count(
+      if (HistoryQueries.count(
               c,
               "SELECT count(*) FROM verify_business b WHERE NOT EXISTS (SELECT 1 FROM verify_effect"
                   + " e WHERE e.message_id = b.message_id) AND NOT EXISTS (SELECT 1 FROM"
@@ -423,7 +423,7 @@ final class HistoryChecker {
   /** Business transactions committed in {@code phase} so far; 0 while the database is down. */
   long committedIn(int phase) {
     try (Connection c = ds.getConnection()) {
-      return count(c, "SELECT count(*) FROM verify_business WHERE phase = " + phase);
+      return HistoryQueries.count(c, "SELECT count(*) FROM verify_business WHERE phase = " + phase);
     } catch (Exception e) {
       return 0;
     }
@@ -433,10 +433,12 @@ final class HistoryChecker {
   synchronized Findings check(int phase) throws Exception {
     auditOffsets();
     try (Connection c = ds.getConnection()) {
-      long messages = count(c, "SELECT count(*) FROM verify_business WHERE phase = " + phase);
-      long rolledBack = count(c, "SELECT count(*) FROM verify_rolled_back WHERE phase = " + phase);
+      long messages =
+          HistoryQueries.count(c, "SELECT count(*) FROM verify_business WHERE phase = " + phase);
+      long rolledBack =
+          HistoryQueries.count(c, "SELECT count(*) FROM verify_rolled_back WHERE phase = " + phase);
       long lost =
-          count(
+          HistoryQueries.count(
               c,
               "SELECT count(*) FROM verify_business b WHERE phase = "
                   + phase
@@ -445,14 +447,18 @@ final class HistoryChecker {
                   + " d.message_id = b.message_id)");
       // every dead letter, whether its message was applied (a false conflict) or not, and whether
       // it has a message id at all (a record that could not be decoded)
-      long deadLetters = count(c, "SELECT count(*) FROM postbox_dead_letter");
-      long parkedRows = count(c, "SELECT count(*) FROM verify_parking WHERE event = 'parked'");
-      long unparkedRows = count(c, "SELECT count(*) FROM verify_parking WHERE event = 'unparked'");
-      long duplicateEffects = count(c, duplicateEffectsSql(phase, "e.message_id"));
+      long deadLetters = HistoryQueries.count(c, "SELECT count(*) FROM postbox_dead_letter");
+      long parkedRows =
+          HistoryQueries.count(c, "SELECT count(*) FROM verify_parking WHERE event = 'parked'");
+      long unparkedRows =
+          HistoryQueries.count(c, "SELECT count(*) FROM verify_parking WHERE event = 'unparked'");
+      long duplicateEffects =
+          HistoryQueries.count(c, HistoryQueries.duplicateEffectsSql(phase, "e.message_id"));
       if (consumerMode == ConsumerMode.OFFSETS) {
         // the offsets mode applies each record position once; a copy the relay published again
         // (same message id, another offset) is applied again by design: measured, not a violation
-        long perPosition = count(c, duplicateEffectsSql(phase, "e.part, e.off"));
+        long perPosition =
+            HistoryQueries.count(c, HistoryQueries.duplicateEffectsSql(phase, "e.part, e.off"));
         log.note(
             "offsets-mode-duplicates",
             "phase "
@@ -464,14 +470,14 @@ final class HistoryChecker {
                 + " effects of republished copies (same message id at another offset; measured)");
         duplicateEffects = perPosition;
       }
-      long zombieApplies = count(c, zombieSql(phase));
+      long zombieApplies = HistoryQueries.count(c, HistoryQueries.zombieSql(phase));
       long phantomApplied =
-          count(
+          HistoryQueries.count(
               c,
               "SELECT count(*) FROM verify_effect e WHERE NOT EXISTS (SELECT 1 FROM"
                   + " verify_business b WHERE b.message_id = e.message_id)");
-      long orderViolations = orderViolations(c, phase);
-      Map<UUID, Integer> phases = phases(c);
+      long orderViolations = HistoryQueries.orderViolations(c, phase);
+      Map<UUID, Integer> phases = HistoryQueries.phases(c);
       long topicRecords = 0;
       long phantomPublished = 0;
       long staleRepublishes = 0;
@@ -529,94 +535,6 @@ final class HistoryChecker {
       reportedPhantomApplied = phantomApplied;
       reportedOffsetViolations = offsetViolations;
       return f;
-    }
-  }
-
-  /**
-   * Effects of {@code phase} applied by a process on a partition after another process had been
-   * assigned that partition in a later generation than this process's own latest assignment of it
-   * (recorded before the effect committed), unless the record was parked. Generations, not clock
-   * times, order assignments: a process resumed from a pause may record a stale generation's
-   * assignment after the newer one.
-   */
-  static String zombieSql(int phase) {
-    return "SELECT count(*) FROM verify_effect e JOIN verify_business b ON b.message_id ="
-        + " e.message_id WHERE b.phase = "
-        + phase
-        // a record applied from the parking is applied by whichever consumer leased its key (the
-        // parking's lease and the inbox guard it, not the partition's ownership)
-        + " AND NOT EXISTS (SELECT 1 FROM verify_parking k WHERE k.part = e.part AND k.off ="
-        + " e.off)"
-        + " AND EXISTS (SELECT 1 FROM verify_assignment o WHERE o.part = e.part AND o.instance <>"
-        + " e.instance AND o.assigned_at < pg_xact_commit_timestamp(e.xmin) AND o.generation >"
-        + " (SELECT max(a.generation) FROM verify_assignment a WHERE a.part = e.part AND"
-        + " a.instance = e.instance AND a.assigned_at <= pg_xact_commit_timestamp(e.xmin)))";
-  }
-
-  /** Effects of {@code phase} beyond the first per {@code groupBy} (message id, or position). */
-  private static String duplicateEffectsSql(int phase, String groupBy) {
-    return "SELECT coalesce(sum(n - 1), 0) FROM (SELECT "
-        + groupBy
-        + ", count(*) AS n FROM verify_effect e JOIN verify_business b ON b.message_id ="
-        + " e.message_id WHERE b.phase = "
-        + phase
-        + " GROUP BY "
-        + groupBy
-        + ") x";
-  }
-
-  /**
-   * Per key, effects in the order they committed must carry increasing sequence numbers (the commit
-   * order of the business transactions); counts effects of {@code phase} that came after a later
-   * one of their key.
-   */
-  private static long orderViolations(Connection c, int phase) throws SQLException {
-    long violations = 0;
-    try (PreparedStatement ps =
-            c.prepareStatement(
-                "SELECT e.key, e.seq, b.phase FROM verify_effect e LEFT JOIN verify_business b ON"
-                    + " b.message_id = e.message_id ORDER BY e.key,"
-                    + " pg_xact_commit_timestamp(e.xmin), e.id");
-        ResultSet rs = ps.executeQuery()) {
-      String key = null;
-      long max = 0;
-      while (rs.next()) {
-        String k = rs.getString(1);
-        long seq = rs.getLong(2);
-        int p = rs.getInt(3);
-        if (rs.wasNull()) {
-          continue; // not a committed business transaction: counted as rolled back, applied
-        }
-        if (!k.equals(key)) {
-          key = k;
-          max = 0;
-        }
-        if (seq < max && p == phase) {
-          violations++;
-        }
-        max = Math.max(max, seq);
-      }
-    }
-    return violations;
-  }
-
-  private static Map<UUID, Integer> phases(Connection c) throws SQLException {
-    Map<UUID, Integer> m = new HashMap<>();
-    try (PreparedStatement ps =
-            c.prepareStatement("SELECT message_id, phase FROM verify_business");
-        ResultSet rs = ps.executeQuery()) {
-      while (rs.next()) {
-        m.put(rs.getObject(1, UUID.class), rs.getInt(2));
-      }
-    }
-    return m;
-  }
-
-  private static long count(Connection c, String sql) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(sql);
-        ResultSet rs = ps.executeQuery()) {
-      rs.next();
-      return rs.getLong(1);
     }
   }
 }

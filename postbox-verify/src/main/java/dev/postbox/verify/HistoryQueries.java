@@ -1,0 +1,107 @@
+package dev.postbox.verify;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.UUID;
+
+/**
+ * The SQL the {@link HistoryChecker} asks of the recorded history ({@code verify_business}, {@code
+ * verify_effect}, {@code verify_assignment}, {@code verify_parking}): zombie applies, duplicate
+ * effects, per-key order, each message's phase.
+ */
+final class HistoryQueries {
+
+  private HistoryQueries() {}
+
+  /**
+   * Effects of {@code phase} applied by a process on a partition after another process had been
+   * assigned that partition in a later generation than this process's own latest assignment of it
+   * (recorded before the effect committed), unless the record was parked. Generations, not clock
+   * times, order assignments: a process resumed from a pause may record a stale generation's
+   * assignment after the newer one.
+   */
+  static String zombieSql(int phase) {
+    return "SELECT count(*) FROM verify_effect e JOIN verify_business b ON b.message_id ="
+        + " e.message_id WHERE b.phase = "
+        + phase
+        // a record applied from the parking is applied by whichever consumer leased its key (the
+        // parking's lease and the inbox guard it, not the partition's ownership)
+        + " AND NOT EXISTS (SELECT 1 FROM verify_parking k WHERE k.part = e.part AND k.off ="
+        + " e.off)"
+        + " AND EXISTS (SELECT 1 FROM verify_assignment o WHERE o.part = e.part AND o.instance <>"
+        + " e.instance AND o.assigned_at < pg_xact_commit_timestamp(e.xmin) AND o.generation >"
+        + " (SELECT max(a.generation) FROM verify_assignment a WHERE a.part = e.part AND"
+        + " a.instance = e.instance AND a.assigned_at <= pg_xact_commit_timestamp(e.xmin)))";
+  }
+
+  /** Effects of {@code phase} beyond the first per {@code groupBy} (message id, or position). */
+  static String duplicateEffectsSql(int phase, String groupBy) {
+    return "SELECT coalesce(sum(n - 1), 0) FROM (SELECT "
+        + groupBy
+        + ", count(*) AS n FROM verify_effect e JOIN verify_business b ON b.message_id ="
+        + " e.message_id WHERE b.phase = "
+        + phase
+        + " GROUP BY "
+        + groupBy
+        + ") x";
+  }
+
+  /**
+   * Per key, effects in the order they committed must carry increasing sequence numbers (the commit
+   * order of the business transactions); counts effects of {@code phase} that came after a later
+   * one of their key.
+   */
+  static long orderViolations(Connection c, int phase) throws SQLException {
+    long violations = 0;
+    try (PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT e.key, e.seq, b.phase FROM verify_effect e LEFT JOIN verify_business b ON"
+                    + " b.message_id = e.message_id ORDER BY e.key,"
+                    + " pg_xact_commit_timestamp(e.xmin), e.id");
+        ResultSet rs = ps.executeQuery()) {
+      String key = null;
+      long max = 0;
+      while (rs.next()) {
+        String k = rs.getString(1);
+        long seq = rs.getLong(2);
+        int p = rs.getInt(3);
+        if (rs.wasNull()) {
+          continue; // not a committed business transaction: counted as rolled back, applied
+        }
+        if (!k.equals(key)) {
+          key = k;
+          max = 0;
+        }
+        if (seq < max && p == phase) {
+          violations++;
+        }
+        max = Math.max(max, seq);
+      }
+    }
+    return violations;
+  }
+
+  static Map<UUID, Integer> phases(Connection c) throws SQLException {
+    Map<UUID, Integer> m = new HashMap<>();
+    try (PreparedStatement ps =
+            c.prepareStatement("SELECT message_id, phase FROM verify_business");
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        m.put(rs.getObject(1, UUID.class), rs.getInt(2));
+      }
+    }
+    return m;
+  }
+
+  static long count(Connection c, String sql) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(sql);
+        ResultSet rs = ps.executeQuery()) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+}
