@@ -160,7 +160,10 @@ public interface PostgresServer extends AutoCloseable {
 
     /** How long {@link PostgresServer#start()} waits for the server; default 60 s. */
     public Builder startupTimeout(Duration timeout) {
-      this.startupTimeout = Objects.requireNonNull(timeout);
+      if (timeout.isNegative() || timeout.isZero()) {
+        throw new IllegalArgumentException("startupTimeout must be positive, got " + timeout);
+      }
+      this.startupTimeout = timeout;
       return this;
     }
 

@@ -165,7 +165,8 @@ final class CampaignEnvironment implements AutoCloseable {
     PostgresServer.Builder pgb =
         PostgresServer.builder()
             .directory(dir.resolve("postgres"))
-            .serverConfig("track_commit_timestamp", "on");
+            .serverConfig("track_commit_timestamp", "on")
+            .startupTimeout(Duration.ofMinutes(3));
     KafkaBroker.Builder kb =
         KafkaBroker.builder()
             .dataDirectory(dir.resolve("kafka"))

@@ -164,6 +164,7 @@ final class RabbitCampaign implements AutoCloseable {
         PostgresServer.builder()
             .directory(dir.resolve("postgres"))
             .serverConfig("track_commit_timestamp", "on")
+            .startupTimeout(Duration.ofMinutes(3))
             .build();
     pg.start();
     String schema = pg.createSchema("verify");

@@ -40,6 +40,12 @@ public final class EmbeddedPostgresServer extends AbstractPostgresServer {
    */
   static final String ZONKY_WORKING_DIR = "ot.epg.working-dir";
 
+  /** zonky's lock file in the data directory ({@code EmbeddedPostgres.LOCK_FILE_NAME}). */
+  static final String ZONKY_LOCK_FILE = "epg-lock";
+
+  /** How long a stop (or the clean-up after a failed start) waits before it kills. */
+  private static final Duration STOP_WAIT = Duration.ofSeconds(60);
+
   private static final String USER = "postgres";
   private static final String DATABASE = "postgres";
 
@@ -121,8 +127,14 @@ public final class EmbeddedPostgresServer extends AbstractPostgresServer {
     try {
       pg = b.start();
     } catch (IOException | RuntimeException e) {
+      String cleanup = cleanUpFailedStart(data);
       throw new InfrastructureStartupException(
-          "The embedded PostgreSQL server did not start: " + e.getMessage() + "; see " + log(), e);
+          "The embedded PostgreSQL server did not start: "
+              + describe(e)
+              + cleanup
+              + "; see "
+              + log(),
+          e);
     }
     port = pg.getPort();
     Duration took = Duration.ofNanos(System.nanoTime() - t0);
@@ -141,6 +153,7 @@ public final class EmbeddedPostgresServer extends AbstractPostgresServer {
       long t0 = System.nanoTime();
       try {
         pg.close();
+        awaitStopped();
       } catch (IOException e) {
         throw new UncheckedIOException("cannot stop PostgreSQL", e);
       } finally {
@@ -153,30 +166,73 @@ public final class EmbeddedPostgresServer extends AbstractPostgresServer {
     }
   }
 
+  /**
+   * zonky's {@code pg_ctl stop} waits 5 s and, past that, only logs its failure: on a loaded
+   * machine the postmaster can still be shutting down (or up) then. Waits for it, and kills it if
+   * it does not exit, so that a restart never finds the old server running.
+   */
+  private void awaitStopped() {
+    PostmasterProcesses processes = new PostmasterProcesses(dir.resolve("data"));
+    try {
+      if (!processes.awaitExit(STOP_WAIT)) {
+        LOG.warn("PostgreSQL did not stop within {}: killing it", STOP_WAIT);
+        processes.killAll(STOP_WAIT);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while stopping PostgreSQL", e);
+    }
+  }
+
+  /**
+   * After zonky's start failed: kills what it left running ({@code pg_ctl} and a postmaster that
+   * may still come up), and removes its lock file, which this JVM still holds locked through a
+   * stream zonky never closed (a later start would fail with {@code OverlappingFileLockException});
+   * a new file is a new lock. Returns what it did, for the error message.
+   */
+  private String cleanUpFailedStart(Path data) {
+    try {
+      int killed = new PostmasterProcesses(data).killAll(STOP_WAIT);
+      Files.deleteIfExists(data.resolve(ZONKY_LOCK_FILE));
+      return killed == 0 ? "" : " (killed the " + killed + " server processes it left running)";
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("cleaning up after a failed PostgreSQL start", e);
+      return " (and cleaning up failed: " + describe(e) + ")";
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return " (interrupted while cleaning up)";
+    }
+  }
+
+  /** The exception's class and message, and its causes' (some have no message). */
+  static String describe(Throwable e) {
+    StringBuilder b = new StringBuilder();
+    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (b.length() > 0) {
+        b.append(", caused by ");
+      }
+      b.append(t.getClass().getSimpleName());
+      if (t.getMessage() != null) {
+        b.append(": ").append(t.getMessage());
+      }
+    }
+    return b.toString();
+  }
+
   @Override
   public synchronized void crash() {
     if (pg == null) {
       return;
     }
     long t0 = System.nanoTime();
-    Path pidFile = dir.resolve("data").resolve("postmaster.pid");
+    PostmasterProcesses processes = new PostmasterProcesses(dir.resolve("data"));
     try {
-      long pid = Long.parseLong(Files.readAllLines(pidFile).get(0).trim());
-      ProcessHandle postmaster =
-          ProcessHandle.of(pid)
-              .orElseThrow(() -> new IllegalStateException("no postmaster process " + pid));
-      // the server processes first (a snapshot), then the postmaster before them: none of them
-      // outlives it long enough to be restarted by it
-      java.util.List<ProcessHandle> children = postmaster.descendants().toList();
-      postmaster.destroyForcibly();
-      children.forEach(ProcessHandle::destroyForcibly);
-      long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-      while ((postmaster.isAlive() || children.stream().anyMatch(ProcessHandle::isAlive))
-          && System.nanoTime() < deadline) {
-        Thread.sleep(10);
+      if (processes.postmaster().isEmpty()) {
+        throw new IllegalStateException("no live postmaster for " + dir.resolve("data"));
       }
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot read " + pidFile, e);
+      // every server process, the postmaster first (a snapshot): none outlives it long enough to
+      // be restarted by it
+      processes.killAll(Duration.ofSeconds(30));
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while crashing PostgreSQL", e);
