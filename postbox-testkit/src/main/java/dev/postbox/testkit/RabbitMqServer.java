@@ -14,6 +14,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -87,7 +88,8 @@ public final class RabbitMqServer implements AutoCloseable {
   }
 
   /** A private node's fixed parts: script, ports, directory. */
-  private record Node(Path script, int amqpPort, int distPort, Path dir) {
+  private record Node(
+      Path script, int amqpPort, int distPort, Path dir, List<String> alsoListenOn) {
     String name() {
       return "postbox-" + amqpPort + "@localhost";
     }
@@ -151,12 +153,29 @@ public final class RabbitMqServer implements AutoCloseable {
    * @throws InfrastructureStartupException if it did not come up within {@link #STARTUP_TIMEOUT}
    */
   public static RabbitMqServer startPrivate(Path script) {
+    return startPrivate(script, List.of());
+  }
+
+  /**
+   * {@link #startPrivate(Path)}, listening on the same port on each of {@code alsoListenOn} (IPv4
+   * addresses of this host) as well as on 127.0.0.1; then its guest user may log in from anywhere
+   * (a test node: a fault-injection harness's processes in network namespaces reach it that way).
+   * {@link #uri()} still names 127.0.0.1.
+   *
+   * @throws InfrastructureStartupException if it did not come up within {@link #STARTUP_TIMEOUT}
+   */
+  public static RabbitMqServer startPrivate(Path script, List<String> alsoListenOn) {
+    for (String a : alsoListenOn) {
+      if (!a.matches("\\d{1,3}(\\.\\d{1,3}){3}")) {
+        throw new IllegalArgumentException("not an IPv4 address: " + a);
+      }
+    }
     int[] ports = FreePorts.pick(2);
     Path dir = OwnedDirectories.create("rabbitmq-");
     RabbitMqServer server =
         new RabbitMqServer(
             "amqp://guest:guest@127.0.0.1:" + ports[0] + "/%2F",
-            Optional.of(new Node(script, ports[0], ports[1], dir)));
+            Optional.of(new Node(script, ports[0], ports[1], dir, List.copyOf(alsoListenOn))));
     Shutdown.runOnExit(server.onExit);
     server.writeConfiguration();
     server.start();
@@ -210,8 +229,14 @@ public final class RabbitMqServer implements AutoCloseable {
       Map<String, String> env = pb.environment();
       env.put("HOME", n.dir().toString());
       env.put("RABBITMQ_NODENAME", n.name());
-      env.put("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1");
-      env.put("RABBITMQ_NODE_PORT", Integer.toString(n.amqpPort()));
+      if (n.alsoListenOn().isEmpty()) {
+        env.put("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1");
+        env.put("RABBITMQ_NODE_PORT", Integer.toString(n.amqpPort()));
+      } else {
+        // these would replace the configuration file's listeners with one
+        env.remove("RABBITMQ_NODE_IP_ADDRESS");
+        env.remove("RABBITMQ_NODE_PORT");
+      }
       env.put("RABBITMQ_DIST_PORT", Integer.toString(n.distPort()));
       env.put("RABBITMQ_MNESIA_BASE", n.dir().resolve("mnesia").toString());
       env.put("RABBITMQ_LOG_BASE", n.dir().resolve("log").toString());
@@ -424,15 +449,24 @@ public final class RabbitMqServer implements AutoCloseable {
       Files.createDirectories(n.dir().resolve("log"));
       Files.writeString(
           n.dir().resolve("enabled_plugins"), "[rabbitmq_consistent_hash_exchange].\n");
-      Files.writeString(
-          n.dir().resolve("rabbitmq.conf"),
-          String.join(
-              "\n",
-              "listeners.tcp.default = 127.0.0.1:" + n.amqpPort(),
+      List<String> conf = new ArrayList<>();
+      if (n.alsoListenOn().isEmpty()) {
+        conf.add("listeners.tcp.default = 127.0.0.1:" + n.amqpPort());
+      } else {
+        conf.add("listeners.tcp.1 = 127.0.0.1:" + n.amqpPort());
+        for (int i = 0; i < n.alsoListenOn().size(); i++) {
+          conf.add(
+              "listeners.tcp." + (i + 2) + " = " + n.alsoListenOn().get(i) + ":" + n.amqpPort());
+        }
+        conf.add("loopback_users = none");
+      }
+      conf.addAll(
+          List.of(
               "log.file.level = warning",
               "log.console = false",
               "disk_free_limit.absolute = 10MB",
               ""));
+      Files.writeString(n.dir().resolve("rabbitmq.conf"), String.join("\n", conf));
     } catch (IOException e) {
       throw new UncheckedIOException("cannot write the configuration of " + n.dir(), e);
     }

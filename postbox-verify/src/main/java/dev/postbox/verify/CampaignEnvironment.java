@@ -157,7 +157,7 @@ final class CampaignEnvironment implements AutoCloseable {
                 + " run in network namespaces; PostgreSQL on "
                 + network.get().postgresAddress()
                 + ", the broker on "
-                + network.get().kafkaAddress());
+                + network.get().brokerAddress());
       } else {
         out.println("partitions: inconclusive here: " + networkUnavailable.get());
       }
@@ -176,7 +176,7 @@ final class CampaignEnvironment implements AutoCloseable {
       pgb.serverConfig("listen_addresses", "127.0.0.1," + network.get().postgresAddress())
           .serverConfig(
               "hba_file", NetworkPartitions.writeHbaFile(dir.resolve("network")).toString());
-      kb.host(network.get().kafkaAddress());
+      kb.host(network.get().brokerAddress());
     }
     pg = pgb.build();
     pg.start();
@@ -265,7 +265,7 @@ final class CampaignEnvironment implements AutoCloseable {
               inNamespace(
                       Fleet.jvm(ConsumerMain.class, logs, name, "160m"),
                       name,
-                      NetworkPartitions.Cut.CONSUMER_FROM_KAFKA)
+                      NetworkPartitions.Cut.CONSUMER_FROM_BROKER)
                   // its assignment, revocations and membership-fence waits, and its state file
                   .jvmOptions("-Dorg.slf4j.simpleLogger.log.dev.postbox.kafka=info")
                   .systemProperty(ConsumerStateFile.PROPERTY, stateFile(name).toString())

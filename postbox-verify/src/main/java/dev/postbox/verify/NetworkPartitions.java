@@ -29,8 +29,8 @@ final class NetworkPartitions implements AutoCloseable {
   enum Cut {
     /** The relay in its namespace loses PostgreSQL, keeps the broker. */
     RELAY_FROM_POSTGRES,
-    /** The consumer in its namespace loses the broker, keeps PostgreSQL. */
-    CONSUMER_FROM_KAFKA
+    /** The consumer in its namespace loses the broker (Kafka or RabbitMQ), keeps PostgreSQL. */
+    CONSUMER_FROM_BROKER
   }
 
   /** The network allowed in the harness's pg_hba file (every slot's namespaces). */
@@ -98,7 +98,7 @@ final class NetworkPartitions implements AutoCloseable {
 
   private synchronized void setUp() {
     String p = "10.213." + slot + ".";
-    for (String a : List.of(postgresAddress(), kafkaAddress())) {
+    for (String a : List.of(postgresAddress(), brokerAddress())) {
       run(true, "ip", "addr", "add", a + "/32", "dev", "lo");
       cleanup.add(0, "ip addr del " + a + "/32 dev lo");
     }
@@ -125,8 +125,8 @@ final class NetworkPartitions implements AutoCloseable {
     return "10.213." + slot + ".1";
   }
 
-  /** The address the broker listens on and advertises. */
-  String kafkaAddress() {
+  /** The address the broker (Kafka or RabbitMQ) listens on (and Kafka advertises). */
+  String brokerAddress() {
     return "10.213." + slot + ".2";
   }
 
@@ -159,7 +159,7 @@ final class NetworkPartitions implements AutoCloseable {
   }
 
   private String target(Cut cut) {
-    return cut == Cut.RELAY_FROM_POSTGRES ? postgresAddress() : kafkaAddress();
+    return cut == Cut.RELAY_FROM_POSTGRES ? postgresAddress() : brokerAddress();
   }
 
   /** Writes a pg_hba file that trusts local connections and the namespaces' network. */

@@ -25,7 +25,7 @@ final class PartitionFaults {
   void inject(Fault f, SplittableRandom r) {
     NetworkPartitions net = env.network().orElseThrow();
     boolean relay = f == Fault.PARTITION_RELAY_POSTGRES;
-    Cut cut = relay ? Cut.RELAY_FROM_POSTGRES : Cut.CONSUMER_FROM_KAFKA;
+    Cut cut = relay ? Cut.RELAY_FROM_POSTGRES : Cut.CONSUMER_FROM_BROKER;
     String name =
         relay ? CampaignEnvironment.PARTITIONED_RELAY : CampaignEnvironment.PARTITIONED_CONSUMER;
     Child c =

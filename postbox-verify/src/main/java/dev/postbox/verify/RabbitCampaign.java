@@ -84,7 +84,24 @@ final class RabbitCampaign implements AutoCloseable {
         new RabbitScenario(PREFIX + KILL_9, null, List.of(), List.of(KILL_9)),
         new RabbitScenario(PREFIX + "pauses", null, List.of(), List.of(PAUSE)),
         new RabbitScenario(PREFIX + "connection-drops", null, List.of(), List.of(DROP)),
-        new RabbitScenario(PREFIX + "broker-kill", null, List.of(), List.of(BROKER)));
+        new RabbitScenario(PREFIX + "broker-kill", null, List.of(), List.of(BROKER)),
+        new RabbitScenario(
+            PREFIX + RabbitPartitions.SCENARIO,
+            null,
+            List.of(),
+            List.of(RabbitPartitions.RELAY_FAULT, RabbitPartitions.CONSUMER_FAULT)));
+  }
+
+  /** Whether {@code s} runs: every scenario when none is named, except partitions (only named). */
+  private boolean selected(RabbitScenario s) {
+    boolean named =
+        settings.only().contains(s.name())
+            || settings.only().contains(s.name().substring(PREFIX.length()));
+    return named || (settings.only().isEmpty() && !isPartitions(s));
+  }
+
+  private static boolean isPartitions(RabbitScenario s) {
+    return s.name().equals(PREFIX + RabbitPartitions.SCENARIO);
   }
 
   private final Settings settings;
@@ -102,6 +119,7 @@ final class RabbitCampaign implements AutoCloseable {
   private volatile int phase;
   private volatile RabbitScenario current;
   private final RabbitMqServer given; // a server the caller owns (a test's shared one), or null
+  private RabbitPartitions network = RabbitPartitions.none();
 
   RabbitCampaign(Settings settings, PrintStream out) {
     this(settings, out, null);
@@ -131,17 +149,27 @@ final class RabbitCampaign implements AutoCloseable {
               + " is not set");
       return Optional.empty();
     }
+    List<RabbitScenario> scenarios = all().stream().filter(this::selected).toList();
+    List<ScenarioResult> results = new ArrayList<>();
+    if (scenarios.stream().anyMatch(RabbitCampaign::isPartitions)) {
+      Optional<String> why = partitionsUnavailable(given != null || url.isPresent());
+      if (why.isPresent()) {
+        String name = PREFIX + RabbitPartitions.SCENARIO;
+        out.println(name + ": INCONCLUSIVE, not run: " + why.get());
+        results.add(ScenarioResult.notRun(name, why.get()));
+        scenarios = scenarios.stream().filter(s -> !isPartitions(s)).toList();
+        if (scenarios.isEmpty()) {
+          return Optional.of(results); // no server started
+        }
+      } else {
+        network = RabbitPartitions.create();
+      }
+    }
     rabbit =
         url.map(RabbitMqServer::external)
-            .orElseGet(() -> RabbitMqServer.startPrivate(script.get()));
+            .orElseGet(() -> RabbitMqServer.startPrivate(script.get(), network.brokerAddresses()));
     start();
-    List<ScenarioResult> results = new ArrayList<>();
-    for (RabbitScenario s : all()) {
-      if (!settings.only().isEmpty()
-          && !settings.only().contains(s.name())
-          && !settings.only().contains(s.name().substring(PREFIX.length()))) {
-        continue;
-      }
+    for (RabbitScenario s : scenarios) {
       ScenarioResult r = round(s);
       results.add(r);
       out.printf(
@@ -157,15 +185,28 @@ final class RabbitCampaign implements AutoCloseable {
     return Optional.of(results);
   }
 
+  /** Why the partitions cannot run here, or empty. */
+  private static Optional<String> partitionsUnavailable(boolean givenBroker) {
+    if (givenBroker) {
+      return Optional.of(
+          "partitions need this command's own RabbitMQ node (listening on the partitions'"
+              + " address), not "
+              + RabbitMqServer.URL_ENV
+              + " or a caller's broker");
+    }
+    return NetworkPartitions.unavailable();
+  }
+
   private void start() throws Exception {
     Path dir = settings.dir();
     out.println("postbox verify --transport rabbitmq: seed " + settings.seed() + ", " + dir);
-    pg =
+    PostgresServer.Builder pgb =
         PostgresServer.builder()
             .directory(dir.resolve("postgres"))
             .serverConfig("track_commit_timestamp", "on")
-            .startupTimeout(Duration.ofMinutes(3))
-            .build();
+            .startupTimeout(Duration.ofMinutes(3));
+    network.configure(pgb, dir);
+    pg = pgb.build();
     pg.start();
     String schema = pg.createSchema("verify");
     ds = pg.dataSource(schema, 4);
@@ -181,7 +222,9 @@ final class RabbitCampaign implements AutoCloseable {
     }
     checker = new HistoryChecker(ds, null, reader, topic, SHARDS, SUBSCRIPTION, log);
     fleet = new Fleet(log);
-    String jdbcUrl = pg.jdbcUrl(schema);
+    // the children reach both servers by the partitions' addresses when there is a network
+    String jdbcUrl = network.jdbcUrl(pg.jdbcUrl(schema));
+    String childUri = network.amqpUri(uri);
     Path logs = dir.resolve("logs");
     for (int i = 0; i < PRODUCERS; i++) {
       String name = "producer-" + (char) ('a' + i);
@@ -215,8 +258,9 @@ final class RabbitCampaign implements AutoCloseable {
               name,
               Role.RELAY,
               (incarnation, instance) ->
-                  Fleet.jvm(RelayMain.class, logs, name, "128m")
-                      .args(jdbcUrl, uri, instance, Integer.toString(LEASE_MS), "100")));
+                  network
+                      .place(Fleet.jvm(RelayMain.class, logs, name, "128m"), name)
+                      .args(jdbcUrl, childUri, instance, Integer.toString(LEASE_MS), "100")));
     }
     for (int i = 1; i <= CONSUMERS; i++) {
       String name = "consumer-" + i;
@@ -225,9 +269,15 @@ final class RabbitCampaign implements AutoCloseable {
               name,
               Role.CONSUMER,
               (incarnation, instance) ->
-                  Fleet.jvm(RabbitConsumerMain.class, logs, name, "160m")
+                  network
+                      .place(Fleet.jvm(RabbitConsumerMain.class, logs, name, "160m"), name)
                       .args(
-                          jdbcUrl, uri, topic, SUBSCRIPTION, instance, Integer.toString(SHARDS))));
+                          jdbcUrl,
+                          childUri,
+                          topic,
+                          SUBSCRIPTION,
+                          instance,
+                          Integer.toString(SHARDS))));
     }
     fleet.armer(this::arm);
     workers.forEach(fleet::want);
@@ -293,6 +343,7 @@ final class RabbitCampaign implements AutoCloseable {
       Campaign.sleep(s.external().isEmpty() ? 500 : 3_000);
     }
     current = null;
+    network.healAll();
     producers.forEach(c -> fleet.stop(c, "end of phase " + p, false));
     // heal: the broker up, every worker running unarmed
     if (!rabbit.isExternal() && !rabbit.isRunning()) {
@@ -412,6 +463,15 @@ final class RabbitCampaign implements AutoCloseable {
         Campaign.sleep(10_000); // quorum queues elect their leaders; the clients recover
         return 1;
       }
+      case RabbitPartitions.RELAY_FAULT, RabbitPartitions.CONSUMER_FAULT -> {
+        String name = RabbitPartitions.target(fault);
+        Child c = workers.stream().filter(w -> w.name().equals(name)).findFirst().orElseThrow();
+        SplittableRandom r;
+        synchronized (random) {
+          r = random.split(); // the cut lasts seconds: the armer must not wait for the lock
+        }
+        return network.inject(fault, c, log, r);
+      }
       default -> throw new IllegalArgumentException(fault);
     }
   }
@@ -458,6 +518,7 @@ final class RabbitCampaign implements AutoCloseable {
     if (pg != null) {
       pg.close();
     }
+    network.close();
     log.close();
   }
 }

@@ -33,6 +33,13 @@ record ScenarioResult(
     return findings.violations() + (recoveryBoundExceeded ? 1 : 0);
   }
 
+  /** A scenario that could not run here: nothing checked, inconclusive for {@code why}. */
+  static ScenarioResult notRun(String name, String why) {
+    Findings none = new Findings(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false);
+    return new ScenarioResult(
+        name, 1, 0, Map.of(), Map.of(), none, 0, false, 0, List.of("not run: " + why));
+  }
+
   ScenarioResult merge(ScenarioResult o) {
     Map<String, Integer> fired = new TreeMap<>(faultsFired);
     o.faultsFired.forEach((k, v) -> fired.merge(k, v, Integer::sum));

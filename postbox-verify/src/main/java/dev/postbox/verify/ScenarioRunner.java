@@ -367,9 +367,6 @@ final class ScenarioRunner {
 
   /** The result of a scenario that could not run here: inconclusive, for {@code why}. */
   static ScenarioResult notRun(Scenario s, String why) {
-    HistoryChecker.Findings none =
-        new HistoryChecker.Findings(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false);
-    return new ScenarioResult(
-        s.name(), 1, 0, Map.of(), Map.of(), none, 0, false, 0, List.of("not run: " + why));
+    return ScenarioResult.notRun(s.name(), why);
   }
 }

@@ -109,7 +109,9 @@ public final class VerifyCli implements Callable<Integer> {
       description =
           "kafka (the default campaign) or rabbitmq: the RabbitMQ campaign (relay and consumer crash"
               + " points, kill -9, a consumer frozen past its heartbeat, dropped connections, broker"
-              + " kill -9) on a private RabbitMQ node, or POSTBOX_RABBITMQ_URL.")
+              + " kill -9) on a private RabbitMQ node, or POSTBOX_RABBITMQ_URL; --scenarios"
+              + " partitions (only when named, root, the command's own node): a relay cut off"
+              + " from PostgreSQL and a consumer cut off from RabbitMQ.")
   String transport = "kafka";
 
   @Option(
