@@ -32,6 +32,14 @@ class RabbitMqServerTest {
   }
 
   @Test
+  void extraListenAddressesMustBeIpv4AndAreCheckedBeforeAnythingStarts() {
+    assertThatThrownBy(() ->
+            RabbitMqServer.startPrivate(java.nio.file.Path.of("/nowhere"), java.util.List.of("lo")))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("not an IPv4 address: lo");
+  }
+
+  @Test
   void externalBrokerRefusesLifecycleCalls() {
     RabbitMqServer external = RabbitMqServer.external("amqp://guest:guest@127.0.0.1:1/%2F");
     assertThat(external.isExternal()).isTrue();
