@@ -9,7 +9,6 @@ import dev.postbox.verify.Fleet.Child;
 import dev.postbox.verify.Fleet.Role;
 import dev.postbox.verify.HistoryChecker.Findings;
 import java.io.PrintStream;
-import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -440,28 +439,10 @@ final class RabbitCampaign implements AutoCloseable {
         return 1;
       }
       case DROP -> {
-        if (rabbit.isExternal()) {
-          log.notFired(DROP, "broker", "external broker: no rabbitmqctl");
-          return 0;
-        }
-        int code = ctl("close_all_connections", "verify: connection drop");
-        if (code == 0) {
-          log.fired(DROP, "broker", "rabbitmqctl close_all_connections");
-          return 1;
-        }
-        log.notFired(DROP, "broker", "rabbitmqctl exit " + code);
-        return 0;
+        return RabbitBrokerFaults.dropConnections(rabbit, log, settings.dir());
       }
       case BROKER -> {
-        if (rabbit.isExternal() || !rabbit.isRunning()) {
-          return 0;
-        }
-        rabbit.kill();
-        log.fired(BROKER, "broker", "SIGKILL");
-        Campaign.sleep(2_000);
-        rabbit.start();
-        Campaign.sleep(10_000); // quorum queues elect their leaders; the clients recover
-        return 1;
+        return RabbitBrokerFaults.killAndRestart(rabbit, log);
       }
       case RabbitPartitions.RELAY_FAULT, RabbitPartitions.CONSUMER_FAULT -> {
         String name = RabbitPartitions.target(fault);
@@ -474,31 +455,6 @@ final class RabbitCampaign implements AutoCloseable {
       }
       default -> throw new IllegalArgumentException(fault);
     }
-  }
-
-  /** Runs {@code rabbitmqctl -n <node> args} against the private node; returns its exit code. */
-  private int ctl(String... args) throws Exception {
-    int port = URI.create(rabbit.uri()).getPort();
-    Path script = RabbitMqServer.findScript().orElseThrow();
-    Path ctl = script.resolveSibling("rabbitmqctl");
-    List<String> cmd =
-        new ArrayList<>(List.of(ctl.toString(), "-n", "postbox-" + port + "@localhost"));
-    cmd.addAll(List.of(args));
-    ProcessBuilder pb =
-        new ProcessBuilder(cmd)
-            .redirectErrorStream(true)
-            .redirectOutput(
-                ProcessBuilder.Redirect.appendTo(
-                    settings.dir().resolve("rabbitmqctl.log").toFile()));
-    // the node's Erlang cookie is in its own HOME (the test kit's node directory)
-    rabbit.directory().ifPresent(d -> pb.environment().put("HOME", d.toString()));
-    pb.environment().remove("RABBITMQ_CONF_ENV_FILE");
-    Process p = pb.start();
-    if (!p.waitFor(60, TimeUnit.SECONDS)) {
-      p.destroyForcibly();
-      return -1;
-    }
-    return p.exitValue();
   }
 
   @Override
