@@ -198,7 +198,13 @@ final class RabbitCampaign implements AutoCloseable {
 
   private void start() throws Exception {
     Path dir = settings.dir();
-    out.println("postbox verify --transport rabbitmq: seed " + settings.seed() + ", " + dir);
+    out.println(
+        "postbox verify --transport rabbitmq: seed "
+            + settings.seed()
+            + ", phases of "
+            + settings.phase().toSeconds()
+            + " s, "
+            + dir);
     PostgresServer.Builder pgb =
         PostgresServer.builder()
             .directory(dir.resolve("postgres"))
