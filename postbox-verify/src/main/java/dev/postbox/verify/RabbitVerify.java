@@ -28,6 +28,14 @@ final class RabbitVerify {
         s.minFires());
   }
 
+  /** The RabbitMQ campaign's {@code --quick} settings for {@code scenarios} (what CI runs). */
+  static RabbitCampaign.Settings quick(long seed, Path dir, java.util.List<String> scenarios) {
+    VerifyCli cli = new VerifyCli();
+    cli.quick = true;
+    cli.scenarios = java.util.List.copyOf(scenarios);
+    return settings(cli.settings(seed, dir), true);
+  }
+
   /** Runs it, prints and writes the report; returns the exit code. */
   static int run(
       Campaign.Settings s, boolean quick, Instant started, Path reportJson, PrintStream out)

@@ -32,18 +32,8 @@ class RabbitPartitionsCampaignIT {
         .isEqualTo(Scenario.Fault.PARTITION_RELAY_POSTGRES.kind); // one name on both transports
     long seed = 20261202L;
     Path dir = Path.of("target", "verify-rabbit-it", "partitions-" + System.currentTimeMillis());
-    Campaign.Settings quick = VerifyCli.quickSettings(seed, dir);
-    Campaign.Settings settings =
-        new Campaign.Settings(
-            quick.seed(),
-            quick.phase(),
-            quick.minRounds(),
-            quick.targetInjections(),
-            quick.recoveryBound(),
-            quick.rate(),
-            List.of(RabbitPartitions.SCENARIO),
-            quick.dir(),
-            quick.minFires());
+    RabbitCampaign.Settings settings =
+        RabbitVerify.quick(seed, dir, List.of(RabbitPartitions.SCENARIO));
     Optional<String> unavailable =
         Optional.ofNullable(System.getenv(RabbitMqServer.URL_ENV))
             .filter(u -> !u.isBlank())
@@ -53,8 +43,7 @@ class RabbitPartitionsCampaignIT {
     PrintStream out = new PrintStream(buffer, true, StandardCharsets.UTF_8);
     Optional<List<ScenarioResult>> results;
     // its own node (null: not a shared one), which listens on the partitions' broker address
-    try (RabbitCampaign campaign =
-        new RabbitCampaign(RabbitVerify.settings(settings, true), out, null)) {
+    try (RabbitCampaign campaign = new RabbitCampaign(settings, out, null)) {
       results = campaign.run();
     }
     String text = buffer.toString(StandardCharsets.UTF_8);

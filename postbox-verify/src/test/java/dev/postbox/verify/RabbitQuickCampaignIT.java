@@ -27,23 +27,12 @@ class RabbitQuickCampaignIT {
     RabbitMqServer rabbit = RabbitMqServer.sharedOrSkip(); // skips (fails in CI) without one
     long seed = 20261201L;
     Path dir = Path.of("target", "verify-rabbit-it", Long.toString(System.currentTimeMillis()));
-    Campaign.Settings quick = VerifyCli.quickSettings(seed, dir);
-    Campaign.Settings settings =
-        new Campaign.Settings(
-            quick.seed(),
-            quick.phase(),
-            quick.minRounds(),
-            quick.targetInjections(),
-            quick.recoveryBound(),
-            quick.rate(),
-            List.of("consumer-crash-points", "kill-9"),
-            quick.dir(),
-            quick.minFires());
+    RabbitCampaign.Settings settings =
+        RabbitVerify.quick(seed, dir, List.of("consumer-crash-points", "kill-9"));
     ByteArrayOutputStream buffer = new ByteArrayOutputStream();
     PrintStream out = new PrintStream(buffer, true, StandardCharsets.UTF_8);
     Optional<List<ScenarioResult>> results;
-    try (RabbitCampaign campaign =
-        new RabbitCampaign(RabbitVerify.settings(settings, true), out, rabbit)) {
+    try (RabbitCampaign campaign = new RabbitCampaign(settings, out, rabbit)) {
       results = campaign.run();
     }
     String text = buffer.toString(StandardCharsets.UTF_8);
