@@ -41,7 +41,9 @@ import org.apache.kafka.connect.source.SourceRecord;
  * <p>It runs in a child JVM: Debezium 3.6 brings Kafka Connect 4.3, which needs kafka-clients 4.3
  * (4.4, the project's version, moved classes Connect uses), so the child's class path swaps in the
  * kafka-clients jar that the build copies to {@code target/peer-lib}. The parent starts it, waits
- * until its replication slot is active, writes the rows, and reads the child's result line.
+ * until its replication slot is active, writes the rows, and reads the child's result line; for
+ * latency runs ({@link #startStreaming}) the child streams until it is killed, and the parent reads
+ * the topic itself.
  */
 public final class DebeziumPeer {
 
