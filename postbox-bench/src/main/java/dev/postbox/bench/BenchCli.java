@@ -41,7 +41,7 @@ public final class BenchCli implements Callable<Integer> {
       description =
           "Run only these groups: relay, write, consumer, redis, latency, keys, heap; and, only"
               + " when named, txrelay (transactional vs idempotent relay), cdc (CDC relay vs"
-              + " Debezium, pre-written backlog), rabbitmq (RabbitMQ relay and consumers), admin"
+              + " Debezium: pre-written backlog, commit to broker-ack latency at fixed rates), rabbitmq (RabbitMQ relay and consumers), admin"
               + " (operations queries on 100,000 dead letters) and rr (request/reply round trips"
               + " on Kafka and RabbitMQ beside a bare client echo).")
   java.util.List<String> only = BenchRunner.GROUPS;

@@ -29,9 +29,9 @@ public final class BenchRunner {
   /**
    * Groups run only when asked for with {@code --only} (not in the default run nor CI's quick one):
    * {@code txrelay}, the transactional relay against the idempotent relay; {@code cdc}, the CDC
-   * relay against Debezium on a pre-written backlog; {@code rabbitmq}, the RabbitMQ relay and
-   * consumers against their peers (needs a RabbitMQ installation); {@code admin}, the operations
-   * queries on 100,000 dead letters.
+   * relay against Debezium on a pre-written backlog and at fixed rates (commit to broker-ack
+   * latency); {@code rabbitmq}, the RabbitMQ relay and consumers against their peers (needs a
+   * RabbitMQ installation); {@code admin}, the operations queries on 100,000 dead letters.
    */
   public static final List<String> OPT_IN_GROUPS =
       List.of("txrelay", "cdc", "rabbitmq", "admin", "rr");

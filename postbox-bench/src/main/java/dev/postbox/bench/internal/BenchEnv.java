@@ -100,7 +100,17 @@ public final class BenchEnv implements AutoCloseable {
    * part.
    */
   public String primedTopic(String prefix, int partitions) {
-    String topic = topic(prefix, partitions);
+    return primedTopic(prefix, partitions, Map.of());
+  }
+
+  /**
+   * {@link #primedTopic(String, int)} with a topic configuration (for example {@code
+   * message.timestamp.type=LogAppendTime}).
+   */
+  public String primedTopic(String prefix, int partitions, Map<String, String> config) {
+    String topic =
+        "bench." + prefix + "." + ProcessHandle.current().pid() + "." + SEQ.incrementAndGet();
+    kafka.createTopic(topic, partitions, config);
     try (KafkaProducer<byte[], byte[]> producer =
         new KafkaProducer<>(fillConfig(), new ByteArraySerializer(), new ByteArraySerializer())) {
       List<Future<?>> probes = new ArrayList<>();

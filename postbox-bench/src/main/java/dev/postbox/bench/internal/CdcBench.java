@@ -12,11 +12,12 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * The CDC race ({@code ./postbox bench --only cdc}): drain of a pre-written backlog by the CDC
- * relay (one batch in flight, then pipelined) and by Debezium's embedded connector, all reading the
- * same WAL. Every slot and publication is created first, then the backlog is written, then each
- * streamer is started in turn and timed to its last broker acknowledgement, so no figure is bounded
- * by the writer.
+ * The CDC race ({@code ./postbox bench --only cdc}): the write path, then the drain of a
+ * pre-written backlog by the CDC relay (one batch in flight, then pipelined) and by Debezium's
+ * embedded connector, all reading the same WAL, then commit to broker-ack latency at fixed rates
+ * ({@link CdcLatencyBench}). Every slot and publication is created first, then the backlog is
+ * written, then each streamer is started in turn and timed to its last broker acknowledgement, so
+ * no figure is bounded by the writer.
  *
  * <p>Order, and why: Debezium first (it reads the WAL as written), then the CDC relay with one
  * batch in flight, then pipelined; each CDC run marks the rows it published (retention kept, so the
@@ -37,6 +38,7 @@ public final class CdcBench {
   public List<Measurement> run() throws Exception {
     List<Measurement> all = new ArrayList<>(writePath());
     all.addAll(drain());
+    all.addAll(new CdcLatencyBench(env, config).run());
     return all;
   }
 

@@ -41,11 +41,21 @@ import org.apache.kafka.connect.source.SourceRecord;
  * <p>It runs in a child JVM: Debezium 3.6 brings Kafka Connect 4.3, which needs kafka-clients 4.3
  * (4.4, the project's version, moved classes Connect uses), so the child's class path swaps in the
  * kafka-clients jar that the build copies to {@code target/peer-lib}. The parent starts it, waits
- * until its replication slot is active, writes the rows, and reads the child's result line.
+ * until its replication slot is active, writes the rows, and reads the child's result line; for
+ * latency runs ({@link #startStreaming}) the child streams until it is killed, and the parent reads
+ * the topic itself.
  */
 public final class DebeziumPeer {
 
   private static final String RESULT = "DEBEZIUM-RESULT ";
+
+  /**
+   * The child's mode for latency runs: a 1 ms {@code poll.interval.ms} (the wait of both the
+   * streaming loop after empty reads and the engine's queue poll; default 500 ms), the default
+   * batch (2,048) and queue (8,192), and a producer that does not linger ({@code linger.ms=0},
+   * otherwise the relay's settings: acks=all, idempotence, lz4).
+   */
+  static final String LOW_LATENCY = "low-latency";
 
   private final BenchEnv env;
   private final BenchConfig config;
@@ -129,6 +139,40 @@ public final class DebeziumPeer {
     }
   }
 
+  /**
+   * Starts the child streaming {@code db}'s outbox inserts from a new slot {@code slot} (and
+   * publication {@code slot_pub}, both created by Debezium) in its low-latency configuration
+   * ({@link #LOW_LATENCY}), and returns once the slot is active. It streams until the caller closes
+   * the child (which kills it; the slot is then left to drop).
+   */
+  ChildJvm startStreaming(Db db, String slot) throws InterruptedException {
+    URI uri = URI.create(env.postgres().jdbcUrl().substring("jdbc:".length()));
+    ChildJvm child =
+        ChildJvm.builder(DebeziumPeer.class)
+            .classPath(childClassPath())
+            .jvmOptions("-Xmx512m")
+            .args(
+                uri.getHost(),
+                Integer.toString(uri.getPort()),
+                uri.getPath().substring(1),
+                env.postgres().user(),
+                env.postgres().password().orElse(""),
+                db.schema(),
+                slot,
+                env.bootstrap(),
+                Long.toString(Long.MAX_VALUE),
+                LOW_LATENCY)
+            .build();
+    try {
+      child.start();
+      awaitSlotActive(db, slot, child);
+      return child;
+    } catch (RuntimeException | InterruptedException e) {
+      child.close();
+      throw e;
+    }
+  }
+
   /** This JVM's class path with the kafka-clients jar replaced by the one Connect 4.3 needs. */
   private static String childClassPath() {
     Path peerLib;
@@ -188,11 +232,13 @@ public final class DebeziumPeer {
     AtomicLong acked = new AtomicLong();
     AtomicLong firstSeen = new AtomicLong();
     ExecutorService runner = Executors.newSingleThreadExecutor();
+    java.util.Map<String, Object> producerSettings = ProducerSettings.forBootstrap(args[7]);
+    if (lowLatency(args)) {
+      producerSettings.put("linger.ms", 0);
+    }
     try (KafkaProducer<byte[], byte[]> producer =
             new KafkaProducer<>(
-                ProducerSettings.forBootstrap(args[7]),
-                new ByteArraySerializer(),
-                new ByteArraySerializer());
+                producerSettings, new ByteArraySerializer(), new ByteArraySerializer());
         DebeziumEngine<RecordChangeEvent<SourceRecord>> engine =
             DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
                 .using(properties(args))
@@ -221,6 +267,10 @@ public final class DebeziumPeer {
       System.out.flush();
     }
     Runtime.getRuntime().halt(0);
+  }
+
+  private static boolean lowLatency(String[] args) {
+    return args.length > 9 && LOW_LATENCY.equals(args[9]);
   }
 
   private static Struct after(SourceRecord record) {
@@ -265,6 +315,13 @@ public final class DebeziumPeer {
       p.setProperty("poll.interval.ms", "10");
       p.setProperty("max.batch.size", "8192");
       p.setProperty("max.queue.size", "32768");
+    }
+    if (lowLatency(a)) {
+      // the least wait after an empty read of the stream and of the engine's queue (the default
+      // 500 ms is a latency floor); batch and queue at their defaults (batch ~ the relay's 2,000)
+      p.setProperty("poll.interval.ms", "1");
+      p.setProperty("max.batch.size", "2048");
+      p.setProperty("max.queue.size", "8192");
     }
     p.setProperty("table.include.list", a[5] + ".postbox_outbox");
     p.setProperty("snapshot.mode", "no_data");

@@ -35,7 +35,9 @@ public final class LatencyBench {
   /** Offered rates, events/s. */
   static final int[] RATES = {1_000, 5_000, 20_000};
 
-  private static final int WRITERS = 16;
+  /** Writer threads of the open loop, each with its own connection. */
+  static final int WRITERS = 16;
+
   private static final double MAX_P99_MS = 50;
 
   private final BenchEnv env;
@@ -132,6 +134,20 @@ public final class LatencyBench {
   /** Offers {@code rate} transactions/s for {@code d}, recording each commit's instant. */
   static void offer(WriteBench.BusinessTx tx, int rate, Duration d, Map<UUID, Long> committed)
       throws InterruptedException {
+    offer(tx, rate, d, committed, System::nanoTime);
+  }
+
+  /**
+   * Offers {@code rate} transactions/s for {@code d}, recording each commit's instant read from
+   * {@code clock} right after {@code commit()} returned.
+   */
+  static void offer(
+      WriteBench.BusinessTx tx,
+      int rate,
+      Duration d,
+      Map<UUID, Long> committed,
+      java.util.function.LongSupplier clock)
+      throws InterruptedException {
     long start = System.nanoTime();
     long total = (long) (rate * (d.toNanos() / 1e9));
     double interval = 1e9 / rate;
@@ -151,7 +167,7 @@ public final class LatencyBench {
                       LockSupport.parkNanos(wait);
                     }
                     UUID id = tx.commitOne(c).orElseThrow();
-                    committed.put(id, System.nanoTime());
+                    committed.put(id, clock.getAsLong());
                   }
                 } catch (SQLException e) {
                   throw new IllegalStateException("writer failed", e);

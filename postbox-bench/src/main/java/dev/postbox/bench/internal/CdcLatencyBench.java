@@ -1,0 +1,302 @@
+package dev.postbox.bench.internal;
+
+import dev.postbox.bench.BenchConfig;
+import dev.postbox.bench.Measurement;
+import dev.postbox.bench.Target;
+import dev.postbox.bench.internal.BenchEnv.Db;
+import dev.postbox.jdbc.Outbox;
+import dev.postbox.jdbc.cdc.CdcRelay;
+import dev.postbox.kafka.KafkaRelayPublisher;
+import dev.postbox.testkit.ChildJvm;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Commit to broker-ack latency of the CDC relay and of Debezium's embedded connector at fixed
+ * offered rates (part of {@code ./postbox bench --only cdc}, issue 15).
+ *
+ * <p><b>Method, the same for both.</b> An open loop of {@link LatencyBench#WRITERS} writers commits
+ * one business transaction (an order row and its outbox row) per event on a fixed schedule ({@link
+ * LatencyBench#offer}) and records, right after {@code commit()} returned, the machine's wall clock
+ * against the message's id. The topic stamps each record with the broker's wall clock at its append
+ * ({@link BrokerAckTimes}): on the test kit's single broker that is the {@code acks=all}
+ * acknowledgement. Latency = append instant minus commit instant, both read from the same host
+ * clock; the broker's stamp has millisecond resolution (truncated), so a latency reads up to 1 ms
+ * low. The topic is read only after each phase, so reading costs the streamers nothing.
+ *
+ * <p><b>One streamer at a time</b>, each on its own schema and slot, so they never share the CPU:
+ * the CDC relay (its defaults) first, then Debezium in its child JVM in its low-latency
+ * configuration ({@link DebeziumPeer#LOW_LATENCY}); each slot is dropped after its run. Each gets a
+ * warm-up at 1,000/s, then the fixed rates in ascending order, then half the writers' maximum, each
+ * waited out (every message appended) before the next. A rate the writers cannot keep (achieved
+ * below 90 % of offered, on the same 2 cores as the database, broker and streamer) is marked in the
+ * notes: past it the figure measures a queue. Before the relay's rates, the writers' closed-loop
+ * maximum with the relay streaming is measured ({@code cdc_latency_writer_max_tx_per_s}); half of
+ * it ({@code half_max}, the same offered rate for both streamers) is a rate the writers keep even
+ * on a loaded machine, so its figures are the streamers' latency rather than a queue.
+ */
+public final class CdcLatencyBench {
+
+  /** Offered rates, events/s (one outbox row per transaction). */
+  static final int[] RATES = {1_000, 2_000, 5_000};
+
+  /** The issue's target for the relay's p99, ms. */
+  static final double MAX_P99_MS = 20;
+
+  private static final int PARTITIONS = 6;
+  private static final double SUSTAINED = 0.9;
+  private static final Duration NO_PROGRESS = Duration.ofSeconds(60);
+  private static final Duration WARM_UP = Duration.ofSeconds(5);
+
+  private final BenchEnv env;
+  private final BenchConfig config;
+  private final Clock clock = Clock.systemUTC();
+
+  public CdcLatencyBench(BenchEnv env, BenchConfig config) {
+    this.env = env;
+    this.config = config;
+  }
+
+  /**
+   * One offered rate's result.
+   *
+   * @param key the rate's part of the figure names ({@code 1k}, {@code half_max})
+   * @param offered events/s offered
+   * @param achieved transactions/s the writers committed
+   * @param sortedMs every event's commit to broker-append latency, ms, ascending
+   */
+  record Phase(String key, int offered, double achieved, double[] sortedMs) {
+    boolean sustained() {
+      return achieved >= SUSTAINED * offered;
+    }
+
+    double percentile(double p) {
+      return OpenLoop.percentile(sortedMs, p);
+    }
+  }
+
+  /**
+   * The writers' maximum, then p50, p99, p99.9 and the achieved rate per offered rate for the
+   * relay, the same for Debezium, then the relay's p99 over Debezium's per rate.
+   */
+  public List<Measurement> run() throws Exception {
+    Db relayDb = env.database("cdclat", LatencyBench.WRITERS + 8);
+    String relaySlot = slotName(relayDb, "lat");
+    double writerMax;
+    List<Phase> relay;
+    try (CdcRelay r =
+        CdcRelay.builder(
+                relayDb.dataSource(),
+                env.jdbcUrl(),
+                KafkaRelayPublisher.builder(env.bootstrap()).build())
+            .instanceId("bench-cdc-latency")
+            .slotName(relaySlot)
+            .publicationName(relaySlot + "_pub")
+            .build()) {
+      r.start();
+      BenchEnv.awaitCount("cdc relay active", () -> r.active() ? 1 : 0, 1, NO_PROGRESS);
+      warmUp(relayDb);
+      writerMax = writerMax(relayDb);
+      relay = phases(relayDb, halfMax(writerMax));
+    }
+    dropSlot(relayDb, relaySlot);
+    Db dbzDb = env.database("cdclat_dbz", LatencyBench.WRITERS + 4);
+    String dbzSlot = slotName(dbzDb, "dbz");
+    List<Phase> dbz;
+    try (ChildJvm child = new DebeziumPeer(env, config).startStreaming(dbzDb, dbzSlot)) {
+      warmUp(dbzDb);
+      dbz = phases(dbzDb, halfMax(writerMax));
+      if (!child.isAlive()) {
+        throw new IllegalStateException("the Debezium child exited:\n" + child.logTail(40));
+      }
+    }
+    dropSlot(dbzDb, dbzSlot);
+    return measurements(writerMax, relay, dbz);
+  }
+
+  private List<Measurement> measurements(double writerMax, List<Phase> relay, List<Phase> dbz) {
+    List<Measurement> out = new ArrayList<>();
+    out.add(
+        Measurement.of("cdc_latency_writer_max_tx_per_s", writerMax, "tx/s")
+            .note(
+                LatencyBench.WRITERS
+                    + " writers back to back (order row + outbox row, synchronous commit) with the"
+                    + " CDC relay streaming, on the same cores: the most any offered rate can"
+                    + " reach"));
+    String relayHow =
+        "CDC relay, defaults (batch 2,000, 4 in flight; acks=all, idempotent, linger 5 ms flushed"
+            + " when the relay waits, lz4)";
+    String dbzHow =
+        "Debezium embedded 3.6.1, child JVM (poll.interval.ms=1, max.batch.size=2048,"
+            + " max.queue.size=8192; producer acks=all, idempotent, linger 0, lz4; a batch's"
+            + " sends acknowledged before the next)";
+    for (Phase p : relay) {
+      out.addAll(figures("cdc_latency_", p, relayHow, !p.key().equals("half_max")));
+    }
+    for (Phase p : dbz) {
+      out.addAll(figures("cdc_debezium_latency_", p, dbzHow, false));
+    }
+    for (int i = 0; i < relay.size(); i++) {
+      Phase r = relay.get(i);
+      Phase d = dbz.get(i);
+      out.add(
+          Measurement.of(
+                  "cdc_latency_" + r.key() + "_p99_vs_debezium",
+                  r.percentile(99) / Math.max(d.percentile(99), 1e-9),
+                  "x")
+              .note(
+                  "cdc_latency_"
+                      + r.key()
+                      + "_p99_ms / cdc_debezium_latency_"
+                      + r.key()
+                      + "_p99_ms (lower is better)"));
+    }
+    return out;
+  }
+
+  private static List<Measurement> figures(String prefix, Phase p, String how, boolean target) {
+    String k = prefix + p.key();
+    String note =
+        String.format(
+            Locale.ROOT,
+            "%s; offered %,d/s, achieved %,.0f tx/s%s, %,d events; commit (writer's wall clock"
+                + " after commit()) to the broker's append stamp (LogAppendTime, ms)",
+            how,
+            p.offered(),
+            p.achieved(),
+            p.sustained() ? "" : " (NOT sustained: the writers fell behind, a queue is measured)",
+            p.sortedMs().length);
+    Measurement p99 = Measurement.of(k + "_p99_ms", p.percentile(99), "ms").note(note);
+    return List.of(
+        Measurement.of(k + "_p50_ms", p.percentile(50), "ms").note(note),
+        target ? p99.target(Target.atMost(MAX_P99_MS)) : p99,
+        Measurement.of(k + "_p999_ms", p.percentile(99.9), "ms").note(note),
+        Measurement.of(k + "_achieved_per_s", p.achieved(), "tx/s").note(note));
+  }
+
+  /**
+   * 1,000/s for a phase's length (at least 5 s: Debezium's child JVM starts cold), waited out: the
+   * streamer's and the writers' code warm.
+   */
+  private void warmUp(Db db) throws InterruptedException {
+    offer(db, "warm-up", 1_000, max(config.latencyPhase(), WARM_UP));
+  }
+
+  /** The writers back to back for a phase's length; waits until every message is appended. */
+  private double writerMax(Db db) throws InterruptedException {
+    String topic = env.primedTopic("cdclat", PARTITIONS, BrokerAckTimes.TOPIC_CONFIG);
+    WriteBench.BusinessTx tx = new WriteBench.BusinessTx(db, Optional.of(Outbox.postgres()), topic);
+    long t0 = System.nanoTime();
+    long commits = tx.runFor(LatencyBench.WRITERS, config.latencyPhase());
+    double rate = Rate.since(t0, commits);
+    BrokerAckTimes.awaitRecords(env.bootstrap(), topic, commits + PARTITIONS, NO_PROGRESS);
+    return rate;
+  }
+
+  /** Half the writers' maximum, rounded to 10/s (at least 10/s): a rate they surely keep. */
+  static int halfMax(double writerMax) {
+    return Math.max(10, (int) Math.round(writerMax / 20) * 10);
+  }
+
+  /** The fixed rates in ascending order, then half the writers' maximum. */
+  private List<Phase> phases(Db db, int halfMax) throws InterruptedException {
+    List<Phase> out = new ArrayList<>();
+    for (int rate : RATES) {
+      out.add(offer(db, rate / 1000 + "k", rate, config.latencyPhase()));
+    }
+    out.add(offer(db, "half_max", halfMax, config.latencyPhase()));
+    return out;
+  }
+
+  /** Offers {@code rate}/s for {@code length} to a fresh topic and measures every event. */
+  private Phase offer(Db db, String key, int rate, Duration length) throws InterruptedException {
+    String topic = env.primedTopic("cdclat", PARTITIONS, BrokerAckTimes.TOPIC_CONFIG);
+    WriteBench.BusinessTx tx = new WriteBench.BusinessTx(db, Optional.of(Outbox.postgres()), topic);
+    Map<UUID, Long> committedMicros = new ConcurrentHashMap<>();
+    long t0 = System.nanoTime();
+    LatencyBench.offer(tx, rate, length, committedMicros, this::wallMicros);
+    double achieved = Rate.since(t0, committedMicros.size());
+    BrokerAckTimes.awaitRecords(
+        env.bootstrap(), topic, committedMicros.size() + PARTITIONS, NO_PROGRESS);
+    Map<UUID, Long> appendedMs =
+        BrokerAckTimes.read(env.bootstrap(), topic, committedMicros.keySet(), NO_PROGRESS);
+    double[] ms =
+        committedMicros.entrySet().stream()
+            .mapToDouble(e -> appendedMs.get(e.getKey()) - e.getValue() / 1_000.0)
+            .sorted()
+            .toArray();
+    return new Phase(key, rate, achieved, ms);
+  }
+
+  private static Duration max(Duration a, Duration b) {
+    return a.compareTo(b) >= 0 ? a : b;
+  }
+
+  private long wallMicros() {
+    Instant now = clock.instant();
+    return now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
+  }
+
+  private static String slotName(Db db, String suffix) {
+    return "bench_" + db.schema().toLowerCase(Locale.ROOT) + "_" + suffix;
+  }
+
+  /**
+   * Drops {@code slot} once its walsender is gone (a killed child's may linger), ending it after 30
+   * s: an abandoned slot would hold WAL for the rest of the run.
+   */
+  private static void dropSlot(Db db, String slot) throws InterruptedException {
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    String drop =
+        "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
+            + " WHERE slot_name = ? AND NOT active";
+    String terminate =
+        "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots"
+            + " WHERE slot_name = ? AND active";
+    while (exists(db, slot)) {
+      if (System.nanoTime() > deadline + Duration.ofSeconds(30).toNanos()) {
+        throw new IllegalStateException("replication slot " + slot + " cannot be dropped");
+      }
+      if (System.nanoTime() > deadline) {
+        run(db, terminate, slot);
+      }
+      run(db, drop, slot);
+      Thread.sleep(100);
+    }
+  }
+
+  private static boolean exists(Db db, String slot) {
+    try (Connection c = db.dataSource().getConnection();
+        PreparedStatement ps =
+            c.prepareStatement("SELECT 1 FROM pg_replication_slots WHERE slot_name = ?")) {
+      ps.setString(1, slot);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException("cannot read pg_replication_slots", e);
+    }
+  }
+
+  private static void run(Db db, String sql, String slot) {
+    try (Connection c = db.dataSource().getConnection();
+        PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, slot);
+      ps.executeQuery().close();
+    } catch (SQLException e) {
+      throw new IllegalStateException("cannot drop slot " + slot + ": " + e.getMessage(), e);
+    }
+  }
+}
