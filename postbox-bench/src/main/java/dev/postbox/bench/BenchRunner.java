@@ -31,10 +31,11 @@ public final class BenchRunner {
    * {@code txrelay}, the transactional relay against the idempotent relay; {@code cdc}, the CDC
    * relay against Debezium on a pre-written backlog; {@code rabbitmq}, the RabbitMQ relay and
    * consumers against their peers (needs a RabbitMQ installation); {@code admin}, the operations
-   * queries on 100,000 dead letters.
+   * queries on 100,000 dead letters; {@code batchrace}, only the race of our batch consumer against
+   * Spring Kafka's batch listener that the {@code consumer} group runs too (for working on it).
    */
   public static final List<String> OPT_IN_GROUPS =
-      List.of("txrelay", "cdc", "rabbitmq", "admin", "rr");
+      List.of("txrelay", "cdc", "rabbitmq", "admin", "rr", "batchrace");
 
   private final BenchConfig config;
   private final PrintStream log;
@@ -70,6 +71,11 @@ public final class BenchRunner {
       }
       if (groups.contains("consumer")) {
         consumers(env);
+      } else if (groups.contains("batchrace")) {
+        ConsumerBench c = new ConsumerBench(env, config);
+        c.prepare();
+        ConsumerBench.BatchRace race = c.batchRace();
+        race(race, record(race.ours()));
       }
       if (groups.contains("redis")) {
         new dev.postbox.bench.internal.RedisBench(env, config, log).run().forEach(this::record);
@@ -144,6 +150,11 @@ public final class BenchRunner {
         Measurement.of("consumer_eo_batch_vs_spring_kafka", batch.value() / spring.value(), "x")
             .target(Target.atLeast(3))
             .note("consumer_eo_batch_per_s / spring_kafka_jdbc_per_s"));
+    race(race, batch);
+  }
+
+  /** The batch race's figures beside {@code batch}, our side's (already recorded). */
+  private void race(ConsumerBench.BatchRace race, Measurement batch) {
     Measurement springBatch = record(race.spring());
     record(
         Measurement.of(
