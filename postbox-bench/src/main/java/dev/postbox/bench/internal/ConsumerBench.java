@@ -188,14 +188,15 @@ public final class ConsumerBench {
     run("eo_batch-warmup", topic, eoBatch(), warmupEvents(), wiring);
     runSpring("spring-kafka-batch-warmup", warmupEvents(), this::batchListener);
     int n = config.consumerEvents();
-    Run[] ours = new Run[RACE_ROUNDS];
-    Run[] spring = new Run[RACE_ROUNDS];
+    RaceRuns.Run[] ours = new RaceRuns.Run[RACE_ROUNDS];
+    RaceRuns.Run[] spring = new RaceRuns.Run[RACE_ROUNDS];
     for (int i = 0; i < RACE_ROUNDS; i++) {
-      ours[i] = withCpu(cpu, n, () -> run("eo_batch", topic, eoBatch(), n, wiring));
-      spring[i] = withCpu(cpu, n, () -> runSpring("spring-kafka-batch", n, this::batchListener));
+      ours[i] = RaceRuns.withCpu(cpu, n, () -> run("eo_batch", topic, eoBatch(), n, wiring));
+      spring[i] =
+          RaceRuns.withCpu(cpu, n, () -> runSpring("spring-kafka-batch", n, this::batchListener));
       System.err.printf(
           "bench: batch race round %d: ours %s; Spring %s; load %s%n",
-          i + 1, ours[i], spring[i], loadAverage());
+          i + 1, ours[i], spring[i], RaceRuns.loadAverage());
     }
     String oursNote =
         "batches of up to "
@@ -214,12 +215,17 @@ public final class ConsumerBench {
     String steady =
         "from the first record applied to the last (group join and assignment left out), ";
     return new BatchRace(
-        median("consumer_eo_batch_per_s", ours, Run::rate, oursNote),
-        median("spring_kafka_batch_tx_jdbc_per_s", spring, Run::rate, springNote),
-        median("consumer_eo_batch_steady_per_s", ours, Run::steadyRate, steady + oursNote),
-        median("spring_kafka_batch_steady_per_s", spring, Run::steadyRate, steady + springNote),
-        cpuFigure("consumer_eo_batch_cpu_us_per_msg", ours),
-        cpuFigure("spring_kafka_batch_cpu_us_per_msg", spring));
+        RaceRuns.median("consumer_eo_batch_per_s", ours, RaceRuns.Run::rate, oursNote),
+        RaceRuns.median("spring_kafka_batch_tx_jdbc_per_s", spring, RaceRuns.Run::rate, springNote),
+        RaceRuns.median(
+            "consumer_eo_batch_steady_per_s", ours, RaceRuns.Run::steadyRate, steady + oursNote),
+        RaceRuns.median(
+            "spring_kafka_batch_steady_per_s",
+            spring,
+            RaceRuns.Run::steadyRate,
+            steady + springNote),
+        RaceRuns.cpuFigure("consumer_eo_batch_cpu_us_per_msg", ours),
+        RaceRuns.cpuFigure("spring_kafka_batch_cpu_us_per_msg", spring));
   }
 
   private void batchWiring(KafkaSubscriber.Builder b) {
@@ -234,63 +240,6 @@ public final class ConsumerBench {
             ps.executeBatch();
           }
         });
-  }
-
-  /** One timed run: its rate, when its first record was applied and the rate from then on. */
-  record Run(double rate, double firstMs, double steadyRate, Map<String, Double> cpuUs) {
-    @Override
-    public String toString() {
-      return String.format(
-          "%.0f msgs/s (first record after %.0f ms, %.0f msgs/s from then on; CPU per message"
-              + " %s us)",
-          rate, firstMs, steadyRate, rounded(cpuUs));
-    }
-  }
-
-  @FunctionalInterface
-  private interface TimedRun {
-    Run run() throws InterruptedException;
-  }
-
-  private static Run withCpu(ProcessCpu cpu, int n, TimedRun once) throws InterruptedException {
-    Map<String, Double> before = cpu.snapshot();
-    Run r = once.run();
-    return new Run(
-        r.rate(), r.firstMs(), r.steadyRate(), ProcessCpu.perMessageUs(before, cpu.snapshot(), n));
-  }
-
-  private static Measurement median(
-      String name, Run[] runs, java.util.function.ToDoubleFunction<Run> rate, String note) {
-    double[] rates = java.util.Arrays.stream(runs).mapToDouble(rate).toArray();
-    double[] ms = OpenLoop.medianAndSpread(rates);
-    return Measurement.of(name, ms[0], "msgs/s")
-        .note(
-            String.format(
-                "%s; median of %d runs %s (alternating with the other side), spread %.0f%%",
-                note,
-                runs.length,
-                java.util.Arrays.toString(
-                    java.util.Arrays.stream(rates).mapToLong(Math::round).toArray()),
-                ms[1] * 100));
-  }
-
-  private static Measurement cpuFigure(String name, Run[] runs) {
-    Run[] sorted = runs.clone();
-    java.util.Arrays.sort(sorted, java.util.Comparator.comparingDouble(Run::rate));
-    Run mid = sorted[sorted.length / 2];
-    return Measurement.of(name, mid.cpuUs().get("total"), "us")
-        .note(
-            "CPU per message of this JVM, the broker and PostgreSQL in the median run: "
-                + rounded(mid.cpuUs())
-                + " us");
-  }
-
-  private static String loadAverage() {
-    try {
-      return java.nio.file.Files.readString(java.nio.file.Path.of("/proc/loadavg")).trim();
-    } catch (java.io.IOException e) {
-      return "unknown";
-    }
   }
 
   private Object recordListener(String group, AtomicLong applied) {
@@ -350,7 +299,7 @@ public final class ConsumerBench {
   }
 
   /** Spring's container in a new group until it applied {@code n} records: messages/s. */
-  private Run runSpring(
+  private RaceRuns.Run runSpring(
       String what, int n, java.util.function.BiFunction<String, AtomicLong, Object> listener)
       throws InterruptedException {
     AtomicLong applied = new AtomicLong();
@@ -437,7 +386,7 @@ public final class ConsumerBench {
   }
 
   /** Consumes {@code n} messages of {@code topic} from the start: messages/s. */
-  private Run run(
+  private RaceRuns.Run run(
       String what,
       String topic,
       Subscription.Builder subscription,
@@ -457,7 +406,8 @@ public final class ConsumerBench {
    * Waits until {@code progress} reaches {@code n}: the rate since {@code t0}, when the first
    * record was applied, and the rate from then on.
    */
-  private static Run timed(String what, long t0, java.util.function.LongSupplier progress, int n)
+  private static RaceRuns.Run timed(
+      String what, long t0, java.util.function.LongSupplier progress, int n)
       throws InterruptedException {
     long deadline = t0 + Duration.ofSeconds(60).toNanos();
     while (progress.getAsLong() == 0 && System.nanoTime() < deadline) {
@@ -466,18 +416,11 @@ public final class ConsumerBench {
     long first = System.nanoTime();
     long atFirst = progress.getAsLong();
     BenchEnv.awaitCount(what, progress, n, Duration.ofSeconds(60));
-    return new Run(
+    return new RaceRuns.Run(
         Rate.since(t0, n),
         (first - t0) / 1e6,
         Rate.since(first, Math.max(1, n - atFirst)),
         Map.of());
-  }
-
-  private static String rounded(Map<String, Double> us) {
-    StringBuilder b = new StringBuilder();
-    us.forEach(
-        (k, v) -> b.append(b.isEmpty() ? "" : ", ").append(k).append(' ').append(Math.round(v)));
-    return b.toString();
   }
 
   private static byte[] recordId(ConsumerRecord<byte[], byte[]> record) {
