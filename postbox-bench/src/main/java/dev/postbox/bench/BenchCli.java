@@ -41,9 +41,11 @@ public final class BenchCli implements Callable<Integer> {
       description =
           "Run only these groups: relay, write, consumer, redis, latency, keys, heap; and, only"
               + " when named, txrelay (transactional vs idempotent relay), cdc (CDC relay vs"
-              + " Debezium: pre-written backlog, commit to broker-ack latency at fixed rates), rabbitmq (RabbitMQ relay and consumers), admin"
-              + " (operations queries on 100,000 dead letters) and rr (request/reply round trips"
-              + " on Kafka and RabbitMQ beside a bare client echo).")
+              + " Debezium: pre-written backlog, commit to broker-ack latency at fixed rates),"
+              + " rabbitmq (RabbitMQ relay and consumers), admin (operations queries on 100,000"
+              + " dead letters), rr (request/reply round trips on Kafka and RabbitMQ beside a bare"
+              + " client echo) and batchrace (only the consumer group's race of our batch consumer"
+              + " against Spring Kafka's batch listener).")
   java.util.List<String> only = BenchRunner.GROUPS;
 
   @Option(

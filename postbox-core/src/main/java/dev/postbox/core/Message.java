@@ -11,7 +11,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.UUID;
-import java.util.regex.Pattern;
 
 /**
  * The Postbox envelope: one event or command on its way to a topic.
@@ -59,12 +58,10 @@ public record Message(
   /** The {@code source} used when none is set. */
   public static final String DEFAULT_SOURCE = "/postbox";
 
-  private static final Pattern TOPIC = Pattern.compile("[a-zA-Z0-9._-]{1,249}");
-
   public Message {
     Objects.requireNonNull(id, "id");
     requireText(topic, "topic");
-    if (!TOPIC.matcher(topic).matches() || topic.equals(".") || topic.equals("..")) {
+    if (!legalTopic(topic) || topic.equals(".") || topic.equals("..")) {
       throw new IllegalArgumentException(
           "topic '" + topic + "' is not a legal topic name (1-249 of [a-zA-Z0-9._-])");
     }
@@ -122,6 +119,31 @@ public record Message(
     if (value.isBlank()) {
       throw new IllegalArgumentException(name + " must not be blank");
     }
+  }
+
+  /**
+   * Whether {@code topic} is 1-249 of {@code [a-zA-Z0-9._-]}: checked by hand, as this runs for
+   * every message a consumer decodes (a regular expression was 3.5% of a batch consumer's CPU).
+   */
+  private static boolean legalTopic(String topic) {
+    int n = topic.length();
+    if (n < 1 || n > 249) {
+      return false;
+    }
+    for (int i = 0; i < n; i++) {
+      char c = topic.charAt(i);
+      boolean ok =
+          (c >= 'a' && c <= 'z')
+              || (c >= 'A' && c <= 'Z')
+              || (c >= '0' && c <= '9')
+              || c == '.'
+              || c == '_'
+              || c == '-';
+      if (!ok) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private static void requireUriReference(String source) {

@@ -9,7 +9,6 @@ import dev.postbox.core.codec.HeaderText;
 import dev.postbox.core.tracing.TraceHeaders;
 import java.time.Instant;
 import java.util.HashMap;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -274,8 +273,7 @@ public final class KafkaRecords {
           }
         }
       }
-      if (contentType != null
-          && contentType.toLowerCase(Locale.ROOT).startsWith("application/cloudevents")) {
+      if (contentType != null && startsWithIgnoreCase(contentType, "application/cloudevents")) {
         throw fail(
             "structured content mode (content-type "
                 + quote(contentType)
@@ -341,8 +339,14 @@ public final class KafkaRecords {
     }
 
     private static boolean reserved(String name) {
-      String lower = name.toLowerCase(Locale.ROOT);
-      return lower.startsWith("ce_") || lower.startsWith("pb_") || lower.equals(CONTENT_TYPE);
+      return startsWithIgnoreCase(name, "ce_")
+          || startsWithIgnoreCase(name, "pb_")
+          || name.equalsIgnoreCase(CONTENT_TYPE);
+    }
+
+    /** {@code s.toLowerCase(Locale.ROOT).startsWith(prefix)} for a lower-case ASCII prefix. */
+    private static boolean startsWithIgnoreCase(String s, String prefix) {
+      return s.regionMatches(true, 0, prefix, 0, prefix.length());
     }
 
     private String text(String name, byte[] v) {

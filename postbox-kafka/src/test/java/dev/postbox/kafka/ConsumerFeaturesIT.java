@@ -74,6 +74,56 @@ class ConsumerFeaturesIT extends Subscribers {
       assertThat(s.stats().duplicatesSuppressed()).isEqualTo(100);
       assertThat(batchSizes).as("real batches happened").anyMatch(n -> n > 1);
       assertThat(poisonAttempts.get()).as("once in its batch, then twice alone").isEqualTo(3);
+      fx.effectOrder("batched")
+          .forEach((key, seqs) -> assertThat(seqs).as("key " + key + " in order").isSorted());
+    }
+  }
+
+  /**
+   * Key-ordered batches: one partition's poll splits into batches of whole keys that run side by
+   * side (here two of them are held inside the handler at once, which partition-serial batches
+   * never allow), each key's records still applied in order and exactly once.
+   */
+  @Test
+  void keyOrderedBatchesOfOnePartitionRunSideBySideAndKeepEachKeysOrder(PostboxTestContext ctx)
+      throws Exception {
+    String topic = ctx.topic("orders", 1);
+    try (Effects fx = new Effects(ctx.dataSource(), ctx.bootstrapServers())) {
+      List<Message> ms = new ArrayList<>();
+      for (int i = 0; i < 400; i++) {
+        ms.add(Effects.message(topic, "k" + (i % 40), i));
+      }
+      fx.publishAll(ms);
+      java.util.concurrent.CountDownLatch twoInside = new java.util.concurrent.CountDownLatch(2);
+      AtomicInteger batches = new AtomicInteger();
+      Subscription sub =
+          Subscription.builder("key-batches")
+              .topics(topic)
+              .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
+              .batchSize(50)
+              .build();
+      KafkaSubscriber s =
+          start(
+              KafkaSubscriber.builder(ctx.bootstrapServers(), sub)
+                  .inbox(PostgresInboxStore.create(ctx.dataSource()))
+                  .batchHandler(ds -> {
+                    if (batches.incrementAndGet() <= 2) {
+                      twoInside.countDown();
+                      Effects.awaitQuietly(twoInside); // the first two batches meet here
+                    }
+                    for (Delivery d : ds) {
+                      Effects.apply(d.connection().orElseThrow(), "key-batches", d);
+                    }
+                  }));
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> s.stats().received() == 400 && s.inFlight() == 0);
+      assertThat(twoInside.getCount()).as("two batches of one partition at once").isZero();
+      assertThat(fx.effects("key-batches")).isEqualTo(400);
+      assertThat(fx.distinctEffects("key-batches")).isEqualTo(400);
+      Map<String, List<Long>> order = fx.effectOrder("key-batches");
+      assertThat(order).hasSize(40);
+      order.forEach((key, seqs) -> assertThat(seqs).as("key " + key + " in order").isSorted());
     }
   }
 

@@ -42,6 +42,22 @@ public final class ConsumerBench {
   /** Partitions of the consumer throughput topic (Spring runs one listener thread each). */
   static final int PARTITIONS = 6;
 
+  /**
+   * Records per batch of our batch consumer: Spring's poll batch ({@code max.poll.records}, 500),
+   * so both sides commit as many records per transaction. With batches of 100 against Spring's 500
+   * ours was 0.69x-0.71x Spring's, with 500 about 1x (2026-12-02, docs/benchmarks.md).
+   */
+  static final int BATCH_SIZE = 500;
+
+  /**
+   * Our batch consumer's in-flight limit: a batch of {@link #BATCH_SIZE} per partition, so that
+   * each partition's share of the window (the limit over the partitions) holds one.
+   */
+  static final int BATCH_MAX_IN_FLIGHT = PARTITIONS * BATCH_SIZE;
+
+  /** Rounds of the batch race (one run of each side per round). */
+  static final int RACE_ROUNDS = 3;
+
   private static final String INSERT_EFFECT = "INSERT INTO bench_effect VALUES (?, ?, ?)";
   private static final AtomicInteger GROUPS = new AtomicInteger();
 
@@ -76,7 +92,7 @@ public final class ConsumerBench {
   /** AT_LEAST_ONCE, no dedupe: each message's effect in its own auto-commit statement. */
   public Measurement atLeastOnce() throws InterruptedException {
     run("alo-warmup", topic, alo(), warmupEvents(), this::withEffect);
-    double rate = run("alo", topic, alo(), config.consumerEvents(), this::withEffect);
+    double rate = run("alo", topic, alo(), config.consumerEvents(), this::withEffect).rate();
     return Measurement.of("consumer_alo_per_s", rate, "msgs/s")
         .note("concurrency 32 (key order), one INSERT per message on a pooled connection");
   }
@@ -88,7 +104,7 @@ public final class ConsumerBench {
             b.inbox(PostgresInboxStore.create(db.dataSource()))
                 .handler(d -> insert(d.connection().orElseThrow(), "eo1", d));
     run("eo_single-warmup", topic, eoSingle(), warmupEvents(), wiring);
-    double rate = run("eo_single", topic, eoSingle(), config.consumerEvents(), wiring);
+    double rate = run("eo_single", topic, eoSingle(), config.consumerEvents(), wiring).rate();
     return Measurement.of("consumer_eo_single_per_s", rate, "msgs/s")
         .note("inbox record + effect in one transaction per message");
   }
@@ -103,7 +119,8 @@ public final class ConsumerBench {
             b.inbox(PostgresInboxStore.create(db.dataSource()))
                 .handler(d -> insert(d.connection().orElseThrow(), "eop", d));
     run("eo_partition_inbox-warmup", topic, eoPartition(), warmupEvents(), wiring);
-    double rate = run("eo_partition_inbox", topic, eoPartition(), config.consumerEvents(), wiring);
+    double rate =
+        run("eo_partition_inbox", topic, eoPartition(), config.consumerEvents(), wiring).rate();
     return Measurement.of("consumer_eo_partition_inbox_per_s", rate, "msgs/s")
         .note("PARTITION order (" + PARTITIONS + " partitions): inbox record + effect per message");
   }
@@ -118,30 +135,9 @@ public final class ConsumerBench {
             b.offsetStore(PostgresOffsetStore.create(db.dataSource()))
                 .handler(d -> insert(d.connection().orElseThrow(), "eoo", d));
     run("eo_offsets-warmup", topic, eoPartition(), warmupEvents(), wiring);
-    double rate = run("eo_offsets", topic, eoPartition(), config.consumerEvents(), wiring);
+    double rate = run("eo_offsets", topic, eoPartition(), config.consumerEvents(), wiring).rate();
     return Measurement.of("consumer_eo_offsets_per_s", rate, "msgs/s")
         .note("PARTITION order (" + PARTITIONS + " partitions): offset row + effect per message");
-  }
-
-  /** EFFECTIVELY_ONCE, batches of 100 messages of one partition per inbox transaction. */
-  public Measurement effectivelyOnceBatch() throws InterruptedException {
-    Consumer<KafkaSubscriber.Builder> wiring =
-        b ->
-            b.inbox(PostgresInboxStore.create(db.dataSource()))
-                .batchHandler(deliveries -> {
-                  Connection c = deliveries.get(0).connection().orElseThrow();
-                  try (PreparedStatement ps = c.prepareStatement(INSERT_EFFECT)) {
-                    for (Delivery d : deliveries) {
-                      bind(ps, "eob", d);
-                      ps.addBatch();
-                    }
-                    ps.executeBatch();
-                  }
-                });
-    run("eo_batch-warmup", topic, eoBatch(), warmupEvents(), wiring);
-    double rate = run("eo_batch", topic, eoBatch(), config.consumerEvents(), wiring);
-    return Measurement.of("consumer_eo_batch_per_s", rate, "msgs/s")
-        .note("batches of up to 100: inbox records + effects in one transaction per batch");
   }
 
   /**
@@ -150,7 +146,7 @@ public final class ConsumerBench {
    */
   public Measurement springKafka() throws InterruptedException {
     runSpring("spring-kafka-warmup", warmupEvents(), this::recordListener);
-    double rate = runSpring("spring-kafka", config.consumerEvents(), this::recordListener);
+    double rate = runSpring("spring-kafka", config.consumerEvents(), this::recordListener).rate();
     return Measurement.of("spring_kafka_jdbc_per_s", rate, "msgs/s")
         .note(
             "ConcurrentMessageListenerContainer, concurrency "
@@ -158,27 +154,92 @@ public final class ConsumerBench {
                 + ", DefaultErrorHandler, one INSERT per record (auto-commit)");
   }
 
+  /** Our effectively-once batch consumer and Spring Kafka's batch listener, measured in turn. */
+  public record BatchRace(
+      Measurement ours,
+      Measurement spring,
+      Measurement oursSteady,
+      Measurement springSteady,
+      Measurement oursCpu,
+      Measurement springCpu) {}
+
   /**
-   * Spring Kafka's <b>batch</b> listener, the peer at its best: the same container, and per poll
-   * batch one JDBC transaction with the dedupe inserts ({@code ON CONFLICT DO NOTHING} on the
-   * record's id) and the effects of the new ones, each as a JDBC batch, so it is effectively once
-   * too. What it lacks against ours: per-key order with key-level concurrency (one thread per
-   * partition) and per-record failure isolation (one failing record re-runs the whole batch).
+   * Our {@code EFFECTIVELY_ONCE} batch consumer (batches of up to {@link #BATCH_SIZE}: inbox
+   * records + effects in one transaction per batch) against Spring Kafka's <b>batch</b> listener,
+   * the peer at its best: the same container, and per poll batch one JDBC transaction with the
+   * dedupe inserts ({@code ON CONFLICT DO NOTHING} on the record's id) and the effects of the new
+   * ones, each as a JDBC batch, so it is effectively once too. What it lacks against ours: per-key
+   * order with key-level concurrency (one thread per partition) and per-record failure isolation
+   * (one failing record re-runs the whole batch).
+   *
+   * <p>After one untimed run of each, {@link #RACE_ROUNDS} rounds of one run each, ours then
+   * Spring's, so that a machine whose load drifts weighs on both alike; each figure is the median
+   * of its runs, with the runs and their spread in the note, and the CPU per message of this JVM,
+   * the broker and PostgreSQL (the median run's) beside it. The progress log adds, per run, when
+   * the first record was applied (group join and assignment) and the rate from then on.
    */
-  public Measurement springKafkaBatch() throws InterruptedException {
+  public BatchRace batchRace() throws InterruptedException {
     BenchEnv.execute(
         db.dataSource(),
         "CREATE TABLE IF NOT EXISTS bench_spring_dedupe (consumer text NOT NULL,"
             + " message_id uuid NOT NULL, PRIMARY KEY (consumer, message_id))");
+    ProcessCpu cpu = ProcessCpu.of(db.dataSource());
+    Consumer<KafkaSubscriber.Builder> wiring = this::batchWiring;
+    run("eo_batch-warmup", topic, eoBatch(), warmupEvents(), wiring);
     runSpring("spring-kafka-batch-warmup", warmupEvents(), this::batchListener);
-    double rate = runSpring("spring-kafka-batch", config.consumerEvents(), this::batchListener);
-    return Measurement.of("spring_kafka_batch_tx_jdbc_per_s", rate, "msgs/s")
-        .note(
-            "ConcurrentMessageListenerContainer, concurrency "
-                + PARTITIONS
-                + ", batch listener (a poll batch, max.poll.records 500), one JDBC transaction per"
-                + " batch: dedupe INSERT ... ON CONFLICT DO NOTHING and effect INSERTs as JDBC"
-                + " batches");
+    int n = config.consumerEvents();
+    RaceRuns.Run[] ours = new RaceRuns.Run[RACE_ROUNDS];
+    RaceRuns.Run[] spring = new RaceRuns.Run[RACE_ROUNDS];
+    for (int i = 0; i < RACE_ROUNDS; i++) {
+      ours[i] = RaceRuns.withCpu(cpu, n, () -> run("eo_batch", topic, eoBatch(), n, wiring));
+      spring[i] =
+          RaceRuns.withCpu(cpu, n, () -> runSpring("spring-kafka-batch", n, this::batchListener));
+      System.err.printf(
+          "bench: batch race round %d: ours %s; Spring %s; load %s%n",
+          i + 1, ours[i], spring[i], RaceRuns.loadAverage());
+    }
+    String oursNote =
+        "batches of up to "
+            + BATCH_SIZE
+            + " (key order: a batch holds whole keys of one partition's poll, a key in one batch"
+            + " at a time; max in flight "
+            + BATCH_MAX_IN_FLIGHT
+            + "): inbox records (one statement) + effect INSERTs (a JDBC batch) in one transaction"
+            + " per batch";
+    String springNote =
+        "ConcurrentMessageListenerContainer, concurrency "
+            + PARTITIONS
+            + ", batch listener (a poll batch, max.poll.records 500), one JDBC transaction per"
+            + " batch: dedupe INSERT ... ON CONFLICT DO NOTHING and effect INSERTs as JDBC"
+            + " batches";
+    String steady =
+        "from the first record applied to the last (group join and assignment left out), ";
+    return new BatchRace(
+        RaceRuns.median("consumer_eo_batch_per_s", ours, RaceRuns.Run::rate, oursNote),
+        RaceRuns.median("spring_kafka_batch_tx_jdbc_per_s", spring, RaceRuns.Run::rate, springNote),
+        RaceRuns.median(
+            "consumer_eo_batch_steady_per_s", ours, RaceRuns.Run::steadyRate, steady + oursNote),
+        RaceRuns.median(
+            "spring_kafka_batch_steady_per_s",
+            spring,
+            RaceRuns.Run::steadyRate,
+            steady + springNote),
+        RaceRuns.cpuFigure("consumer_eo_batch_cpu_us_per_msg", ours),
+        RaceRuns.cpuFigure("spring_kafka_batch_cpu_us_per_msg", spring));
+  }
+
+  private void batchWiring(KafkaSubscriber.Builder b) {
+    b.inbox(PostgresInboxStore.create(db.dataSource()))
+        .batchHandler(deliveries -> {
+          Connection c = deliveries.get(0).connection().orElseThrow();
+          try (PreparedStatement ps = c.prepareStatement(INSERT_EFFECT)) {
+            for (Delivery d : deliveries) {
+              bind(ps, "eob", d);
+              ps.addBatch();
+            }
+            ps.executeBatch();
+          }
+        });
   }
 
   private Object recordListener(String group, AtomicLong applied) {
@@ -238,7 +299,7 @@ public final class ConsumerBench {
   }
 
   /** Spring's container in a new group until it applied {@code n} records: messages/s. */
-  private double runSpring(
+  private RaceRuns.Run runSpring(
       String what, int n, java.util.function.BiFunction<String, AtomicLong, Object> listener)
       throws InterruptedException {
     AtomicLong applied = new AtomicLong();
@@ -260,8 +321,7 @@ public final class ConsumerBench {
     long t0 = System.nanoTime();
     container.start();
     try {
-      BenchEnv.awaitCount(what, applied::get, n, Duration.ofSeconds(60));
-      return Rate.since(t0, n);
+      return timed(what, t0, applied::get, n);
     } finally {
       container.stop();
     }
@@ -279,7 +339,7 @@ public final class ConsumerBench {
             .ordering(ordering)
             .concurrency(1_000)
             .maxInFlight(5_000);
-    double rate = run("keys", t, s, n, b -> b.handler(d -> Thread.sleep(5)));
+    double rate = run("keys", t, s, n, b -> b.handler(d -> Thread.sleep(5))).rate();
     String name =
         switch (ordering) {
           case PARTITION -> "key_order_partition_per_s";
@@ -304,7 +364,10 @@ public final class ConsumerBench {
   }
 
   private Subscription.Builder eoBatch() {
-    return base("eob").guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE).batchSize(100);
+    return base("eob")
+        .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
+        .batchSize(BATCH_SIZE)
+        .maxInFlight(BATCH_MAX_IN_FLIGHT);
   }
 
   private Subscription.Builder base(String what) {
@@ -323,7 +386,7 @@ public final class ConsumerBench {
   }
 
   /** Consumes {@code n} messages of {@code topic} from the start: messages/s. */
-  private double run(
+  private RaceRuns.Run run(
       String what,
       String topic,
       Subscription.Builder subscription,
@@ -335,13 +398,29 @@ public final class ConsumerBench {
     long t0 = System.nanoTime();
     try (KafkaSubscriber s = b.build()) {
       s.start();
-      BenchEnv.awaitCount(
-          what,
-          () -> s.stats().applied() + s.stats().duplicatesSuppressed(),
-          n,
-          Duration.ofSeconds(60));
-      return Rate.since(t0, n);
+      return timed(what, t0, () -> s.stats().applied() + s.stats().duplicatesSuppressed(), n);
     }
+  }
+
+  /**
+   * Waits until {@code progress} reaches {@code n}: the rate since {@code t0}, when the first
+   * record was applied, and the rate from then on.
+   */
+  private static RaceRuns.Run timed(
+      String what, long t0, java.util.function.LongSupplier progress, int n)
+      throws InterruptedException {
+    long deadline = t0 + Duration.ofSeconds(60).toNanos();
+    while (progress.getAsLong() == 0 && System.nanoTime() < deadline) {
+      Thread.sleep(1);
+    }
+    long first = System.nanoTime();
+    long atFirst = progress.getAsLong();
+    BenchEnv.awaitCount(what, progress, n, Duration.ofSeconds(60));
+    return new RaceRuns.Run(
+        Rate.since(t0, n),
+        (first - t0) / 1e6,
+        Rate.since(first, Math.max(1, n - atFirst)),
+        Map.of());
   }
 
   private static byte[] recordId(ConsumerRecord<byte[], byte[]> record) {

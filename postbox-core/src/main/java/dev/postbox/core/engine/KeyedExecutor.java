@@ -25,6 +25,7 @@ public final class KeyedExecutor implements AutoCloseable {
   private final Semaphore permits;
   private final ConcurrentHashMap<Object, CompletableFuture<Void>> tails =
       new ConcurrentHashMap<>();
+  private final Object multiLane = new Object();
 
   public KeyedExecutor(String name, int concurrency) {
     this.threads =
@@ -61,6 +62,51 @@ public final class KeyedExecutor implements AutoCloseable {
         });
     CompletableFuture<Void> mine = created[0];
     mine.whenComplete((v, e) -> tails.remove(lane, mine)); // forget the lane once idle
+  }
+
+  /**
+   * Runs {@code task} after every earlier task of each of {@code lanes} (none may be {@code null}),
+   * and before any later task of any of them: a task that holds several keys at once, such as a
+   * batch of records of several keys, with each key in at most one running task. Multi-lane
+   * submissions are made one at a time, so two of them can never wait for each other.
+   */
+  public void submit(java.util.Collection<?> lanes, Runnable task) {
+    if (lanes.size() == 1) {
+      submit(lanes.iterator().next(), task);
+      return;
+    }
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    java.util.List<CompletableFuture<Void>> before = new java.util.ArrayList<>(lanes.size());
+    synchronized (multiLane) {
+      for (Object lane : lanes) {
+        java.util.Objects.requireNonNull(lane, "lane");
+        tails.compute(
+            lane,
+            (k, tail) -> {
+              if (tail != null) {
+                before.add(tail);
+              }
+              return done;
+            });
+      }
+    }
+    for (Object lane : lanes) {
+      done.whenComplete((v, e) -> tails.remove(lane, done)); // forget the lane once idle
+    }
+    Runnable limited =
+        () -> {
+          permits.acquireUninterruptibly();
+          try {
+            task.run();
+          } finally {
+            permits.release();
+            done.complete(null);
+          }
+        };
+    CompletableFuture.allOf(before.toArray(CompletableFuture[]::new))
+        .handle((v, e) -> null) // a failed task never blocks its lanes
+        .thenRunAsync(limited, threads)
+        .whenComplete((v, e) -> done.complete(null)); // rejected (closed): still release the lanes
   }
 
   /** Number of lanes with queued or running work. */

@@ -92,7 +92,10 @@ public final class OffsetTracker {
     try {
       running--;
       if (finished) {
-        pending.keySet().removeAll(offsets);
+        // one by one: removeAll would scan the map against the collection when it is the larger
+        for (Long offset : offsets) {
+          pending.remove(offset);
+        }
       }
       if (running == 0) {
         idle.signalAll();

@@ -102,6 +102,79 @@ class ConsumerInternalsTest {
   }
 
   @Test
+  void aTaskOnSeveralLanesWaitsForEachAndDisjointLaneSetsRunTogether() throws Exception {
+    List<String> order = java.util.Collections.synchronizedList(new ArrayList<>());
+    CountDownLatch release = new CountDownLatch(1);
+    CountDownLatch bothInside = new CountDownLatch(2);
+    CountDownLatch done = new CountDownLatch(5);
+    try (KeyedExecutor ex = new KeyedExecutor("test", 8)) {
+      // a and b run at once (disjoint lanes); ab waits for both; c (lane 3) does not wait
+      ex.submit(
+          List.of("1"),
+          () -> {
+            bothInside.countDown();
+            Waits.await(release);
+            order.add("a");
+            done.countDown();
+          });
+      ex.submit(
+          List.of("2", "4"),
+          () -> {
+            bothInside.countDown();
+            Waits.await(release);
+            order.add("b");
+            done.countDown();
+          });
+      ex.submit(
+          List.of("1", "2"),
+          () -> {
+            order.add("ab");
+            done.countDown();
+          });
+      ex.submit(
+          "4",
+          () -> {
+            order.add("after-b");
+            done.countDown();
+          });
+      ex.submit(
+          List.of("3", "5"),
+          () -> {
+            order.add("c");
+            done.countDown();
+          });
+      assertThat(bothInside.await(30, TimeUnit.SECONDS))
+          .as("tasks on disjoint lanes run together")
+          .isTrue();
+      assertThat(Waits.awaitOrder(order, "c")).isTrue();
+      assertThat(order).as("nothing waiting on lanes 1, 2 or 4 ran").containsExactly("c");
+      release.countDown();
+      assertThat(done.await(30, TimeUnit.SECONDS)).isTrue();
+    }
+    assertThat(order.indexOf("ab")).isGreaterThan(order.indexOf("a"));
+    assertThat(order.indexOf("ab")).isGreaterThan(order.indexOf("b"));
+    assertThat(order.indexOf("after-b")).isGreaterThan(order.indexOf("b"));
+  }
+
+  /** Waiting helpers of the lane tests. */
+  private static final class Waits {
+    static void await(CountDownLatch latch) {
+      try {
+        assertThat(latch.await(30, TimeUnit.SECONDS)).isTrue();
+      } catch (InterruptedException e) {
+        throw new IllegalStateException(e);
+      }
+    }
+
+    static boolean awaitOrder(List<String> order, String entry) throws InterruptedException {
+      for (int i = 0; i < 30_000 && !order.contains(entry); i++) {
+        Thread.sleep(1);
+      }
+      return order.contains(entry);
+    }
+  }
+
+  @Test
   void aFailingTaskDoesNotBlockItsLane() throws Exception {
     CountDownLatch second = new CountDownLatch(1);
     try (KeyedExecutor ex = new KeyedExecutor("test", 2)) {

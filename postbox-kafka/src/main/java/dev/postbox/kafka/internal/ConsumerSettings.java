@@ -1,5 +1,6 @@
 package dev.postbox.kafka.internal;
 
+import dev.postbox.core.consumer.Ordering;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.kafka.KafkaSubscriber;
 import java.time.Duration;
@@ -15,9 +16,9 @@ import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
  * <p>Defaults: {@code isolation.level=read_committed}, {@code auto.offset.reset=earliest},
  * cooperative-sticky assignment, {@code client.id=postbox-<subscription>}; fixed: {@code group.id}
  * = the subscription's name, auto-commit off; derived: {@code max.poll.interval.ms} = the shutdown
- * timeout + {@link #POLL_INTERVAL_MARGIN}, and for a batch size above 1 {@code max.poll.records} =
- * the batch size (at most Kafka's 500). A property the user set wins over a default or a derived
- * value. Stateless.
+ * timeout + {@link #POLL_INTERVAL_MARGIN}, and for a batch size above 1 {@code max.poll.records}
+ * ({@link #maxPollRecords}: one batch, or five in key order; at most Kafka's 500). A property the
+ * user set wins over a default or a derived value. Stateless.
  */
 public final class ConsumerSettings {
 
@@ -33,6 +34,11 @@ public final class ConsumerSettings {
    * shutdown timeout) and commits (at most {@link #SYNC_COMMIT_TIMEOUT}).
    */
   public static final Duration POLL_INTERVAL_MARGIN = Duration.ofSeconds(30);
+
+  /**
+   * Batches a key-ordered batch subscription's poll holds at most (see {@link #maxPollRecords}).
+   */
+  public static final int KEY_BATCHES_PER_POLL = 5;
 
   private ConsumerSettings() {}
 
@@ -58,6 +64,19 @@ public final class ConsumerSettings {
     }
   }
 
+  /**
+   * The derived {@code max.poll.records} of a batch subscription (batch size above 1): in partition
+   * order (or unordered, which batches in partition order too) about one batch, so that the
+   * per-partition pauses can take turns; in key order up to {@link #KEY_BATCHES_PER_POLL} batches,
+   * which a partition's keys split into batches that run side by side. At most Kafka's default and
+   * the in-flight limit.
+   */
+  static int maxPollRecords(Subscription subscription) {
+    int batches = subscription.ordering() == Ordering.KEY ? KEY_BATCHES_PER_POLL : 1;
+    long records = Math.min((long) batches * subscription.batchSize(), subscription.maxInFlight());
+    return (int) Math.min(ConsumerConfig.DEFAULT_MAX_POLL_RECORDS, records);
+  }
+
   /** The consumer's properties: {@code configured} with the fixed and derived ones applied. */
   public static Map<String, Object> forSubscription(
       Map<String, Object> configured, Subscription subscription) {
@@ -72,10 +91,7 @@ public final class ConsumerSettings {
       c.remove(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG);
     }
     if (subscription.batchSize() > 1) {
-      // a poll then holds about one batch, so the per-partition pauses can take turns
-      c.putIfAbsent(
-          ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
-          Math.min(ConsumerConfig.DEFAULT_MAX_POLL_RECORDS, subscription.batchSize()));
+      c.putIfAbsent(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, maxPollRecords(subscription));
     }
     // Kafka's default (5 min) is for poll loops that run handlers. Ours does not, and this value is
     // also the group's rebalance timeout: how long a rebalance waits for members that never rejoin.

@@ -11,12 +11,13 @@ import java.util.Set;
  *   <li><b>All of them</b> from the moment the subscriber's in-flight limit is {@linkplain
  *       InFlightLimit#full() full} until it is {@linkplain InFlightLimit#resumable() resumable}
  *       again (the subscriber-wide back-pressure).
- *   <li><b>One partition</b> whose records run one after another (batches, or partition order) once
- *       it holds its share of the in-flight limit, until it is down to half of that share. Kafka's
- *       consumer returns the records of one partition's fetch poll after poll; without this, a
- *       serial partition filled the whole in-flight window while the other partitions' workers sat
- *       idle (measured: one of six batch lanes busy on average). A paused partition's fetched
- *       records stay buffered in the consumer, so the next poll moves on to the next partition.
+ *   <li><b>One partition</b> whose records run one after another (partition order, or batches: in
+ *       key order a partition's batches share most keys from one poll to the next) once it holds
+ *       its share of the in-flight limit, until it is down to half of that share. Kafka's consumer
+ *       returns the records of one partition's fetch poll after poll; without this, a serial
+ *       partition filled the whole in-flight window while the other partitions' workers sat idle
+ *       (measured: one of six batch lanes busy on average). A paused partition's fetched records
+ *       stay buffered in the consumer, so the next poll moves on to the next partition.
  * </ul>
  *
  * <p>The share of a partition is the in-flight limit divided by the number of assigned partitions,

@@ -6,7 +6,6 @@ import dev.postbox.core.engine.DeliveryProcessor;
 import dev.postbox.core.engine.DeliveryProcessor.Incoming;
 import dev.postbox.core.engine.KeyedExecutor;
 import dev.postbox.core.engine.OffsetTracker;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -18,8 +17,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Hands polled records to the workers, one lane per key (or partition, or none) or one batch at a
- * time, and runs each through the delivery processor while its partition is still this member's.
+ * Hands polled records to the workers, one lane per key (or partition, or none), or as batches that
+ * hold their keys' lanes ({@link BatchPlan}), and runs each through the delivery processor while
+ * its partition is still this member's.
  *
  * <p>A record starts only if the subscriber is not closing, its partition is not revoked and (but
  * for {@code AT_MOST_ONCE}) the {@link MembershipFence} is open; it ends in its partition's {@link
@@ -68,14 +68,13 @@ public final class RecordDispatcher {
       AtomicInteger partitionCount = partitions.unfinishedFor(tp);
       List<ConsumerRecord<byte[], byte[]>> rs = records.records(tp);
       if (subscription.batchSize() > 1) {
-        for (int i = 0; i < rs.size(); i += subscription.batchSize()) {
-          List<ConsumerRecord<byte[], byte[]>> chunk =
-              rs.subList(i, Math.min(rs.size(), i + subscription.batchSize()));
-          chunk.forEach(r -> tracker.dispatched(r.offset(), r.timestamp()));
-          inFlight.dispatched(chunk.size());
-          partitionCount.addAndGet(chunk.size());
-          List<ConsumerRecord<byte[], byte[]>> copy = List.copyOf(chunk);
-          executor.submit(tp, () -> runBatch(tracker, partitionCount, copy));
+        for (BatchPlan.Batch b :
+            BatchPlan.of(tp, rs, subscription.batchSize(), subscription.ordering())) {
+          List<ConsumerRecord<byte[], byte[]>> batch = b.records();
+          batch.forEach(r -> tracker.dispatched(r.offset(), r.timestamp()));
+          inFlight.dispatched(batch.size());
+          partitionCount.addAndGet(batch.size());
+          executor.submit(b.lanes(), () -> runBatch(tracker, partitionCount, batch));
         }
       } else {
         for (ConsumerRecord<byte[], byte[]> r : rs) {
@@ -92,11 +91,9 @@ public final class RecordDispatcher {
     return switch (subscription.ordering()) {
       case UNORDERED -> null;
       case PARTITION -> tp;
-      case KEY -> r.key() == null ? tp : new KeyLane(tp, ByteBuffer.wrap(r.key()));
+      case KEY -> BatchPlan.lane(tp, r);
     };
   }
-
-  private record KeyLane(TopicPartition partition, ByteBuffer key) {}
 
   /** Whether a worker may (still) work on a record of {@code tracker}'s partition. */
   private BooleanSupplier owned(OffsetTracker tracker) {
