@@ -153,6 +153,10 @@ final class ArchitectureRules {
               "dev.postbox.bench.internal.DebeziumPeer",
               "the Debezium peer runs in its own ChildJvm (it needs other Kafka client jars)"),
           Map.entry(
+              "dev.postbox.bench.internal.CdcLatencyBench",
+              "the CDC latency race runs Debezium in its own ChildJvm (DebeziumPeer) and stops it"
+                  + " between phases"),
+          Map.entry(
               "dev.postbox.bench.internal.HeapBench",
               "the heap benchmark measures a relay in a ChildJvm with a fixed heap"),
           Map.entry(
@@ -177,7 +181,16 @@ final class ArchitectureRules {
           Map.entry(
               "dev.postbox.verify.RabbitCampaign",
               "the RabbitMQ campaign starts PostgreSQL and a RabbitMQ node it kills and restarts"
-                  + " (PostgresServer, RabbitMqServer)"));
+                  + " (PostgresServer, RabbitMqServer)"),
+          Map.entry(
+              "dev.postbox.verify.RabbitBrokerFaults",
+              "the RabbitMQ campaign's broker faults kill and restart its node and close its"
+                  + " connections (RabbitMqServer)"),
+          Map.entry(
+              "dev.postbox.verify.RabbitPartitions",
+              "the RabbitMQ campaign's partitions configure PostgreSQL's listen addresses"
+                  + " (PostgresServer.Builder) and launch the partitioned children in network"
+                  + " namespaces (ChildJvm.Builder)"));
 
   static final ArchRule PRODUCTION_CODE_DOES_NOT_USE_THE_TEST_KIT =
       noClasses()
