@@ -42,11 +42,12 @@ import org.springframework.amqp.rabbit.listener.api.ChannelAwareBatchMessageList
  *
  * <ul>
  *   <li>the relay (one instance, PostgreSQL outbox, {@link RabbitRelayPublisher}: persistent,
- *       mandatory, publisher confirms awaited per batch, one batch claimed while the previous one
- *       waits) against the raw publisher with the same confirm mode: the same messages (properties
- *       and body from {@link RabbitMessages}), mandatory and persistent, on one confirm channel
- *       with asynchronous confirms and the same number of unconfirmed messages (two relay batches)
- *       in flight, no database;
+ *       mandatory, publisher confirms awaited per batch, the next batch claimed and published
+ *       behind the one that waits for its confirms, so two batches are unconfirmed) against the raw
+ *       publisher with the same confirm mode: the same messages (properties and body from {@link
+ *       RabbitMessages}), mandatory and persistent, on one confirm channel with asynchronous
+ *       confirms and the same number of unconfirmed messages (two relay batches) in flight, no
+ *       database;
  *   <li>the {@code EFFECTIVELY_ONCE} consumer ({@link RabbitSubscriber}: inbox row and effect in
  *       one transaction per message; and in batches of 100, one transaction per batch) against
  *       Spring AMQP's {@link SimpleMessageListenerContainer}, one per shard queue (their single
