@@ -97,12 +97,21 @@ public final class RabbitBench {
       List<Measurement> out = new ArrayList<>();
       Measurement raw = record(out, median("rabbit_raw_publisher_confirms_per_s", this::rawOnce));
       Measurement relay =
-          record(out, median("rabbit_relay_1_instance_events_per_s", this::relayOnce));
+          record(out, median("rabbit_relay_1_instance_events_per_s", r -> relayOnce(r, true)));
       record(
           out,
           Measurement.of("rabbit_relay_vs_raw_publisher", relay.value() / raw.value(), "x")
               .target(Target.atLeast(0.8))
               .note("rabbit_relay_1_instance_events_per_s / rabbit_raw_publisher_confirms_per_s"));
+      Measurement oneBatch =
+          record(out, median("rabbit_relay_not_pipelined_events_per_s", r -> relayOnce(r, false)));
+      record(
+          out,
+          Measurement.of(
+                  "rabbit_relay_pipelined_vs_not_pipelined", relay.value() / oneBatch.value(), "x")
+              .note(
+                  "rabbit_relay_1_instance_events_per_s / rabbit_relay_not_pipelined_events_per_s"
+                      + " (one batch unconfirmed at a time, as before ordered pipelining)"));
       Measurement eo = record(out, median("rabbit_consumer_eo_per_s", r -> eoOnce(r, false)));
       Measurement eoBatch =
           record(out, median("rabbit_consumer_eo_batch_per_s", r -> eoOnce(r, true)));
@@ -253,8 +262,11 @@ public final class RabbitBench {
     }
   }
 
-  /** The relay: n outbox rows drained, published with confirms, deleted (retention 0). */
-  private Repeated.Run relayOnce(int round) throws Exception {
+  /**
+   * The relay: n outbox rows drained, published with confirms, deleted (retention 0); {@code
+   * pipelined}: the publisher's ordered pipelining on (two batches unconfirmed) or hidden (one).
+   */
+  private Repeated.Run relayOnce(int round, boolean pipelined) throws Exception {
     int n = relayEvents();
     Db db = env.database("rabbit_relay", 4);
     String topic = topic("relay", "sink", SHARDS);
@@ -262,7 +274,9 @@ public final class RabbitBench {
     Relay relay =
         Relay.builder(
                 PostgresRelayStore.create(db.dataSource()),
-                RabbitRelayPublisher.builder(uri).build())
+                pipelined
+                    ? RabbitRelayPublisher.builder(uri).build()
+                    : new NotPipelined(RabbitRelayPublisher.builder(uri).build()))
             .instanceId("bench-rabbit-relay")
             .retention(Duration.ZERO)
             .build();
@@ -273,7 +287,10 @@ public final class RabbitBench {
           "rabbit relay", () -> relay.stats().published(), n, Duration.ofSeconds(60));
       return new Repeated.Run(
           Rate.since(t0, n),
-          n + " outbox rows drained, published with confirms (mandatory) and deleted, 1 instance");
+          n
+              + " outbox rows drained, published with confirms (mandatory) and deleted, 1 instance, "
+              + (pipelined ? "2 batches" : "1 batch")
+              + " unconfirmed at most");
     } finally {
       relay.close();
       deleteQueues("sink", topic, SHARDS);
