@@ -14,8 +14,10 @@ import java.util.Collections;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
+import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -43,9 +45,18 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Order.</b> One channel publishes in list order, and the broker enqueues a channel's
  * messages to one queue in that order, so a key's messages (one shard queue) stay in order. After a
- * publish error nothing later in the batch is sent. Not covered: a {@code basic.nack} of one
- * message while later messages of its key were confirmed (a broker-internal error), after which the
- * resend lands behind them.
+ * publish error nothing later in the batch is sent. The relay pipelines ({@link
+ * #pipelinesInOrder()}): it sends the next batch with {@link #sendAfter} on the same channel while
+ * the previous one waits for its confirms (two batches unconfirmed at once); that batch is not sent
+ * on any other channel, nor past a failure of the previous one the publisher knows of, and the
+ * relay marks it only if every message of the previous batch was confirmed. When a channel or
+ * connection is lost, what each queue got of it is a prefix of what was published to it, so the
+ * relay's resend of the unconfirmed tail, in order, keeps every key's first copies in order. Not
+ * covered: a {@code basic.nack} of one message while later messages of its key, in the same batch
+ * or the one pipelined behind it, were confirmed (a broker-internal error, or a queue length limit
+ * with {@code overflow=reject-publish} that had room again for the later message), after which the
+ * resend lands behind them; likewise a message returned as unroutable while a queue was bound to
+ * the exchange before a later one of its topic.
  *
  * <p>Used by one relay thread at a time; {@link #close()} may be called from any thread.
  */
@@ -66,7 +77,8 @@ public final class RabbitRelayPublisher implements RelayPublisher {
   private final Object lock = new Object();
   private Connection connection;
   private Channel channel;
-  private volatile ConfirmedBatch current;
+  // the batches waiting for confirms (at most two: the relay pipelines one behind another)
+  private final Queue<ConfirmedBatch> unconfirmed = new ConcurrentLinkedQueue<>();
   private volatile boolean closed;
 
   private RabbitRelayPublisher(Builder b) {
@@ -102,12 +114,56 @@ public final class RabbitRelayPublisher implements RelayPublisher {
       ch = channel();
     } catch (IOException | TimeoutException | RuntimeException e) {
       log.warn("cannot open a confirm channel: {}", e.toString());
-      PublishOutcome failed = new PublishOutcome.Failed(e, false);
-      List<PublishOutcome> all = Collections.nCopies(n, failed);
-      return () -> all;
+      return failed(n, e);
     }
+    return publishOn(ch, messages, null);
+  }
+
+  /** Yes: {@link #sendAfter} publishes at once on the channel that carries the previous batch. */
+  @Override
+  public boolean pipelinesInOrder() {
+    return true;
+  }
+
+  /**
+   * Publishes the batch at once on the channel that carries {@code previous}, while {@code
+   * previous} still waits for its confirms (the broker enqueues a channel's messages to a queue in
+   * publish order, so each key's messages stay in order across the two). Nothing of the batch is
+   * sent, every message reported failed (not permanent), if that channel is gone (a new one would
+   * not be ordered behind it) or a message of {@code previous} is known to have failed (nacked,
+   * returned, lost, not sent); and the publishing stops at the first message if such a failure
+   * becomes known meanwhile. The relay then publishes them again after the failed one.
+   */
+  @Override
+  public PendingPublish sendAfter(PendingPublish previous, List<Message> messages)
+      throws InterruptedException {
+    if (!(previous instanceof Confirms prior)) {
+      return RelayPublisher.super.sendAfter(previous, messages);
+    }
+    int n = messages.size();
+    if (n == 0) {
+      return List::of;
+    }
+    synchronized (lock) {
+      if (closed || channel != prior.channel() || !prior.channel().isOpen()) {
+        return failed(
+            n, new IllegalStateException("not sent: the previous batch's channel is gone"));
+      }
+    }
+    if (prior.batch().failedSoFar()) {
+      return failed(n, new IllegalStateException("not sent: an earlier batch failed"));
+    }
+    return publishOn(prior.channel(), messages, prior.batch());
+  }
+
+  /**
+   * Publishes {@code messages} on {@code ch} in order; stops (the rest not sent) at a publish error
+   * or once a message of {@code prior} (a batch in flight before this one, or null) failed.
+   */
+  private PendingPublish publishOn(Channel ch, List<Message> messages, ConfirmedBatch prior) {
+    int n = messages.size();
     ConfirmedBatch batch = new ConfirmedBatch(ch, n);
-    current = batch;
+    unconfirmed.add(batch);
     Set<String> heldTopics = new HashSet<>();
     boolean stop = false;
     for (int i = 0; i < n; i++) {
@@ -115,6 +171,9 @@ public final class RabbitRelayPublisher implements RelayPublisher {
         CrashPoints.hit(CrashPoints.RELAY_MID_BATCH);
       }
       Message m = messages.get(i);
+      if (!stop && prior != null && prior.failedSoFar()) {
+        stop = true; // nothing more behind a failure of the batch ahead
+      }
       if (stop) {
         batch.notSent(i, new PublishOutcome.Failed(new IllegalStateException("not sent"), false));
         continue;
@@ -156,12 +215,43 @@ public final class RabbitRelayPublisher implements RelayPublisher {
         discard(e);
       }
     }
-    return () -> {
-      if (!batch.await(confirmTimeout)) {
-        discard(new IllegalStateException("no confirms within " + confirmTimeout));
+    return new Confirms(ch, batch);
+  }
+
+  private static PendingPublish failed(int n, Throwable e) {
+    List<PublishOutcome> all = Collections.nCopies(n, new PublishOutcome.Failed(e, false));
+    return () -> all;
+  }
+
+  /** A batch published on {@code channel}: its outcomes wait for its confirms. */
+  private final class Confirms implements PendingPublish {
+    private final Channel channel;
+    private final ConfirmedBatch batch;
+
+    Confirms(Channel channel, ConfirmedBatch batch) {
+      this.channel = channel;
+      this.batch = batch;
+    }
+
+    Channel channel() {
+      return channel;
+    }
+
+    ConfirmedBatch batch() {
+      return batch;
+    }
+
+    @Override
+    public List<PublishOutcome> outcomes() throws InterruptedException {
+      try {
+        if (!batch.await(confirmTimeout)) {
+          discard(new IllegalStateException("no confirms within " + confirmTimeout));
+        }
+        return batch.outcomes();
+      } finally {
+        unconfirmed.remove(batch);
       }
-      return batch.outcomes();
-    };
+    }
   }
 
   /**
@@ -225,34 +315,38 @@ public final class RabbitRelayPublisher implements RelayPublisher {
           new ConfirmListener() {
             @Override
             public void handleAck(long seq, boolean multiple) {
-              ConfirmedBatch b = current;
-              if (b != null && b.on(ch)) {
-                b.acked(seq, multiple);
+              for (ConfirmedBatch b : unconfirmed) {
+                if (b.on(ch)) {
+                  b.acked(seq, multiple);
+                }
               }
             }
 
             @Override
             public void handleNack(long seq, boolean multiple) {
-              ConfirmedBatch b = current;
-              if (b != null && b.on(ch)) {
-                b.nacked(seq, multiple);
+              for (ConfirmedBatch b : unconfirmed) {
+                if (b.on(ch)) {
+                  b.nacked(seq, multiple);
+                }
               }
             }
           });
       ch.addReturnListener(r -> {
-        ConfirmedBatch b = current;
-        if (b != null && b.on(ch)) {
-          b.returned(
-              r.getProperties().getMessageId(),
-              r.getReplyCode(),
-              r.getReplyText(),
-              r.getExchange());
+        for (ConfirmedBatch b : unconfirmed) {
+          if (b.on(ch)) {
+            b.returned(
+                r.getProperties().getMessageId(),
+                r.getReplyCode(),
+                r.getReplyText(),
+                r.getExchange());
+          }
         }
       });
       ch.addShutdownListener(cause -> {
-        ConfirmedBatch b = current;
-        if (b != null && b.on(ch)) {
-          b.lost(cause);
+        for (ConfirmedBatch b : unconfirmed) {
+          if (b.on(ch)) {
+            b.lost(cause);
+          }
         }
       });
       channel = ch;

@@ -42,11 +42,12 @@ import org.springframework.amqp.rabbit.listener.api.ChannelAwareBatchMessageList
  *
  * <ul>
  *   <li>the relay (one instance, PostgreSQL outbox, {@link RabbitRelayPublisher}: persistent,
- *       mandatory, publisher confirms awaited per batch, one batch claimed while the previous one
- *       waits) against the raw publisher with the same confirm mode: the same messages (properties
- *       and body from {@link RabbitMessages}), mandatory and persistent, on one confirm channel
- *       with asynchronous confirms and the same number of unconfirmed messages (two relay batches)
- *       in flight, no database;
+ *       mandatory, publisher confirms awaited per batch, the next batch claimed and published
+ *       behind the one that waits for its confirms, so two batches are unconfirmed) against the raw
+ *       publisher with the same confirm mode: the same messages (properties and body from {@link
+ *       RabbitMessages}), mandatory and persistent, on one confirm channel with asynchronous
+ *       confirms and the same number of unconfirmed messages (two relay batches) in flight, no
+ *       database;
  *   <li>the {@code EFFECTIVELY_ONCE} consumer ({@link RabbitSubscriber}: inbox row and effect in
  *       one transaction per message; and in batches of 100, one transaction per batch) against
  *       Spring AMQP's {@link SimpleMessageListenerContainer}, one per shard queue (their single
@@ -94,14 +95,31 @@ public final class RabbitBench {
     uri = server.uri();
     try {
       List<Measurement> out = new ArrayList<>();
-      Measurement raw = record(out, median("rabbit_raw_publisher_confirms_per_s", this::rawOnce));
-      Measurement relay =
-          record(out, median("rabbit_relay_1_instance_events_per_s", this::relayOnce));
+      // the raw publisher and both relays take turns, so a drifting load weighs on all three
+      List<Measurement> publish =
+          Repeated.interleaved(
+              List.of(
+                  "rabbit_raw_publisher_confirms_per_s",
+                  "rabbit_relay_1_instance_events_per_s",
+                  "rabbit_relay_not_pipelined_events_per_s"),
+              "events/s",
+              RUNS,
+              List.of(this::rawOnce, r -> relayOnce(r, true), r -> relayOnce(r, false)));
+      Measurement raw = record(out, publish.get(0));
+      Measurement relay = record(out, publish.get(1));
       record(
           out,
           Measurement.of("rabbit_relay_vs_raw_publisher", relay.value() / raw.value(), "x")
               .target(Target.atLeast(0.8))
               .note("rabbit_relay_1_instance_events_per_s / rabbit_raw_publisher_confirms_per_s"));
+      Measurement oneBatch = record(out, publish.get(2));
+      record(
+          out,
+          Measurement.of(
+                  "rabbit_relay_pipelined_vs_not_pipelined", relay.value() / oneBatch.value(), "x")
+              .note(
+                  "rabbit_relay_1_instance_events_per_s / rabbit_relay_not_pipelined_events_per_s"
+                      + " (one batch unconfirmed at a time, as before ordered pipelining)"));
       Measurement eo = record(out, median("rabbit_consumer_eo_per_s", r -> eoOnce(r, false)));
       Measurement eoBatch =
           record(out, median("rabbit_consumer_eo_batch_per_s", r -> eoOnce(r, true)));
@@ -252,8 +270,11 @@ public final class RabbitBench {
     }
   }
 
-  /** The relay: n outbox rows drained, published with confirms, deleted (retention 0). */
-  private Repeated.Run relayOnce(int round) throws Exception {
+  /**
+   * The relay: n outbox rows drained, published with confirms, deleted (retention 0); {@code
+   * pipelined}: the publisher's ordered pipelining on (two batches unconfirmed) or hidden (one).
+   */
+  private Repeated.Run relayOnce(int round, boolean pipelined) throws Exception {
     int n = relayEvents();
     Db db = env.database("rabbit_relay", 4);
     String topic = topic("relay", "sink", SHARDS);
@@ -261,7 +282,9 @@ public final class RabbitBench {
     Relay relay =
         Relay.builder(
                 PostgresRelayStore.create(db.dataSource()),
-                RabbitRelayPublisher.builder(uri).build())
+                pipelined
+                    ? RabbitRelayPublisher.builder(uri).build()
+                    : new NotPipelined(RabbitRelayPublisher.builder(uri).build()))
             .instanceId("bench-rabbit-relay")
             .retention(Duration.ZERO)
             .build();
@@ -272,7 +295,10 @@ public final class RabbitBench {
           "rabbit relay", () -> relay.stats().published(), n, Duration.ofSeconds(60));
       return new Repeated.Run(
           Rate.since(t0, n),
-          n + " outbox rows drained, published with confirms (mandatory) and deleted, 1 instance");
+          n
+              + " outbox rows drained, published with confirms (mandatory) and deleted, 1 instance, "
+              + (pipelined ? "2 batches" : "1 batch")
+              + " unconfirmed at most");
     } finally {
       relay.close();
       deleteQueues("sink", topic, SHARDS);

@@ -28,9 +28,11 @@ public interface RelayPublisher extends AutoCloseable {
    * Starts publishing {@code messages} in order and returns without waiting for the broker, so the
    * relay can claim its next batch and mark the previous one meanwhile; {@link
    * PendingPublish#outcomes()} then waits for them. The contract above applies to the pair. The
-   * relay sends a batch only after the previous batch's outcomes are in and none failed
-   * transiently, so batches are never in flight together. Default: publishes synchronously (the
-   * pending publish is complete when returned).
+   * relay sends a batch with this method only after the previous batch's outcomes are in and none
+   * failed, so batches sent this way are never in flight together (a publisher that {@link
+   * #pipelinesInOrder() pipelines in order} gets the next batch through {@link
+   * #sendAfter(PendingPublish, List, List)} instead). Default: publishes synchronously (the pending
+   * publish is complete when returned).
    */
   default PendingPublish send(List<Message> messages) throws InterruptedException {
     List<PublishOutcome> outcomes = publish(messages);
@@ -92,6 +94,32 @@ public interface RelayPublisher extends AutoCloseable {
       }
     }
     return send(messages);
+  }
+
+  /**
+   * Like {@link #sendAfter(PendingPublish, List)}, also telling each message's lease (as {@link
+   * #send(List, List)} does). The polling relay calls it for batch n+1 while batch n ({@code
+   * previous}) is still in flight when {@link #pipelinesInOrder()} is true. Default: ignores the
+   * leases.
+   */
+  default PendingPublish sendAfter(
+      PendingPublish previous, List<Message> messages, List<LaneLease> leases)
+      throws InterruptedException {
+    return sendAfter(previous, messages);
+  }
+
+  /**
+   * Whether {@link #sendAfter(PendingPublish, List, List)} sends its batch at once, while {@code
+   * previous} is still in flight, on the same ordered stream (one producer, one channel), keeping
+   * the ordering contract across the pair: nothing of the batch is sent once the publisher knows
+   * that a message of {@code previous} failed, and nothing goes out on a new stream behind a broken
+   * one. The polling relay then sends batch n+1 before batch n's outcomes are in, so two batches
+   * wait for the broker at once; it still marks n+1 only if every row of n was acknowledged (else
+   * n+1's rows stay pending and are published again after n's failed rows). Default {@code false}:
+   * the relay sends n+1 only once n's outcomes are in.
+   */
+  default boolean pipelinesInOrder() {
+    return false;
   }
 
   @Override

@@ -27,6 +27,7 @@ public final class ConfirmedBatch {
   private final NavigableMap<Long, Integer> outstanding = new ConcurrentSkipListMap<>();
   private final Map<Integer, String> ids = new ConcurrentHashMap<>();
   private final Map<String, String> returned = new ConcurrentHashMap<>();
+  private volatile boolean failed;
 
   /** A batch of {@code size} messages published on {@code channel}. */
   public ConfirmedBatch(Object channel, int size) {
@@ -53,7 +54,8 @@ public final class ConfirmedBatch {
 
   /** The broker returned the mandatory message {@code messageId} as unroutable. */
   public void returned(String messageId, int replyCode, String replyText, String exchange) {
-    if (messageId != null) {
+    if (messageId != null && ids.containsValue(messageId)) {
+      failed = true; // known now, before the ack that resolves it
       returned.put(
           messageId,
           "returned by the broker ("
@@ -95,6 +97,14 @@ public final class ConfirmedBatch {
     }
   }
 
+  /**
+   * Whether a message of this batch is known to have failed so far (not sent, nacked, returned,
+   * lost): a batch pipelined behind it on the same channel then sends nothing more.
+   */
+  public boolean failedSoFar() {
+    return failed;
+  }
+
   /** Waits up to {@code timeout} for every outcome; whether all came. */
   public boolean await(Duration timeout) throws InterruptedException {
     return done.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
@@ -132,6 +142,9 @@ public final class ConfirmedBatch {
         return;
       }
       outcomes[index] = outcome;
+    }
+    if (outcome instanceof PublishOutcome.Failed) {
+      failed = true;
     }
     done.countDown();
   }

@@ -34,11 +34,14 @@ final class PublishPipeline {
 
   /**
    * A batch handed to the publisher and not yet settled (marked): the relay claims the next batch
-   * and marks the previous one while it is in flight.
+   * and marks the previous one while it is in flight. {@code sent} is what the publisher returned
+   * (a batch pipelined behind this one is sent after it); {@code pending} adds the outcomes of rows
+   * decided without the publisher.
    */
   private record InFlight(
       Collection<LaneLease> leases,
       List<OutboxRecord> batch,
+      RelayPublisher.PendingPublish sent,
       RelayPublisher.PendingPublish pending,
       long sentNanos) {
     Set<Long> positions() {
@@ -94,13 +97,21 @@ final class PublishPipeline {
   /**
    * Claims, publishes and marks in a pipeline: while batch n is in flight to the broker, the loop
    * claims batch n+1 (leaving out n's rows, still pending), waits for n's outcomes, sends n+1 if
-   * every row of n was acknowledged or failed permanently, and only then marks n. So batches are
-   * never in flight together, and a transient failure in n stops n+1 from being sent (it is dropped
-   * unsent and claimed again, after n's failed rows, once the backoff is over): no row of a key
-   * goes out ahead of an earlier row of that key that was not acknowledged. A crash after n+1 was
-   * sent and before n was marked republishes both, in position order (duplicates, as for a crash
-   * between acknowledgement and mark). Runs until {@code running} turns false or the thread is
-   * interrupted.
+   * every row of n was acknowledged, and only then marks n. So batches are never in flight
+   * together, and a failure in n stops n+1 from being sent (it is dropped unsent and claimed again,
+   * after n's failed rows, once the backoff is over): no row of a key goes out ahead of an earlier
+   * row of that key that was not acknowledged.
+   *
+   * <p>With a publisher that {@linkplain RelayPublisher#pipelinesInOrder() pipelines in order}, n+1
+   * is sent behind n ({@link RelayPublisher#sendAfter(RelayPublisher.PendingPublish, List, List)})
+   * as soon as it is claimed, before n's outcomes, so two batches wait for the broker at once; the
+   * publisher keeps their order on one stream and sends nothing of n+1 past a failure of n it knows
+   * of. If any row of n then failed, n+1 is not marked whatever its outcomes: the loop waits for
+   * them and leaves its rows pending, to be claimed again after n's failed rows.
+   *
+   * <p>Either way, a crash after n+1 was sent and before n was marked republishes both, in position
+   * order (duplicates, as for a crash between acknowledgement and mark). Runs until {@code running}
+   * turns false or the thread is interrupted.
    */
   void run() {
     nextPurge = ticker.nanos();
@@ -160,9 +171,14 @@ final class PublishPipeline {
     if (flying != null) {
       InFlight done = flying;
       flying = null;
+      if (!batch.isEmpty() && publisher.pipelinesInOrder() && lanes.valid()) {
+        flying = send(leases, batch, done); // n+1 goes out behind n, before n's outcomes
+      }
       List<PublishOutcome> outcomes = done.pending().outcomes();
-      if (!batch.isEmpty() && allAcknowledged(outcomes) && lanes.valid()) {
-        flying = send(leases, batch); // n+1 goes out while n is marked
+      if (!allAcknowledged(outcomes)) {
+        abandon(); // n+1, if sent behind n, is not marked: its rows go again after n's
+      } else if (flying == null && !batch.isEmpty() && lanes.valid()) {
+        flying = send(leases, batch, null); // n+1 goes out while n is marked
       }
       failures = afterSettling(settle(done, outcomes), failures);
       if (flying != null || !batch.isEmpty()) {
@@ -176,7 +192,7 @@ final class PublishPipeline {
     if (!lanes.valid()) {
       return; // our lease may have lapsed while we claimed: do not publish on a stale lease
     }
-    flying = send(leases, batch);
+    flying = send(leases, batch, null);
   }
 
   /** Nothing to claim: purge when due, mark the instance idle, or wait for work. */
@@ -218,7 +234,8 @@ final class PublishPipeline {
     return failures + 1;
   }
 
-  private InFlight send(Collection<LaneLease> leases, List<OutboxRecord> batch)
+  /** Hands {@code batch} to the publisher, behind {@code after} (still in flight) unless null. */
+  private InFlight send(Collection<LaneLease> leases, List<OutboxRecord> batch, InFlight after)
       throws InterruptedException {
     CrashPoints.hit(CrashPoints.RELAY_AFTER_CLAIM);
     List<Message> messages = new ArrayList<>(batch.size());
@@ -240,10 +257,14 @@ final class PublishPipeline {
       }
     }
     long p0 = ticker.nanos();
-    RelayPublisher.PendingPublish pending = publisher.send(messages, messageLeases);
+    RelayPublisher.PendingPublish pending =
+        after == null
+            ? publisher.send(messages, messageLeases)
+            : publisher.sendAfter(after.sent(), messages, messageLeases);
     return new InFlight(
         List.copyOf(leases),
         batch,
+        pending,
         decided == null ? pending : UnreadableRows.merge(decided, pending),
         p0);
   }

@@ -99,15 +99,14 @@ class RelayPipelineTest {
   }
 
   /** A relay on {@code store}, started, once its first batch is handed to {@code publisher}. */
-  private static Relay startedWithFirstBatchSent(
-      MemoryStore store, HandReleasedPublisher publisher) {
+  static Relay startedWithFirstBatchSent(MemoryStore store, HandReleasedPublisher publisher) {
     Relay relay = relay(store, publisher);
     relay.start();
     await().until(() -> publisher.sent.size() == 1);
     return relay;
   }
 
-  private static Relay relay(MemoryStore store, HandReleasedPublisher publisher) {
+  static Relay relay(MemoryStore store, HandReleasedPublisher publisher) {
     return Relay.builder(store, publisher)
         .batchSize(2)
         .pollInterval(Duration.ofMillis(20))
@@ -117,16 +116,16 @@ class RelayPipelineTest {
         .build();
   }
 
-  private static RelayPublisher.PublishOutcome ack() {
+  static RelayPublisher.PublishOutcome ack() {
     return RelayPublisher.PublishOutcome.ACKNOWLEDGED;
   }
 
-  private static RelayPublisher.PublishOutcome failed(RuntimeException e) {
+  static RelayPublisher.PublishOutcome failed(RuntimeException e) {
     return new RelayPublisher.PublishOutcome.Failed(e, false);
   }
 
   /** Records each sent batch's positions; its outcomes come when the test releases them. */
-  static final class HandReleasedPublisher implements RelayPublisher {
+  static class HandReleasedPublisher implements RelayPublisher {
     final List<List<Long>> sent = new CopyOnWriteArrayList<>();
     final List<List<LaneLease>> leases = new CopyOnWriteArrayList<>();
     volatile List<LaneLease> toldBeforeFirstSend;
