@@ -36,9 +36,10 @@ import org.slf4j.LoggerFactory;
  *   <li><b>Unroutable</b> (returned because no queue is bound to the exchange): a failure of the
  *       topic ({@code topicWide}), which the relay holds instead of retrying, never a silent drop.
  *   <li><b>Nacked</b> by the broker, or unconfirmed when the channel or connection is lost or the
- *       confirm timeout passes: a transient failure; the connection is discarded and the relay
- *       publishes the failed message and everything after it again on a new one (same ids: the
- *       consumer's inbox absorbs a message that was in fact enqueued).
+ *       confirm timeout passes: a transient failure, and the relay publishes the failed message and
+ *       everything after it again (same ids: the consumer's inbox absorbs a message that was in
+ *       fact enqueued); after a loss or a timeout the connection is discarded first and the resend
+ *       goes on a new one, after a nack on the same one.
  *   <li><b>Exchanges</b> are declared (idempotently, on a separate channel, once per topic) before
  *       the first message of a topic; a refused declaration is a failure of the topic.
  * </ul>
