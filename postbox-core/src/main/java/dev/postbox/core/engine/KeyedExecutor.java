@@ -68,9 +68,10 @@ public final class KeyedExecutor implements AutoCloseable {
    * Runs {@code task} after every earlier task of each of {@code lanes} (none may be {@code null}),
    * and before any later task of any of them: a task that holds several keys at once, such as a
    * batch of records of several keys, with each key in at most one running task. Multi-lane
-   * submissions are made one at a time, so two of them can never wait for each other.
+   * submissions are made one at a time, so two of them can never wait for each other. (Not an
+   * overload of {@link #submit(Object, Runnable)}: a {@code null} lane, unordered, would pick it.)
    */
-  public void submit(java.util.Collection<?> lanes, Runnable task) {
+  public void submitAcross(java.util.Collection<?> lanes, Runnable task) {
     if (lanes.size() == 1) {
       submit(lanes.iterator().next(), task);
       return;

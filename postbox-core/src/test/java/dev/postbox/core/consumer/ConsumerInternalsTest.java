@@ -19,6 +19,18 @@ import org.junit.jupiter.api.Test;
 class ConsumerInternalsTest {
 
   @Test
+  void aNullLaneRunsUnorderedAndIsNeverTakenForAListOfLanes() throws Exception {
+    // the share consumer submits with a null lane; when a multi-lane submit was an overload of
+    // submit(Object, Runnable), a null argument chose it and failed (every share poll loop stopped)
+    CountDownLatch ran = new CountDownLatch(2);
+    try (KeyedExecutor ex = new KeyedExecutor("test", 2)) {
+      ex.submit(null, ran::countDown);
+      ex.submit(null, ran::countDown);
+      assertThat(ran.await(30, TimeUnit.SECONDS)).isTrue();
+    }
+  }
+
+  @Test
   void committableOffsetNeverPassesAnUnfinishedRecord() throws Exception {
     OffsetTracker t = new OffsetTracker();
     assertThat(t.committable()).isEmpty();
@@ -109,7 +121,7 @@ class ConsumerInternalsTest {
     CountDownLatch done = new CountDownLatch(5);
     try (KeyedExecutor ex = new KeyedExecutor("test", 8)) {
       // a and b run at once (disjoint lanes); ab waits for both; c (lane 3) does not wait
-      ex.submit(
+      ex.submitAcross(
           List.of("1"),
           () -> {
             bothInside.countDown();
@@ -117,7 +129,7 @@ class ConsumerInternalsTest {
             order.add("a");
             done.countDown();
           });
-      ex.submit(
+      ex.submitAcross(
           List.of("2", "4"),
           () -> {
             bothInside.countDown();
@@ -125,7 +137,7 @@ class ConsumerInternalsTest {
             order.add("b");
             done.countDown();
           });
-      ex.submit(
+      ex.submitAcross(
           List.of("1", "2"),
           () -> {
             order.add("ab");
@@ -137,7 +149,7 @@ class ConsumerInternalsTest {
             order.add("after-b");
             done.countDown();
           });
-      ex.submit(
+      ex.submitAcross(
           List.of("3", "5"),
           () -> {
             order.add("c");

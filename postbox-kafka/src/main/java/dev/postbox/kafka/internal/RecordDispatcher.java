@@ -74,7 +74,7 @@ public final class RecordDispatcher {
           batch.forEach(r -> tracker.dispatched(r.offset(), r.timestamp()));
           inFlight.dispatched(batch.size());
           partitionCount.addAndGet(batch.size());
-          executor.submit(b.lanes(), () -> runBatch(tracker, partitionCount, batch));
+          executor.submitAcross(b.lanes(), () -> runBatch(tracker, partitionCount, batch));
         }
       } else {
         for (ConsumerRecord<byte[], byte[]> r : rs) {
