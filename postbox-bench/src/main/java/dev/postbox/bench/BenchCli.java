@@ -44,8 +44,9 @@ public final class BenchCli implements Callable<Integer> {
               + " Debezium: pre-written backlog, commit to broker-ack latency at fixed rates),"
               + " rabbitmq (RabbitMQ relay and consumers), admin (operations queries on 100,000"
               + " dead letters), rr (request/reply round trips on Kafka and RabbitMQ beside a bare"
-              + " client echo) and batchrace (only the consumer group's race of our batch consumer"
-              + " against Spring Kafka's batch listener).")
+              + " client echo), batchrace (only the consumer group's race of our batch consumer"
+              + " against Spring Kafka's batch listener) and acklatency (only cdc's commit to"
+              + " broker-ack latency race: CDC relay, Debezium, polling relay).")
   java.util.List<String> only = BenchRunner.GROUPS;
 
   @Option(

@@ -33,10 +33,11 @@ public final class BenchRunner {
    * latency); {@code rabbitmq}, the RabbitMQ relay and consumers against their peers (needs a
    * RabbitMQ installation); {@code admin}, the operations queries on 100,000 dead letters; {@code
    * batchrace}, only the race of our batch consumer against Spring Kafka's batch listener that the
-   * {@code consumer} group runs too (for working on it).
+   * {@code consumer} group runs too (for working on it); {@code acklatency}, only the commit to
+   * broker-ack latency race of the {@code cdc} group (CDC relay, Debezium, polling relay).
    */
   public static final List<String> OPT_IN_GROUPS =
-      List.of("txrelay", "cdc", "rabbitmq", "admin", "rr", "batchrace");
+      List.of("txrelay", "cdc", "rabbitmq", "admin", "rr", "batchrace", "acklatency");
 
   private final BenchConfig config;
   private final PrintStream log;
@@ -98,6 +99,9 @@ public final class BenchRunner {
       }
       if (groups.contains("cdc")) {
         new dev.postbox.bench.internal.CdcBench(env, config).run().forEach(this::record);
+      }
+      if (groups.contains("acklatency") && !groups.contains("cdc")) {
+        new dev.postbox.bench.internal.CdcLatencyBench(env, config).run().forEach(this::record);
       }
       if (groups.contains("admin")) {
         new dev.postbox.bench.internal.AdminBench(env, config, log).run().forEach(this::record);
