@@ -22,7 +22,15 @@ import java.util.Map;
  */
 final class Campaign implements AutoCloseable {
 
-  /** How a campaign runs. */
+  /**
+   * How a campaign runs.
+   *
+   * @param faultRate how many times as often as by default the external faults are injected (the
+   *     intervals between them divided by it; crash points are not affected: they fire as fast as
+   *     the processes restart); 1 by default
+   * @param timeBox no scenario round starts after the campaign has run this long ({@link
+   *     Duration#ZERO}: no limit); a long campaign then fits a given time and keeps its report
+   */
   record Settings(
       long seed,
       Duration phase,
@@ -34,9 +42,24 @@ final class Campaign implements AutoCloseable {
       Path dir,
       int minFires,
       RelayMode relay,
-      ConsumerMode consumerMode) {
+      ConsumerMode consumerMode,
+      double faultRate,
+      Duration timeBox) {
 
-    /** Settings with the default (inbox) consumers. */
+    /** The highest {@link #faultRate}. */
+    static final double MAX_FAULT_RATE = 10;
+
+    Settings {
+      if (!(faultRate > 0 && faultRate <= MAX_FAULT_RATE)) {
+        throw new IllegalArgumentException(
+            "fault rate must be above 0 and at most " + MAX_FAULT_RATE + ", not " + faultRate);
+      }
+      if (timeBox.isNegative()) {
+        throw new IllegalArgumentException("time box must not be negative: " + timeBox);
+      }
+    }
+
+    /** Settings with the default (inbox) consumers, fault rate and no time box. */
     Settings(
         long seed,
         Duration phase,
@@ -59,7 +82,9 @@ final class Campaign implements AutoCloseable {
           dir,
           minFires,
           relay,
-          ConsumerMode.INBOX);
+          ConsumerMode.INBOX,
+          1,
+          Duration.ZERO);
     }
 
     /** Settings with the default (idempotent) relay. */
@@ -84,6 +109,34 @@ final class Campaign implements AutoCloseable {
           dir,
           minFires,
           RelayMode.IDEMPOTENT);
+    }
+
+    /** These settings with only the scenarios {@code names} (all if empty). */
+    Settings withOnly(List<String> names) {
+      return new Settings(
+          seed,
+          phase,
+          minRounds,
+          targetInjections,
+          recoveryBound,
+          rate,
+          List.copyOf(names),
+          dir,
+          minFires,
+          relay,
+          consumerMode,
+          faultRate,
+          timeBox);
+    }
+
+    /** The wait before the next external fault, for the default wait {@code ms}. */
+    long spaced(long ms) {
+      return Math.round(ms / faultRate);
+    }
+
+    /** Whether the time box, if any, has run out for a campaign that started at {@code start}. */
+    boolean outOfTime(long startNanos) {
+      return !timeBox.isZero() && System.nanoTime() - startNanos >= timeBox.toNanos();
     }
   }
 
@@ -152,10 +205,21 @@ final class Campaign implements AutoCloseable {
     Map<String, ScenarioResult> results = new LinkedHashMap<>();
     long injections = 0;
     int round = 0;
+    long start = System.nanoTime();
     while (round < settings.minRounds() || injections < settings.targetInjections()) {
       round++;
       long before = injections;
       for (Scenario s : scenarios) {
+        if (settings.outOfTime(start)) {
+          out.println(
+              "time box of "
+                  + settings.timeBox().toMinutes()
+                  + " min reached; stopping before "
+                  + s.name()
+                  + " round "
+                  + round);
+          return List.copyOf(results.values());
+        }
         ScenarioResult r = runner.run(s, round);
         injections += r.injections();
         results.merge(s.name(), r, ScenarioResult::merge);

@@ -49,7 +49,14 @@ final class RabbitCampaign implements AutoCloseable {
       Duration recoveryBound,
       Path dir,
       List<String> only,
-      int minFires) {}
+      int minFires,
+      double faultRate) {
+
+    /** The wait between two rounds of external faults, for the default {@code ms}. */
+    long spaced(long ms) {
+      return Math.round(ms / faultRate);
+    }
+  }
 
   /** A scenario: crash points armed in a role, and faults injected from outside. */
   record RabbitScenario(String name, Role armedRole, List<String> points, List<String> external) {}
@@ -347,7 +354,7 @@ final class RabbitCampaign implements AutoCloseable {
       for (String fault : s.external()) {
         injections += inject(fault);
       }
-      Campaign.sleep(s.external().isEmpty() ? 500 : 3_000);
+      Campaign.sleep(s.external().isEmpty() ? 500 : settings.spaced(3_000));
     }
     current = null;
     network.healAll();

@@ -25,7 +25,8 @@ final class RabbitVerify {
         s.recoveryBound(),
         s.dir().resolve("rabbitmq"),
         s.only(),
-        s.minFires());
+        s.minFires(),
+        s.faultRate());
   }
 
   /** The RabbitMQ campaign's {@code --quick} settings for {@code scenarios} (what CI runs). */

@@ -298,7 +298,7 @@ final class ScenarioRunner {
     boolean first = true;
     while (!stop.get()) {
       // the first fault of a kind comes early, so that even a short phase sees every kind
-      long wait = (long) (interval(f, r) * spacing * (first ? 0.4 : 1.0));
+      long wait = settings.spaced((long) (interval(f, r) * spacing * (first ? 0.4 : 1.0)));
       first = false;
       long until = System.nanoTime() + wait * 1_000_000;
       while (!stop.get() && System.nanoTime() < until) {

@@ -72,6 +72,23 @@ public final class VerifyCli implements Callable<Integer> {
   @Option(names = "--rounds", description = "At least this many rounds (default 1).")
   int rounds = 1;
 
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  @Option(
+      names = "--fault-rate",
+      description =
+          "Inject the external faults (kill -9, pauses, broker and PostgreSQL restarts, killed"
+              + " sessions, partitions) this many times as often as by default (above 0, at most"
+              + " 10; default 1). Crash points fire as fast as the processes restart either way.")
+  double faultRate = 1;
+
+  @Option(
+      names = "--max-minutes",
+      description =
+          "Start no scenario round after this many minutes (default: no limit): a long campaign"
+              + " fits a time box and still reports every round it ran.")
+  Integer maxMinutes;
+
   @Option(
       names = "--rate",
       description = "Business transactions per second of the producers together (default: 40).")
@@ -152,7 +169,9 @@ public final class VerifyCli implements Callable<Integer> {
         d.toAbsolutePath(),
         quick ? 2 : 1,
         RelayMode.parse(relay),
-        ConsumerMode.parse(consumerMode));
+        ConsumerMode.parse(consumerMode),
+        faultRate,
+        Duration.ofMinutes(maxMinutes != null ? maxMinutes : 0));
   }
 
   public static void main(String[] args) {
@@ -171,6 +190,18 @@ public final class VerifyCli implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    if (!(faultRate > 0 && faultRate <= Campaign.Settings.MAX_FAULT_RATE)) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(),
+          "--fault-rate: above 0 and at most "
+              + Campaign.Settings.MAX_FAULT_RATE
+              + ", not "
+              + faultRate);
+    }
+    if (maxMinutes != null && maxMinutes <= 0) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(), "--max-minutes: a positive number, not " + maxMinutes);
+    }
     long s =
         seed != null ? seed : Math.abs(new java.security.SecureRandom().nextLong() % 1_000_000);
     Instant started = Instant.now();
@@ -192,25 +223,13 @@ public final class VerifyCli implements Callable<Integer> {
       List<String> others = scenarios.stream().filter(n -> !n.equals(REQUEST_REPLY)).toList();
       int code = Report.OK;
       if (!rr || !others.isEmpty()) {
-        Campaign.Settings campaign =
-            new Campaign.Settings(
-                settings.seed(),
-                settings.phase(),
-                settings.minRounds(),
-                settings.targetInjections(),
-                settings.recoveryBound(),
-                settings.rate(),
-                others,
-                settings.dir(),
-                settings.minFires(),
-                settings.relay());
-        code = RabbitVerify.run(campaign, quick, started, reportJson, System.out);
+        code = RabbitVerify.run(settings.withOnly(others), quick, started, reportJson, System.out);
       }
       return rr ? requestReply(s, d.resolve("rabbitmq"), code, true) : code;
     }
     if (!transport.equalsIgnoreCase("kafka")) {
       throw new CommandLine.ParameterException(
-          new CommandLine(this), "--transport: kafka or rabbitmq, not " + transport);
+          spec.commandLine(), "--transport: kafka or rabbitmq, not " + transport);
     }
     boolean redisWindow = scenarios.isEmpty() || scenarios.contains(REDIS_WINDOW);
     boolean requestReply = scenarios.isEmpty() || scenarios.contains(REQUEST_REPLY);
@@ -223,19 +242,7 @@ public final class VerifyCli implements Callable<Integer> {
       code = requestReply ? requestReply(s, d, code, false) : code;
       return transform ? transform(s, d, code) : code;
     }
-    settings =
-        new Campaign.Settings(
-            settings.seed(),
-            settings.phase(),
-            settings.minRounds(),
-            settings.targetInjections(),
-            settings.recoveryBound(),
-            settings.rate(),
-            scenarios.stream().filter(n -> !ownRuns.contains(n)).toList(),
-            settings.dir(),
-            settings.minFires(),
-            settings.relay(),
-            settings.consumerMode());
+    settings = settings.withOnly(scenarios.stream().filter(n -> !ownRuns.contains(n)).toList());
     Report report;
     try (Campaign campaign = new Campaign(settings, System.out)) {
       List<ScenarioResult> results =
