@@ -161,21 +161,11 @@ final class Fleet implements AutoCloseable {
     }
   }
 
-  /**
-   * Common JVM options of the children: small heaps, quick start. Each child name keeps its own
-   * class-data archive (CDS, JDK 19+: written when an incarnation exits normally, mapped by the
-   * next), so that a restart after a crash loads the Kafka and JDBC clients' classes from it
-   * instead of from the jars; one archive per name, because only one incarnation of a name runs at
-   * a time and two JVMs must never write one archive at once.
-   */
+  /** Common JVM options of the children: small heaps, quick start. */
   static ChildJvm.Builder jvm(Class<?> main, Path dir, String name, String heap) {
     return ChildJvm.builder(main)
         .log(dir.resolve(name + ".log"))
         .jvmOptions(
-            "-XX:SharedArchiveFile=" + dir.resolve(name + ".jsa"),
-            "-XX:+AutoCreateSharedArchive",
-            "-Xlog:cds=off",
-            "-Xlog:cds+dynamic=off",
             "-Xmx" + heap,
             "-Xss512k",
             "-XX:+UseSerialGC",
