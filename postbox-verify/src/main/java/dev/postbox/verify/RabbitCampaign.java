@@ -50,11 +50,19 @@ final class RabbitCampaign implements AutoCloseable {
       Path dir,
       List<String> only,
       int minFires,
-      double faultRate) {
+      double faultRate,
+      int minRounds,
+      long targetInjections,
+      Duration timeBox) {
 
     /** The wait between two rounds of external faults, for the default {@code ms}. */
     long spaced(long ms) {
       return Math.round(ms / faultRate);
+    }
+
+    /** Whether the time box, if any, has run out for a campaign that started at {@code start}. */
+    boolean outOfTime(long startNanos) {
+      return !timeBox.isZero() && System.nanoTime() - startNanos >= timeBox.toNanos();
     }
   }
 
@@ -141,7 +149,7 @@ final class RabbitCampaign implements AutoCloseable {
   }
 
   /**
-   * Runs every scenario once; empty when no RabbitMQ is available (neither {@value
+   * Runs the rounds of every scenario; empty when no RabbitMQ is available (neither {@value
    * RabbitMqServer#URL_ENV} nor a {@code rabbitmq-server} here: one line says so).
    */
   Optional<List<ScenarioResult>> run() throws Exception {
@@ -175,20 +183,56 @@ final class RabbitCampaign implements AutoCloseable {
         url.map(RabbitMqServer::external)
             .orElseGet(() -> RabbitMqServer.startPrivate(script.get(), network.brokerAddresses()));
     start();
-    for (RabbitScenario s : scenarios) {
-      ScenarioResult r = round(s);
-      results.add(r);
-      out.printf(
-          "%s: %d injections, %d messages, %d violations, recovery %d ms%s%n",
-          s.name(),
-          r.injections(),
-          r.findings().messages(),
-          r.violations(),
-          r.maxRecoveryMs(),
-          r.inconclusive() ? ", INCONCLUSIVE " + r.inconclusiveReasons() : "");
-      out.flush();
-    }
+    results.addAll(rounds(scenarios));
     return Optional.of(results);
+  }
+
+  /**
+   * Rounds of every scenario, as the Kafka campaign's: at least {@code minRounds}, then more until
+   * {@code targetInjections} faults fired; no round of a scenario starts once the time box ran out.
+   * Returns one result per scenario, its rounds merged.
+   */
+  private List<ScenarioResult> rounds(List<RabbitScenario> scenarios) throws Exception {
+    Map<String, ScenarioResult> merged = new java.util.LinkedHashMap<>();
+    long injections = 0;
+    int round = 0;
+    long start = System.nanoTime();
+    while (round < settings.minRounds() || injections < settings.targetInjections()) {
+      round++;
+      long before = injections;
+      for (RabbitScenario s : scenarios) {
+        if (settings.outOfTime(start)) {
+          out.println(
+              "time box of "
+                  + settings.timeBox().toMinutes()
+                  + " min reached; stopping before "
+                  + s.name()
+                  + " round "
+                  + round);
+          return List.copyOf(merged.values());
+        }
+        ScenarioResult r = round(s, round);
+        injections += r.injections();
+        merged.merge(s.name(), r, ScenarioResult::merge);
+        out.printf(
+            "%s round %d: %d injections, %d messages, %d violations, recovery %d ms%s (total"
+                + " injections %d)%n",
+            s.name(),
+            round,
+            r.injections(),
+            r.findings().messages(),
+            r.violations(),
+            r.maxRecoveryMs(),
+            r.inconclusive() ? ", INCONCLUSIVE " + r.inconclusiveReasons() : "",
+            injections);
+        out.flush();
+      }
+      if (injections == before) {
+        out.println("no fault injected in round " + round + "; stopping");
+        break;
+      }
+    }
+    return List.copyOf(merged.values());
   }
 
   /** Why the partitions cannot run here, or empty. */
@@ -327,9 +371,9 @@ final class RabbitCampaign implements AutoCloseable {
     }
   }
 
-  /** One round of {@code s}: load and faults for the phase, heal, drain, check. */
-  private ScenarioResult round(RabbitScenario s) throws Exception {
-    log.beginScenario(s.name());
+  /** Round {@code n} of {@code s}: load and faults for the phase, heal, drain, check. */
+  private ScenarioResult round(RabbitScenario s, int n) throws Exception {
+    log.beginScenario(s.name() + "#" + n);
     int p = ++phase;
     current = s;
     // the armed role's processes start armed: restart them now (SIGTERM, clean)

@@ -26,7 +26,10 @@ final class RabbitVerify {
         s.dir().resolve("rabbitmq"),
         s.only(),
         s.minFires(),
-        s.faultRate());
+        s.faultRate(),
+        s.minRounds(),
+        s.targetInjections(),
+        s.timeBox());
   }
 
   /** The RabbitMQ campaign's {@code --quick} settings for {@code scenarios} (what CI runs). */
