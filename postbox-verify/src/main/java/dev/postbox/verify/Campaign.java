@@ -3,9 +3,7 @@ package dev.postbox.verify;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * A fault-injection campaign: PostgreSQL (its own process, synchronous commit on), a Kafka broker
@@ -133,11 +131,6 @@ final class Campaign implements AutoCloseable {
     long spaced(long ms) {
       return Math.round(ms / faultRate);
     }
-
-    /** Whether the time box, if any, has run out for a campaign that started at {@code start}. */
-    boolean outOfTime(long startNanos) {
-      return !timeBox.isZero() && System.nanoTime() - startNanos >= timeBox.toNanos();
-    }
   }
 
   static final int PARTITIONS = 6;
@@ -202,48 +195,7 @@ final class Campaign implements AutoCloseable {
     }
     env.start();
     ScenarioRunner runner = new ScenarioRunner(settings, out, log, env);
-    Map<String, ScenarioResult> results = new LinkedHashMap<>();
-    long injections = 0;
-    int round = 0;
-    long start = System.nanoTime();
-    while (round < settings.minRounds() || injections < settings.targetInjections()) {
-      round++;
-      long before = injections;
-      for (Scenario s : scenarios) {
-        if (settings.outOfTime(start)) {
-          out.println(
-              "time box of "
-                  + settings.timeBox().toMinutes()
-                  + " min reached; stopping before "
-                  + s.name()
-                  + " round "
-                  + round);
-          return List.copyOf(results.values());
-        }
-        ScenarioResult r = runner.run(s, round);
-        injections += r.injections();
-        results.merge(s.name(), r, ScenarioResult::merge);
-        progress.accept(List.copyOf(results.values()));
-        out.printf(
-            "%s round %d: %d injections, %d messages, %d violations, recovery %d ms%s (total"
-                + " injections %d)%n",
-            s.name(),
-            round,
-            r.injections(),
-            r.findings().messages(),
-            r.findings().violations(),
-            r.maxRecoveryMs(),
-            r.inconclusive() ? ", INCONCLUSIVE " + r.inconclusiveReasons() : "",
-            injections);
-        out.flush();
-      }
-      if (injections == before) {
-        // nothing could be injected (e.g. only the partitions scenario, without namespaces)
-        out.println("no fault injected in round " + round + "; stopping");
-        break;
-      }
-    }
-    return List.copyOf(results.values());
+    return CampaignRounds.of(settings).run(scenarios, Scenario::name, runner::run, out, progress);
   }
 
   /** Sleeps, keeping the interrupt flag if interrupted. */

@@ -51,18 +51,11 @@ final class RabbitCampaign implements AutoCloseable {
       List<String> only,
       int minFires,
       double faultRate,
-      int minRounds,
-      long targetInjections,
-      Duration timeBox) {
+      CampaignRounds rounds) {
 
     /** The wait between two rounds of external faults, for the default {@code ms}. */
     long spaced(long ms) {
       return Math.round(ms / faultRate);
-    }
-
-    /** Whether the time box, if any, has run out for a campaign that started at {@code start}. */
-    boolean outOfTime(long startNanos) {
-      return !timeBox.isZero() && System.nanoTime() - startNanos >= timeBox.toNanos();
     }
   }
 
@@ -183,56 +176,9 @@ final class RabbitCampaign implements AutoCloseable {
         url.map(RabbitMqServer::external)
             .orElseGet(() -> RabbitMqServer.startPrivate(script.get(), network.brokerAddresses()));
     start();
-    results.addAll(rounds(scenarios));
+    results.addAll(
+        settings.rounds().run(scenarios, RabbitScenario::name, this::round, out, sofar -> {}));
     return Optional.of(results);
-  }
-
-  /**
-   * Rounds of every scenario, as the Kafka campaign's: at least {@code minRounds}, then more until
-   * {@code targetInjections} faults fired; no round of a scenario starts once the time box ran out.
-   * Returns one result per scenario, its rounds merged.
-   */
-  private List<ScenarioResult> rounds(List<RabbitScenario> scenarios) throws Exception {
-    Map<String, ScenarioResult> merged = new java.util.LinkedHashMap<>();
-    long injections = 0;
-    int round = 0;
-    long start = System.nanoTime();
-    while (round < settings.minRounds() || injections < settings.targetInjections()) {
-      round++;
-      long before = injections;
-      for (RabbitScenario s : scenarios) {
-        if (settings.outOfTime(start)) {
-          out.println(
-              "time box of "
-                  + settings.timeBox().toMinutes()
-                  + " min reached; stopping before "
-                  + s.name()
-                  + " round "
-                  + round);
-          return List.copyOf(merged.values());
-        }
-        ScenarioResult r = round(s, round);
-        injections += r.injections();
-        merged.merge(s.name(), r, ScenarioResult::merge);
-        out.printf(
-            "%s round %d: %d injections, %d messages, %d violations, recovery %d ms%s (total"
-                + " injections %d)%n",
-            s.name(),
-            round,
-            r.injections(),
-            r.findings().messages(),
-            r.violations(),
-            r.maxRecoveryMs(),
-            r.inconclusive() ? ", INCONCLUSIVE " + r.inconclusiveReasons() : "",
-            injections);
-        out.flush();
-      }
-      if (injections == before) {
-        out.println("no fault injected in round " + round + "; stopping");
-        break;
-      }
-    }
-    return List.copyOf(merged.values());
   }
 
   /** Why the partitions cannot run here, or empty. */

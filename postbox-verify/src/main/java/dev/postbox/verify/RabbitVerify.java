@@ -27,9 +27,7 @@ final class RabbitVerify {
         s.only(),
         s.minFires(),
         s.faultRate(),
-        s.minRounds(),
-        s.targetInjections(),
-        s.timeBox());
+        CampaignRounds.of(s));
   }
 
   /** The RabbitMQ campaign's {@code --quick} settings for {@code scenarios} (what CI runs). */

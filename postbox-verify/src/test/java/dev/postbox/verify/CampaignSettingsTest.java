@@ -3,11 +3,18 @@ package dev.postbox.verify;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.io.ByteArrayOutputStream;
+import java.io.OutputStream;
+import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
@@ -52,10 +59,78 @@ class CampaignSettingsTest {
 
   @Test
   void theTimeBoxRunsOutOnlyWhenSetAndReached() {
-    long anHourAgo = System.nanoTime() - Duration.ofHours(1).toNanos();
-    assertThat(settings(1, Duration.ZERO).outOfTime(anHourAgo)).isFalse();
-    assertThat(settings(1, Duration.ofMinutes(30)).outOfTime(anHourAgo)).isTrue();
-    assertThat(settings(1, Duration.ofMinutes(90)).outOfTime(anHourAgo)).isFalse();
+    long anHour = Duration.ofHours(1).toNanos();
+    assertThat(new CampaignRounds(1, 0, Duration.ZERO).outOfTime(0, anHour)).isFalse();
+    assertThat(new CampaignRounds(1, 0, Duration.ofMinutes(30)).outOfTime(0, anHour)).isTrue();
+    assertThat(new CampaignRounds(1, 0, Duration.ofMinutes(90)).outOfTime(0, anHour)).isFalse();
+  }
+
+  /** A scenario round that fired {@code injections} faults and found nothing. */
+  private static ScenarioResult fired(String name, int injections) {
+    HistoryChecker.Findings none =
+        new HistoryChecker.Findings(
+            10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false);
+    return new ScenarioResult(
+        name, 1, injections, Map.of("kill-9", injections), Map.of(), none, 5, false, 0, List.of());
+  }
+
+  @Test
+  void roundsGoOnUntilTheTargetAndMergeEachScenariosRounds() throws Exception {
+    List<String> ran = new ArrayList<>();
+    List<ScenarioResult> results =
+        new CampaignRounds(1, 25, Duration.ZERO)
+            .run(
+                List.of("a", "b"),
+                n -> n,
+                (s, round) -> {
+                  ran.add(s + round);
+                  return fired(s, s.equals("a") ? 4 : 2);
+                },
+                new PrintStream(OutputStream.nullOutputStream()),
+                sofar -> {});
+    // 6 faults a round: the target of 25 is passed in round 5
+    assertThat(ran).containsExactly("a1", "b1", "a2", "b2", "a3", "b3", "a4", "b4", "a5", "b5");
+    assertThat(results).extracting(ScenarioResult::name).containsExactly("a", "b");
+    assertThat(results.get(0).rounds()).isEqualTo(5);
+    assertThat(results.get(0).injections()).isEqualTo(20);
+    assertThat(results.get(1).faultsFired()).containsEntry("kill-9", 10);
+  }
+
+  @Test
+  void aRoundThatInjectsNothingEndsTheCampaignAndATimeBoxStopsItBeforeTheNextScenario()
+      throws Exception {
+    List<String> ran = new ArrayList<>();
+    new CampaignRounds(1, 1_000, Duration.ZERO)
+        .run(
+            List.of("a"),
+            n -> n,
+            (s, round) -> {
+              ran.add(s + round);
+              return fired(s, round == 1 ? 3 : 0);
+            },
+            new PrintStream(OutputStream.nullOutputStream()),
+            sofar -> {});
+    assertThat(ran).containsExactly("a1", "a2");
+    ran.clear();
+    ByteArrayOutputStream printed = new ByteArrayOutputStream();
+    AtomicLong now = new AtomicLong();
+    List<ScenarioResult> partial =
+        new CampaignRounds(3, 0, Duration.ofMinutes(10), now::get)
+            .run(
+                List.of("a", "b"),
+                n -> n,
+                (s, round) -> {
+                  ran.add(s + round);
+                  now.addAndGet(Duration.ofMinutes(s.equals("a") ? 4 : 5).toNanos());
+                  return fired(s, 1);
+                },
+                new PrintStream(printed, true, StandardCharsets.UTF_8),
+                sofar -> {});
+    // a1 at 0, b1 at 4 min, a2 at 9 min; at 13 min the 10 min box has run out
+    assertThat(ran).containsExactly("a1", "b1", "a2");
+    assertThat(partial).extracting(ScenarioResult::rounds).containsExactly(2, 1);
+    assertThat(printed.toString(StandardCharsets.UTF_8))
+        .contains("time box of 10 min reached; stopping before b round 2");
   }
 
   @Test
