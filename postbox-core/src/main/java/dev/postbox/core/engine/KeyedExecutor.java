@@ -38,15 +38,7 @@ public final class KeyedExecutor implements AutoCloseable {
    * ordering.
    */
   public void submit(Object lane, Runnable task) {
-    Runnable limited =
-        () -> {
-          permits.acquireUninterruptibly();
-          try {
-            task.run();
-          } finally {
-            permits.release();
-          }
-        };
+    Runnable limited = limited(task);
     if (lane == null) {
       threads.execute(limited);
       return;
@@ -94,20 +86,23 @@ public final class KeyedExecutor implements AutoCloseable {
     for (Object lane : lanes) {
       done.whenComplete((v, e) -> tails.remove(lane, done)); // forget the lane once idle
     }
-    Runnable limited =
-        () -> {
-          permits.acquireUninterruptibly();
-          try {
-            task.run();
-          } finally {
-            permits.release();
-            done.complete(null);
-          }
-        };
     CompletableFuture.allOf(before.toArray(CompletableFuture[]::new))
         .handle((v, e) -> null) // a failed task never blocks its lanes
-        .thenRunAsync(limited, threads)
-        .whenComplete((v, e) -> done.complete(null)); // rejected (closed): still release the lanes
+        .thenRunAsync(limited(task), threads)
+        // run, failed or rejected (closed): the lanes are released
+        .whenComplete((v, e) -> done.complete(null));
+  }
+
+  /** {@code task} run under one of the {@code concurrency} permits. */
+  private Runnable limited(Runnable task) {
+    return () -> {
+      permits.acquireUninterruptibly();
+      try {
+        task.run();
+      } finally {
+        permits.release();
+      }
+    };
   }
 
   /** Number of lanes with queued or running work. */
