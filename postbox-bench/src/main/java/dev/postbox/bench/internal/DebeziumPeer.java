@@ -71,22 +71,7 @@ public final class DebeziumPeer {
     Db db = env.database("debezium", 4);
     String topic = env.primedTopic("debezium", 6);
     String slot = "bench_" + db.schema().toLowerCase(java.util.Locale.ROOT);
-    URI uri = URI.create(env.postgres().jdbcUrl().substring("jdbc:".length()));
-    try (ChildJvm child =
-        ChildJvm.builder(DebeziumPeer.class)
-            .classPath(childClassPath())
-            .jvmOptions("-Xmx512m")
-            .args(
-                uri.getHost(),
-                Integer.toString(uri.getPort()),
-                uri.getPath().substring(1),
-                env.postgres().user(),
-                env.postgres().password().orElse(""),
-                db.schema(),
-                slot,
-                env.bootstrap(),
-                Integer.toString(n))
-            .build()) {
+    try (ChildJvm child = child(db, slot, Integer.toString(n))) {
       child.start();
       awaitSlotActive(db, slot, child);
       BenchEnv.seedOutbox(db, topic, n);
@@ -108,23 +93,7 @@ public final class DebeziumPeer {
    * last broker ack (the child's start-up is not counted).
    */
   Measurement drainPrewritten(Db db, String slot, int n) throws InterruptedException {
-    URI uri = URI.create(env.postgres().jdbcUrl().substring("jdbc:".length()));
-    try (ChildJvm child =
-        ChildJvm.builder(DebeziumPeer.class)
-            .classPath(childClassPath())
-            .jvmOptions("-Xmx512m")
-            .args(
-                uri.getHost(),
-                Integer.toString(uri.getPort()),
-                uri.getPath().substring(1),
-                env.postgres().user(),
-                env.postgres().password().orElse(""),
-                db.schema(),
-                slot,
-                env.bootstrap(),
-                Integer.toString(n),
-                "prewritten")
-            .build()) {
+    try (ChildJvm child = child(db, slot, Integer.toString(n), "prewritten")) {
       child.start();
       String line = child.awaitLogLine(l -> l.startsWith(RESULT), Duration.ofMinutes(10));
       double rate = Double.parseDouble(line.substring(RESULT.length()).trim());
@@ -146,23 +115,7 @@ public final class DebeziumPeer {
    * the child (which kills it; the slot is then left to drop).
    */
   ChildJvm startStreaming(Db db, String slot) throws InterruptedException {
-    URI uri = URI.create(env.postgres().jdbcUrl().substring("jdbc:".length()));
-    ChildJvm child =
-        ChildJvm.builder(DebeziumPeer.class)
-            .classPath(childClassPath())
-            .jvmOptions("-Xmx512m")
-            .args(
-                uri.getHost(),
-                Integer.toString(uri.getPort()),
-                uri.getPath().substring(1),
-                env.postgres().user(),
-                env.postgres().password().orElse(""),
-                db.schema(),
-                slot,
-                env.bootstrap(),
-                Long.toString(Long.MAX_VALUE),
-                LOW_LATENCY)
-            .build();
+    ChildJvm child = child(db, slot, Long.toString(Long.MAX_VALUE), LOW_LATENCY);
     try {
       child.start();
       awaitSlotActive(db, slot, child);
@@ -171,6 +124,31 @@ public final class DebeziumPeer {
       child.close();
       throw e;
     }
+  }
+
+  /**
+   * The Debezium child JVM (not started) on {@code db}'s schema and {@code slot}: the connection,
+   * the broker, then {@code tail} (how many events, and a mode if any).
+   */
+  private ChildJvm child(Db db, String slot, String... tail) {
+    URI uri = URI.create(env.postgres().jdbcUrl().substring("jdbc:".length()));
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                uri.getHost(),
+                Integer.toString(uri.getPort()),
+                uri.getPath().substring(1),
+                env.postgres().user(),
+                env.postgres().password().orElse(""),
+                db.schema(),
+                slot,
+                env.bootstrap()));
+    args.addAll(List.of(tail));
+    return ChildJvm.builder(DebeziumPeer.class)
+        .classPath(childClassPath())
+        .jvmOptions("-Xmx512m")
+        .args(args)
+        .build();
   }
 
   /** This JVM's class path with the kafka-clients jar replaced by the one Connect 4.3 needs. */
