@@ -85,8 +85,12 @@ public final class CdcLatencyBench {
    * @param offered events/s offered
    * @param achieved transactions/s the writers committed
    * @param sortedMs every event's commit to broker-append latency, ms, ascending
+   * @param cpuUs CPU microseconds per event during the phase by kind ({@code jvm}: this one, with
+   *     the writers and the relay in it; {@code broker}: its child processes, the broker and
+   *     Debezium's JVM; {@code postgres}: the server, walsender included) and their {@code total}
    */
-  record Phase(String key, int offered, double achieved, double[] sortedMs) {
+  record Phase(
+      String key, int offered, double achieved, double[] sortedMs, Map<String, Double> cpuUs) {
     boolean sustained() {
       return achieved >= SUSTAINED * offered;
     }
@@ -220,18 +224,35 @@ public final class CdcLatencyBench {
         String.format(
             Locale.ROOT,
             "%s; offered %,d/s, achieved %,.0f tx/s%s, %,d events; commit (writer's wall clock"
-                + " after commit()) to the broker's append stamp (LogAppendTime, ms)",
+                + " after commit()) to the broker's append stamp (LogAppendTime, ms); CPU per"
+                + " event %s",
             how,
             p.offered(),
             p.achieved(),
             p.sustained() ? "" : " (NOT sustained: the writers fell behind, a queue is measured)",
-            p.sortedMs().length);
+            p.sortedMs().length,
+            cpuNote(p.cpuUs()));
     Measurement p99 = Measurement.of(k + "_p99_ms", p.percentile(99), "ms").note(note);
     return List.of(
         Measurement.of(k + "_p50_ms", p.percentile(50), "ms").note(note),
         target.map(p99::target).orElse(p99),
         Measurement.of(k + "_p999_ms", p.percentile(99.9), "ms").note(note),
-        Measurement.of(k + "_achieved_per_s", p.achieved(), "tx/s").note(note));
+        Measurement.of(k + "_achieved_per_s", p.achieved(), "tx/s").note(note),
+        Measurement.of(k + "_cpu_us_per_event", p.cpuUs().getOrDefault("total", 0.0), "us")
+            .note(note));
+  }
+
+  /** "total 123 us (jvm 50, broker 30, postgres 43)". */
+  private static String cpuNote(Map<String, Double> us) {
+    StringBuilder b =
+        new StringBuilder(String.format(Locale.ROOT, "%.0f us (", us.getOrDefault("total", 0.0)));
+    us.forEach((kind, v) -> {
+      if (!kind.equals("total")) {
+        b.append(String.format(Locale.ROOT, "%s %.0f, ", kind, v));
+      }
+    });
+    b.setLength(b.length() - 2);
+    return b.append(')').toString();
   }
 
   /**
@@ -273,11 +294,15 @@ public final class CdcLatencyBench {
     String topic = env.primedTopic("cdclat", PARTITIONS, BrokerAckTimes.TOPIC_CONFIG);
     WriteBench.BusinessTx tx = new WriteBench.BusinessTx(db, Optional.of(Outbox.postgres()), topic);
     Map<UUID, Long> committedMicros = new ConcurrentHashMap<>();
+    ProcessCpu cpu = ProcessCpu.of(db.dataSource());
+    Map<String, Double> cpuBefore = cpu.snapshot();
     long t0 = System.nanoTime();
     LatencyBench.offer(tx, rate, length, committedMicros, this::wallMicros);
     double achieved = Rate.since(t0, committedMicros.size());
     BrokerAckTimes.awaitRecords(
         env.bootstrap(), topic, committedMicros.size() + PARTITIONS, NO_PROGRESS);
+    Map<String, Double> cpuUs =
+        ProcessCpu.perMessageUs(cpuBefore, cpu.snapshot(), committedMicros.size());
     Map<UUID, Long> appendedMs =
         BrokerAckTimes.read(env.bootstrap(), topic, committedMicros.keySet(), NO_PROGRESS);
     double[] ms =
@@ -285,7 +310,7 @@ public final class CdcLatencyBench {
             .mapToDouble(e -> appendedMs.get(e.getKey()) - e.getValue() / 1_000.0)
             .sorted()
             .toArray();
-    return new Phase(key, rate, achieved, ms);
+    return new Phase(key, rate, achieved, ms, cpuUs);
   }
 
   private static Duration max(Duration a, Duration b) {

@@ -1,0 +1,67 @@
+package dev.postbox.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Runs the opt-in {@code acklatency} group in quick mode: the commit to broker-ack race of the CDC
+ * relay, Debezium and the polling relay. Checks that every streamer's figures are present, finite
+ * and positive at every rate, with the CPU per event; never asserts on performance.
+ */
+class AckLatencyQuickIT {
+
+  private static final List<String> STREAMERS =
+      List.of("cdc_latency_", "cdc_debezium_latency_", "cdc_polling_latency_");
+  private static final List<String> RATES = List.of("1k", "2k", "5k", "half_max");
+
+  @Test
+  void theRaceReportsEveryStreamerAtEveryRate() throws Exception {
+    ByteArrayOutputStream progress = new ByteArrayOutputStream();
+    BenchReport report =
+        new BenchRunner(
+                BenchConfig.quickMode(),
+                new PrintStream(progress, true, StandardCharsets.UTF_8),
+                Set.of("acklatency"))
+            .run();
+
+    List<String> expected = new ArrayList<>(List.of("cdc_latency_writer_max_tx_per_s"));
+    for (String s : STREAMERS) {
+      for (String r : RATES) {
+        for (String f :
+            List.of("p50_ms", "p99_ms", "p999_ms", "achieved_per_s", "cpu_us_per_event")) {
+          expected.add(s + r + "_" + f);
+        }
+      }
+    }
+    for (String r : RATES) {
+      expected.add("cdc_latency_" + r + "_p99_vs_debezium");
+      expected.add("cdc_latency_" + r + "_p99_vs_polling");
+    }
+    assertThat(report.measurements())
+        .extracting(Measurement::name)
+        .containsExactlyInAnyOrderElementsOf(expected);
+    for (Measurement m : report.measurements()) {
+      assertThat(Double.isFinite(m.value())).as(m.name()).isTrue();
+      assertThat(m.value()).as(m.name()).isPositive();
+    }
+    assertThat(target(report, "cdc_polling_latency_1k_p99_ms")).contains(Target.atMost(50));
+    assertThat(target(report, "cdc_latency_1k_p99_ms")).contains(Target.atMost(20));
+    assertThat(target(report, "cdc_polling_latency_2k_p99_ms")).isEmpty();
+    assertThat(target(report, "cdc_debezium_latency_1k_p99_ms")).isEmpty();
+  }
+
+  private static java.util.Optional<Target> target(BenchReport report, String name) {
+    return report.measurements().stream()
+        .filter(m -> m.name().equals(name))
+        .findFirst()
+        .orElseThrow()
+        .target();
+  }
+}
