@@ -194,6 +194,9 @@ public final class EmbeddedPostgresServer extends AbstractPostgresServer {
     try {
       int killed = new PostmasterProcesses(data).killAll(STOP_WAIT);
       Files.deleteIfExists(data.resolve(ZONKY_LOCK_FILE));
+      // a killed postmaster's file names a process id that may soon be another process's, which
+      // the next start would take for a running postmaster
+      Files.deleteIfExists(data.resolve("postmaster.pid"));
       return killed == 0 ? "" : " (killed the " + killed + " server processes it left running)";
     } catch (IOException | RuntimeException e) {
       LOG.warn("cleaning up after a failed PostgreSQL start", e);

@@ -28,7 +28,17 @@ final class PostmasterProcesses {
     this.data = data.toAbsolutePath().normalize();
   }
 
-  /** The postmaster named by {@code postmaster.pid}, if that process is alive. */
+  /**
+   * How long the sweep must find nothing before it is done: a process between {@code fork} and
+   * {@code exec} on a loaded machine can show no command line for a moment.
+   */
+  static final Duration QUIET = Duration.ofMillis(250);
+
+  /**
+   * The postmaster named by {@code postmaster.pid}, if that process is alive and is this data
+   * directory's: a killed postmaster leaves its file behind, and on a busy machine its process id
+   * is soon another process's (32,768 ids, and every thread of every JVM takes one).
+   */
   Optional<ProcessHandle> postmaster() {
     Path pidFile = data.resolve("postmaster.pid");
     try {
@@ -36,7 +46,9 @@ final class PostmasterProcesses {
       if (lines.isEmpty() || lines.get(0).isBlank()) {
         return Optional.empty();
       }
-      return ProcessHandle.of(Long.parseLong(lines.get(0).trim())).filter(ProcessHandle::isAlive);
+      return ProcessHandle.of(Long.parseLong(lines.get(0).trim()))
+          .filter(ProcessHandle::isAlive)
+          .filter(this::ofThisDirectory);
     } catch (IOException | NumberFormatException e) {
       return Optional.empty(); // no file, or one being written: no postmaster to name
     }
@@ -44,8 +56,8 @@ final class PostmasterProcesses {
 
   /**
    * Kills every process of this data directory and waits (up to {@code timeout}) until none is
-   * left. Sweeps until a pass finds nothing: a {@code pg_ctl} killed mid-start can have forked its
-   * shell just before.
+   * left. Sweeps until the passes have found nothing for {@link #QUIET}: a {@code pg_ctl} killed
+   * mid-start can have forked its shell just before.
    *
    * @return how many processes were killed
    * @throws IllegalStateException if some are still alive after {@code timeout}
@@ -53,12 +65,15 @@ final class PostmasterProcesses {
   int killAll(Duration timeout) throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
     Set<ProcessHandle> killed = new LinkedHashSet<>();
+    long quietSince = System.nanoTime();
     while (true) {
       List<ProcessHandle> found = find();
       found.forEach(ProcessHandle::destroyForcibly);
       killed.addAll(found);
       boolean anyAlive = killed.stream().anyMatch(ProcessHandle::isAlive);
-      if (found.isEmpty() && !anyAlive) {
+      if (!found.isEmpty() || anyAlive) {
+        quietSince = System.nanoTime();
+      } else if (System.nanoTime() - quietSince >= QUIET.toNanos()) {
         return killed.size();
       }
       if (System.nanoTime() > deadline) {
@@ -81,14 +96,18 @@ final class PostmasterProcesses {
     return true;
   }
 
+  /** Whether {@code p}'s command line names this data directory. */
+  private boolean ofThisDirectory(ProcessHandle p) {
+    return p.info().commandLine().map(c -> c.contains(data.toString())).orElse(false);
+  }
+
   /** The live processes of this data directory, each with its descendants (a snapshot). */
   private List<ProcessHandle> find() {
-    String dir = data.toString();
     List<ProcessHandle> roots = new ArrayList<>();
     postmaster().ifPresent(roots::add);
     try (Stream<ProcessHandle> all = ProcessHandle.allProcesses()) {
       all.filter(p -> p.pid() != ProcessHandle.current().pid())
-          .filter(p -> p.info().commandLine().map(c -> c.contains(dir)).orElse(false))
+          .filter(this::ofThisDirectory)
           .forEach(roots::add);
     }
     Set<ProcessHandle> result = new LinkedHashSet<>();
