@@ -70,6 +70,7 @@ final class ScenarioRunner {
     long scenarioSeed = settings.seed() ^ (s.name().hashCode() * 0x9E3779B97F4A7C15L) ^ round;
     Map<String, SplittableRandom> armRandoms = new TreeMap<>();
     rotation.clear();
+    commitsAtLastDatabaseFault.set(-1);
     fleet.armer(c -> arm(s, c, armRandoms, scenarioSeed));
     // re-arm the running processes whose role this scenario arms; restart the consumers if the
     // scenario turns parking on or off
@@ -304,7 +305,7 @@ final class ScenarioRunner {
       while (!stop.get() && System.nanoTime() < until) {
         Campaign.sleep(100);
       }
-      if (stop.get()) {
+      if (stop.get() || !awaitProgressFor(f, stop)) {
         return;
       }
       try {
@@ -314,6 +315,34 @@ final class ScenarioRunner {
       }
     }
   }
+
+  /**
+   * Before a database fault: waits until some business transaction of the phase committed since the
+   * previous database fault of the round (the first one needs none). Database faults are gated on
+   * progress, not only spaced in time: on a slow machine, restarts, crashes and killed sessions
+   * spaced for a fast one left no transaction committing between them, and the phase proved nothing
+   * (inconclusive). Other faults are not gated. Returns false if stopped while waiting.
+   */
+  private boolean awaitProgressFor(Fault f, AtomicBoolean stop) {
+    if (!Scenario.DATABASE_FAULTS.contains(f)) {
+      return true;
+    }
+    while (!stop.get()) {
+      synchronized (commitsAtLastDatabaseFault) {
+        long now = checker.committedIn(env.phase());
+        if (now > commitsAtLastDatabaseFault.get()) {
+          commitsAtLastDatabaseFault.set(now);
+          return true;
+        }
+      }
+      Campaign.sleep(200);
+    }
+    return false;
+  }
+
+  /** The phase's commits when the round's last database fault was let through (-1: none yet). */
+  private final java.util.concurrent.atomic.AtomicLong commitsAtLastDatabaseFault =
+      new java.util.concurrent.atomic.AtomicLong(-1);
 
   private static long interval(Fault f, SplittableRandom r) {
     return switch (f) {
