@@ -223,6 +223,10 @@ class ConsoleBrowserIT {
 
     // 8. log out: the pages want a login again
     find("logout").click();
+    // the click returns before the logout's redirect lands: wait for it, or the next page load
+    // races the logout and may still carry the session (seen in CI on a loaded machine)
+    new WebDriverWait(browser, Duration.ofSeconds(30))
+        .until(ExpectedConditions.urlContains("/login?logout"));
     browser.get(url("/"));
     assertThat(browser.getCurrentUrl()).endsWith("/login");
   }
