@@ -151,12 +151,15 @@ public final class PollLoop implements Runnable {
     }
     boolean verify = p.fence().polled();
     if (!records.isEmpty()) {
-      p.processor().received(records.count());
       // at-most-once: a crash from here on loses these records, never repeats them; a
       // commit that failed (a rebalance) skips them: they are read again, not handled twice
       if (subscription.guarantee() != DeliveryGuarantee.AT_MOST_ONCE || preCommit.commit(records)) {
         p.dispatcher().dispatch(records);
       }
+      // counted after they are in flight: whoever sees them received also sees them in flight
+      // until they finish (ConsumerFeaturesIT waited for "received 5, none in flight" and read
+      // the effects before the last records had been dispatched)
+      p.processor().received(records.count());
     }
     if (verify) {
       // after dispatch: the trackers hold what this poll returned
