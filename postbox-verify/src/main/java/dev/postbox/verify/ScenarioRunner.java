@@ -14,6 +14,7 @@ import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.common.GroupState;
@@ -71,6 +72,7 @@ final class ScenarioRunner {
     Map<String, SplittableRandom> armRandoms = new TreeMap<>();
     rotation.clear();
     commitsAtLastDatabaseFault.set(-1);
+    commitsAtLastKill.set(-1);
     fleet.armer(c -> arm(s, c, armRandoms, scenarioSeed));
     // re-arm the running processes whose role this scenario arms; restart the consumers if the
     // scenario turns parking on or off
@@ -317,21 +319,29 @@ final class ScenarioRunner {
   }
 
   /**
-   * Before a database fault: waits until some business transaction of the phase committed since the
-   * previous database fault of the round (the first one needs none). Database faults are gated on
-   * progress, not only spaced in time: on a slow machine, restarts, crashes and killed sessions
-   * spaced for a fast one left no transaction committing between them, and the phase proved nothing
-   * (inconclusive). Other faults are not gated. Returns false if stopped while waiting.
+   * Before a database fault or a {@code kill -9}: waits until some business transaction of the
+   * phase committed since the previous fault of the same gate in the round (the first one needs
+   * none). These faults are gated on progress, not only spaced in time: on a slow machine,
+   * restarts, crashes and killed sessions spaced for a fast one left no transaction committing
+   * between them, and the phase proved nothing (inconclusive); and kills every 0.2-0.5 s (at a high
+   * {@code --fault-rate}) kept both producers down most of the phase, so hundreds of kills were
+   * counted over a few dozen transactions. With the gate every counted kill has at least one
+   * committed transaction after it. Other faults are not gated. Returns false if stopped while
+   * waiting.
    */
   private boolean awaitProgressFor(Fault f, AtomicBoolean stop) {
-    if (!Scenario.DATABASE_FAULTS.contains(f)) {
+    AtomicLong gate =
+        Scenario.DATABASE_FAULTS.contains(f)
+            ? commitsAtLastDatabaseFault
+            : f == Fault.KILL_9 ? commitsAtLastKill : null;
+    if (gate == null) {
       return true;
     }
     while (!stop.get()) {
-      synchronized (commitsAtLastDatabaseFault) {
+      synchronized (gate) {
         long now = checker.committedIn(env.phase());
-        if (now > commitsAtLastDatabaseFault.get()) {
-          commitsAtLastDatabaseFault.set(now);
+        if (now > gate.get()) {
+          gate.set(now);
           return true;
         }
       }
@@ -341,8 +351,10 @@ final class ScenarioRunner {
   }
 
   /** The phase's commits when the round's last database fault was let through (-1: none yet). */
-  private final java.util.concurrent.atomic.AtomicLong commitsAtLastDatabaseFault =
-      new java.util.concurrent.atomic.AtomicLong(-1);
+  private final AtomicLong commitsAtLastDatabaseFault = new AtomicLong(-1);
+
+  /** The phase's commits when the round's last {@code kill -9} was let through (-1: none yet). */
+  private final AtomicLong commitsAtLastKill = new AtomicLong(-1);
 
   private static long interval(Fault f, SplittableRandom r) {
     return switch (f) {
