@@ -48,10 +48,7 @@ final class Campaign implements AutoCloseable {
     static final double MAX_FAULT_RATE = 10;
 
     Settings {
-      if (!(faultRate > 0 && faultRate <= MAX_FAULT_RATE)) {
-        throw new IllegalArgumentException(
-            "fault rate must be above 0 and at most " + MAX_FAULT_RATE + ", not " + faultRate);
-      }
+      checkFaultRate(faultRate);
       if (timeBox.isNegative()) {
         throw new IllegalArgumentException("time box must not be negative: " + timeBox);
       }
@@ -129,8 +126,24 @@ final class Campaign implements AutoCloseable {
 
     /** The wait before the next external fault, for the default wait {@code ms}. */
     long spaced(long ms) {
-      return Math.round(ms / faultRate);
+      return Campaign.spaced(ms, faultRate);
     }
+
+    /** Fails unless {@code faultRate} is above 0 and at most {@link #MAX_FAULT_RATE}. */
+    static void checkFaultRate(double faultRate) {
+      if (!(faultRate > 0 && faultRate <= MAX_FAULT_RATE)) {
+        throw new IllegalArgumentException(
+            "fault rate must be above 0 and at most " + MAX_FAULT_RATE + ", not " + faultRate);
+      }
+    }
+  }
+
+  /**
+   * The wait before the next external fault at {@code faultRate} times the default rate, for the
+   * default wait {@code ms} (the Kafka and the RabbitMQ campaigns space their faults alike).
+   */
+  static long spaced(long ms, double faultRate) {
+    return Math.round(ms / faultRate);
   }
 
   static final int PARTITIONS = 6;

@@ -53,9 +53,13 @@ final class RabbitCampaign implements AutoCloseable {
       double faultRate,
       CampaignRounds rounds) {
 
+    Settings {
+      Campaign.Settings.checkFaultRate(faultRate);
+    }
+
     /** The wait between two rounds of external faults, for the default {@code ms}. */
     long spaced(long ms) {
-      return Math.round(ms / faultRate);
+      return Campaign.spaced(ms, faultRate);
     }
   }
 

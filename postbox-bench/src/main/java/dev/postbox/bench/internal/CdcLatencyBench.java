@@ -169,14 +169,16 @@ public final class CdcLatencyBench {
           ratio(
               "cdc_latency_" + cdc.get(i).key(),
               cdc.get(i),
+              "polling",
               "cdc_polling_latency_",
               polling.get(i)));
     }
     return out;
   }
 
-  private static Measurement ratio(String name, Phase ours, String otherPrefix, Phase other) {
-    String vs = otherPrefix.equals("cdc_polling_latency_") ? "polling" : "debezium";
+  /** {@code name}'s p99 over {@code other}'s, as {@code <name>_p99_vs_<vs>}. */
+  private static Measurement ratio(
+      String name, Phase ours, String vs, String otherPrefix, Phase other) {
     return Measurement.of(
             name + "_p99_vs_" + vs, ours.percentile(99) / Math.max(other.percentile(99), 1e-9), "x")
         .note(name + "_p99_ms / " + otherPrefix + other.key() + "_p99_ms (lower is better)");
@@ -211,6 +213,7 @@ public final class CdcLatencyBench {
           ratio(
               "cdc_latency_" + relay.get(i).key(),
               relay.get(i),
+              "debezium",
               "cdc_debezium_latency_",
               dbz.get(i)));
     }

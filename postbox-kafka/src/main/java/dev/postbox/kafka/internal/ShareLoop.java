@@ -119,7 +119,6 @@ public final class ShareLoop implements Runnable {
   }
 
   private void handle(ConsumerRecords<byte[], byte[]> records) {
-    processor.received(records.count());
     boolean atMostOnce = subscription.guarantee() == DeliveryGuarantee.AT_MOST_ONCE;
     if (atMostOnce) {
       for (ConsumerRecord<byte[], byte[]> r : records) {
@@ -151,6 +150,9 @@ public final class ShareLoop implements Runnable {
             }
           });
     }
+    // counted once they are in flight, as the poll loop does: whoever sees them received sees them
+    // in flight until they finish, so "received N, none in flight" means all N are done
+    processor.received(records.count());
     if (atMostOnce) {
       awaitAll(outcomes);
       return;
