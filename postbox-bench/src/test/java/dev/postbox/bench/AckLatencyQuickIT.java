@@ -13,13 +13,14 @@ import org.junit.jupiter.api.Test;
 /**
  * Runs the opt-in {@code acklatency} group in quick mode: the commit to broker-ack race of the CDC
  * relay, Debezium and the polling relay. Checks that every streamer's figures are present, finite
- * and positive at every rate, with the CPU per event; never asserts on performance.
+ * and positive at every rate, with the CPU per event and the CPU while idle; never asserts on
+ * performance.
  */
 class AckLatencyQuickIT {
 
   private static final List<String> STREAMERS =
       List.of("cdc_latency_", "cdc_debezium_latency_", "cdc_polling_latency_");
-  private static final List<String> RATES = List.of("1k", "2k", "5k", "half_max");
+  private static final List<String> RATES = List.of("1k", "2k", "5k", "half_max", "quarter_max");
 
   @Test
   void theRaceReportsEveryStreamerAtEveryRate() throws Exception {
@@ -33,6 +34,7 @@ class AckLatencyQuickIT {
 
     List<String> expected = new ArrayList<>(List.of("cdc_latency_writer_max_tx_per_s"));
     for (String s : STREAMERS) {
+      expected.add(s + "idle_cpu_ms_per_s");
       for (String r : RATES) {
         for (String f :
             List.of("p50_ms", "p99_ms", "p999_ms", "achieved_per_s", "cpu_us_per_event")) {

@@ -187,6 +187,9 @@ public class PostboxProperties {
     /** Longest wait for new rows when no NOTIFY arrives. */
     private Duration pollInterval = Relay.DEFAULT_POLL_INTERVAL;
 
+    /** How long the relay keeps claiming at short intervals after its last rows before idling. */
+    private Duration idleGrace = Relay.DEFAULT_IDLE_GRACE;
+
     /** How long published rows are kept; zero deletes them on publish. */
     private Duration retention = Relay.DEFAULT_RETENTION;
 
@@ -243,6 +246,14 @@ public class PostboxProperties {
 
     public void setPollInterval(Duration pollInterval) {
       this.pollInterval = pollInterval;
+    }
+
+    public Duration getIdleGrace() {
+      return idleGrace;
+    }
+
+    public void setIdleGrace(Duration idleGrace) {
+      this.idleGrace = idleGrace;
     }
 
     public Duration getRetention() {

@@ -46,6 +46,7 @@ public final class PostboxRelayLifecycle implements SmartLifecycle {
             .batchSize(r.getBatchSize())
             .leaseTtl(r.getLeaseTtl())
             .pollInterval(r.getPollInterval())
+            .idleGrace(r.getIdleGrace())
             .retention(r.getRetention())
             .purgeInterval(r.getPurgeInterval())
             .shutdownTimeout(r.getShutdownTimeout())

@@ -41,13 +41,17 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p><b>One streamer at a time</b>, each on its own schema and slot, so they never share the CPU:
  * the CDC relay (its defaults) first, then Debezium in its child JVM in its low-latency
  * configuration ({@link DebeziumPeer#LOW_LATENCY}); each slot is dropped after its run. Each gets a
- * warm-up at 1,000/s, then the fixed rates in ascending order, then half the writers' maximum, each
- * waited out (every message appended) before the next. A rate the writers cannot keep (achieved
- * below 90 % of offered, on the same 2 cores as the database, broker and streamer) is marked in the
- * notes: past it the figure measures a queue. Before the relay's rates, the writers' closed-loop
- * maximum with the relay streaming is measured ({@code cdc_latency_writer_max_tx_per_s}); half of
- * it ({@code half_max}, the same offered rate for both streamers) is a rate the writers keep even
- * on a loaded machine, so its figures are the streamers' latency rather than a queue.
+ * warm-up at 1,000/s, five seconds with nothing written (the CPU the machine spends idle, {@code
+ * *_idle_cpu_ms_per_s}), then the fixed rates in ascending order, then half and a quarter of the
+ * writers' maximum, each waited out (every message appended) before the next. A rate the writers
+ * cannot keep (achieved below 90 % of offered, on the same 2 cores as the database, broker and
+ * streamer) is marked in the notes: past it the figure measures a queue. Before the relay's rates,
+ * the writers' closed-loop maximum with the relay streaming is measured ({@code
+ * cdc_latency_writer_max_tx_per_s}); half of it ({@code half_max}, the same offered rate for every
+ * streamer) is a rate the writers keep even on a loaded machine, so its figures are the streamers'
+ * latency rather than a queue; a quarter of it ({@code quarter_max}) leaves the cores mostly free.
+ * Every phase reports the CPU per event of this JVM (the writers and the relay), the broker's
+ * processes and PostgreSQL's.
  *
  * <p><b>The polling relay too</b>, third and alone, with the same writers, rates and clock: {@link
  * Relay} with its defaults (the writers' {@code NOTIFY} wakes it; a poll every second otherwise),
@@ -68,10 +72,12 @@ public final class CdcLatencyBench {
   private static final double SUSTAINED = 0.9;
   private static final Duration NO_PROGRESS = Duration.ofSeconds(60);
   private static final Duration WARM_UP = Duration.ofSeconds(5);
+  private static final Duration IDLE = Duration.ofSeconds(5);
 
   private final BenchEnv env;
   private final BenchConfig config;
   private final Clock clock = Clock.systemUTC();
+  private final List<Measurement> idle = new ArrayList<>();
 
   public CdcLatencyBench(BenchEnv env, BenchConfig config) {
     this.env = env;
@@ -121,8 +127,9 @@ public final class CdcLatencyBench {
       r.start();
       BenchEnv.awaitCount("cdc relay active", () -> r.active() ? 1 : 0, 1, NO_PROGRESS);
       warmUp(relayDb);
+      idle.add(idleCpu(relayDb, "cdc_latency_", "CDC relay"));
       writerMax = writerMax(relayDb);
-      relay = phases(relayDb, halfMax(writerMax));
+      relay = phases(relayDb, writerMax);
     }
     dropSlot(relayDb, relaySlot);
     Db dbzDb = env.database("cdclat_dbz", LatencyBench.WRITERS + 4);
@@ -130,7 +137,8 @@ public final class CdcLatencyBench {
     List<Phase> dbz;
     try (ChildJvm child = new DebeziumPeer(env, config).startStreaming(dbzDb, dbzSlot)) {
       warmUp(dbzDb);
-      dbz = phases(dbzDb, halfMax(writerMax));
+      idle.add(idleCpu(dbzDb, "cdc_debezium_latency_", "Debezium"));
+      dbz = phases(dbzDb, writerMax);
       if (!child.isAlive()) {
         throw new IllegalStateException("the Debezium child exited:\n" + child.logTail(40));
       }
@@ -146,11 +154,39 @@ public final class CdcLatencyBench {
             .build()) {
       r.start();
       warmUp(pollDb);
-      polling = phases(pollDb, halfMax(writerMax));
+      idle.add(idleCpu(pollDb, "cdc_polling_latency_", "polling relay"));
+      polling = phases(pollDb, writerMax);
     }
     List<Measurement> out = measurements(writerMax, relay, dbz);
     out.addAll(pollingMeasurements(relay, polling));
+    out.addAll(idle);
     return out;
+  }
+
+  /**
+   * CPU while {@code streamer} runs and nothing is written, in ms per second (1,000 = one core), as
+   * {@code <prefix>idle_cpu_ms_per_s}: what the machine spends before the first event, which every
+   * phase's CPU per event carries too (the broker, PostgreSQL, this JVM, the streamer's idle loop).
+   */
+  private Measurement idleCpu(Db db, String prefix, String streamer) throws InterruptedException {
+    ProcessCpu cpu = ProcessCpu.of(db.dataSource());
+    Map<String, Double> before = cpu.snapshot();
+    long t0 = System.nanoTime();
+    Thread.sleep(min(IDLE, config.latencyPhase()).toMillis());
+    double seconds = (System.nanoTime() - t0) / 1e9;
+    // per "message" of one second: the ms of CPU per second by kind
+    Map<String, Double> usPerS = ProcessCpu.perMessageUs(before, cpu.snapshot(), 1);
+    Map<String, Double> msPerS = new java.util.TreeMap<>();
+    usPerS.forEach((k, v) -> msPerS.put(k, v / 1000 / seconds));
+    return Measurement.of(prefix + "idle_cpu_ms_per_s", msPerS.getOrDefault("total", 0.0), "ms/s")
+        .note(
+            String.format(
+                Locale.ROOT,
+                "%s running, nothing written, for %.1f s after the warm-up: CPU ms per second"
+                    + " (1,000 = one of the cores) %s",
+                streamer,
+                seconds,
+                cpuNote(msPerS)));
   }
 
   /** The polling relay's figures, and the CDC relay's p99 over the polling relay's per rate. */
@@ -202,7 +238,7 @@ public final class CdcLatencyBench {
             + " sends acknowledged before the next)";
     for (Phase p : relay) {
       Optional<Target> target =
-          p.key().equals("half_max") ? Optional.empty() : Optional.of(Target.atMost(MAX_P99_MS));
+          p.key().endsWith("_max") ? Optional.empty() : Optional.of(Target.atMost(MAX_P99_MS));
       out.addAll(figures("cdc_latency_", p, relayHow, target));
     }
     for (Phase p : dbz) {
@@ -228,7 +264,7 @@ public final class CdcLatencyBench {
             Locale.ROOT,
             "%s; offered %,d/s, achieved %,.0f tx/s%s, %,d events; commit (writer's wall clock"
                 + " after commit()) to the broker's append stamp (LogAppendTime, ms); CPU per"
-                + " event %s",
+                + " event, us: %s",
             how,
             p.offered(),
             p.achieved(),
@@ -245,10 +281,10 @@ public final class CdcLatencyBench {
             .note(note));
   }
 
-  /** "total 123 us (jvm 50, broker 30, postgres 43)". */
+  /** "123 (broker 30, jvm 50, postgres 43)". */
   private static String cpuNote(Map<String, Double> us) {
     StringBuilder b =
-        new StringBuilder(String.format(Locale.ROOT, "%.0f us (", us.getOrDefault("total", 0.0)));
+        new StringBuilder(String.format(Locale.ROOT, "%.0f (", us.getOrDefault("total", 0.0)));
     us.forEach((kind, v) -> {
       if (!kind.equals("total")) {
         b.append(String.format(Locale.ROOT, "%s %.0f, ", kind, v));
@@ -282,13 +318,22 @@ public final class CdcLatencyBench {
     return Math.max(10, (int) Math.round(writerMax / 20) * 10);
   }
 
-  /** The fixed rates in ascending order, then half the writers' maximum. */
-  private List<Phase> phases(Db db, int halfMax) throws InterruptedException {
+  /** A quarter of the writers' maximum, rounded to 10/s (at least 10/s). */
+  static int quarterMax(double writerMax) {
+    return Math.max(10, (int) Math.round(writerMax / 40) * 10);
+  }
+
+  /**
+   * The fixed rates in ascending order, then half and a quarter of the writers' maximum (the issue:
+   * the sustainable maximum first, then latency at fractions of it).
+   */
+  private List<Phase> phases(Db db, double writerMax) throws InterruptedException {
     List<Phase> out = new ArrayList<>();
     for (int rate : RATES) {
       out.add(offer(db, rate / 1000 + "k", rate, config.latencyPhase()));
     }
-    out.add(offer(db, "half_max", halfMax, config.latencyPhase()));
+    out.add(offer(db, "half_max", halfMax(writerMax), config.latencyPhase()));
+    out.add(offer(db, "quarter_max", quarterMax(writerMax), config.latencyPhase()));
     return out;
   }
 
@@ -314,6 +359,10 @@ public final class CdcLatencyBench {
             .sorted()
             .toArray();
     return new Phase(key, rate, achieved, ms, cpuUs);
+  }
+
+  private static Duration min(Duration a, Duration b) {
+    return a.compareTo(b) <= 0 ? a : b;
   }
 
   private static Duration max(Duration a, Duration b) {

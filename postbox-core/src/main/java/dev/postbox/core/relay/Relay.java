@@ -48,6 +48,13 @@ public interface Relay extends AutoCloseable {
   /** Default longest wait for new rows when no notification arrives. */
   Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
 
+  /**
+   * Default time after the last claim that found rows during which the relay keeps claiming at
+   * short intervals (1 ms, doubling up to 4 ms) before it marks itself idle and waits for a
+   * notification.
+   */
+  Duration DEFAULT_IDLE_GRACE = Duration.ofMillis(10);
+
   /** Default time published rows are kept. */
   Duration DEFAULT_RETENTION = Duration.ofHours(1);
 
@@ -111,6 +118,7 @@ public interface Relay extends AutoCloseable {
     private Duration leaseTtl = DEFAULT_LEASE_TTL;
     private Duration heartbeatInterval;
     private Duration pollInterval = DEFAULT_POLL_INTERVAL;
+    private Duration idleGrace = DEFAULT_IDLE_GRACE;
     private Duration retention = DEFAULT_RETENTION;
     private Duration purgeInterval = DEFAULT_PURGE_INTERVAL;
     private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
@@ -150,6 +158,20 @@ public interface Relay extends AutoCloseable {
     /** Sets how often leases are renewed and lanes rebalanced (default: lease TTL / 4). */
     public Builder heartbeatInterval(Duration heartbeatInterval) {
       this.heartbeatInterval = heartbeatInterval;
+      return this;
+    }
+
+    /**
+     * Sets how long after its last claim that found rows the relay keeps claiming at short
+     * intervals (1 ms, doubling up to 4 ms) before it marks itself idle and waits for a
+     * notification (default 10 ms; {@link Duration#ZERO}: it marks itself idle at the first claim
+     * that finds nothing). Under a steady trickle of writes the relay then stays busy, so the
+     * writers' transactions do not notify (PostgreSQL serialises the commits of transactions that
+     * notify) and the relay writes no idle mark per lull; a lull longer than the grace costs one to
+     * four empty claims.
+     */
+    public Builder idleGrace(Duration idleGrace) {
+      this.idleGrace = idleGrace;
       return this;
     }
 
@@ -240,6 +262,14 @@ public interface Relay extends AutoCloseable {
             "heartbeatInterval (" + hb + ") must be at most half the leaseTtl (" + leaseTtl + ")");
       }
       requirePositive(pollInterval, "pollInterval");
+      Objects.requireNonNull(idleGrace, "idleGrace");
+      if (idleGrace.isNegative() || idleGrace.compareTo(pollInterval) > 0) {
+        throw new IllegalArgumentException(
+            "idleGrace must be between zero and the pollInterval ("
+                + pollInterval
+                + "), was "
+                + idleGrace);
+      }
       Objects.requireNonNull(retention, "retention");
       if (retention.isNegative()) {
         throw new IllegalArgumentException("retention must not be negative, was " + retention);
@@ -263,6 +293,7 @@ public interface Relay extends AutoCloseable {
               leaseTtl,
               hb,
               pollInterval,
+              idleGrace,
               retention,
               purgeInterval,
               shutdownTimeout,

@@ -10,6 +10,7 @@ import dev.postbox.core.spi.RelayPublisher;
 import dev.postbox.core.spi.RelayPublisher.PublishOutcome;
 import dev.postbox.core.spi.RelayStore;
 import dev.postbox.core.time.Ticker;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
@@ -31,6 +32,8 @@ final class PublishPipeline {
 
   private static final Logger log = LoggerFactory.getLogger(RelayEngine.class);
   private static final int PURGE_CHUNK = 5_000;
+  private static final long GRACE_FIRST_STEP_NANOS = 1_000_000;
+  private static final long GRACE_MAX_STEP_NANOS = 4_000_000;
 
   /**
    * A batch handed to the publisher and not yet settled (marked): the relay claims the next batch
@@ -67,6 +70,8 @@ final class PublishPipeline {
   // publishing thread only
   private int failures;
   private boolean idle = true; // a new instance row starts idle (V7 default)
+  private long graceEnds; // until then an empty claim is retried shortly instead of going idle
+  private long graceStepNanos;
   private long nextPurge;
   private InFlight flying;
   private long claimNanos;
@@ -89,6 +94,7 @@ final class PublishPipeline {
     this.listener = listener;
     this.running = running;
     this.ticker = config.ticker();
+    this.graceEnds = ticker.nanos();
     this.unpublishableRows =
         new UnpublishableRowMarker(
             config.instanceId(), config.unpublishableRows(), store, meters.unpublishableCounter());
@@ -164,9 +170,13 @@ final class PublishPipeline {
         store.claim(
             owner, leases, config.batchSize(), flying == null ? Set.of() : flying.positions());
     claimNanos = ticker.nanos() - c0;
-    if (!batch.isEmpty() && idle) {
-      store.markIdle(owner, false); // busy: writers need not notify while we drain
-      idle = false;
+    if (!batch.isEmpty()) {
+      graceEnds = ticker.deadlineIn(config.idleGrace());
+      graceStepNanos = GRACE_FIRST_STEP_NANOS;
+      if (idle) {
+        store.markIdle(owner, false); // busy: writers need not notify while we drain
+        idle = false;
+      }
     }
     if (flying != null) {
       InFlight done = flying;
@@ -200,6 +210,14 @@ final class PublishPipeline {
     if (ticker.reached(nextPurge)) {
       purge(leases);
       nextPurge = ticker.deadlineIn(config.purgeInterval());
+    }
+    if (!idle && !ticker.reached(graceEnds)) {
+      // a lull in a steady trickle: claim again shortly rather than flip to idle and back (an
+      // idle mark is a write, and while we are idle every writer's transaction notifies, which
+      // PostgreSQL serialises through commit)
+      config.sleeper().sleep(Duration.ofNanos(graceStepNanos));
+      graceStepNanos = Math.min(graceStepNanos * 2, GRACE_MAX_STEP_NANOS);
+      return;
     }
     if (!idle) {
       // from now on writers wake us; claim once more for rows committed before the mark

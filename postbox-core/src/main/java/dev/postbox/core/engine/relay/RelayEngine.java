@@ -30,7 +30,9 @@ public final class RelayEngine implements Relay {
   /**
    * Frozen configuration.
    *
-   * @param sleeper how the publishing thread waits during backoff
+   * @param idleGrace how long after a claim that found rows the loop claims again at short
+   *     intervals before it marks the instance idle
+   * @param sleeper how the publishing thread waits during backoff and the idle grace
    * @param ticker the monotonic time for lease validity, purge schedule and batch timings
    * @param heartbeatSleeper how the heartbeat thread waits between heartbeats
    */
@@ -40,6 +42,7 @@ public final class RelayEngine implements Relay {
       Duration leaseTtl,
       Duration heartbeatInterval,
       Duration pollInterval,
+      Duration idleGrace,
       Duration retention,
       Duration purgeInterval,
       Duration shutdownTimeout,

@@ -37,7 +37,7 @@ class PublishPipelineTest {
     EmptyStore store = new EmptyStore(time, 95);
     LaneOwnership lanes = lanes(store, Duration.ofMinutes(10));
     lanes.heartbeat();
-    pipeline(store, lanes).run();
+    pipeline(store, lanes, Duration.ZERO).run();
     assertThat(store.purges)
         .containsExactly(
             Duration.ZERO, Duration.ofSeconds(30), Duration.ofSeconds(60), Duration.ofSeconds(90));
@@ -48,7 +48,7 @@ class PublishPipelineTest {
     EmptyStore store = new EmptyStore(time, 12);
     LaneOwnership lanes = lanes(store, TTL); // not renewed: valid until 8 s
     lanes.heartbeat();
-    pipeline(store, lanes).run();
+    pipeline(store, lanes, Duration.ZERO).run();
     assertThat(store.claims)
         .as("claims while valid, none from 4/5 of the TTL on")
         .allMatch(t -> t.compareTo(Duration.ofSeconds(8)) < 0)
@@ -56,7 +56,7 @@ class PublishPipelineTest {
     assertThat(store.waits).as("it keeps waiting for work meanwhile").isEqualTo(12);
   }
 
-  private LaneOwnership lanes(EmptyStore store, Duration ttl) {
+  private LaneOwnership lanes(OneLaneMemoryStore store, Duration ttl) {
     return new LaneOwnership(
         "relay-1",
         "relay-1#test",
@@ -69,7 +69,44 @@ class PublishPipelineTest {
         () -> {});
   }
 
-  private PublishPipeline pipeline(EmptyStore store, LaneOwnership lanes) {
+  @Test
+  void aLullShorterThanTheIdleGraceIsPolledThroughWithoutAnIdleMark() {
+    // rows every 3 ms: each lull is shorter than the 10 ms grace, so the relay never marks itself
+    // idle (which would make every writer notify) and never waits for a notification
+    TrickleStore store = new TrickleStore(List.of(0L, 3L, 6L, 9L, 12L, 15L));
+    LaneOwnership lanes = lanes(store, Duration.ofMinutes(10));
+    lanes.heartbeat();
+    pipeline(store, lanes, Duration.ofMillis(10), new AckAll(), () -> store.waits < 1).run();
+    assertThat(store.published).containsExactly(0L, 3L, 6L, 9L, 12L, 15L);
+    assertThat(store.idleMarks)
+        .as("busy from the first row; idle only once the last row is 10 ms old")
+        .containsExactly(false, true);
+    assertThat(store.idleMarkedAt)
+        .as("1 + 2 + 4 + 4 ms of short polls after the last row, at 15 ms")
+        .isEqualTo(Duration.ofMillis(26));
+  }
+
+  @Test
+  void withoutAGraceTheRelayGoesIdleAtTheFirstEmptyClaim() {
+    TrickleStore store = new TrickleStore(List.of(0L, 3L));
+    LaneOwnership lanes = lanes(store, Duration.ofMinutes(10));
+    lanes.heartbeat();
+    pipeline(store, lanes, Duration.ZERO, new AckAll(), () -> store.waits < 1).run();
+    assertThat(store.published).containsExactly(0L);
+    assertThat(store.idleMarks).containsExactly(false, true);
+    assertThat(store.idleMarkedAt).isEqualTo(Duration.ZERO);
+  }
+
+  private PublishPipeline pipeline(EmptyStore store, LaneOwnership lanes, Duration grace) {
+    return pipeline(store, lanes, grace, new NoPublisher(), () -> store.waits < store.maxWaits);
+  }
+
+  private PublishPipeline pipeline(
+      OneLaneMemoryStore store,
+      LaneOwnership lanes,
+      Duration grace,
+      RelayPublisher publisher,
+      java.util.function.BooleanSupplier running) {
     RelayEngine.Config config =
         new RelayEngine.Config(
             "relay-1",
@@ -77,6 +114,7 @@ class PublishPipelineTest {
             TTL,
             TTL.dividedBy(4),
             POLL,
+            grace,
             Duration.ofHours(1),
             Duration.ofSeconds(30),
             Duration.ofSeconds(5),
@@ -91,20 +129,77 @@ class PublishPipelineTest {
     RelayMeters meters =
         new RelayMeters("relay-1", PostboxMetrics.noop(), Duration.ofSeconds(60), lanes::count);
     return new PublishPipeline(
-        config,
-        "relay-1#test",
-        store,
-        new NoPublisher(),
-        lanes,
-        meters,
-        RelayListener.NONE,
-        () -> store.waits < store.maxWaits);
+        config, "relay-1#test", store, publisher, lanes, meters, RelayListener.NONE, running);
+  }
+
+  /**
+   * One lane; a row (position = its arrival, ms) becomes pending at each arrival time; records the
+   * idle marks and when the first idle mark was written; a wait for work advances the time.
+   */
+  private final class TrickleStore extends OneLaneMemoryStore {
+    private final List<Long> arrivals;
+    final List<Boolean> idleMarks = new ArrayList<>();
+    Duration idleMarkedAt;
+    int waits;
+
+    TrickleStore(List<Long> arrivalsMs) {
+      this.arrivals = new ArrayList<>(arrivalsMs);
+    }
+
+    private Duration now() {
+      return Duration.ofNanos(time.nanos() - origin);
+    }
+
+    @Override
+    public synchronized List<OutboxRecord> claim(
+        String instanceId,
+        Collection<LaneLease> leases,
+        int limit,
+        java.util.Set<Long> exceptPositions) {
+      while (!arrivals.isEmpty() && Duration.ofMillis(arrivals.get(0)).compareTo(now()) <= 0) {
+        long at = arrivals.remove(0);
+        pending.put(at, row(at, "k"));
+      }
+      return super.claim(instanceId, leases, limit, exceptPositions);
+    }
+
+    @Override
+    public void markIdle(String instanceId, boolean idle) {
+      idleMarks.add(idle);
+      if (idle && idleMarkedAt == null) {
+        idleMarkedAt = now();
+      }
+    }
+
+    @Override
+    public boolean awaitWork(Duration timeout) throws InterruptedException {
+      waits++;
+      time.sleep(timeout);
+      return false;
+    }
+
+    @Override
+    public int markFailed(
+        String instanceId, Collection<LaneLease> leases, List<OutboxRecord> records, String e) {
+      throw new AssertionError("nothing fails here");
+    }
+  }
+
+  /** Acknowledges every message at once. */
+  private static final class AckAll implements RelayPublisher {
+    @Override
+    public List<PublishOutcome> publish(List<Message> messages) {
+      return messages.stream().map(m -> (PublishOutcome) PublishOutcome.ACKNOWLEDGED).toList();
+    }
+
+    @Override
+    public void close() {}
   }
 
   /** One lane, no rows: records when it claimed, purged and waited; a wait advances the time. */
   private final class EmptyStore extends OneLaneMemoryStore {
     private final FakeTime time;
-    private final int maxWaits;
+    final int maxWaits;
     final List<Duration> claims = new ArrayList<>();
     final List<Duration> purges = new ArrayList<>();
     int waits;
