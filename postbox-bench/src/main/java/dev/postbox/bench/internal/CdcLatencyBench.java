@@ -55,7 +55,9 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <p><b>The polling relay too</b>, third and alone, with the same writers, rates and clock: {@link
  * Relay} with its defaults (the writers' {@code NOTIFY} wakes it; a poll every second otherwise),
- * keys {@code cdc_polling_latency_*}, the same figures, its 1k p99 against the issue's 50 ms.
+ * keys {@code cdc_polling_latency_*}, the same figures, its 1k p99 against the issue's 50 ms. In
+ * full mode a fourth, the polling relay with {@code idleGrace} 0 (how it ran before the grace),
+ * keys {@code cdc_polling_no_grace_latency_*} and {@code cdc_polling_latency_*_p99_vs_no_grace}.
  */
 public final class CdcLatencyBench {
 
@@ -144,22 +146,62 @@ public final class CdcLatencyBench {
       }
     }
     dropSlot(dbzDb, dbzSlot);
-    Db pollDb = env.database("cdclat_poll", LatencyBench.WRITERS + 8);
-    List<Phase> polling;
+    List<Phase> polling =
+        pollingPhases("cdclat_poll", "cdc_polling_latency_", Relay.DEFAULT_IDLE_GRACE, writerMax);
+    // the relay as it was before its idle grace, in the same run: what the grace changes (full
+    // mode only; the quick run in CI checks the figures, not the comparison)
+    List<Phase> noGrace =
+        config.quick()
+            ? List.of()
+            : pollingPhases("cdclat_nograce", NO_GRACE_PREFIX, Duration.ZERO, writerMax);
+    List<Measurement> out = measurements(writerMax, relay, dbz);
+    out.addAll(pollingMeasurements(relay, polling));
+    out.addAll(noGraceMeasurements(polling, noGrace));
+    out.addAll(idle);
+    return out;
+  }
+
+  /** The polling relay with {@code idleGrace} alone on its own schema: its phases. */
+  private List<Phase> pollingPhases(
+      String schema, String prefix, Duration idleGrace, double writerMax) throws Exception {
+    Db pollDb = env.database(schema, LatencyBench.WRITERS + 8);
     try (Relay r =
         Relay.builder(
                 PostgresRelayStore.create(pollDb.dataSource()),
                 KafkaRelayPublisher.builder(env.bootstrap()).build())
-            .instanceId("bench-polling-latency")
+            .instanceId("bench-" + schema)
+            .idleGrace(idleGrace)
             .build()) {
       r.start();
       warmUp(pollDb);
-      idle.add(idleCpu(pollDb, "cdc_polling_latency_", "polling relay"));
-      polling = phases(pollDb, writerMax);
+      idle.add(idleCpu(pollDb, prefix, "polling relay, idleGrace " + idleGrace.toMillis() + " ms"));
+      return phases(pollDb, writerMax);
     }
-    List<Measurement> out = measurements(writerMax, relay, dbz);
-    out.addAll(pollingMeasurements(relay, polling));
-    out.addAll(idle);
+  }
+
+  private static final String NO_GRACE_PREFIX = "cdc_polling_no_grace_latency_";
+
+  /**
+   * The polling relay without its idle grace (it marks itself idle at the first empty claim, as
+   * before the grace), and the default relay's p99 over it per rate; nothing in quick mode.
+   */
+  private static List<Measurement> noGraceMeasurements(List<Phase> polling, List<Phase> noGrace) {
+    List<Measurement> out = new ArrayList<>();
+    String how =
+        "polling relay with idleGrace 0 (idle at the first empty claim: how it ran before the"
+            + " grace), otherwise as cdc_polling_latency_, alone after it";
+    for (Phase p : noGrace) {
+      out.addAll(figures(NO_GRACE_PREFIX, p, how, Optional.empty()));
+    }
+    for (int i = 0; i < noGrace.size(); i++) {
+      out.add(
+          ratio(
+              "cdc_polling_latency_" + polling.get(i).key(),
+              polling.get(i),
+              "no_grace",
+              NO_GRACE_PREFIX,
+              noGrace.get(i)));
+    }
     return out;
   }
 
