@@ -193,15 +193,7 @@ public final class CdcLatencyBench {
     for (Phase p : noGrace) {
       out.addAll(figures(NO_GRACE_PREFIX, p, how, Optional.empty()));
     }
-    for (int i = 0; i < noGrace.size(); i++) {
-      out.add(
-          ratio(
-              "cdc_polling_latency_" + polling.get(i).key(),
-              polling.get(i),
-              "no_grace",
-              NO_GRACE_PREFIX,
-              noGrace.get(i)));
-    }
+    out.addAll(ratios("cdc_polling_latency_", polling, "no_grace", NO_GRACE_PREFIX, noGrace));
     return out;
   }
 
@@ -242,14 +234,19 @@ public final class CdcLatencyBench {
           p.key().equals("1k") ? Optional.of(Target.atMost(MAX_POLLING_P99_MS)) : Optional.empty();
       out.addAll(figures("cdc_polling_latency_", p, how, target));
     }
-    for (int i = 0; i < cdc.size(); i++) {
-      out.add(
-          ratio(
-              "cdc_latency_" + cdc.get(i).key(),
-              cdc.get(i),
-              "polling",
-              "cdc_polling_latency_",
-              polling.get(i)));
+    out.addAll(ratios("cdc_latency_", cdc, "polling", "cdc_polling_latency_", polling));
+    return out;
+  }
+
+  /**
+   * Per rate, the p99 of {@code ours} over the p99 of {@code others} (the same rates, in the same
+   * order), as {@code <ourPrefix><rate>_p99_vs_<vs>}; none where {@code others} is empty.
+   */
+  private static List<Measurement> ratios(
+      String ourPrefix, List<Phase> ours, String vs, String otherPrefix, List<Phase> others) {
+    List<Measurement> out = new ArrayList<>();
+    for (int i = 0; i < Math.min(ours.size(), others.size()); i++) {
+      out.add(ratio(ourPrefix + ours.get(i).key(), ours.get(i), vs, otherPrefix, others.get(i)));
     }
     return out;
   }
@@ -286,15 +283,7 @@ public final class CdcLatencyBench {
     for (Phase p : dbz) {
       out.addAll(figures("cdc_debezium_latency_", p, dbzHow, Optional.empty()));
     }
-    for (int i = 0; i < relay.size(); i++) {
-      out.add(
-          ratio(
-              "cdc_latency_" + relay.get(i).key(),
-              relay.get(i),
-              "debezium",
-              "cdc_debezium_latency_",
-              dbz.get(i)));
-    }
+    out.addAll(ratios("cdc_latency_", relay, "debezium", "cdc_debezium_latency_", dbz));
     return out;
   }
 
