@@ -40,6 +40,15 @@ public final class SlotStreamer {
   private static final Logger log = LoggerFactory.getLogger(SlotStreamer.class);
   private static final Duration MAX_IDLE_WAIT = Duration.ofMillis(5);
 
+  /**
+   * Least time between two confirmations while streaming: a confirmation is a status message the
+   * walsender handles, and one per transaction (a thousand a second at 1,000 transactions/s) cost
+   * CPU on both sides for nothing. Confirming is for the slot's WAL retention and the restart
+   * position, never on a row's way to the broker; a crash can only find the slot up to this much
+   * further behind, whose rows are published again (duplicates, as after any crash).
+   */
+  private static final Duration CONFIRM_SPACING = Duration.ofMillis(20);
+
   private final ReplicationSetup setup;
   private final PgOutputDecoder decoder;
   private final SlotLease lease;
@@ -253,7 +262,7 @@ public final class SlotStreamer {
         return; // nothing confirmed: the successor streams from the slot's confirmed position
       }
       if (!reading) {
-        confirm(stream, tracker.confirmable());
+        confirm(stream, tracker.confirmable(), true);
         sleeper.sleep(MAX_IDLE_WAIT);
         continue;
       }
@@ -263,7 +272,7 @@ public final class SlotStreamer {
             decoder.inTransaction()
                 ? tracker.confirmable()
                 : tracker.idle(stream.getLastReceiveLSN().asLong());
-        confirm(stream, lsn);
+        confirm(stream, lsn, false);
         idleWaitNanos = Math.min(Math.max(idleWaitNanos * 2, 250_000), MAX_IDLE_WAIT.toNanos());
         sleeper.sleep(Duration.ofNanos(idleWaitNanos));
         continue;
@@ -274,7 +283,7 @@ public final class SlotStreamer {
         enqueue(stream, tx.get());
       }
     }
-    confirm(stream, tracker.confirmable());
+    confirm(stream, tracker.confirmable(), true);
   }
 
   private void enqueue(PGReplicationStream stream, CdcTransaction tx)
@@ -285,7 +294,7 @@ public final class SlotStreamer {
       CdcEvent event = new CdcEvent(epoch, tx.commitLsn(), i, records.get(i));
       while (!queue.offer(event, 20, TimeUnit.MILLISECONDS)) {
         // the publisher is behind (or the broker is down): keep the server's timeout at bay
-        confirm(stream, tracker.confirmable());
+        confirm(stream, tracker.confirmable(), false);
         if (!reading || !lease.holds(epoch)) {
           return; // not confirmed: streamed again after a restart
         }
@@ -294,18 +303,22 @@ public final class SlotStreamer {
     resumeFrom = tx.endLsn();
   }
 
-  /** Confirms {@code lsn} if it moved, and sends a status at least every status interval. */
-  private void confirm(PGReplicationStream stream, long lsn) throws SQLException {
+  /**
+   * Confirms {@code lsn} if it moved and the last status is at least {@link #CONFIRM_SPACING} old
+   * (at once if {@code now}: when stopping), and sends a status at least every status interval.
+   */
+  private void confirm(PGReplicationStream stream, long lsn, boolean now) throws SQLException {
     if (!lease.holds(epoch)) {
       return; // an ex-owner confirms nothing
     }
-    boolean moved = lsn > confirmed;
+    Duration sinceStatus = ticker.elapsedSince(lastStatus);
+    boolean moved = lsn > confirmed && (now || sinceStatus.compareTo(CONFIRM_SPACING) >= 0);
     if (moved) {
       LogSequenceNumber l = LogSequenceNumber.valueOf(lsn);
       stream.setFlushedLSN(l);
       stream.setAppliedLSN(l);
     }
-    if (moved || ticker.elapsedSince(lastStatus).compareTo(statusInterval) >= 0) {
+    if (moved || sinceStatus.compareTo(statusInterval) >= 0) {
       stream.forceUpdateStatus();
       lastStatus = ticker.nanos();
       if (moved) {
