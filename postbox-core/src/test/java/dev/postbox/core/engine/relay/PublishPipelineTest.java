@@ -34,7 +34,7 @@ class PublishPipelineTest {
 
   @Test
   void anIdleRelayPurgesOncePerPurgeInterval() {
-    EmptyStore store = new EmptyStore(time, 95);
+    EmptyStore store = new EmptyStore(95);
     LaneOwnership lanes = lanes(store, Duration.ofMinutes(10));
     lanes.heartbeat();
     pipeline(store, lanes, Duration.ZERO).run();
@@ -45,7 +45,7 @@ class PublishPipelineTest {
 
   @Test
   void noClaimOnceTheLeasesAreNoLongerSurelyValid() {
-    EmptyStore store = new EmptyStore(time, 12);
+    EmptyStore store = new EmptyStore(12);
     LaneOwnership lanes = lanes(store, TTL); // not renewed: valid until 8 s
     lanes.heartbeat();
     pipeline(store, lanes, Duration.ZERO).run();
@@ -133,21 +133,40 @@ class PublishPipelineTest {
   }
 
   /**
+   * One lane on the test's fake time: a wait for work advances it; nothing is ever marked failed.
+   */
+  private abstract class FakeTimeStore extends OneLaneMemoryStore {
+    int waits;
+
+    Duration now() {
+      return Duration.ofNanos(time.nanos() - origin);
+    }
+
+    @Override
+    public boolean awaitWork(Duration timeout) throws InterruptedException {
+      waits++;
+      time.sleep(timeout);
+      return false;
+    }
+
+    @Override
+    public int markFailed(
+        String instanceId, Collection<LaneLease> leases, List<OutboxRecord> records, String e) {
+      throw new AssertionError("nothing fails here");
+    }
+  }
+
+  /**
    * One lane; a row (position = its arrival, ms) becomes pending at each arrival time; records the
    * idle marks and when the first idle mark was written; a wait for work advances the time.
    */
-  private final class TrickleStore extends OneLaneMemoryStore {
+  private final class TrickleStore extends FakeTimeStore {
     private final List<Long> arrivals;
     final List<Boolean> idleMarks = new ArrayList<>();
     Duration idleMarkedAt;
-    int waits;
 
     TrickleStore(List<Long> arrivalsMs) {
       this.arrivals = new ArrayList<>(arrivalsMs);
-    }
-
-    private Duration now() {
-      return Duration.ofNanos(time.nanos() - origin);
     }
 
     @Override
@@ -170,19 +189,6 @@ class PublishPipelineTest {
         idleMarkedAt = now();
       }
     }
-
-    @Override
-    public boolean awaitWork(Duration timeout) throws InterruptedException {
-      waits++;
-      time.sleep(timeout);
-      return false;
-    }
-
-    @Override
-    public int markFailed(
-        String instanceId, Collection<LaneLease> leases, List<OutboxRecord> records, String e) {
-      throw new AssertionError("nothing fails here");
-    }
   }
 
   /** Acknowledges every message at once. */
@@ -197,20 +203,13 @@ class PublishPipelineTest {
   }
 
   /** One lane, no rows: records when it claimed, purged and waited; a wait advances the time. */
-  private final class EmptyStore extends OneLaneMemoryStore {
-    private final FakeTime time;
+  private final class EmptyStore extends FakeTimeStore {
     final int maxWaits;
     final List<Duration> claims = new ArrayList<>();
     final List<Duration> purges = new ArrayList<>();
-    int waits;
 
-    EmptyStore(FakeTime time, int maxWaits) {
-      this.time = time;
+    EmptyStore(int maxWaits) {
       this.maxWaits = maxWaits;
-    }
-
-    private Duration now() {
-      return Duration.ofNanos(time.nanos() - origin);
     }
 
     @Override
@@ -227,19 +226,6 @@ class PublishPipelineTest {
     public int purgePublished(Collection<LaneLease> leases, Duration retention, int limit) {
       purges.add(now());
       return 0;
-    }
-
-    @Override
-    public boolean awaitWork(Duration timeout) throws InterruptedException {
-      waits++;
-      time.sleep(timeout);
-      return false;
-    }
-
-    @Override
-    public int markFailed(
-        String instanceId, Collection<LaneLease> leases, List<OutboxRecord> records, String e) {
-      throw new AssertionError("nothing fails here");
     }
   }
 
