@@ -312,16 +312,16 @@ public final class SlotStreamer {
       return; // an ex-owner confirms nothing
     }
     Duration sinceStatus = ticker.elapsedSince(lastStatus);
-    boolean moved = lsn > confirmed && (now || sinceStatus.compareTo(CONFIRM_SPACING) >= 0);
-    if (moved) {
+    boolean advance = lsn > confirmed && (now || sinceStatus.compareTo(CONFIRM_SPACING) >= 0);
+    if (advance) {
       LogSequenceNumber l = LogSequenceNumber.valueOf(lsn);
       stream.setFlushedLSN(l);
       stream.setAppliedLSN(l);
     }
-    if (moved || sinceStatus.compareTo(statusInterval) >= 0) {
+    if (advance || sinceStatus.compareTo(statusInterval) >= 0) {
       stream.forceUpdateStatus();
       lastStatus = ticker.nanos();
-      if (moved) {
+      if (advance) {
         confirmed = lsn;
       }
     }
