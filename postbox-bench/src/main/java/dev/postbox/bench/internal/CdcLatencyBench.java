@@ -57,7 +57,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * Relay} with its defaults (the writers' {@code NOTIFY} wakes it; a poll every second otherwise),
  * keys {@code cdc_polling_latency_*}, the same figures, its 1k p99 against the issue's 50 ms. In
  * full mode a fourth, the polling relay with {@code idleGrace} 0 (how it ran before the grace),
- * keys {@code cdc_polling_no_grace_latency_*} and {@code cdc_polling_latency_*_p99_vs_no_grace}.
+ * keys {@code cdc_polling_no_grace_latency_*} and {@code cdc_polling_latency_*_p99_vs_no_grace},
+ * and a fifth, the CDC relay with {@code batchLinger} 0 (each streamed batch sent at once), keys
+ * {@code cdc_no_linger_latency_*} and {@code cdc_latency_*_p99_vs_no_linger}.
  */
 public final class CdcLatencyBench {
 
@@ -113,27 +115,9 @@ public final class CdcLatencyBench {
    * relay, the same for Debezium, then the relay's p99 over Debezium's per rate.
    */
   public List<Measurement> run() throws Exception {
-    Db relayDb = env.database("cdclat", LatencyBench.WRITERS + 8);
-    String relaySlot = slotName(relayDb, "lat");
-    double writerMax;
-    List<Phase> relay;
-    try (CdcRelay r =
-        CdcRelay.builder(
-                relayDb.dataSource(),
-                env.jdbcUrl(),
-                KafkaRelayPublisher.builder(env.bootstrap()).build())
-            .instanceId("bench-cdc-latency")
-            .slotName(relaySlot)
-            .publicationName(relaySlot + "_pub")
-            .build()) {
-      r.start();
-      BenchEnv.awaitCount("cdc relay active", () -> r.active() ? 1 : 0, 1, NO_PROGRESS);
-      warmUp(relayDb);
-      idle.add(idleCpu(relayDb, "cdc_latency_", "CDC relay"));
-      writerMax = writerMax(relayDb);
-      relay = phases(relayDb, writerMax);
-    }
-    dropSlot(relayDb, relaySlot);
+    CdcRun cdc = cdcPhases("cdclat", "lat", "cdc_latency_", CdcRelay.DEFAULT_BATCH_LINGER, 0);
+    double writerMax = cdc.writerMax();
+    List<Phase> relay = cdc.phases();
     Db dbzDb = env.database("cdclat_dbz", LatencyBench.WRITERS + 4);
     String dbzSlot = slotName(dbzDb, "dbz");
     List<Phase> dbz;
@@ -154,10 +138,70 @@ public final class CdcLatencyBench {
         config.quick()
             ? List.of()
             : pollingPhases("cdclat_nograce", NO_GRACE_PREFIX, Duration.ZERO, writerMax);
+    // the CDC relay without its batch linger (each streamed row sent at once, as before the
+    // linger), alone after the others, in full mode only
+    List<Phase> noLinger =
+        config.quick()
+            ? List.of()
+            : cdcPhases("cdclat_nolinger", "nolinger", NO_LINGER_PREFIX, Duration.ZERO, writerMax)
+                .phases();
     List<Measurement> out = measurements(writerMax, relay, dbz);
     out.addAll(pollingMeasurements(relay, polling));
     out.addAll(noGraceMeasurements(polling, noGrace));
+    out.addAll(noLingerMeasurements(relay, noLinger));
     out.addAll(idle);
+    return out;
+  }
+
+  /** The CDC relay's phases, and the writers' maximum measured with it streaming. */
+  private record CdcRun(double writerMax, List<Phase> phases) {}
+
+  /**
+   * The CDC relay with {@code batchLinger} alone on its own schema and slot (dropped after): its
+   * phases; first the writers' maximum with it streaming when {@code writerMax} is 0.
+   */
+  private CdcRun cdcPhases(
+      String schema, String slotTag, String prefix, Duration batchLinger, double writerMax)
+      throws Exception {
+    Db db = env.database(schema, LatencyBench.WRITERS + 8);
+    String slot = slotName(db, slotTag);
+    CdcRun run;
+    try (CdcRelay r =
+        CdcRelay.builder(
+                db.dataSource(),
+                env.jdbcUrl(),
+                KafkaRelayPublisher.builder(env.bootstrap()).build())
+            .instanceId("bench-" + schema)
+            .slotName(slot)
+            .publicationName(slot + "_pub")
+            .batchLinger(batchLinger)
+            .build()) {
+      r.start();
+      BenchEnv.awaitCount("cdc relay active", () -> r.active() ? 1 : 0, 1, NO_PROGRESS);
+      warmUp(db);
+      idle.add(idleCpu(db, prefix, "CDC relay, batchLinger " + batchLinger.toMillis() + " ms"));
+      double max = writerMax > 0 ? writerMax : writerMax(db);
+      run = new CdcRun(max, phases(db, max));
+    }
+    dropSlot(db, slot);
+    return run;
+  }
+
+  private static final String NO_LINGER_PREFIX = "cdc_no_linger_latency_";
+
+  /**
+   * The CDC relay without its batch linger, and the default relay's p99 over it per rate; nothing
+   * in quick mode.
+   */
+  private static List<Measurement> noLingerMeasurements(List<Phase> relay, List<Phase> noLinger) {
+    List<Measurement> out = new ArrayList<>();
+    String how =
+        "CDC relay with batchLinger 0 (each streamed batch sent at once: how it ran before the"
+            + " linger), otherwise as cdc_latency_, alone after the others";
+    for (Phase p : noLinger) {
+      out.addAll(figures(NO_LINGER_PREFIX, p, how, Optional.empty()));
+    }
+    out.addAll(ratios("cdc_latency_", relay, "no_linger", NO_LINGER_PREFIX, noLinger));
     return out;
   }
 
@@ -269,8 +313,8 @@ public final class CdcLatencyBench {
                     + " CDC relay streaming, on the same cores: the most any offered rate can"
                     + " reach"));
     String relayHow =
-        "CDC relay, defaults (batch 2,000, 4 in flight; acks=all, idempotent, linger 5 ms flushed"
-            + " when the relay waits, lz4)";
+        "CDC relay, defaults (batch 2,000, 4 in flight, batch linger 2 ms; acks=all, idempotent,"
+            + " linger 5 ms flushed when the relay waits, lz4)";
     String dbzHow =
         "Debezium embedded 3.6.1, child JVM (poll.interval.ms=1, max.batch.size=2048,"
             + " max.queue.size=8192; producer acks=all, idempotent, linger 0, lz4; a batch's"

@@ -185,6 +185,9 @@ public final class CdcRelay implements AutoCloseable {
   /** Default for {@link Builder#maxInFlightBatches(int)}. */
   public static final int DEFAULT_MAX_IN_FLIGHT_BATCHES = 4;
 
+  /** Default for {@link Builder#batchLinger(Duration)}. */
+  public static final Duration DEFAULT_BATCH_LINGER = Duration.ofMillis(2);
+
   /** Default for {@link Builder#logicalMessages(boolean)}: only outbox rows. */
   public static final boolean DEFAULT_LOGICAL_MESSAGES = false;
 
@@ -226,6 +229,7 @@ public final class CdcRelay implements AutoCloseable {
     private String publicationName;
     private int batchSize = DEFAULT_BATCH_SIZE;
     private int maxInFlightBatches = DEFAULT_MAX_IN_FLIGHT_BATCHES;
+    private Duration batchLinger = DEFAULT_BATCH_LINGER;
     private boolean logicalMessages = DEFAULT_LOGICAL_MESSAGES;
     private String messagePrefix = DEFAULT_MESSAGE_PREFIX;
     private Duration statusInterval = DEFAULT_STATUS_INTERVAL;
@@ -284,6 +288,19 @@ public final class CdcRelay implements AutoCloseable {
      */
     public Builder maxInFlightBatches(int maxInFlightBatches) {
       this.maxInFlightBatches = maxInFlightBatches;
+      return this;
+    }
+
+    /**
+     * Sets how long a batch that is not full waits, after its first row, for more rows to join it
+     * while no batch is in flight (default 2 ms; zero sends each batch at once; at most 1 s). Under
+     * a trickle of small transactions every row would otherwise go to the broker in a request of
+     * its own: the linger trades up to this much latency for fewer requests, less CPU on the relay
+     * and the broker, and so a shorter tail when they share cores. Under load, batches fill while
+     * earlier ones are in flight, and none waits.
+     */
+    public Builder batchLinger(Duration batchLinger) {
+      this.batchLinger = batchLinger;
       return this;
     }
 
@@ -376,6 +393,10 @@ public final class CdcRelay implements AutoCloseable {
         throw new IllegalArgumentException(
             "maxInFlightBatches must be in [1, 64], was " + maxInFlightBatches);
       }
+      Objects.requireNonNull(batchLinger, "batchLinger");
+      if (batchLinger.isNegative() || batchLinger.compareTo(Duration.ofSeconds(1)) > 0) {
+        throw new IllegalArgumentException("batchLinger must be in [0, 1 s], was " + batchLinger);
+      }
       requirePositive(statusInterval, "statusInterval");
       requirePositive(standbyRetryInterval, "standbyRetryInterval");
       requirePositive(leaseTtl, "leaseTtl");
@@ -423,6 +444,7 @@ public final class CdcRelay implements AutoCloseable {
               pub,
               batchSize,
               maxInFlightBatches,
+              batchLinger,
               logicalMessages ? EmitMessageOutbox.create(messagePrefix).prefix() : null,
               statusInterval,
               standbyRetryInterval,

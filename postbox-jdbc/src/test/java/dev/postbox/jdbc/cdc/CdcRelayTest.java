@@ -189,6 +189,14 @@ class CdcRelayTest {
         .hasMessageContaining("slotName");
     assertThatThrownBy(() -> CdcRelay.builder(ds, ctx.jdbcUrl(), p).batchSize(0).build())
         .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(
+            () -> CdcRelay.builder(ds, ctx.jdbcUrl(), p).batchLinger(Duration.ofMillis(-1)).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("batchLinger");
+    assertThatThrownBy(
+            () -> CdcRelay.builder(ds, ctx.jdbcUrl(), p).batchLinger(Duration.ofSeconds(2)).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("batchLinger");
     assertThatThrownBy(() -> CdcRelay.builder(ds, "jdbc:mysql://x", p).build())
         .isInstanceOf(IllegalArgumentException.class);
     String slot = CdcRelay.builder(ds, ctx.jdbcUrl(), p).build().slotName();

@@ -37,6 +37,7 @@ public final class CdcEngine {
       String publicationName,
       int batchSize,
       int maxInFlightBatches,
+      Duration batchLinger,
       String messagePrefix,
       Duration statusInterval,
       Duration standbyRetryInterval,
@@ -138,7 +139,8 @@ public final class CdcEngine {
             config.sleeper(),
             () -> running,
             lease::holds,
-            config.maxInFlightBatches());
+            config.maxInFlightBatches(),
+            config.batchLinger());
     streamer =
         new SlotStreamer(
             config.instanceId(),

@@ -7,6 +7,7 @@ import dev.postbox.core.spi.OutboxRecord;
 import dev.postbox.core.spi.RelayPublisher;
 import dev.postbox.core.spi.RelayPublisher.PublishOutcome;
 import dev.postbox.core.time.Sleeper;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -54,6 +55,7 @@ public final class PublishLoop {
   private final BooleanSupplier running;
   private final LongPredicate holds;
   private final int maxInFlight;
+  private final Duration linger;
   private final ArrayDeque<Flight> flights = new ArrayDeque<>();
   final AtomicLong dropped = new AtomicLong();
   final AtomicLong published = new AtomicLong();
@@ -69,13 +71,24 @@ public final class PublishLoop {
       Backoff backoff,
       Sleeper sleeper,
       BooleanSupplier running) {
-    this(queue, publisher, marker, batchSize, backoff, sleeper, running, epoch -> true, 1);
+    this(
+        queue,
+        publisher,
+        marker,
+        batchSize,
+        backoff,
+        sleeper,
+        running,
+        epoch -> true,
+        1,
+        Duration.ZERO);
   }
 
   /**
    * A loop that publishes only events whose lease epoch {@code holds} tests true, checked before
    * each send and again before the outcomes are settled: an ex-owner sends no new batch and settles
-   * nothing once its lease is gone.
+   * nothing once its lease is gone. With nothing in flight, a batch that is not full waits {@code
+   * linger} after its first event for more to join it (zero: sent at once).
    */
   public PublishLoop(
       BlockingQueue<CdcEvent> queue,
@@ -86,9 +99,11 @@ public final class PublishLoop {
       Sleeper sleeper,
       BooleanSupplier running,
       LongPredicate holds,
-      int maxInFlight) {
+      int maxInFlight,
+      Duration linger) {
     this.holds = holds;
     this.maxInFlight = maxInFlight;
+    this.linger = linger;
     this.queue = queue;
     this.publisher = publisher;
     this.marker = marker;
@@ -130,7 +145,12 @@ public final class PublishLoop {
     }
   }
 
-  /** The next batch of events of a held epoch, waiting up to {@code waitMs}; null if none. */
+  /**
+   * The next batch of events of a held epoch, waiting up to {@code waitMs} for its first; null if
+   * none. With nothing in flight, a batch that is not full waits the linger for more: one produce
+   * request then carries every row streamed meanwhile, where without it a trickle of one-row
+   * transactions goes out one request (and one broker round trip, and its CPU) per row.
+   */
   private List<CdcEvent> next(long waitMs) throws InterruptedException {
     CdcEvent first = waitMs > 0 ? queue.poll(waitMs, TimeUnit.MILLISECONDS) : queue.poll();
     if (first == null) {
@@ -139,6 +159,10 @@ public final class PublishLoop {
     List<CdcEvent> batch = new ArrayList<>(batchSize);
     batch.add(first);
     queue.drainTo(batch, batchSize - 1);
+    if (linger.isPositive() && flights.isEmpty() && batch.size() < batchSize) {
+      sleeper.sleep(linger);
+      queue.drainTo(batch, batchSize - batch.size());
+    }
     dropStale(batch);
     return batch.isEmpty() ? null : batch;
   }

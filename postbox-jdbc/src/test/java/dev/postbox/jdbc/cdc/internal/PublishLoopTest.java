@@ -170,7 +170,8 @@ class PublishLoopTest {
             time,
             running::get,
             e -> true,
-            3)
+            3,
+            Duration.ZERO)
         .run();
     // three batches in flight before the first outcome was awaited
     assertThat(publisher.log.subList(0, 4))
@@ -186,5 +187,52 @@ class PublishLoopTest {
         .containsExactly(11L, 12L, 13L, 14L);
     assertThat(settled.get(2).last()).isEqualTo(events.get(29));
     assertThat(settled.get(2).acked()).hasSize(16);
+  }
+
+  @Test
+  void withNothingInFlightABatchLingersForTheRowsStreamedMeanwhileAndOneBehindAFlightDoesNot()
+      throws Exception {
+    LinkedBlockingQueue<CdcEvent> queue = new LinkedBlockingQueue<>(List.of(event(100, 0, 1, "a")));
+    List<CdcEvent> meanwhile = new ArrayList<>();
+    for (int i = 0; i < 12; i++) {
+      meanwhile.add(event(200 + i, 0, i + 2, "k" + i));
+    }
+    List<Duration> lingers = new ArrayList<>();
+    dev.postbox.core.time.Sleeper sleeper =
+        d -> {
+          lingers.add(d);
+          time.sleep(d);
+          queue.addAll(meanwhile); // streamed while the batch lingered
+          meanwhile.clear();
+        };
+    Pipelined publisher =
+        new Pipelined(List.of(java.util.Collections.nCopies(10, OK), List.of(OK, OK, OK)));
+    AtomicBoolean running = new AtomicBoolean(true);
+    publisher.onCall = n -> running.set(n < 2);
+    new PublishLoop(
+            queue,
+            publisher,
+            settled::add,
+            10,
+            new Backoff(Duration.ofMillis(100), Duration.ofSeconds(1), 2, 0),
+            sleeper,
+            running::get,
+            e -> true,
+            2,
+            Duration.ofMillis(2))
+        .run();
+    // the first row waited once and went out with the nine streamed meanwhile, in one request
+    assertThat(sent.get(0)).hasSize(10);
+    assertThat(sent.get(0).get(0).key()).contains("a");
+    // the rest, three rows, were sent behind it without waiting: a batch was in flight
+    assertThat(sent.get(1))
+        .extracting(m -> m.key().orElseThrow())
+        .containsExactly("k9", "k10", "k11");
+    assertThat(publisher.log.subList(0, 2)).containsExactly("send0", "after1");
+    assertThat(lingers).containsExactly(Duration.ofMillis(2));
+    assertThat(settled).hasSize(2);
+    assertThat(settled.get(1).acked())
+        .extracting(OutboxRecord::position)
+        .containsExactly(11L, 12L, 13L);
   }
 }
