@@ -14,7 +14,6 @@ import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.common.GroupState;
@@ -71,8 +70,8 @@ final class ScenarioRunner {
     long scenarioSeed = settings.seed() ^ (s.name().hashCode() * 0x9E3779B97F4A7C15L) ^ round;
     Map<String, SplittableRandom> armRandoms = new TreeMap<>();
     rotation.clear();
-    commitsAtLastDatabaseFault.set(-1);
-    commitsAtLastKill.set(-1);
+    databaseGate.reset();
+    killGate.reset();
     fleet.armer(c -> arm(s, c, armRandoms, scenarioSeed));
     // re-arm the running processes whose role this scenario arms; restart the consumers if the
     // scenario turns parking on or off
@@ -319,42 +318,30 @@ final class ScenarioRunner {
   }
 
   /**
-   * Before a database fault or a {@code kill -9}: waits until some business transaction of the
-   * phase committed since the previous fault of the same gate in the round (the first one needs
-   * none). These faults are gated on progress, not only spaced in time: on a slow machine,
-   * restarts, crashes and killed sessions spaced for a fast one left no transaction committing
-   * between them, and the phase proved nothing (inconclusive); and kills every 0.2-0.5 s (at a high
-   * {@code --fault-rate}) kept both producers down most of the phase, so hundreds of kills were
-   * counted over a few dozen transactions. With the gate every counted kill has at least one
-   * committed transaction after it. Other faults are not gated. Returns false if stopped while
-   * waiting.
+   * Before a database fault or a {@code kill -9}: waits at its {@link ProgressGate} until some
+   * business transaction of the phase committed since the previous fault of the same gate in the
+   * round. On a slow machine, restarts, crashes and killed sessions spaced for a fast one left no
+   * transaction committing between them, and the phase proved nothing (inconclusive); and kills
+   * every 0.2-0.5 s (at a high {@code --fault-rate}) kept both producers down most of the phase, so
+   * hundreds of kills were counted over a few dozen transactions. Other faults are not gated.
+   * Returns false if stopped while waiting.
    */
   private boolean awaitProgressFor(Fault f, AtomicBoolean stop) {
-    AtomicLong gate =
-        Scenario.DATABASE_FAULTS.contains(f)
-            ? commitsAtLastDatabaseFault
-            : f == Fault.KILL_9 ? commitsAtLastKill : null;
-    if (gate == null) {
-      return true;
-    }
-    while (!stop.get()) {
-      synchronized (gate) {
-        long now = checker.committedIn(env.phase());
-        if (now > gate.get()) {
-          gate.set(now);
-          return true;
-        }
-      }
-      Campaign.sleep(200);
-    }
-    return false;
+    ProgressGate gate =
+        Scenario.DATABASE_FAULTS.contains(f) ? databaseGate : f == Fault.KILL_9 ? killGate : null;
+    return gate == null || gate.await(stop::get);
   }
 
-  /** The phase's commits when the round's last database fault was let through (-1: none yet). */
-  private final AtomicLong commitsAtLastDatabaseFault = new AtomicLong(-1);
+  /** The phase's committed business transactions so far. */
+  private long committedInPhase() {
+    return checker.committedIn(env.phase());
+  }
 
-  /** The phase's commits when the round's last {@code kill -9} was let through (-1: none yet). */
-  private final AtomicLong commitsAtLastKill = new AtomicLong(-1);
+  /** Database faults (restarts, crashes, killed sessions) wait here for progress. */
+  private final ProgressGate databaseGate = new ProgressGate(this::committedInPhase, Thread::sleep);
+
+  /** Each {@code kill -9} waits here for progress. */
+  private final ProgressGate killGate = new ProgressGate(this::committedInPhase, Thread::sleep);
 
   private static long interval(Fault f, SplittableRandom r) {
     return switch (f) {
