@@ -88,6 +88,7 @@ public final class PublishedRowMarker {
   private final Backoff backoff;
   private final Sleeper sleeper;
   private final Ticker ticker;
+  private final Duration gather;
   private final LinkedBlockingQueue<Settled> queue = new LinkedBlockingQueue<>();
   private volatile boolean stopping;
   private volatile long marked;
@@ -100,12 +101,23 @@ public final class PublishedRowMarker {
       Backoff backoff,
       Sleeper sleeper,
       Ticker ticker) {
-    this(dataSource, () -> tracker, null, retention, purgeInterval, backoff, sleeper, ticker);
+    this(
+        dataSource,
+        () -> tracker,
+        null,
+        retention,
+        purgeInterval,
+        backoff,
+        sleeper,
+        ticker,
+        Duration.ZERO);
   }
 
   /**
    * A marker whose marks are fenced by {@code lease} (a mark of an epoch no longer held is dropped,
-   * and tells no tracker) and which tells the current tracker of {@code trackers}.
+   * and tells no tracker) and which tells the current tracker of {@code trackers}. After the first
+   * attempt it is handed, it waits {@code gather} for more before marking them all in one
+   * transaction (zero: marks at once).
    */
   public PublishedRowMarker(
       DataSource dataSource,
@@ -115,7 +127,9 @@ public final class PublishedRowMarker {
       Duration purgeInterval,
       Backoff backoff,
       Sleeper sleeper,
-      Ticker ticker) {
+      Ticker ticker,
+      Duration gather) {
+    this.gather = gather;
     this.dataSource = dataSource;
     this.trackers = trackers;
     this.lease = lease;
@@ -161,6 +175,9 @@ public final class PublishedRowMarker {
             continue;
           }
           jobs.add(first);
+          if (gather.isPositive() && !stopping) {
+            sleeper.sleep(gather); // more attempts settle meanwhile: one transaction marks them all
+          }
           int rows = rows(first);
           Settled next;
           while (rows < MAX_ROWS_PER_MARK && (next = queue.poll()) != null) {

@@ -92,6 +92,62 @@ class PublishedRowMarkerTest {
     assertThat(tracker.confirmable()).isEqualTo(110);
   }
 
+  @Test
+  @org.junit.jupiter.api.Timeout(60) // without the gather nothing would stop the loop
+  void batchesSettledWhileTheMarkerGathersAreMarkedInOneTransaction() throws Exception {
+    long first;
+    long second;
+    try (Connection writer = ds.getConnection()) {
+      writer.setAutoCommit(false);
+      first = writeUncommitted(writer);
+      second = writeUncommitted(writer);
+      writer.commit();
+    }
+    FakeTime time = FakeTime.create();
+    CommitTracker tracker = new CommitTracker(0);
+    tracker.received(100, 110, 1);
+    tracker.received(200, 210, 1);
+    PublishedRowMarker[] marker = new PublishedRowMarker[1];
+    Sleeper settleAnotherMeanwhile =
+        d -> {
+          time.sleep(d);
+          marker[0].submit(settled(second, 8, 200));
+          marker[0].stop();
+        };
+    marker[0] =
+        new PublishedRowMarker(
+            ds,
+            () -> tracker,
+            null,
+            Duration.ofHours(1),
+            Duration.ofHours(1),
+            new Backoff(Duration.ofMillis(10), Duration.ofMillis(100), 2, 0),
+            settleAnotherMeanwhile,
+            time,
+            Duration.ofMillis(10));
+
+    marker[0].submit(settled(first, 7, 100));
+    marker[0].run();
+
+    assertThat(time.sleeps()).containsExactly(Duration.ofMillis(10));
+    assertThat(marker[0].marked()).isEqualTo(2);
+    assertThat(publishedOffset(first)).isEqualTo(7L);
+    assertThat(publishedOffset(second)).isEqualTo(8L);
+    try (Connection c = ds.getConnection();
+        Statement st = c.createStatement();
+        ResultSet rs =
+            st.executeQuery(
+                "SELECT count(DISTINCT xmin::text) FROM postbox_outbox WHERE position IN ("
+                    + first
+                    + ", "
+                    + second
+                    + ")")) {
+      rs.next();
+      assertThat(rs.getInt(1)).as("both marked by one transaction").isEqualTo(1);
+    }
+    assertThat(tracker.confirmable()).isEqualTo(210);
+  }
+
   private PublishedRowMarker marker(CommitTracker tracker, Sleeper sleeper, FakeTime time) {
     return new PublishedRowMarker(
         ds,
@@ -104,6 +160,10 @@ class PublishedRowMarkerTest {
   }
 
   private static PublishedRowMarker.Settled settled(long position, long offset) {
+    return settled(position, offset, 100);
+  }
+
+  private static PublishedRowMarker.Settled settled(long position, long offset, long commitLsn) {
     OutboxRecord record =
         new OutboxRecord(
             position, 0, Message.builder("orders", "order.created").build(), Instant.EPOCH, 0);
@@ -112,7 +172,7 @@ class PublishedRowMarkerTest {
         List.of(new PublishOutcome.Acknowledged(0, offset)),
         List.of(),
         List.of(),
-        new CdcEvent(100, 0, record));
+        new CdcEvent(commitLsn, 0, record));
   }
 
   private static long writeUncommitted(Connection writer) throws SQLException {
