@@ -208,7 +208,16 @@ public final class ProcessSupervisor implements AutoCloseable {
       if (!c.alive() || c.paused) {
         return false;
       }
-      c.jvm.pause();
+      try {
+        c.jvm.pause();
+      } catch (IllegalStateException e) {
+        // it exited between the check and the signal (a crash point, say): the kill found no
+        // process, and Java's reaper reports the exit a moment later
+        if (c.jvm.waitFor(Duration.ofSeconds(1)).isPresent()) {
+          return false;
+        }
+        throw e;
+      }
       c.paused = true;
       return true;
     }
