@@ -147,8 +147,24 @@ public final class CdcLatencyBench {
                 .phases();
     List<Measurement> out = measurements(writerMax, relay, dbz);
     out.addAll(pollingMeasurements(relay, polling));
-    out.addAll(noGraceMeasurements(polling, noGrace));
-    out.addAll(noLingerMeasurements(relay, noLinger));
+    out.addAll(
+        variantMeasurements(
+            "cdc_polling_latency_",
+            polling,
+            "no_grace",
+            NO_GRACE_PREFIX,
+            noGrace,
+            "polling relay with idleGrace 0 (idle at the first empty claim: how it ran before the"
+                + " grace), otherwise as cdc_polling_latency_, alone after it"));
+    out.addAll(
+        variantMeasurements(
+            "cdc_latency_",
+            relay,
+            "no_linger",
+            NO_LINGER_PREFIX,
+            noLinger,
+            "CDC relay with batchLinger 0 (each streamed batch sent at once: how it ran before the"
+                + " linger), otherwise as cdc_latency_, alone after the others"));
     out.addAll(idle);
     return out;
   }
@@ -189,22 +205,6 @@ public final class CdcLatencyBench {
 
   private static final String NO_LINGER_PREFIX = "cdc_no_linger_latency_";
 
-  /**
-   * The CDC relay without its batch linger, and the default relay's p99 over it per rate; nothing
-   * in quick mode.
-   */
-  private static List<Measurement> noLingerMeasurements(List<Phase> relay, List<Phase> noLinger) {
-    List<Measurement> out = new ArrayList<>();
-    String how =
-        "CDC relay with batchLinger 0 (each streamed batch sent at once: how it ran before the"
-            + " linger), otherwise as cdc_latency_, alone after the others";
-    for (Phase p : noLinger) {
-      out.addAll(figures(NO_LINGER_PREFIX, p, how, Optional.empty()));
-    }
-    out.addAll(ratios("cdc_latency_", relay, "no_linger", NO_LINGER_PREFIX, noLinger));
-    return out;
-  }
-
   /** The polling relay with {@code idleGrace} alone on its own schema: its phases. */
   private List<Phase> pollingPhases(
       String schema, String prefix, Duration idleGrace, double writerMax) throws Exception {
@@ -226,18 +226,22 @@ public final class CdcLatencyBench {
   private static final String NO_GRACE_PREFIX = "cdc_polling_no_grace_latency_";
 
   /**
-   * The polling relay without its idle grace (it marks itself idle at the first empty claim, as
-   * before the grace), and the default relay's p99 over it per rate; nothing in quick mode.
+   * A streamer run without one of its features ({@code variant}, with {@code how} it ran), and the
+   * default's p99 over it per rate as {@code <defaultPrefix><rate>_p99_vs_<vs>}: what the feature
+   * changes, in the same run; nothing in quick mode (no variant phases).
    */
-  private static List<Measurement> noGraceMeasurements(List<Phase> polling, List<Phase> noGrace) {
+  private static List<Measurement> variantMeasurements(
+      String defaultPrefix,
+      List<Phase> defaults,
+      String vs,
+      String variantPrefix,
+      List<Phase> variant,
+      String how) {
     List<Measurement> out = new ArrayList<>();
-    String how =
-        "polling relay with idleGrace 0 (idle at the first empty claim: how it ran before the"
-            + " grace), otherwise as cdc_polling_latency_, alone after it";
-    for (Phase p : noGrace) {
-      out.addAll(figures(NO_GRACE_PREFIX, p, how, Optional.empty()));
+    for (Phase p : variant) {
+      out.addAll(figures(variantPrefix, p, how, Optional.empty()));
     }
-    out.addAll(ratios("cdc_polling_latency_", polling, "no_grace", NO_GRACE_PREFIX, noGrace));
+    out.addAll(ratios(defaultPrefix, defaults, vs, variantPrefix, variant));
     return out;
   }
 
