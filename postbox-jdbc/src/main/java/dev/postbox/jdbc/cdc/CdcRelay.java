@@ -296,7 +296,7 @@ public final class CdcRelay implements AutoCloseable {
      * while no batch is in flight (default zero: each batch is sent at once; at most 1 s). A linger
      * sends a trickle of small transactions in fewer, larger requests, at the cost of up to this
      * much latency. Measured on a 2-core machine shared by the writers, PostgreSQL and the broker
-     * (docs/benchmarks.md), 2 ms raised the median commit-to-ack latency by 5-10 ms and lowered
+     * (docs/benchmarks.md), 2 ms raised the median commit-to-ack latency by 3-18 ms and lowered
      * neither the relay's nor the broker's CPU per event, hence the default.
      */
     public Builder batchLinger(Duration batchLinger) {
