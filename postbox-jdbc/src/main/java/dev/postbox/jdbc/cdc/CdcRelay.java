@@ -294,10 +294,10 @@ public final class CdcRelay implements AutoCloseable {
     /**
      * Sets how long a batch that is not full waits, after its first row, for more rows to join it
      * while no batch is in flight (default zero: each batch is sent at once; at most 1 s). A linger
-     * sends a trickle of small transactions in fewer, larger requests, at the cost of up to this
-     * much latency. Measured on a 2-core machine shared by the writers, PostgreSQL and the broker
-     * (docs/benchmarks.md), 2 ms raised the median commit-to-ack latency by 3-18 ms and lowered
-     * neither the relay's nor the broker's CPU per event, hence the default.
+     * sends a trickle of small transactions in fewer, larger requests. Measured on a 2-core machine
+     * shared by the writers, PostgreSQL and the broker (docs/benchmarks.md), 2 ms raised the median
+     * commit-to-ack latency by 3-18 ms and lowered neither the relay's nor the broker's CPU per
+     * event, hence the default.
      */
     public Builder batchLinger(Duration batchLinger) {
       this.batchLinger = batchLinger;
