@@ -144,6 +144,34 @@ class PublishLoopTest {
     public void close() {}
   }
 
+  /**
+   * Runs a loop of batches of 10 with up to {@code maxInFlight} in flight over {@code queue} until
+   * the publisher has been called {@code calls} times.
+   */
+  private void runPipelined(
+      LinkedBlockingQueue<CdcEvent> queue,
+      Pipelined publisher,
+      int calls,
+      dev.postbox.core.time.Sleeper sleeper,
+      int maxInFlight,
+      Duration linger)
+      throws Exception {
+    AtomicBoolean running = new AtomicBoolean(true);
+    publisher.onCall = n -> running.set(n < calls);
+    new PublishLoop(
+            queue,
+            publisher,
+            settled::add,
+            10,
+            new Backoff(Duration.ofMillis(100), Duration.ofSeconds(1), 2, 0),
+            sleeper,
+            running::get,
+            e -> true,
+            maxInFlight,
+            linger)
+        .run();
+  }
+
   @Test
   void pipelinedBatchesAreSettledInOrderAndOnlyUpToTheFirstUnacknowledgedRow() throws Exception {
     List<CdcEvent> events = new ArrayList<>();
@@ -158,21 +186,7 @@ class PublishLoopTest {
     Pipelined publisher =
         new Pipelined(
             List.of(tenOk, fourOkThenLater, tenOk, java.util.Collections.nCopies(16, OK)));
-    LinkedBlockingQueue<CdcEvent> queue = new LinkedBlockingQueue<>(events);
-    AtomicBoolean running = new AtomicBoolean(true);
-    publisher.onCall = n -> running.set(n < 4);
-    new PublishLoop(
-            queue,
-            publisher,
-            settled::add,
-            10,
-            new Backoff(Duration.ofMillis(100), Duration.ofSeconds(1), 2, 0),
-            time,
-            running::get,
-            e -> true,
-            3,
-            Duration.ZERO)
-        .run();
+    runPipelined(new LinkedBlockingQueue<>(events), publisher, 4, time, 3, Duration.ZERO);
     // three batches in flight before the first outcome was awaited
     assertThat(publisher.log.subList(0, 4))
         .containsExactly("send0", "after1", "after2", "outcomes0");
@@ -207,20 +221,7 @@ class PublishLoopTest {
         };
     Pipelined publisher =
         new Pipelined(List.of(java.util.Collections.nCopies(10, OK), List.of(OK, OK, OK)));
-    AtomicBoolean running = new AtomicBoolean(true);
-    publisher.onCall = n -> running.set(n < 2);
-    new PublishLoop(
-            queue,
-            publisher,
-            settled::add,
-            10,
-            new Backoff(Duration.ofMillis(100), Duration.ofSeconds(1), 2, 0),
-            sleeper,
-            running::get,
-            e -> true,
-            2,
-            Duration.ofMillis(2))
-        .run();
+    runPipelined(queue, publisher, 2, sleeper, 2, Duration.ofMillis(2));
     // the first row waited once and went out with the nine streamed meanwhile, in one request
     assertThat(sent.get(0)).hasSize(10);
     assertThat(sent.get(0).get(0).key()).contains("a");
