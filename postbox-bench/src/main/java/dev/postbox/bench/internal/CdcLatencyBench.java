@@ -59,7 +59,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * full mode a fourth, the polling relay with {@code idleGrace} 0 (how it ran before the grace),
  * keys {@code cdc_polling_no_grace_latency_*} and {@code cdc_polling_latency_*_p99_vs_no_grace},
  * and the CDC relay with {@code batchLinger} 2 ms, right after the default one, keys {@code
- * cdc_linger_latency_*} and {@code cdc_latency_*_p99_vs_linger}.
+ * cdc_linger_latency_*} and {@code cdc_latency_*_p99_vs_linger}, then the CDC relay with {@code
+ * binaryValues} off (every value as text), keys {@code cdc_text_latency_*} and {@code
+ * cdc_latency_*_p99_vs_text}.
  */
 public final class CdcLatencyBench {
 
@@ -115,7 +117,14 @@ public final class CdcLatencyBench {
    * relay, the same for Debezium, then the relay's p99 over Debezium's per rate.
    */
   public List<Measurement> run() throws Exception {
-    CdcRun cdc = cdcPhases("cdclat", "lat", "cdc_latency_", CdcRelay.DEFAULT_BATCH_LINGER, 0);
+    CdcRun cdc =
+        cdcPhases(
+            "cdclat",
+            "lat",
+            "cdc_latency_",
+            CdcRelay.DEFAULT_BATCH_LINGER,
+            CdcRelay.DEFAULT_BINARY_VALUES,
+            0);
     double writerMax = cdc.writerMax();
     List<Phase> relay = cdc.phases();
     // the CDC relay with a batch linger, right after the default one (each streamed batch sent at
@@ -123,7 +132,13 @@ public final class CdcLatencyBench {
     List<Phase> linger =
         config.quick()
             ? List.of()
-            : cdcPhases("cdclat_linger", "linger", LINGER_PREFIX, LINGER, writerMax).phases();
+            : cdcPhases("cdclat_linger", "linger", LINGER_PREFIX, LINGER, true, writerMax).phases();
+    // the CDC relay with the values streamed as text (as before binaryValues), next
+    List<Phase> text =
+        config.quick()
+            ? List.of()
+            : cdcPhases("cdclat_text", "text", TEXT_PREFIX, Duration.ZERO, false, writerMax)
+                .phases();
     Db dbzDb = env.database("cdclat_dbz", LatencyBench.WRITERS + 4);
     String dbzSlot = slotName(dbzDb, "dbz");
     List<Phase> dbz;
@@ -166,6 +181,15 @@ public final class CdcLatencyBench {
                 + LINGER.toMillis()
                 + " ms (a batch waits for the rows streamed meanwhile), otherwise as cdc_latency_,"
                 + " alone right after it"));
+    out.addAll(
+        variantMeasurements(
+            "cdc_latency_",
+            relay,
+            "text",
+            TEXT_PREFIX,
+            text,
+            "CDC relay with binaryValues false (the server formats every value as text, the relay"
+                + " parses it), otherwise as cdc_latency_, alone after the linger variant"));
     out.addAll(idle);
     return out;
   }
@@ -174,11 +198,17 @@ public final class CdcLatencyBench {
   private record CdcRun(double writerMax, List<Phase> phases) {}
 
   /**
-   * The CDC relay with {@code batchLinger} alone on its own schema and slot (dropped after): its
-   * phases; first the writers' maximum with it streaming when {@code writerMax} is 0.
+   * The CDC relay with {@code batchLinger} and {@code binaryValues} alone on its own schema and
+   * slot (dropped after): its phases; first the writers' maximum with it streaming when {@code
+   * writerMax} is 0.
    */
   private CdcRun cdcPhases(
-      String schema, String slotTag, String prefix, Duration batchLinger, double writerMax)
+      String schema,
+      String slotTag,
+      String prefix,
+      Duration batchLinger,
+      boolean binaryValues,
+      double writerMax)
       throws Exception {
     Db db = env.database(schema, LatencyBench.WRITERS + 8);
     String slot = slotName(db, slotTag);
@@ -192,11 +222,20 @@ public final class CdcLatencyBench {
             .slotName(slot)
             .publicationName(slot + "_pub")
             .batchLinger(batchLinger)
+            .binaryValues(binaryValues)
             .build()) {
       r.start();
       BenchEnv.awaitCount("cdc relay active", () -> r.active() ? 1 : 0, 1, NO_PROGRESS);
       warmUp(db);
-      idle.add(idleCpu(db, prefix, "CDC relay, batchLinger " + batchLinger.toMillis() + " ms"));
+      idle.add(
+          idleCpu(
+              db,
+              prefix,
+              "CDC relay, batchLinger "
+                  + batchLinger.toMillis()
+                  + " ms, "
+                  + (binaryValues ? "binary" : "text")
+                  + " values"));
       double max = writerMax > 0 ? writerMax : writerMax(db);
       run = new CdcRun(max, phases(db, max));
     }
@@ -205,6 +244,8 @@ public final class CdcLatencyBench {
   }
 
   private static final String LINGER_PREFIX = "cdc_linger_latency_";
+
+  private static final String TEXT_PREFIX = "cdc_text_latency_";
 
   /** The batch linger the variant runs with. */
   private static final Duration LINGER = Duration.ofMillis(2);
@@ -321,7 +362,7 @@ public final class CdcLatencyBench {
                     + " CDC relay streaming, on the same cores: the most any offered rate can"
                     + " reach"));
     String relayHow =
-        "CDC relay, defaults (batch 2,000, 4 in flight, no batch linger; acks=all, idempotent,"
+        "CDC relay, defaults (batch 2,000, 4 in flight, no batch linger, binary values; acks=all, idempotent,"
             + " linger 5 ms flushed when the relay waits, lz4)";
     String dbzHow =
         "Debezium embedded 3.6.1, child JVM (poll.interval.ms=1, max.batch.size=2048,"

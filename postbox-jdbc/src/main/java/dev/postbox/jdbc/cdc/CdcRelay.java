@@ -188,6 +188,9 @@ public final class CdcRelay implements AutoCloseable {
   /** Default for {@link Builder#batchLinger(Duration)}. */
   public static final Duration DEFAULT_BATCH_LINGER = Duration.ZERO;
 
+  /** Default for {@link Builder#binaryValues(boolean)}: binary where the server can (14+). */
+  public static final boolean DEFAULT_BINARY_VALUES = true;
+
   /** Default for {@link Builder#logicalMessages(boolean)}: only outbox rows. */
   public static final boolean DEFAULT_LOGICAL_MESSAGES = false;
 
@@ -230,6 +233,7 @@ public final class CdcRelay implements AutoCloseable {
     private int batchSize = DEFAULT_BATCH_SIZE;
     private int maxInFlightBatches = DEFAULT_MAX_IN_FLIGHT_BATCHES;
     private Duration batchLinger = DEFAULT_BATCH_LINGER;
+    private boolean binaryValues = DEFAULT_BINARY_VALUES;
     private boolean logicalMessages = DEFAULT_LOGICAL_MESSAGES;
     private String messagePrefix = DEFAULT_MESSAGE_PREFIX;
     private Duration statusInterval = DEFAULT_STATUS_INTERVAL;
@@ -301,6 +305,19 @@ public final class CdcRelay implements AutoCloseable {
      */
     public Builder batchLinger(Duration batchLinger) {
       this.batchLinger = batchLinger;
+      return this;
+    }
+
+    /**
+     * Whether the server sends the outbox rows' column values in binary form (default true; used on
+     * PostgreSQL 14 and newer, older servers send text). Binary values spare the server's text
+     * output functions and the relay's parsing: a timestamp is 8 bytes instead of a formatted date,
+     * a payload its own bytes instead of hex. A column whose type has no binary form comes as text
+     * either way. False asks for text everywhere, as before PostgreSQL 14; the bench races both
+     * (docs/benchmarks.md).
+     */
+    public Builder binaryValues(boolean binaryValues) {
+      this.binaryValues = binaryValues;
       return this;
     }
 
@@ -445,6 +462,7 @@ public final class CdcRelay implements AutoCloseable {
               batchSize,
               maxInFlightBatches,
               batchLinger,
+              binaryValues,
               logicalMessages ? EmitMessageOutbox.create(messagePrefix).prefix() : null,
               statusInterval,
               standbyRetryInterval,

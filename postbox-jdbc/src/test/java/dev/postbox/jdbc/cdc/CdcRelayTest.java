@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.postbox.core.Backoff;
 import dev.postbox.core.Message;
+import dev.postbox.core.Payload;
 import dev.postbox.jdbc.Outbox;
 import dev.postbox.jdbc.OutboxException;
 import dev.postbox.jdbc.PostboxMigrations;
@@ -16,6 +17,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashSet;
@@ -26,6 +28,8 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The CDC relay against the test kit's PostgreSQL ({@code wal_level=logical}) with a recording
@@ -58,9 +62,14 @@ class CdcRelayTest {
   }
 
   private CdcRelay relay(String id, RecordingPublisher publisher) {
+    return relay(id, publisher, CdcRelay.DEFAULT_BINARY_VALUES);
+  }
+
+  private CdcRelay relay(String id, RecordingPublisher publisher, boolean binaryValues) {
     CdcRelay r =
         CdcRelay.builder(ds, ctx.jdbcUrl(), publisher)
             .instanceId(id)
+            .binaryValues(binaryValues)
             .batchSize(50)
             .standbyRetryInterval(Duration.ofMillis(100))
             .backoff(new Backoff(Duration.ofMillis(20), Duration.ofMillis(200), 2, 0.5))
@@ -112,6 +121,64 @@ class CdcRelayTest {
     assertThat(publisher.acknowledged()).containsExactlyElementsOf(expected);
     await().atMost(ARRIVAL).until(() -> count("published_at IS NULL") == 0);
     assertThat(count("published_at IS NOT NULL")).isEqualTo(301);
+  }
+
+  /**
+   * Every field of the envelope survives the stream in both value forms: binary (timestamps as
+   * microseconds, the payload's own bytes, jsonb with its version byte) and text (formatted
+   * timestamps, hex bytea); then a row the envelope rejects comes back unpublishable, not as an
+   * error. The table also carries a column of a type with no binary send function ({@code
+   * aclitem}): in binary mode the server sends that one column as text amid binary values.
+   */
+  @ParameterizedTest(name = "binaryValues={0}")
+  @ValueSource(booleans = {true, false})
+  void everyFieldSurvivesTheStreamInBothValueForms(boolean binaryValues) throws Exception {
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(
+          "ALTER TABLE postbox_outbox ADD COLUMN app_acl aclitem"
+              + " DEFAULT makeaclitem(0, 10, 'SELECT', false)");
+    }
+    RecordingPublisher publisher = new RecordingPublisher();
+    CdcRelay r = relay("r1", publisher, binaryValues);
+    Message full =
+        Message.builder("orders", "order.created")
+            .schemaVersion(3)
+            .key("k-\u00e9\u6f22")
+            .occurredAt(Instant.parse("1999-12-31T23:59:59.999999Z"))
+            .source("/shop/\u00fc")
+            .correlationId("corr-1")
+            .causationId("cause-1")
+            .tenant("tenant-a")
+            .header("trace", "a\"b")
+            .header("n", "1")
+            .payload(
+                new Payload(
+                    new byte[] {0, (byte) 0xff, 0x5c, 0x78, 10}, "application/octet-stream"))
+            .build();
+    Message bare =
+        Message.builder("orders", "order.created")
+            .occurredAt(Instant.parse("2026-12-02T16:00:00.000001Z"))
+            .payload(new Payload(new byte[0], "application/octet-stream"))
+            .build();
+    outbox.inTransaction(
+        ds,
+        w -> {
+          w.writeAll(List.of(full, bare));
+          return null;
+        });
+    await().atMost(ARRIVAL).until(() -> publisher.acknowledged().size() >= 2);
+    assertThat(publisher.acknowledged()).containsExactly(full, bare);
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(
+          "INSERT INTO postbox_outbox (message_id, topic, msg_key, lane, type, schema_version,"
+              + " occurred_at, source, headers, content_type, payload) VALUES"
+              + " (gen_random_uuid(), 'orders', 'k9', 0, 'order.created', 1, 'infinity', '/shop',"
+              + " NULL, 'application/json', '\\x7b7d')");
+    }
+    await().atMost(ARRIVAL).until(() -> r.stats().unpublishable() >= 1);
+    assertThat(publisher.acknowledged()).hasSize(2);
   }
 
   @Test

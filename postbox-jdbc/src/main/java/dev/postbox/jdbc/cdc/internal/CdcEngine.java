@@ -47,6 +47,7 @@ public final class CdcEngine {
       int batchSize,
       int maxInFlightBatches,
       Duration batchLinger,
+      boolean binaryValues,
       String messagePrefix,
       Duration statusInterval,
       Duration standbyRetryInterval,
@@ -98,7 +99,8 @@ public final class CdcEngine {
                 config.slotName(),
                 config.publicationName(),
                 config.statusInterval())
-            .withLogicalMessages(config.messagePrefix() != null);
+            .withLogicalMessages(config.messagePrefix() != null)
+            .withBinaryValues(config.binaryValues());
   }
 
   /** Prepares the publication and slot, then starts the threads. */

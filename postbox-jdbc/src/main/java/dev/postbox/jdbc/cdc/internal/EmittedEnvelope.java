@@ -63,10 +63,10 @@ public final class EmittedEnvelope {
       throw new IllegalStateException("an emitted outbox message is not a JSON envelope", e);
     }
     List<String> names = new ArrayList<>(c.keySet());
-    return new OutboxTuple(names).read(c.values().toArray(String[]::new));
+    return new OutboxTuple(names).read(TupleData.ofText(c.values().toArray(String[]::new)));
   }
 
   private static String time(Instant t) {
-    return OutboxTuple.TIMESTAMPTZ.format(t.atOffset(ZoneOffset.UTC));
+    return TupleData.TIMESTAMPTZ.format(t.atOffset(ZoneOffset.UTC));
   }
 }

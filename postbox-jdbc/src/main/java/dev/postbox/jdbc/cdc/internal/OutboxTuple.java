@@ -6,25 +6,18 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.postbox.core.Message;
 import dev.postbox.core.Payload;
 import dev.postbox.core.spi.OutboxRecord;
-import java.nio.charset.StandardCharsets;
-import java.sql.SQLException;
 import java.time.Instant;
-import java.time.OffsetDateTime;
-import java.time.format.DateTimeFormatter;
-import java.time.format.DateTimeFormatterBuilder;
-import java.time.temporal.ChronoField;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import org.postgresql.util.PGbytea;
 
 /**
- * Reads one {@code postbox_outbox} row from the text values of a pgoutput tuple into an {@link
- * OutboxRecord}, the way the polling relay reads it from a result set: a row the envelope rejects
- * comes back {@linkplain OutboxRecord#unreadable() unreadable} with a stand-in message, never as an
- * exception. Columns are found by name once per relation message, so a column added by a later
- * migration does not shift them.
+ * Reads one {@code postbox_outbox} row from the values of a pgoutput tuple (text or binary) into an
+ * {@link OutboxRecord}, the way the polling relay reads it from a result set: a row the envelope
+ * rejects comes back {@linkplain OutboxRecord#unreadable() unreadable} with a stand-in message,
+ * never as an exception. Columns are found by name once per relation message, so a column added by
+ * a later migration does not shift them.
  */
 final class OutboxTuple {
 
@@ -32,25 +25,6 @@ final class OutboxTuple {
 
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final TypeReference<Map<String, String>> HEADERS = new TypeReference<>() {};
-
-  /**
-   * PostgreSQL's ISO text form of timestamptz ({@code 2026-12-01 11:47:58.123456+00}; the offset
-   * may carry minutes and seconds), whatever the walsender's TimeZone is.
-   */
-  static final DateTimeFormatter TIMESTAMPTZ =
-      new DateTimeFormatterBuilder()
-          .append(DateTimeFormatter.ISO_LOCAL_DATE)
-          .appendLiteral(' ')
-          .appendValue(ChronoField.HOUR_OF_DAY, 2)
-          .appendLiteral(':')
-          .appendValue(ChronoField.MINUTE_OF_HOUR, 2)
-          .appendLiteral(':')
-          .appendValue(ChronoField.SECOND_OF_MINUTE, 2)
-          .optionalStart()
-          .appendFraction(ChronoField.NANO_OF_SECOND, 1, 9, true)
-          .optionalEnd()
-          .appendOffset("+HH:mm:ss", "+00")
-          .toFormatter();
 
   private final int position;
   private final int messageId;
@@ -104,47 +78,46 @@ final class OutboxTuple {
     return i;
   }
 
-  /**
-   * The record for one inserted row; {@code values} are the columns' text forms (null for NULL).
-   */
-  OutboxRecord read(String[] values) {
-    long pos = Long.parseLong(values[position]);
-    int laneNo = Integer.parseInt(values[lane]);
-    Instant created = timestamp(values[createdAt]);
-    int tries = Integer.parseInt(values[attempts]);
+  /** The record for one inserted row, from its values in text or binary form. */
+  OutboxRecord read(TupleData v) {
+    long pos = v.integer(position);
+    int laneNo = (int) v.integer(lane);
+    Instant created = v.timestamp(createdAt);
+    int tries = (int) v.integer(attempts);
     try {
       Message.Builder b =
-          Message.builder(values[topic], values[type])
-              .id(UUID.fromString(values[messageId]))
-              .schemaVersion(Integer.parseInt(values[schemaVersion]))
-              .key(values[key])
-              .occurredAt(timestamp(values[occurredAt]))
-              .source(values[source])
-              .correlationId(values[correlationId])
-              .causationId(values[causationId])
-              .tenant(values[tenant])
-              .payload(new Payload(bytea(values[payload]), values[contentType]));
-      if (values[headers] != null) {
-        headersOf(values[headers]).forEach(b::header);
+          Message.builder(v.text(topic), v.text(type))
+              .id(v.uuid(messageId))
+              .schemaVersion((int) v.integer(schemaVersion))
+              .key(v.text(key))
+              .occurredAt(v.timestamp(occurredAt))
+              .source(v.text(source))
+              .correlationId(v.text(correlationId))
+              .causationId(v.text(causationId))
+              .tenant(v.text(tenant))
+              .payload(new Payload(v.bytea(payload), v.text(contentType)));
+      String json = v.json(headers);
+      if (json != null) {
+        headersOf(json).forEach(b::header);
       }
       return new OutboxRecord(pos, laneNo, b.build(), created, tries);
     } catch (RuntimeException e) {
-      return new OutboxRecord(pos, laneNo, standIn(values), created, tries, e.toString());
+      return new OutboxRecord(pos, laneNo, standIn(v), created, tries, e.toString());
     }
   }
 
   /** A never-published stand-in with what could be read of the row (as the polling relay does). */
-  private Message standIn(String[] values) {
+  private Message standIn(TupleData v) {
     UUID id = null;
     try {
-      id = UUID.fromString(values[messageId]);
+      id = v.uuid(messageId);
     } catch (RuntimeException ignored) {
       // a fresh id for the stand-in
     }
-    String k = values[key];
+    String k = v.text(key);
     for (String[] tk :
         new String[][] {
-          {values[topic], k}, {"postbox.unreadable", k}, {"postbox.unreadable", null}
+          {v.text(topic), k}, {"postbox.unreadable", k}, {"postbox.unreadable", null}
         }) {
       try {
         Message.Builder b = Message.builder(tk[0], "postbox.unreadable");
@@ -157,21 +130,6 @@ final class OutboxTuple {
       }
     }
     return Message.builder("postbox.unreadable", "postbox.unreadable").build();
-  }
-
-  static Instant timestamp(String text) {
-    return OffsetDateTime.parse(text, TIMESTAMPTZ).toInstant();
-  }
-
-  static byte[] bytea(String text) {
-    if (text == null) {
-      throw new IllegalArgumentException("payload is NULL");
-    }
-    try {
-      return PGbytea.toBytes(text.getBytes(StandardCharsets.US_ASCII));
-    } catch (SQLException e) {
-      throw new IllegalArgumentException("payload is not bytea text", e);
-    }
   }
 
   private static Map<String, String> headersOf(String json) {

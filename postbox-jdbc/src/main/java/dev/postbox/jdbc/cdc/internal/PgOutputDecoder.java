@@ -19,11 +19,11 @@ import java.util.Optional;
  * decoder for any output plugin, so this class reads the binary format by hand, as PostgreSQL's
  * documentation ("Logical Replication Message Formats") describes it: Begin {@code 'B'}, Relation
  * {@code 'R'} (the table's OID, schema, name and columns; sent before the first change of a table
- * in a session and again after its definition changes), Insert {@code 'I'} (a tuple of text
- * values), Commit {@code 'C'} (the commit LSN and the end LSN). Updates, deletes, truncates, types
- * and origins are skipped: the publication the CDC relay creates publishes inserts only, and the
- * relay marks and deletes rows itself. Column values come as text and are parsed by {@link
- * OutboxTuple} (bytea through pgjdbc's {@code PGbytea}).
+ * in a session and again after its definition changes), Insert {@code 'I'} (a tuple of values, in
+ * text or, when the stream runs in binary mode, in binary form: {@link TupleData}), Commit {@code
+ * 'C'} (the commit LSN and the end LSN). Updates, deletes, truncates, types and origins are
+ * skipped: the publication the CDC relay creates publishes inserts only, and the relay marks and
+ * deletes rows itself. Column values are read by {@link OutboxTuple}.
  *
  * <p>Inserts of other tables (a publication that holds more than the outbox) are ignored. Not
  * thread-safe: one decoder per replication stream, fed in stream order.
@@ -163,29 +163,7 @@ public final class PgOutputDecoder {
     if (b.get() != 'N') {
       throw new IllegalStateException("pgoutput: Insert without a new tuple");
     }
-    open.add(r.tuple().read(tuple(b)));
-  }
-
-  private static String[] tuple(ByteBuffer b) {
-    int n = b.getShort();
-    String[] values = new String[n];
-    for (int i = 0; i < n; i++) {
-      byte kind = b.get();
-      switch (kind) {
-        case 'n' -> values[i] = null;
-        case 't' -> {
-          int len = b.getInt();
-          values[i] =
-              new String(b.array(), b.arrayOffset() + b.position(), len, StandardCharsets.UTF_8);
-          b.position(b.position() + len);
-        }
-        case 'u' ->
-            throw new IllegalStateException(
-                "pgoutput: unchanged TOAST value in an insert (column " + i + ")");
-        default -> throw new IllegalStateException("pgoutput: tuple value kind " + (char) kind);
-      }
-    }
-    return values;
+    open.add(r.tuple().read(TupleData.read(b)));
   }
 
   private static String string(ByteBuffer b) {

@@ -42,6 +42,7 @@ public final class ReplicationSetup {
   private final String publication;
   private final Duration statusInterval;
   private volatile boolean logicalMessages;
+  private volatile boolean binaryValues;
   private final java.util.List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
 
   public ReplicationSetup(
@@ -64,6 +65,15 @@ public final class ReplicationSetup {
   /** Streams the transactional logical messages too (PostgreSQL 14+; {@code EmitMessageOutbox}). */
   public ReplicationSetup withLogicalMessages(boolean on) {
     this.logicalMessages = on;
+    return this;
+  }
+
+  /**
+   * Asks the server for column values in binary form ({@code binary 'true'}) where it can send them
+   * (PostgreSQL 14+; older servers stream text).
+   */
+  public ReplicationSetup withBinaryValues(boolean on) {
+    this.binaryValues = on;
     return this;
   }
 
@@ -374,6 +384,9 @@ public final class ReplicationSetup {
                 (int) statusInterval.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
     if (messages || logicalMessages) {
       b = b.withSlotOption("messages", "true");
+    }
+    if (binaryValues && c.getMetaData().getDatabaseMajorVersion() >= 14) {
+      b = b.withSlotOption("binary", "true");
     }
     if (startLsn > 0) {
       b = b.withStartPosition(LogSequenceNumber.valueOf(startLsn));

@@ -8,6 +8,7 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -100,12 +101,97 @@ class PgOutputDecoderTest {
 
   @Test
   void parsesTimestampsWithAnyOffset() {
-    assertThat(OutboxTuple.timestamp("2026-12-01 11:47:58+00"))
+    assertThat(TupleData.timestamp("2026-12-01 11:47:58+00"))
         .isEqualTo(Instant.parse("2026-12-01T11:47:58Z"));
-    assertThat(OutboxTuple.timestamp("2026-12-01 11:47:58.5+05:30"))
+    assertThat(TupleData.timestamp("2026-12-01 11:47:58.5+05:30"))
         .isEqualTo(Instant.parse("2026-12-01T06:17:58.5Z"));
-    assertThat(OutboxTuple.timestamp("2026-12-01 11:47:58.000001-03"))
+    assertThat(TupleData.timestamp("2026-12-01 11:47:58.000001-03"))
         .isEqualTo(Instant.parse("2026-12-01T14:47:58.000001Z"));
+  }
+
+  @Test
+  void decodesBinaryValuesAsTheSendFunctionsLayThemOut() throws IOException {
+    PgOutputDecoder d = new PgOutputDecoder("app");
+    d.decode(begin(600));
+    d.decode(relation(16384, "app", "postbox_outbox", COLUMNS));
+    UUID id = UUID.randomUUID();
+    long micros =
+        Duration.between(
+                    Instant.parse("2000-01-01T00:00:00Z"),
+                    Instant.parse("2026-12-01T10:47:58.123456Z"))
+                .toNanos()
+            / 1_000;
+    Map<String, byte[]> v = new LinkedHashMap<>();
+    for (String c : COLUMNS) {
+      v.put(c, null);
+    }
+    v.put("position", ByteBuffer.allocate(8).putLong(9).array());
+    v.put(
+        "message_id",
+        ByteBuffer.allocate(16)
+            .putLong(id.getMostSignificantBits())
+            .putLong(id.getLeastSignificantBits())
+            .array());
+    v.put("topic", utf8("orders"));
+    v.put("msg_key", utf8("k\u00e9"));
+    v.put("lane", ByteBuffer.allocate(2).putShort((short) 5).array());
+    v.put("type", utf8("order.created"));
+    v.put("schema_version", ByteBuffer.allocate(4).putInt(2).array());
+    v.put("occurred_at", ByteBuffer.allocate(8).putLong(micros).array());
+    v.put("source", utf8("/shop"));
+    v.put("headers", concat(new byte[] {1}, utf8("{\"seq\":\"4\"}")));
+    v.put("content_type", utf8("application/octet-stream"));
+    v.put("payload", new byte[] {0, (byte) 0xff, '\\', 'x'});
+    v.put("created_at", ByteBuffer.allocate(8).putLong(micros + 1).array());
+    v.put("attempts", ByteBuffer.allocate(4).putInt(0).array());
+    d.decode(binaryInsert(16384, v.values().toArray(new byte[0][])));
+    // a second row whose occurred_at is 'infinity': unreadable, not an exception
+    v.put("occurred_at", ByteBuffer.allocate(8).putLong(Long.MAX_VALUE).array());
+    v.put("message_id", ByteBuffer.allocate(16).putLong(1).putLong(2).array());
+    d.decode(binaryInsert(16384, v.values().toArray(new byte[0][])));
+    List<OutboxRecord> rows = d.decode(commit(600, 620)).orElseThrow().records();
+    OutboxRecord r = rows.get(0);
+    assertThat(r.readable()).isTrue();
+    assertThat(r.position()).isEqualTo(9);
+    assertThat(r.lane()).isEqualTo(5);
+    assertThat(r.message().id()).isEqualTo(id);
+    assertThat(r.message().key()).contains("k\u00e9");
+    assertThat(r.message().schemaVersion()).isEqualTo(2);
+    assertThat(r.message().occurredAt()).isEqualTo(Instant.parse("2026-12-01T10:47:58.123456Z"));
+    assertThat(r.createdAt()).isEqualTo(Instant.parse("2026-12-01T10:47:58.123457Z"));
+    assertThat(r.message().header("seq")).contains("4");
+    assertThat(r.message().payload().unsafeBytes()).containsExactly(0, 0xff, '\\', 'x');
+    assertThat(rows.get(1).readable()).isFalse();
+    assertThat(rows.get(1).message().id()).isEqualTo(new UUID(1, 2));
+  }
+
+  private static byte[] utf8(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  private static byte[] concat(byte[] a, byte[] b) {
+    byte[] out = new byte[a.length + b.length];
+    System.arraycopy(a, 0, out, 0, a.length);
+    System.arraycopy(b, 0, out, a.length, b.length);
+    return out;
+  }
+
+  private static ByteBuffer binaryInsert(int oid, byte[][] values) throws IOException {
+    return message(out -> {
+      out.writeByte('I');
+      out.writeInt(oid);
+      out.writeByte('N');
+      out.writeShort(values.length);
+      for (byte[] v : values) {
+        if (v == null) {
+          out.writeByte('n');
+        } else {
+          out.writeByte('b');
+          out.writeInt(v.length);
+          out.write(v);
+        }
+      }
+    });
   }
 
   private static String[] row(long position, UUID id, String key, String headers, String payload) {
