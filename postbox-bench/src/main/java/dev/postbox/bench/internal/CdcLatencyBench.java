@@ -18,6 +18,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -102,7 +103,12 @@ public final class CdcLatencyBench {
    *     Debezium's JVM; {@code postgres}: the server, walsender included) and their {@code total}
    */
   record Phase(
-      String key, int offered, double achieved, double[] sortedMs, Map<String, Double> cpuUs) {
+      String key,
+      int offered,
+      double achieved,
+      double[] sortedMs,
+      Map<String, Double> cpuUs,
+      String stalls) {
     boolean sustained() {
       return achieved >= SUSTAINED * offered;
     }
@@ -388,13 +394,14 @@ public final class CdcLatencyBench {
             Locale.ROOT,
             "%s; offered %,d/s, achieved %,.0f tx/s%s, %,d events; commit (writer's wall clock"
                 + " after commit()) to the broker's append stamp (LogAppendTime, ms); CPU per"
-                + " event, us: %s",
+                + " event, us: %s; tail: %s",
             how,
             p.offered(),
             p.achieved(),
             p.sustained() ? "" : " (NOT sustained: the writers fell behind, a queue is measured)",
             p.sortedMs().length,
-            cpuNote(p.cpuUs()));
+            cpuNote(p.cpuUs()),
+            p.stalls());
     Measurement p99 = Measurement.of(k + "_p99_ms", p.percentile(99), "ms").note(note);
     return List.of(
         Measurement.of(k + "_p50_ms", p.percentile(50), "ms").note(note),
@@ -468,6 +475,7 @@ public final class CdcLatencyBench {
     Map<UUID, Long> committedMicros = new ConcurrentHashMap<>();
     ProcessCpu cpu = ProcessCpu.of(db.dataSource());
     Map<String, Double> cpuBefore = cpu.snapshot();
+    Stalls stalls = Stalls.start(db.dataSource());
     long t0 = System.nanoTime();
     LatencyBench.offer(tx, rate, length, committedMicros, this::wallMicros);
     double achieved = Rate.since(t0, committedMicros.size());
@@ -477,12 +485,16 @@ public final class CdcLatencyBench {
         ProcessCpu.perMessageUs(cpuBefore, cpu.snapshot(), committedMicros.size());
     Map<UUID, Long> appendedMs =
         BrokerAckTimes.read(env.bootstrap(), topic, committedMicros.keySet(), NO_PROGRESS);
-    double[] ms =
-        committedMicros.entrySet().stream()
-            .mapToDouble(e -> appendedMs.get(e.getKey()) - e.getValue() / 1_000.0)
-            .sorted()
-            .toArray();
-    return new Phase(key, rate, achieved, ms, cpuUs);
+    long[] commits = new long[committedMicros.size()];
+    double[] ms = new double[commits.length];
+    int i = 0;
+    for (Map.Entry<UUID, Long> e : committedMicros.entrySet()) {
+      commits[i] = e.getValue();
+      ms[i++] = appendedMs.get(e.getKey()) - e.getValue() / 1_000.0;
+    }
+    String stallNote = stalls.summary(commits, ms, MAX_P99_MS);
+    Arrays.sort(ms);
+    return new Phase(key, rate, achieved, ms, cpuUs, stallNote);
   }
 
   private static Duration min(Duration a, Duration b) {
