@@ -57,7 +57,8 @@ class AckLatencyQuickIT {
         assertThat(m.note())
             .as(m.name())
             .containsPattern("tail: \\d+ windows? past 20 ms \\(worst [0-9.-]+ ms, committed at ")
-            .containsPattern("GC: \\d+ pauses, \\d+ ms; checkpoints: \\d+$");
+            .containsPattern("GC: \\d+ pauses, \\d+ ms; checkpoints: \\d+;")
+            .containsPattern("stall time, ms: cpu some [0-9?]+, io some [0-9?]+, io full [0-9?]+");
       }
     }
     assertThat(target(report, "cdc_polling_latency_1k_p99_ms")).contains(Target.atMost(50));

@@ -34,6 +34,7 @@ final class Stalls {
   private final long gcCount;
   private final long gcMillis;
   private final long checkpoints;
+  private final long[] machine;
 
   private Stalls(DataSource dataSource) {
     this.dataSource = dataSource;
@@ -41,6 +42,7 @@ final class Stalls {
     this.gcCount = gc[0];
     this.gcMillis = gc[1];
     this.checkpoints = checkpoints(dataSource);
+    this.machine = machine();
   }
 
   /** Starts counting GC pauses and checkpoints now. */
@@ -55,6 +57,7 @@ final class Stalls {
   String summary(long[] commitMicros, double[] latencyMs, double thresholdMs) {
     long[] gc = gc();
     long cp = checkpoints(dataSource);
+    long[] m = machine();
     int windows = windows(commitMicros, latencyMs, thresholdMs);
     int worst = -1;
     for (int i = 0; i < latencyMs.length; i++) {
@@ -72,14 +75,16 @@ final class Stalls {
                 TIME.format(Instant.EPOCH.plusNanos(commitMicros[worst] * 1000)));
     return String.format(
         Locale.ROOT,
-        "%d window%s past %.0f ms (%s); this JVM's GC: %d pauses, %d ms; checkpoints: %s",
+        "%d window%s past %.0f ms (%s); this JVM's GC: %d pauses, %d ms; checkpoints: %s;"
+            + " the machine's stall time, ms: %s",
         windows,
         windows == 1 ? "" : "s",
         thresholdMs,
         worstAt,
         gc[0] - gcCount,
         gc[1] - gcMillis,
-        cp < 0 || checkpoints < 0 ? "unknown" : Long.toString(cp - checkpoints));
+        cp < 0 || checkpoints < 0 ? "unknown" : Long.toString(cp - checkpoints),
+        machineNote(machine, m));
   }
 
   /**
@@ -103,6 +108,61 @@ final class Stalls {
       }
     }
     return windows;
+  }
+
+  private static final String[] MACHINE = {"cpu some", "io some", "io full", "steal"};
+
+  /**
+   * The kernel's pressure stall totals (µs: some task waiting for a CPU, for I/O, every task
+   * waiting for I/O; Linux 4.20+, {@code /proc/pressure}) and the CPU time the hypervisor took
+   * ({@code steal} in {@code /proc/stat}, in ticks of 10 ms); -1 where unreadable.
+   */
+  private static long[] machine() {
+    long[] out = {-1, -1, -1, -1};
+    try {
+      for (String line :
+          java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/pressure/cpu"))) {
+        if (line.startsWith("some ")) {
+          out[0] = total(line);
+        }
+      }
+      for (String line :
+          java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/pressure/io"))) {
+        if (line.startsWith("some ")) {
+          out[1] = total(line);
+        } else if (line.startsWith("full ")) {
+          out[2] = total(line);
+        }
+      }
+    } catch (java.io.IOException | RuntimeException e) {
+      // no pressure stall information on this kernel
+    }
+    try {
+      String cpu = java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/stat")).get(0);
+      String[] f = cpu.trim().split("\\s+");
+      out[3] = f.length > 8 ? Long.parseLong(f[8]) * 10_000 : -1; // ticks of 10 ms, as µs
+    } catch (java.io.IOException | RuntimeException e) {
+      // not Linux
+    }
+    return out;
+  }
+
+  private static long total(String psiLine) {
+    int at = psiLine.indexOf("total=");
+    return Long.parseLong(psiLine.substring(at + 6).trim());
+  }
+
+  /** "cpu some 812, io some 30, io full 12, steal 0" (ms over the phase; "?" where unreadable). */
+  private static String machineNote(long[] before, long[] after) {
+    StringBuilder b = new StringBuilder();
+    for (int i = 0; i < MACHINE.length; i++) {
+      if (i > 0) {
+        b.append(", ");
+      }
+      b.append(MACHINE[i]).append(' ');
+      b.append(before[i] < 0 || after[i] < 0 ? "?" : Long.toString((after[i] - before[i]) / 1000));
+    }
+    return b.toString();
   }
 
   /** Collections and their total time, ms, of the collectors that pause (not G1's concurrent). */
