@@ -14,9 +14,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -56,10 +54,6 @@ public final class ConsumerBench {
    * each partition's share of the window (the limit over the partitions) holds one.
    */
   static final int BATCH_MAX_IN_FLIGHT = PARTITIONS * BATCH_SIZE;
-
-  /** Subscriber instances of our batch consumer in the race (one group). */
-  static final int BATCH_INSTANCES =
-      Integer.parseInt(System.getenv().getOrDefault("POSTBOX_BENCH_BATCH_INSTANCES", "1"));
 
   /** Rounds of the batch race (one run of each side per round). */
   static final int RACE_ROUNDS = 3;
@@ -191,14 +185,13 @@ public final class ConsumerBench {
             + " message_id uuid NOT NULL, PRIMARY KEY (consumer, message_id))");
     ProcessCpu cpu = ProcessCpu.of(db.dataSource());
     Consumer<KafkaSubscriber.Builder> wiring = this::batchWiring;
-    run("eo_batch-warmup", eoBatch(), warmupEvents(), wiring, BATCH_INSTANCES);
+    run("eo_batch-warmup", topic, eoBatch(), warmupEvents(), wiring);
     runSpring("spring-kafka-batch-warmup", warmupEvents(), this::batchListener);
     int n = config.consumerEvents();
     RaceRuns.Run[] ours = new RaceRuns.Run[RACE_ROUNDS];
     RaceRuns.Run[] spring = new RaceRuns.Run[RACE_ROUNDS];
     for (int i = 0; i < RACE_ROUNDS; i++) {
-      ours[i] =
-          RaceRuns.withCpu(cpu, n, () -> run("eo_batch", eoBatch(), n, wiring, BATCH_INSTANCES));
+      ours[i] = RaceRuns.withCpu(cpu, n, () -> run("eo_batch", topic, eoBatch(), n, wiring));
       spring[i] =
           RaceRuns.withCpu(cpu, n, () -> runSpring("spring-kafka-batch", n, this::batchListener));
       System.err.printf(
@@ -400,44 +393,12 @@ public final class ConsumerBench {
       int n,
       Consumer<KafkaSubscriber.Builder> wiring)
       throws InterruptedException {
-    return run(what, subscription, n, wiring, 1);
-  }
-
-  /**
-   * {@code instances} subscribers of one subscription (one group: the partitions are shared out
-   * among them, as among the instances of a service), each with its own poll thread and workers.
-   */
-  private RaceRuns.Run run(
-      String what,
-      Subscription.Builder subscription,
-      int n,
-      Consumer<KafkaSubscriber.Builder> wiring,
-      int instances)
-      throws InterruptedException {
-    Subscription sub = subscription.build();
-    List<KafkaSubscriber> subscribers = new ArrayList<>();
+    KafkaSubscriber.Builder b = KafkaSubscriber.builder(env.bootstrap(), subscription.build());
+    wiring.accept(b);
     long t0 = System.nanoTime();
-    try {
-      for (int i = 0; i < instances; i++) {
-        KafkaSubscriber.Builder b = KafkaSubscriber.builder(env.bootstrap(), sub);
-        wiring.accept(b);
-        KafkaSubscriber s = b.build();
-        subscribers.add(s);
-        s.start();
-      }
-      return timed(
-          what,
-          t0,
-          () -> {
-            long done = 0;
-            for (KafkaSubscriber s : subscribers) {
-              done += s.stats().applied() + s.stats().duplicatesSuppressed();
-            }
-            return done;
-          },
-          n);
-    } finally {
-      subscribers.forEach(KafkaSubscriber::close);
+    try (KafkaSubscriber s = b.build()) {
+      s.start();
+      return timed(what, t0, () -> s.stats().applied() + s.stats().duplicatesSuppressed(), n);
     }
   }
 
