@@ -138,12 +138,25 @@ public final class CdcLatencyBench {
     List<Phase> linger =
         config.quick()
             ? List.of()
-            : cdcPhases("cdclat_linger", "linger", LINGER_PREFIX, LINGER, true, writerMax).phases();
+            : cdcPhases(
+                    "cdclat_linger",
+                    "linger",
+                    LINGER_PREFIX,
+                    LINGER,
+                    CdcRelay.DEFAULT_BINARY_VALUES,
+                    writerMax)
+                .phases();
     // the CDC relay with the values streamed as text (as before binaryValues), next
     List<Phase> text =
         config.quick()
             ? List.of()
-            : cdcPhases("cdclat_text", "text", TEXT_PREFIX, Duration.ZERO, false, writerMax)
+            : cdcPhases(
+                    "cdclat_text",
+                    "text",
+                    TEXT_PREFIX,
+                    CdcRelay.DEFAULT_BATCH_LINGER,
+                    false,
+                    writerMax)
                 .phases();
     Db dbzDb = env.database("cdclat_dbz", LatencyBench.WRITERS + 4);
     String dbzSlot = slotName(dbzDb, "dbz");
@@ -376,8 +389,8 @@ public final class CdcLatencyBench {
                     + " CDC relay streaming, on the same cores: the most any offered rate can"
                     + " reach"));
     String relayHow =
-        "CDC relay, defaults (batch 2,000, 4 in flight, no batch linger, binary values; acks=all, idempotent,"
-            + " linger 5 ms flushed when the relay waits, lz4)";
+        "CDC relay, defaults (batch 2,000, 4 in flight, no batch linger, binary values; acks=all,"
+            + " idempotent, linger 5 ms flushed when the relay waits, lz4)";
     String dbzHow =
         "Debezium embedded 3.6.1, child JVM (poll.interval.ms=1, max.batch.size=2048,"
             + " max.queue.size=8192; producer acks=all, idempotent, linger 0, lz4; a batch's"

@@ -1,7 +1,10 @@
 package dev.postbox.bench.internal;
 
+import java.io.IOException;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -120,28 +123,26 @@ final class Stalls {
   private static long[] machine() {
     long[] out = {-1, -1, -1, -1};
     try {
-      for (String line :
-          java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/pressure/cpu"))) {
+      for (String line : Files.readAllLines(Path.of("/proc/pressure/cpu"))) {
         if (line.startsWith("some ")) {
           out[0] = total(line);
         }
       }
-      for (String line :
-          java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/pressure/io"))) {
+      for (String line : Files.readAllLines(Path.of("/proc/pressure/io"))) {
         if (line.startsWith("some ")) {
           out[1] = total(line);
         } else if (line.startsWith("full ")) {
           out[2] = total(line);
         }
       }
-    } catch (java.io.IOException | RuntimeException e) {
+    } catch (IOException | RuntimeException e) {
       // no pressure stall information on this kernel
     }
     try {
-      String cpu = java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/stat")).get(0);
+      String cpu = Files.readAllLines(Path.of("/proc/stat")).get(0);
       String[] f = cpu.trim().split("\\s+");
       out[3] = f.length > 8 ? Long.parseLong(f[8]) * 10_000 : -1; // ticks of 10 ms, as µs
-    } catch (java.io.IOException | RuntimeException e) {
+    } catch (IOException | RuntimeException e) {
       // not Linux
     }
     return out;
