@@ -156,6 +156,11 @@ class ConsoleBrowserIT {
     screenshot("dead-letters");
     find("f-message-id").sendKeys(noSku.id().toString());
     find("search").click();
+    // the click returns before the filtered page loads: wait for it, or the rows read are the
+    // unfiltered page's (seen in CI: 5 rows)
+    new WebDriverWait(browser, Duration.ofSeconds(30))
+        .until(ExpectedConditions.urlContains("messageId=" + noSku.id()));
+    find("letters");
     List<WebElement> rows = browser.findElements(By.cssSelector("#letters tr td a"));
     assertThat(rows).hasSize(1);
     find("letter-" + failed).click();
