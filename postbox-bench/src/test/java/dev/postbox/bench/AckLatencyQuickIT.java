@@ -51,7 +51,14 @@ class AckLatencyQuickIT {
         .containsExactlyInAnyOrderElementsOf(expected);
     for (Measurement m : report.measurements()) {
       assertThat(Double.isFinite(m.value())).as(m.name()).isTrue();
-      assertThat(m.value()).as(m.name()).isPositive();
+      if (m.name().matches(".*_p(50|99|999)_ms")) {
+        // the broker's stamp is truncated to the millisecond and read at its middle, and the writer
+        // reads its clock after commit() returned: a sub-millisecond latency on a quiet machine can
+        // read up to half a millisecond below zero; a whole millisecond below is a measuring error
+        assertThat(m.value()).as(m.name()).isGreaterThan(-1.0);
+      } else {
+        assertThat(m.value()).as(m.name()).isPositive();
+      }
       if (m.name().endsWith("_p99_ms")) {
         // where the tail comes from: its windows, this JVM's GC and the server's checkpoints
         assertThat(m.note())

@@ -27,6 +27,13 @@ final class BrokerAckTimes {
   /** The topic configuration that makes the broker stamp each record at its append. */
   static final Map<String, String> TOPIC_CONFIG = Map.of("message.timestamp.type", "LogAppendTime");
 
+  /**
+   * Where in its millisecond a stamp is read: the broker truncates its clock to the millisecond, so
+   * the true append instant lies in {@code [stamp, stamp + 1)} ms and its middle is the unbiased
+   * reading (off by at most half a millisecond either way).
+   */
+  static final double STAMP_MIDPOINT_MS = 0.5;
+
   private BrokerAckTimes() {}
 
   /**

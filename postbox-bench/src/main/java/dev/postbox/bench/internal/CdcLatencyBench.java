@@ -36,8 +36,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * against the message's id. The topic stamps each record with the broker's wall clock at its append
  * ({@link BrokerAckTimes}): on the test kit's single broker that is the {@code acks=all}
  * acknowledgement. Latency = append instant minus commit instant, both read from the same host
- * clock; the broker's stamp has millisecond resolution (truncated), so a latency reads up to 1 ms
- * low. The topic is read only after each phase, so reading costs the streamers nothing.
+ * clock; the broker's stamp has millisecond resolution (truncated), so it is read at the middle of
+ * its millisecond ({@link BrokerAckTimes#STAMP_MIDPOINT_MS}): a latency reads up to half a
+ * millisecond off either way, and a sub-millisecond one can read slightly negative. The topic is
+ * read only after each phase, so reading costs the streamers nothing.
  *
  * <p><b>One streamer at a time</b>, each on its own schema and slot, so they never share the CPU:
  * the CDC relay (its defaults) first, then Debezium in its child JVM in its low-latency
@@ -511,7 +513,8 @@ public final class CdcLatencyBench {
     int i = 0;
     for (Map.Entry<UUID, Long> e : committedMicros.entrySet()) {
       commits[i] = e.getValue();
-      ms[i++] = appendedMs.get(e.getKey()) - e.getValue() / 1_000.0;
+      ms[i++] =
+          appendedMs.get(e.getKey()) + BrokerAckTimes.STAMP_MIDPOINT_MS - e.getValue() / 1_000.0;
     }
     String stallNote = stalls.summary(commits, ms, MAX_P99_MS);
     Arrays.sort(ms);
