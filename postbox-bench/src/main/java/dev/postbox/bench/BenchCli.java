@@ -45,8 +45,9 @@ public final class BenchCli implements Callable<Integer> {
               + " rabbitmq (RabbitMQ relay and consumers), admin (operations queries on 100,000"
               + " dead letters), rr (request/reply round trips on Kafka and RabbitMQ beside a bare"
               + " client echo), batchrace (only the consumer group's race of our batch consumer"
-              + " against Spring Kafka's batch listener) and acklatency (only cdc's commit to"
-              + " broker-ack latency race: CDC relay, Debezium, polling relay).")
+              + " against Spring Kafka's batch listener), acklatency (only cdc's commit to"
+              + " broker-ack latency race: CDC relay, Debezium, polling relay) and cdcwrite (only"
+              + " cdc's write path: business-only, table outbox, emit-message outbox).")
   java.util.List<String> only = BenchRunner.GROUPS;
 
   @Option(

@@ -34,10 +34,12 @@ public final class BenchRunner {
    * RabbitMQ installation); {@code admin}, the operations queries on 100,000 dead letters; {@code
    * batchrace}, only the race of our batch consumer against Spring Kafka's batch listener that the
    * {@code consumer} group runs too (for working on it); {@code acklatency}, only the commit to
-   * broker-ack latency race of the {@code cdc} group (CDC relay, Debezium, polling relay).
+   * broker-ack latency race of the {@code cdc} group (CDC relay, Debezium, polling relay); {@code
+   * cdcwrite}, only the write path of the {@code cdc} group (business-only, table outbox,
+   * emit-message outbox).
    */
   public static final List<String> OPT_IN_GROUPS =
-      List.of("txrelay", "cdc", "rabbitmq", "admin", "rr", "batchrace", "acklatency");
+      List.of("txrelay", "cdc", "rabbitmq", "admin", "rr", "batchrace", "acklatency", "cdcwrite");
 
   private final BenchConfig config;
   private final PrintStream log;
@@ -99,6 +101,9 @@ public final class BenchRunner {
       }
       if (groups.contains("cdc")) {
         new dev.postbox.bench.internal.CdcBench(env, config).run().forEach(this::record);
+      }
+      if (groups.contains("cdcwrite") && !groups.contains("cdc")) {
+        new dev.postbox.bench.internal.CdcBench(env, config).writePath().forEach(this::record);
       }
       if (groups.contains("acklatency") && !groups.contains("cdc")) {
         new dev.postbox.bench.internal.CdcLatencyBench(env, config).run().forEach(this::record);

@@ -11,14 +11,13 @@ import javax.sql.DataSource;
 /**
  * The orders service's outbox in {@code --outbox emit} mode: the same calls as {@link Outbox}, but
  * each event is a transactional logical message ({@link EmitMessageOutbox}), in the WAL only. The
- * transaction itself is run by the table outbox's {@link Outbox#inTransaction} (write through this
- * object, not through the transaction's own {@code write}, which would write a row). No key lock:
- * the shop's order transactions already serialise per customer on the customer's row.
+ * transaction is run by {@link EmitMessageOutbox#inTransaction}, so the order transactions' {@code
+ * tx.write} emits with the commit, in its round trip. No key lock: the shop's order transactions
+ * already serialise per customer on the customer's row.
  */
 final class EmitOrderOutbox implements Outbox {
 
   private final EmitMessageOutbox emit = EmitMessageOutbox.create();
-  private final Outbox transactions = Outbox.builder().keyLocking(false).build();
 
   @Override
   public void write(Connection connection, Message message) {
@@ -32,6 +31,6 @@ final class EmitOrderOutbox implements Outbox {
 
   @Override
   public <T> T inTransaction(DataSource dataSource, TransactionWork<T> work) {
-    return transactions.inTransaction(dataSource, work);
+    return emit.inTransaction(dataSource, work);
   }
 }

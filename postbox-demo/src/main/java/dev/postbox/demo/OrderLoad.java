@@ -3,6 +3,7 @@ package dev.postbox.demo;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.postbox.core.Message;
 import dev.postbox.jdbc.Outbox;
+import dev.postbox.jdbc.OutboxTransaction;
 import dev.postbox.testkit.DeliveryHistory;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -68,8 +69,7 @@ final class OrderLoad {
             while (next.getAndIncrement() < count) {
               String customer = "customer-" + (1 + hotSkewed(random));
               Message m =
-                  outbox.inTransaction(
-                      ds, tx -> placeOrder(tx.connection(), outbox, topic, customer, random, null));
+                  outbox.inTransaction(ds, tx -> placeOrder(tx, topic, customer, random, null));
               ordersPlaced.incrementAndGet();
               long seq = Long.parseLong(m.header("seq").orElseThrow());
               if (measured) {
@@ -101,8 +101,9 @@ final class OrderLoad {
 
   /** One order of {@code customer}, for {@code sku} or, if null, a random product. */
   static Message placeOrder(
-      Connection c, Outbox outbox, String topic, String customer, Random random, String sku)
+      OutboxTransaction tx, String topic, String customer, Random random, String sku)
       throws Exception {
+    Connection c = tx.connection();
     long seq;
     try (PreparedStatement ps =
         c.prepareStatement(
@@ -141,7 +142,7 @@ final class OrderLoad {
             .source("/shop/orders")
             .header("seq", Long.toString(seq))
             .build();
-    outbox.write(c, m);
+    tx.write(m);
     return m;
   }
 

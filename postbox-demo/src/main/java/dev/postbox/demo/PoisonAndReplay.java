@@ -102,9 +102,7 @@ final class PoisonAndReplay {
     for (int i = 0; i < WHOLESALE_ORDERS; i++) {
       String customer = InventoryProcess.WHOLESALE + (1 + i % ShopSchema.WHOLESALE_CUSTOMERS);
       load.committed(
-          outbox.inTransaction(
-              ds,
-              tx -> OrderLoad.placeOrder(tx.connection(), outbox, topic, customer, random, null)));
+          outbox.inTransaction(ds, tx -> OrderLoad.placeOrder(tx, topic, customer, random, null)));
       load.countPlaced();
       if (i == WHOLESALE_ORDERS / 2) {
         for (int p = 1; p <= MALFORMED; p++) {
@@ -135,10 +133,7 @@ final class PoisonAndReplay {
           String customer2 = "newsku-" + p;
           Message m =
               outbox.inTransaction(
-                  ds,
-                  tx ->
-                      OrderLoad.placeOrder(
-                          tx.connection(), outbox, topic, customer2, random, NEW_SKU));
+                  ds, tx -> OrderLoad.placeOrder(tx, topic, customer2, random, NEW_SKU));
           load.countPlaced();
           load.committed(m);
           poison.add(m.id());

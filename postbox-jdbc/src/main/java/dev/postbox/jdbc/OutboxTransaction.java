@@ -5,9 +5,10 @@ import java.sql.Connection;
 import java.util.List;
 
 /**
- * The transaction of an {@link Outbox#inTransaction} callback: its connection, for the business
- * change, and the outbox writes that commit with it. Valid only inside the callback, on the
- * callback's thread.
+ * The transaction of an {@link Outbox#inTransaction} callback (or of {@link
+ * dev.postbox.jdbc.cdc.EmitMessageOutbox#inTransaction}, whose writes are emitted with the commit):
+ * its connection, for the business change, and the outbox writes that commit with it. Valid only
+ * inside the callback, on the callback's thread.
  */
 public interface OutboxTransaction {
 

@@ -180,7 +180,7 @@ class InboxStoreTest {
                   c.rollback();
                 }))
         .isInstanceOf(IllegalStateException.class)
-        .hasMessageContaining("ended the inbox transaction itself");
+        .hasMessageContaining("ended its transaction itself");
     assertThat(recorded(CONSUMER)).isZero();
     assertThat(store.processOnce(CONSUMER, id, c -> insertEffect(c, id, "retry"))).isTrue();
     assertThat(effectNotes(id)).containsExactly("retry");

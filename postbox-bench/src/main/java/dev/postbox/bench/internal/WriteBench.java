@@ -93,6 +93,7 @@ public final class WriteBench {
     private final AtomicLong seq = new AtomicLong();
     private boolean bareRow; // also insert the message's columns into bench_bare_row
     private dev.postbox.jdbc.cdc.EmitMessageOutbox emitter; // also emit the message (CdcBench)
+    private dev.postbox.jdbc.cdc.EmitMessageOutbox emitWithCommit; // its inTransaction (CdcBench)
 
     BusinessTx(Db db, Optional<Outbox> outbox, String topic) {
       this.db = db;
@@ -112,6 +113,15 @@ public final class WriteBench {
       return this;
     }
 
+    /**
+     * Runs each transaction through {@link dev.postbox.jdbc.cdc.EmitMessageOutbox#inTransaction} (a
+     * pooled connection per transaction; the message is emitted in the committing round trip).
+     */
+    BusinessTx withEmitInTransaction(dev.postbox.jdbc.cdc.EmitMessageOutbox emitter) {
+      this.emitWithCommit = emitter;
+      return this;
+    }
+
     /** A connection for one client, auto-commit off. The caller closes it. */
     Connection connection() throws SQLException {
       Connection c = db.dataSource().getConnection();
@@ -119,15 +129,26 @@ public final class WriteBench {
       return c;
     }
 
-    /** Commits one transaction; returns the outbox message's id (empty without outbox). */
+    /**
+     * Commits one transaction on {@code c} (unused, and may be null, {@linkplain
+     * #withEmitInTransaction with inTransaction}); returns the outbox message's id (empty without
+     * outbox).
+     */
     Optional<java.util.UUID> commitOne(Connection c) throws SQLException {
       long i = seq.getAndIncrement();
-      Optional<java.util.UUID> id = Optional.empty();
-      try (PreparedStatement ps = c.prepareStatement(INSERT_ORDER)) {
-        ps.setString(1, "key-" + (i % BenchEnv.KEYS));
-        ps.setInt(2, ThreadLocalRandom.current().nextInt(1, 100));
-        ps.executeUpdate();
+      if (emitWithCommit != null) {
+        dev.postbox.core.Message m = BenchEnv.message(topic, i);
+        emitWithCommit.inTransaction(
+            db.dataSource(),
+            tx -> {
+              insertOrder(tx.connection(), i);
+              tx.write(m);
+              return null;
+            });
+        return Optional.of(m.id());
       }
+      Optional<java.util.UUID> id = Optional.empty();
+      insertOrder(c, i);
       if (outbox.isPresent()) {
         dev.postbox.core.Message m = BenchEnv.message(topic, i);
         outbox.get().write(c, m);
@@ -141,6 +162,14 @@ public final class WriteBench {
       }
       c.commit();
       return id;
+    }
+
+    private static void insertOrder(Connection c, long i) throws SQLException {
+      try (PreparedStatement ps = c.prepareStatement(INSERT_ORDER)) {
+        ps.setString(1, "key-" + (i % BenchEnv.KEYS));
+        ps.setInt(2, ThreadLocalRandom.current().nextInt(1, 100));
+        ps.executeUpdate();
+      }
     }
 
     private static void insertBareRow(Connection c, dev.postbox.core.Message m)
@@ -169,7 +198,8 @@ public final class WriteBench {
         threads.add(
             Thread.ofPlatform()
                 .start(() -> {
-                  try (Connection c = connection()) {
+                  // inTransaction borrows its own: hold none (the pool has one per client)
+                  try (Connection c = emitWithCommit == null ? connection() : null) {
                     while (System.nanoTime() < end) {
                       commitOne(c);
                       commits.incrementAndGet();

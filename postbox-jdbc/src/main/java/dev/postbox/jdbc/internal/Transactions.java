@@ -1,8 +1,11 @@
 package dev.postbox.jdbc.internal;
 
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.Set;
 import java.util.function.BiFunction;
 import javax.sql.DataSource;
 import org.postgresql.core.BaseConnection;
@@ -18,6 +21,8 @@ public final class Transactions {
 
   private static final Logger log = LoggerFactory.getLogger(Transactions.class);
   private static final String ABORTED_TRANSACTION = "25P02";
+  private static final Set<String> ENDS_TRANSACTION =
+      Set.of("commit", "rollback", "setAutoCommit", "close");
 
   private Transactions() {}
 
@@ -56,12 +61,23 @@ public final class Transactions {
   }
 
   /** What the work in a caller's transaction decided: its result, and whether to commit. */
-  record Step<T>(T value, boolean commit) {}
+  public record Step<T>(T value, boolean commit) {}
 
   /** The work in a caller's transaction; may throw anything. */
   @FunctionalInterface
-  interface Body<T> {
+  public interface Body<T> {
     Step<T> run(Connection connection) throws Exception;
+  }
+
+  /**
+   * How a caller's transaction commits: {@link Connection#commit()}, or a statement that ends with
+   * {@code COMMIT} so the last writes and the commit share one round trip. Either way, when it
+   * returns the transaction has committed; when it throws, it may have (the connection broke) or
+   * not (the server refused), and the caller rolls back.
+   */
+  @FunctionalInterface
+  public interface Commit {
+    void commit(Connection connection) throws SQLException;
   }
 
   /**
@@ -87,6 +103,37 @@ public final class Transactions {
       Runnable beforeCommit,
       Runnable afterCommit)
       throws Exception {
+    return forCaller(
+        c,
+        what,
+        ifCommitUnknown,
+        body,
+        error,
+        beforeCommit,
+        Connection::commit,
+        afterCommit,
+        false);
+  }
+
+  /**
+   * As {@link #forCaller(Connection, String, String, Body, BiFunction, Runnable, Runnable)},
+   * committing with {@code commit}.
+   *
+   * @param guarded the body's work got the connection only through {@link #guarded}, so it cannot
+   *     have ended the transaction: one that is idle after the body ran no statement, and {@code
+   *     commit} starts it
+   */
+  public static <T> T forCaller(
+      Connection c,
+      String what,
+      String ifCommitUnknown,
+      Body<T> body,
+      BiFunction<String, Throwable, RuntimeException> error,
+      Runnable beforeCommit,
+      Commit commit,
+      Runnable afterCommit,
+      boolean guarded)
+      throws Exception {
     boolean autoCommit = false;
     boolean ended = false;
     try {
@@ -102,7 +149,7 @@ public final class Transactions {
       try {
         step = body.run(c);
         if (step.commit()) {
-          RuntimeException refused = cannotCommit(c, what, error);
+          RuntimeException refused = cannotCommit(c, what, error, guarded);
           if (refused != null) {
             throw refused;
           }
@@ -123,7 +170,7 @@ public final class Transactions {
         return step.value();
       }
       try {
-        c.commit();
+        commit.commit(c);
       } catch (SQLException e) {
         RuntimeException failure =
             error.apply("committing " + what + " failed; " + ifCommitUnknown, e);
@@ -142,6 +189,36 @@ public final class Transactions {
         }
       }
     }
+  }
+
+  /**
+   * {@code c} as the work inside a transaction Postbox ends may use it: every call but {@code
+   * commit()}, {@code rollback()}, {@code setAutoCommit} and {@code close()} (which throw {@link
+   * IllegalStateException}) goes to {@code c}. A dynamic proxy: {@link Connection} has some 60
+   * methods to pass on, and {@code unwrap} still reaches the driver's connection.
+   */
+  public static Connection guarded(Connection c, String owner) {
+    return (Connection)
+        Proxy.newProxyInstance(
+            Connection.class.getClassLoader(),
+            new Class<?>[] {Connection.class},
+            (proxy, method, args) -> {
+              if (ENDS_TRANSACTION.contains(method.getName())
+                  && (args == null || method.getName().equals("setAutoCommit"))) {
+                throw new IllegalStateException(
+                    "the work inside "
+                        + owner
+                        + " called "
+                        + method.getName()
+                        + "(): the transaction's commit, rollback and connection belong to "
+                        + owner);
+              }
+              try {
+                return method.invoke(c, args);
+              } catch (InvocationTargetException e) {
+                throw e.getCause();
+              }
+            });
   }
 
   /** Rolls back; on failure adds the failure to {@code cause}. Returns whether it rolled back. */
@@ -163,7 +240,10 @@ public final class Transactions {
    * written. And the work may have ended the transaction itself (pgjdbc only).
    */
   static RuntimeException cannotCommit(
-      Connection c, String what, BiFunction<String, Throwable, RuntimeException> error) {
+      Connection c,
+      String what,
+      BiFunction<String, Throwable, RuntimeException> error,
+      boolean guarded) {
     TransactionState state;
     try {
       if (c.isWrapperFor(BaseConnection.class)) {
@@ -193,12 +273,15 @@ public final class Transactions {
                   + " exception); rolled back, nothing recorded",
               null);
       case IDLE ->
-          new IllegalStateException(
-              "the work for "
-                  + what
-                  + " ended the inbox transaction itself (commit or rollback), so its effect and"
-                  + " the dedupe record may not have committed together; the work must leave"
-                  + " commit and rollback to the inbox");
+          guarded
+              ? null
+              : new IllegalStateException(
+                  "the work for "
+                      + what
+                      + " ended its transaction itself (commit or rollback), so its effect and"
+                      + " what Postbox writes with it (the inbox's dedupe record, the outbox's"
+                      + " messages) may not have committed together; the work must leave commit and"
+                      + " rollback to Postbox");
     };
   }
 }
