@@ -213,6 +213,15 @@ public final class Transactions {
                         + "(): the transaction's commit, rollback and connection belong to "
                         + owner);
               }
+              switch (method.getName()) {
+                case "equals" -> {
+                  return args.length == 1 && proxy == args[0];
+                }
+                case "hashCode" -> {
+                  return System.identityHashCode(proxy);
+                }
+                default -> {}
+              }
               try {
                 return method.invoke(c, args);
               } catch (InvocationTargetException e) {
