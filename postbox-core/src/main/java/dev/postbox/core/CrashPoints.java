@@ -26,7 +26,11 @@ public final class CrashPoints {
   /** Exit code of a JVM halted by a crash point. */
   public static final int EXIT_CODE = 86;
 
-  /** Producer: the outbox rows are written, the business transaction not yet committed. */
+  /**
+   * Producer: the outbox rows are written (with {@code EmitMessageOutbox.inTransaction}: the
+   * messages are encoded, to be emitted with the commit), the business transaction not yet
+   * committed.
+   */
   public static final String OUTBOX_BEFORE_COMMIT = "outbox.before-commit";
 
   /** Producer: the business transaction with its outbox rows has committed. */
