@@ -17,6 +17,8 @@ import dev.postbox.jdbc.Outbox;
 import dev.postbox.jdbc.PostboxMigrations;
 import dev.postbox.jdbc.PostgresInboxStore;
 import dev.postbox.jdbc.PostgresRelayStore;
+import dev.postbox.jdbc.cdc.CdcRelay;
+import dev.postbox.jdbc.cdc.EmitMessageOutbox;
 import dev.postbox.testkit.PostboxTest;
 import dev.postbox.testkit.PostboxTestContext;
 import dev.postbox.testkit.RabbitMqServer;
@@ -39,8 +41,9 @@ import org.junit.jupiter.api.Test;
  * Outbox -> polling relay -> RabbitMQ -> RabbitSubscriber -> PostgreSQL inbox -> effect, against
  * the test kit's private RabbitMQ node and embedded PostgreSQL: nothing lost, no duplicate effect,
  * per-key order; also with the broker killed with kill -9 and restarted mid-stream (every quorum
- * queue, even one created just before the kill, has a leader again after the restart). (The jdbc
- * stores are a test-scope dependency: the adapters never depend on each other.)
+ * queue, even one created just before the kill, has a leader again after the restart); and the CDC
+ * relay in place of the polling one, on outbox rows and emitted logical messages. (The jdbc stores
+ * are a test-scope dependency: the adapters never depend on each other.)
  */
 @PostboxTest
 class RabbitEndToEndIT {
@@ -91,6 +94,88 @@ class RabbitEndToEndIT {
     assertEachConfirmsAPublish(server, fresh);
     awaitEffects(ds, sub.name(), 600);
     assertNoDuplicateAndKeyOrder(ds, sub.name(), 600);
+  }
+
+  /**
+   * The CDC relay (issue 15) with the RabbitMQ relay publisher: outbox rows and emitted logical
+   * messages go out in commit order through the slot, also across a relay restart.
+   */
+  @Test
+  void theCdcRelayPublishesRowsAndEmittedMessagesOnceInKeyOrderAcrossARestart(
+      PostboxTestContext ctx) throws Exception {
+    RabbitMqServer server = RabbitMqServer.sharedOrSkip();
+    DataSource ds = prepare(ctx);
+    String topic = "orders-" + UUID.randomUUID();
+    Subscription sub = subscription("billing", topic);
+    subscriber(server, ds, sub);
+    CdcRelay first = cdcRelay(server, ds, ctx.jdbcUrl());
+    try {
+      write(ds, topic, 0, 200, 15); // outbox rows
+      await().atMost(Duration.ofSeconds(60)).until(() -> effects(ds, sub.name()) >= 50);
+      first.close(); // its unconfirmed tail is published again by the next one
+      CdcRelay second = cdcRelay(server, ds, ctx.jdbcUrl());
+      try {
+        emit(ds, topic, 200, 200, 15); // logical messages, no row
+        awaitEffects(ds, sub.name(), 400);
+        assertNoDuplicateAndKeyOrder(ds, sub.name(), 400);
+        assertThat(first.stats().published() + second.stats().published())
+            .as("every event went out through the RabbitMQ publisher")
+            .isGreaterThanOrEqualTo(400);
+      } finally {
+        second.close();
+      }
+    } finally {
+      first.close();
+      try (Connection c = ds.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
+                + " WHERE slot_name = '"
+                + first.slotName()
+                + "'");
+        s.execute("DROP PUBLICATION IF EXISTS " + first.publicationName());
+      }
+    }
+  }
+
+  private static CdcRelay cdcRelay(RabbitMqServer server, DataSource ds, String jdbcUrl) {
+    CdcRelay r =
+        CdcRelay.builder(
+                ds,
+                jdbcUrl,
+                RabbitRelayPublisher.builder(server.uri())
+                    .confirmTimeout(Duration.ofSeconds(10))
+                    .build())
+            .instanceId("cdc-" + UUID.randomUUID())
+            .batchSize(50)
+            .logicalMessages(true)
+            .standbyRetryInterval(Duration.ofMillis(100))
+            .backoff(new Backoff(Duration.ofMillis(100), Duration.ofSeconds(2), 2, 0.5))
+            .build();
+    r.start();
+    await().atMost(Duration.ofSeconds(120)).until(r::active);
+    return r;
+  }
+
+  /** As {@link #write}, but each message a logical message ({@link EmitMessageOutbox}). */
+  private static void emit(DataSource ds, String topic, int from, int count, int keys) {
+    EmitMessageOutbox outbox = EmitMessageOutbox.create();
+    for (int i = from; i < from + count; i += 10) {
+      int start = i;
+      outbox.inTransaction(
+          ds,
+          tx -> {
+            for (int j = start; j < Math.min(start + 10, from + count); j++) {
+              tx.write(
+                  Message.builder(topic, "order.created")
+                      .key("k" + (j % keys))
+                      .header("seq", Integer.toString(j))
+                      .jsonPayload("{\"seq\":" + j + "}")
+                      .build());
+            }
+            return null;
+          });
+    }
   }
 
   /** Declares {@code n} quorum queues, each holding one confirmed message; returns their names. */

@@ -128,7 +128,8 @@ public final class VerifyCli implements Callable<Integer> {
               + " points, kill -9, a consumer frozen past its heartbeat, dropped connections, broker"
               + " kill -9) on a private RabbitMQ node, or POSTBOX_RABBITMQ_URL; --scenarios"
               + " partitions (only when named, root, the command's own node): a relay cut off"
-              + " from PostgreSQL and a consumer cut off from RabbitMQ.")
+              + " from PostgreSQL and a consumer cut off from RabbitMQ. The RabbitMQ campaign runs"
+              + " the polling relay (--relay cdc and transactional are refused with it).")
   String transport = "kafka";
 
   @Option(
@@ -201,6 +202,16 @@ public final class VerifyCli implements Callable<Integer> {
     if (maxMinutes != null && maxMinutes <= 0) {
       throw new CommandLine.ParameterException(
           spec.commandLine(), "--max-minutes: a positive number, not " + maxMinutes);
+    }
+    if (transport.equalsIgnoreCase("rabbitmq") && RelayMode.parse(relay) != RelayMode.IDEMPOTENT) {
+      // refused rather than run with the polling relay under a name that says otherwise
+      throw new CommandLine.ParameterException(
+          spec.commandLine(),
+          "--relay "
+              + relay
+              + " with --transport rabbitmq: the RabbitMQ campaign runs the polling relay only (the"
+              + " CDC relay publishing to RabbitMQ is tested by RabbitEndToEndIT; the transactional"
+              + " relay is Kafka's)");
     }
     long s =
         seed != null ? seed : Math.abs(new java.security.SecureRandom().nextLong() % 1_000_000);
