@@ -51,10 +51,14 @@ final class RabbitCampaign implements AutoCloseable {
       List<String> only,
       int minFires,
       double faultRate,
-      CampaignRounds rounds) {
+      CampaignRounds rounds,
+      RelayMode relay) {
 
     Settings {
       Campaign.Settings.checkFaultRate(faultRate);
+      if (relay == RelayMode.TRANSACTIONAL) {
+        throw new IllegalArgumentException("the RabbitMQ campaign has no transactional relay");
+      }
     }
 
     /** The wait between two rounds of external faults, for the default {@code ms}. */
@@ -80,11 +84,17 @@ final class RabbitCampaign implements AutoCloseable {
   static final int LEASE_MS = 3_000;
   static final String SUBSCRIPTION = "verify-consumers";
 
-  /** The scenarios, in campaign order. */
-  static List<RabbitScenario> all() {
+  /**
+   * The scenarios, in campaign order; with the CDC relay its crash points (after the broker's
+   * confirms before the mark, a batch ending inside a transaction) in place of the polling relay's.
+   */
+  static List<RabbitScenario> all(RelayMode relay) {
     return List.of(
-        new RabbitScenario(
-            PREFIX + "relay-crash-points", Role.RELAY, Scenario.RELAY_POINTS, List.of()),
+        relay == RelayMode.CDC
+            ? new RabbitScenario(
+                PREFIX + "cdc-crash-points", Role.RELAY, Scenario.CDC_POINTS, List.of())
+            : new RabbitScenario(
+                PREFIX + "relay-crash-points", Role.RELAY, Scenario.RELAY_POINTS, List.of()),
         new RabbitScenario(
             PREFIX + "consumer-crash-points",
             Role.CONSUMER,
@@ -160,7 +170,7 @@ final class RabbitCampaign implements AutoCloseable {
               + " is not set");
       return Optional.empty();
     }
-    List<RabbitScenario> scenarios = all().stream().filter(this::selected).toList();
+    List<RabbitScenario> scenarios = all(settings.relay()).stream().filter(this::selected).toList();
     List<ScenarioResult> results = new ArrayList<>();
     if (scenarios.stream().anyMatch(RabbitCampaign::isPartitions)) {
       Optional<String> why = partitionsUnavailable(given != null || url.isPresent());
@@ -204,7 +214,9 @@ final class RabbitCampaign implements AutoCloseable {
             + settings.seed()
             + ", phases of "
             + settings.phase().toSeconds()
-            + " s, "
+            + " s, relay "
+            + settings.relay().cliName()
+            + ", "
             + dir);
     PostgresServer.Builder pgb =
         PostgresServer.builder()
@@ -255,8 +267,11 @@ final class RabbitCampaign implements AutoCloseable {
                                   + phase * 1_009L
                                   + index * 101L
                                   + incarnation),
-                          "20")));
+                          "20",
+                          // the CDC relay's campaign: transactions of 1 to 3 events
+                          settings.relay() == RelayMode.CDC ? "3" : "1")));
     }
+    boolean cdc = settings.relay() == RelayMode.CDC;
     for (int i = 0; i < RELAYS; i++) {
       String name = "relay-" + (char) ('a' + i);
       workers.add(
@@ -266,7 +281,15 @@ final class RabbitCampaign implements AutoCloseable {
               (incarnation, instance) ->
                   network
                       .place(Fleet.jvm(RelayMain.class, logs, name, "128m"), name)
-                      .args(jdbcUrl, childUri, instance, Integer.toString(LEASE_MS), "100")));
+                      .args(
+                          jdbcUrl,
+                          childUri,
+                          instance,
+                          Integer.toString(LEASE_MS),
+                          // CDC: small batches, so that batches end inside multi-event transactions
+                          cdc ? "4" : "100",
+                          "",
+                          cdc ? "cdc" : "")));
     }
     for (int i = 1; i <= CONSUMERS; i++) {
       String name = "consumer-" + i;

@@ -27,14 +27,22 @@ final class RabbitVerify {
         s.only(),
         s.minFires(),
         s.faultRate(),
-        CampaignRounds.of(s));
+        CampaignRounds.of(s),
+        s.relay());
   }
 
   /** The RabbitMQ campaign's {@code --quick} settings for {@code scenarios} (what CI runs). */
   static RabbitCampaign.Settings quick(long seed, Path dir, java.util.List<String> scenarios) {
+    return quick(seed, dir, scenarios, RelayMode.IDEMPOTENT);
+  }
+
+  /** As {@link #quick(long, Path, List)}, with the relay processes running {@code relay}. */
+  static RabbitCampaign.Settings quick(
+      long seed, Path dir, java.util.List<String> scenarios, RelayMode relay) {
     VerifyCli cli = new VerifyCli();
     cli.quick = true;
     cli.scenarios = java.util.List.copyOf(scenarios);
+    cli.relay = relay.cliName();
     return settings(cli.settings(seed, dir), true);
   }
 

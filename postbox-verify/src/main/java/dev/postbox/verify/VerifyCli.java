@@ -128,8 +128,9 @@ public final class VerifyCli implements Callable<Integer> {
               + " points, kill -9, a consumer frozen past its heartbeat, dropped connections, broker"
               + " kill -9) on a private RabbitMQ node, or POSTBOX_RABBITMQ_URL; --scenarios"
               + " partitions (only when named, root, the command's own node): a relay cut off"
-              + " from PostgreSQL and a consumer cut off from RabbitMQ. The RabbitMQ campaign runs"
-              + " the polling relay (--relay cdc and transactional are refused with it).")
+              + " from PostgreSQL and a consumer cut off from RabbitMQ. With --relay cdc its relays"
+              + " are CDC relays and rabbitmq-cdc-crash-points replaces rabbitmq-relay-crash-points;"
+              + " --relay transactional is refused.")
   String transport = "kafka";
 
   @Option(
@@ -203,15 +204,13 @@ public final class VerifyCli implements Callable<Integer> {
       throw new CommandLine.ParameterException(
           spec.commandLine(), "--max-minutes: a positive number, not " + maxMinutes);
     }
-    if (transport.equalsIgnoreCase("rabbitmq") && RelayMode.parse(relay) != RelayMode.IDEMPOTENT) {
-      // refused rather than run with the polling relay under a name that says otherwise
+    if (transport.equalsIgnoreCase("rabbitmq")
+        && RelayMode.parse(relay) == RelayMode.TRANSACTIONAL) {
+      // refused rather than run with another relay under a name that says otherwise
       throw new CommandLine.ParameterException(
           spec.commandLine(),
-          "--relay "
-              + relay
-              + " with --transport rabbitmq: the RabbitMQ campaign runs the polling relay only (the"
-              + " CDC relay publishing to RabbitMQ is tested by RabbitEndToEndIT; the transactional"
-              + " relay is Kafka's)");
+          "--relay transactional with --transport rabbitmq: Kafka transactions are Kafka's; the"
+              + " RabbitMQ campaign runs the polling relay (default) or --relay cdc");
     }
     long s =
         seed != null ? seed : Math.abs(new java.security.SecureRandom().nextLong() % 1_000_000);

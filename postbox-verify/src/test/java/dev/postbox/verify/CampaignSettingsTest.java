@@ -154,7 +154,6 @@ class CampaignSettingsTest {
             new String[] {"--fault-rate", "0"},
             new String[] {"--fault-rate", "11"},
             new String[] {"--max-minutes", "0"},
-            new String[] {"--transport", "rabbitmq", "--relay", "cdc"},
             new String[] {"--transport", "rabbitmq", "--relay", "transactional"})) {
       StringWriter err = new StringWriter();
       int code = new CommandLine(new VerifyCli()).setErr(new PrintWriter(err)).execute(bad);
