@@ -46,8 +46,11 @@ public final class BenchCli implements Callable<Integer> {
               + " dead letters), rr (request/reply round trips on Kafka and RabbitMQ beside a bare"
               + " client echo), batchrace (only the consumer group's race of our batch consumer"
               + " against Spring Kafka's batch listener), acklatency (only cdc's commit to"
-              + " broker-ack latency race: CDC relay, Debezium, polling relay) and cdcwrite (only"
-              + " cdc's write path: business-only, table outbox, emit-message outbox).")
+              + " broker-ack latency race: CDC relay, Debezium, polling relay), cdcwrite (only"
+              + " cdc's write path: business-only, table outbox, emit-message outbox) and"
+              + " ackrounds (the CDC relay and Debezium in three alternating rounds at 1k, 2k, 5k,"
+              + " half and a quarter of the writers' maximum: each p99 the median of its"
+              + " rounds).")
   java.util.List<String> only = BenchRunner.GROUPS;
 
   @Option(

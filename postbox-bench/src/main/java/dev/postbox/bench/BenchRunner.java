@@ -36,10 +36,20 @@ public final class BenchRunner {
    * {@code consumer} group runs too (for working on it); {@code acklatency}, only the commit to
    * broker-ack latency race of the {@code cdc} group (CDC relay, Debezium, polling relay); {@code
    * cdcwrite}, only the write path of the {@code cdc} group (business-only, table outbox,
-   * emit-message outbox).
+   * emit-message outbox); {@code ackrounds}, the CDC relay and Debezium in alternating rounds at
+   * the latency target's rates, each p99 the median of three rounds.
    */
   public static final List<String> OPT_IN_GROUPS =
-      List.of("txrelay", "cdc", "rabbitmq", "admin", "rr", "batchrace", "acklatency", "cdcwrite");
+      List.of(
+          "txrelay",
+          "cdc",
+          "rabbitmq",
+          "admin",
+          "rr",
+          "batchrace",
+          "acklatency",
+          "cdcwrite",
+          "ackrounds");
 
   private final BenchConfig config;
   private final PrintStream log;
@@ -107,6 +117,11 @@ public final class BenchRunner {
       }
       if (groups.contains("acklatency") && !groups.contains("cdc")) {
         new dev.postbox.bench.internal.CdcLatencyBench(env, config).run().forEach(this::record);
+      }
+      if (groups.contains("ackrounds")) {
+        new dev.postbox.bench.internal.CdcLatencyRounds(env, config, log)
+            .run()
+            .forEach(this::record);
       }
       if (groups.contains("admin")) {
         new dev.postbox.bench.internal.AdminBench(env, config, log).run().forEach(this::record);

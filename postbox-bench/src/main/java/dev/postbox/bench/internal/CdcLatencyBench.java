@@ -10,10 +10,6 @@ import dev.postbox.jdbc.PostgresRelayStore;
 import dev.postbox.jdbc.cdc.CdcRelay;
 import dev.postbox.kafka.KafkaRelayPublisher;
 import dev.postbox.testkit.ChildJvm;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -87,10 +83,20 @@ public final class CdcLatencyBench {
   private final BenchConfig config;
   private final Clock clock = Clock.systemUTC();
   private final List<Measurement> idle = new ArrayList<>();
+  private final boolean measureIdle;
 
   public CdcLatencyBench(BenchEnv env, BenchConfig config) {
+    this(env, config, true);
+  }
+
+  /**
+   * A bench whose streamers skip the idle CPU measurement when {@code measureIdle} is false (the
+   * rounds of {@link CdcLatencyRounds}, which report latency only).
+   */
+  CdcLatencyBench(BenchEnv env, BenchConfig config, boolean measureIdle) {
     this.env = env;
     this.config = config;
+    this.measureIdle = measureIdle;
   }
 
   /**
@@ -132,7 +138,8 @@ public final class CdcLatencyBench {
             "cdc_latency_",
             CdcRelay.DEFAULT_BATCH_LINGER,
             CdcRelay.DEFAULT_BINARY_VALUES,
-            0);
+            0,
+            RATES);
     double writerMax = cdc.writerMax();
     List<Phase> relay = cdc.phases();
     // the CDC relay with a batch linger, right after the default one (each streamed batch sent at
@@ -146,7 +153,8 @@ public final class CdcLatencyBench {
                     LINGER_PREFIX,
                     LINGER,
                     CdcRelay.DEFAULT_BINARY_VALUES,
-                    writerMax)
+                    writerMax,
+                    RATES)
                 .phases();
     // the CDC relay with the values streamed as text (as before binaryValues), next
     List<Phase> text =
@@ -158,20 +166,10 @@ public final class CdcLatencyBench {
                     TEXT_PREFIX,
                     CdcRelay.DEFAULT_BATCH_LINGER,
                     false,
-                    writerMax)
+                    writerMax,
+                    RATES)
                 .phases();
-    Db dbzDb = env.database("cdclat_dbz", LatencyBench.WRITERS + 4);
-    String dbzSlot = slotName(dbzDb, "dbz");
-    List<Phase> dbz;
-    try (ChildJvm child = new DebeziumPeer(env, config).startStreaming(dbzDb, dbzSlot)) {
-      warmUp(dbzDb);
-      idle.add(idleCpu(dbzDb, "cdc_debezium_latency_", "Debezium"));
-      dbz = phases(dbzDb, writerMax);
-      if (!child.isAlive()) {
-        throw new IllegalStateException("the Debezium child exited:\n" + child.logTail(40));
-      }
-    }
-    dropSlot(dbzDb, dbzSlot);
+    List<Phase> dbz = debeziumPhases("cdclat_dbz", writerMax, RATES);
     List<Phase> polling =
         pollingPhases("cdclat_poll", "cdc_polling_latency_", Relay.DEFAULT_IDLE_GRACE, writerMax);
     // the relay as it was before its idle grace, in the same run: what the grace changes (full
@@ -215,21 +213,45 @@ public final class CdcLatencyBench {
     return out;
   }
 
+  /**
+   * Debezium's embedded connector in its child JVM, alone on its own schema and slot (dropped
+   * after), in its low-latency configuration: its phases at {@code rates}, then half and a quarter
+   * of {@code writerMax}.
+   */
+  List<Phase> debeziumPhases(String schema, double writerMax, int[] rates) throws Exception {
+    Db dbzDb = env.database(schema, LatencyBench.WRITERS + 4);
+    String dbzSlot = slotName(dbzDb, "dbz");
+    List<Phase> dbz;
+    try (ChildJvm child = new DebeziumPeer(env, config).startStreaming(dbzDb, dbzSlot)) {
+      warmUp(dbzDb);
+      if (measureIdle) {
+        idle.add(idleCpu(dbzDb, "cdc_debezium_latency_", "Debezium"));
+      }
+      dbz = phases(dbzDb, writerMax, rates);
+      if (!child.isAlive()) {
+        throw new IllegalStateException("the Debezium child exited:\n" + child.logTail(40));
+      }
+    }
+    Slots.drop(dbzDb, dbzSlot);
+    return dbz;
+  }
+
   /** The CDC relay's phases, and the writers' maximum measured with it streaming. */
-  private record CdcRun(double writerMax, List<Phase> phases) {}
+  record CdcRun(double writerMax, List<Phase> phases) {}
 
   /**
    * The CDC relay with {@code batchLinger} and {@code binaryValues} alone on its own schema and
-   * slot (dropped after): its phases; first the writers' maximum with it streaming when {@code
-   * writerMax} is 0.
+   * slot (dropped after): its phases at {@code rates}, then half and a quarter of the writers'
+   * maximum; first that maximum with it streaming when {@code writerMax} is 0.
    */
-  private CdcRun cdcPhases(
+  CdcRun cdcPhases(
       String schema,
       String slotTag,
       String prefix,
       Duration batchLinger,
       boolean binaryValues,
-      double writerMax)
+      double writerMax,
+      int[] rates)
       throws Exception {
     Db db = env.database(schema, LatencyBench.WRITERS + 8);
     String slot = slotName(db, slotTag);
@@ -248,15 +270,17 @@ public final class CdcLatencyBench {
       r.start();
       BenchEnv.awaitCount("cdc relay active", () -> r.active() ? 1 : 0, 1, NO_PROGRESS);
       warmUp(db);
-      idle.add(
-          idleCpu(
-              db,
-              prefix,
-              "CDC relay, batchLinger "
-                  + batchLinger.toMillis()
-                  + " ms, "
-                  + (binaryValues ? "binary" : "text")
-                  + " values"));
+      if (measureIdle) {
+        idle.add(
+            idleCpu(
+                db,
+                prefix,
+                "CDC relay, batchLinger "
+                    + batchLinger.toMillis()
+                    + " ms, "
+                    + (binaryValues ? "binary" : "text")
+                    + " values"));
+      }
       double max = writerMax;
       if (max <= 0) {
         max = writerMax(db);
@@ -266,9 +290,9 @@ public final class CdcLatencyBench {
         // CPU per event there was 1.3-1.5x the text variant's and equal at every later rate)
         warmUp(db);
       }
-      run = new CdcRun(max, phases(db, max));
+      run = new CdcRun(max, phases(db, max, rates));
     }
-    dropSlot(db, slot);
+    Slots.drop(db, slot);
     return run;
   }
 
@@ -293,7 +317,7 @@ public final class CdcLatencyBench {
       r.start();
       warmUp(pollDb);
       idle.add(idleCpu(pollDb, prefix, "polling relay, idleGrace " + idleGrace.toMillis() + " ms"));
-      return phases(pollDb, writerMax);
+      return phases(pollDb, writerMax, RATES);
     }
   }
 
@@ -481,9 +505,9 @@ public final class CdcLatencyBench {
    * The fixed rates in ascending order, then half and a quarter of the writers' maximum (the issue:
    * the sustainable maximum first, then latency at fractions of it).
    */
-  private List<Phase> phases(Db db, double writerMax) throws InterruptedException {
+  private List<Phase> phases(Db db, double writerMax, int[] rates) throws InterruptedException {
     List<Phase> out = new ArrayList<>();
-    for (int rate : RATES) {
+    for (int rate : rates) {
       out.add(offer(db, rate / 1000 + "k", rate, config.latencyPhase()));
     }
     out.add(offer(db, "half_max", halfMax(writerMax), config.latencyPhase()));
@@ -536,52 +560,5 @@ public final class CdcLatencyBench {
 
   private static String slotName(Db db, String suffix) {
     return "bench_" + db.schema().toLowerCase(Locale.ROOT) + "_" + suffix;
-  }
-
-  /**
-   * Drops {@code slot} once its walsender is gone (a killed child's may linger), ending it after 30
-   * s: an abandoned slot would hold WAL for the rest of the run.
-   */
-  private static void dropSlot(Db db, String slot) throws InterruptedException {
-    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-    String drop =
-        "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
-            + " WHERE slot_name = ? AND NOT active";
-    String terminate =
-        "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots"
-            + " WHERE slot_name = ? AND active";
-    while (exists(db, slot)) {
-      if (System.nanoTime() > deadline + Duration.ofSeconds(30).toNanos()) {
-        throw new IllegalStateException("replication slot " + slot + " cannot be dropped");
-      }
-      if (System.nanoTime() > deadline) {
-        run(db, terminate, slot);
-      }
-      run(db, drop, slot);
-      Thread.sleep(100);
-    }
-  }
-
-  private static boolean exists(Db db, String slot) {
-    try (Connection c = db.dataSource().getConnection();
-        PreparedStatement ps =
-            c.prepareStatement("SELECT 1 FROM pg_replication_slots WHERE slot_name = ?")) {
-      ps.setString(1, slot);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next();
-      }
-    } catch (SQLException e) {
-      throw new IllegalStateException("cannot read pg_replication_slots", e);
-    }
-  }
-
-  private static void run(Db db, String sql, String slot) {
-    try (Connection c = db.dataSource().getConnection();
-        PreparedStatement ps = c.prepareStatement(sql)) {
-      ps.setString(1, slot);
-      ps.executeQuery().close();
-    } catch (SQLException e) {
-      throw new IllegalStateException("cannot drop slot " + slot + ": " + e.getMessage(), e);
-    }
   }
 }
