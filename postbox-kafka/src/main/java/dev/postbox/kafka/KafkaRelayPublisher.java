@@ -205,12 +205,26 @@ public final class KafkaRelayPublisher implements RelayPublisher {
   private record Sent(
       Producer<byte[], byte[]> producer,
       java.util.concurrent.atomic.AtomicBoolean followed,
-      PendingPublish outcomesOf)
+      Awaited awaited)
       implements PendingPublish {
     @Override
     public List<PublishOutcome> outcomes() throws InterruptedException {
-      return outcomesOf.outcomes();
+      // a batch sent behind this one would be waited for too by a flush: then this one's records
+      // go out within linger.ms (or as soon as their producer batch fills) by themselves
+      return awaited.outcomes(!followed.get());
     }
+
+    @Override
+    public List<PublishOutcome> outcomesWhenIdle() throws InterruptedException {
+      // the caller sends nothing more for now: lingering would only delay the records
+      return awaited.outcomes(true);
+    }
+  }
+
+  /** A batch's outcomes, after a flush of what lingers in its producer when {@code flush}. */
+  @FunctionalInterface
+  private interface Awaited {
+    List<PublishOutcome> outcomes(boolean flush) throws InterruptedException;
   }
 
   private PendingPublish sendOn(
@@ -289,11 +303,9 @@ public final class KafkaRelayPublisher implements RelayPublisher {
     return new Sent(
         p,
         followed,
-        () -> {
-          if (!followed.get()) {
-            // send what lingers now that the relay waits for it; a batch sent after this one
-            // (pipelined)
-            // would be waited for too, so then the records go out within linger.ms by themselves
+        flush -> {
+          if (flush) {
+            // send what lingers now that the relay waits for it
             try {
               p.flush();
             } catch (RuntimeException e) {

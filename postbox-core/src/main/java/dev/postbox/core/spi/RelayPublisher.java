@@ -130,6 +130,16 @@ public interface RelayPublisher extends AutoCloseable {
   interface PendingPublish {
     /** Waits until every message was acknowledged or failed; the outcomes in send order. */
     List<PublishOutcome> outcomes() throws InterruptedException;
+
+    /**
+     * As {@link #outcomes()}, for a caller that has nothing more to send for now: a publisher that
+     * holds records back for later ones to join them (Kafka's {@code linger.ms}) sends them at
+     * once, even when later batches were sent behind this one, instead of letting them wait out the
+     * linger. The default is {@link #outcomes()}.
+     */
+    default List<PublishOutcome> outcomesWhenIdle() throws InterruptedException {
+      return outcomes();
+    }
   }
 
   /** What happened to one message. */

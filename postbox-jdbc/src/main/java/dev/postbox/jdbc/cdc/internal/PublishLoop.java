@@ -134,11 +134,13 @@ public final class PublishLoop {
             send(batch);
           }
         } else if (!flights.isEmpty()) {
-          settleHead();
+          // below the in-flight limit, no batch means nothing was streamed meanwhile: the
+          // publisher need not hold the records in flight back for more to join them
+          settleHead(flights.size() < maxInFlight);
         }
       }
       while (!flights.isEmpty()) {
-        settleHead();
+        settleHead(true);
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -198,10 +200,10 @@ public final class PublishLoop {
    * of it and every later batch in flight are published again, synchronously, from the first failed
    * row on.
    */
-  private void settleHead() throws InterruptedException {
+  private void settleHead(boolean idle) throws InterruptedException {
     Flight head = flights.removeFirst();
     long epoch = head.events().get(0).epoch();
-    List<RelayPublisher.PublishOutcome> outcomes = outcomesOf(head);
+    List<RelayPublisher.PublishOutcome> outcomes = outcomesOf(head, idle);
     CrashPoints.hit(CRASH_AFTER_ACK_BEFORE_MARK);
     if (CrashPoints.enabled()
         && endsMidTransaction(
@@ -228,7 +230,7 @@ public final class PublishLoop {
         new ArrayList<>(head.events().subList(settled, head.events().size()));
     while (!flights.isEmpty()) {
       Flight later = flights.removeFirst();
-      outcomesOf(later); // nothing of it is settled: it comes again after the failed row
+      outcomesOf(later, true); // nothing of it is settled: it comes again after the failed row
       remaining.addAll(later.events());
     }
     publishFailures.addAndGet(remaining.size());
@@ -242,10 +244,16 @@ public final class PublishLoop {
     publish(remaining);
   }
 
-  private List<RelayPublisher.PublishOutcome> outcomesOf(Flight f) throws InterruptedException {
+  /**
+   * {@code f}'s outcomes; when {@code idle} (the relay has nothing more to send for now), the
+   * publisher sends what it holds back at once ({@link
+   * RelayPublisher.PendingPublish#outcomesWhenIdle}).
+   */
+  private List<RelayPublisher.PublishOutcome> outcomesOf(Flight f, boolean idle)
+      throws InterruptedException {
     List<RelayPublisher.PublishOutcome> outcomes;
     try {
-      outcomes = f.pending().outcomes();
+      outcomes = idle ? f.pending().outcomesWhenIdle() : f.pending().outcomes();
     } catch (RuntimeException e) {
       log.warn("CDC relay: publishing {} rows failed", f.events().size(), e);
       return null;
