@@ -209,6 +209,22 @@ public final class BenchRunner {
                 "consumer_eo_batch_cpu_us_per_msg / spring_kafka_batch_cpu_us_per_msg: CPU per"
                     + " message of all processes (this JVM, broker, PostgreSQL), ours over"
                     + " Spring's"));
+    Measurement ceiling = record(race.ceiling());
+    record(race.ceilingCpu());
+    record(
+        Measurement.of(
+                "consumer_alo_batch_vs_spring_kafka_batch",
+                ceiling.value() / springBatch.value(),
+                "x")
+            .note(
+                "consumer_alo_batch_per_s / spring_kafka_batch_tx_jdbc_per_s: our batch consumer"
+                    + " with no dedupe at all against Spring's effectively-once batch listener,"
+                    + " the ceiling of consumer_eo_batch_vs_spring_kafka_batch on this machine"));
+    record(
+        Measurement.of("consumer_eo_batch_vs_alo_batch", batch.value() / ceiling.value(), "x")
+            .note(
+                "consumer_eo_batch_per_s / consumer_alo_batch_per_s: what the inbox's dedupe"
+                    + " costs our batch consumer"));
   }
 
   private void latency(BenchEnv env) throws Exception {
