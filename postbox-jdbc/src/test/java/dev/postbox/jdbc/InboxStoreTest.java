@@ -295,6 +295,41 @@ class InboxStoreTest {
   }
 
   @Test
+  void aBatchOfDistinctIdsWithOneSeenBeforeRunsItsWorkOnceWithTheOthers() throws Exception {
+    // distinct ids are first claimed with a plain insert, which a seen id makes fail: the batch is
+    // then claimed again skipping it, on the same connection, and the work runs once
+    UUID seen = UUID.randomUUID();
+    UUID a = UUID.randomUUID();
+    UUID b = UUID.randomUUID();
+    store.processOnce(CONSUMER, seen, conn -> insertEffect(conn, seen, "single"));
+    List<Set<UUID>> calls = new ArrayList<>();
+
+    Set<UUID> fresh =
+        store.processBatch(
+            CONSUMER,
+            List.of(a, seen, b),
+            (conn, ids) -> {
+              calls.add(ids);
+              for (UUID id : ids) {
+                insertEffect(conn, id, "batch");
+              }
+            });
+
+    assertThat(fresh).containsExactly(a, b);
+    assertThat(calls).containsExactly(fresh);
+    assertThat(effectNotes(seen)).containsExactly("single");
+    assertThat(effectNotes(a)).containsExactly("batch");
+    assertThat(effectNotes(b)).containsExactly("batch");
+    assertThat(recorded(CONSUMER)).isEqualTo(3);
+    // all new: recorded by the first claim
+    UUID c = UUID.randomUUID();
+    assertThat(store.processBatch(CONSUMER, List.of(c), (conn, ids) -> calls.add(ids)))
+        .containsExactly(c);
+    assertThat(calls).hasSize(2);
+    assertThat(recorded(CONSUMER)).isEqualTo(4);
+  }
+
+  @Test
   void aFailedBatchRecordsNoId() throws Exception {
     List<UUID> ids = List.of(UUID.randomUUID(), UUID.randomUUID());
     IllegalStateException boom = new IllegalStateException("batch handler failed");
