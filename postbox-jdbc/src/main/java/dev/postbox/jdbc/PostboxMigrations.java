@@ -46,7 +46,8 @@ public final class PostboxMigrations {
           "V11__consumer_offsets.sql",
           "V12__operations.sql",
           "V13__cdc_slot_lease.sql",
-          "V15__console_reveal_audit.sql");
+          "V15__console_reveal_audit.sql",
+          "V16__inbox_keys_lead_with_id_and_time.sql");
 
   private PostboxMigrations() {}
 

@@ -24,7 +24,8 @@ class PostboxMigrationsTest {
     assertThat(PostboxMigrations.migrate(ds)).as("idempotent").isZero();
     assertThat(exists(ds, "postbox_outbox")).isTrue();
     assertThat(exists(ds, "postbox_inbox")).isTrue();
-    assertThat(exists(ds, "postbox_inbox_processed")).as("purge index").isTrue();
+    assertThat(exists(ds, "postbox_inbox_processed_consumer")).as("purge index").isTrue();
+    assertThat(exists(ds, "postbox_inbox_processed")).as("the purge index before V16").isFalse();
     assertThat(exists(ds, "postbox_entity_version")).isTrue();
     assertThat(exists(ds, "postbox_dead_letter")).isTrue();
     assertThat(exists(ds, "postbox_replay_audit")).isTrue();
@@ -45,7 +46,8 @@ class PostboxMigrationsTest {
             "V11__consumer_offsets.sql",
             "V12__operations.sql",
             "V13__cdc_slot_lease.sql",
-            "V15__console_reveal_audit.sql");
+            "V15__console_reveal_audit.sql",
+            "V16__inbox_keys_lead_with_id_and_time.sql");
   }
 
   @Test
