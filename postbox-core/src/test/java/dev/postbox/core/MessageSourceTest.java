@@ -25,4 +25,17 @@ class MessageSourceTest {
     assertThatThrownBy(() -> Message.builder("t", "x").source("/a|b").build())
         .isInstanceOf(IllegalArgumentException.class);
   }
+
+  @Test
+  void aSourceAcceptedBeforeLetsNoOtherSourcePassUnchecked() {
+    for (int i = 0; i < 3; i++) {
+      assertThat(Message.builder("t", "x").source("/orders").build().source()).isEqualTo("/orders");
+      assertThatThrownBy(() -> Message.builder("t", "x").source("/orders service").build())
+          .as("right after a valid source, round %d", i)
+          .hasMessageContaining("not a URI reference");
+      assertThatThrownBy(() -> Message.builder("t", "x").source("/orders|").build())
+          .as("a valid source with one more character")
+          .hasMessageContaining("not a URI reference");
+    }
+  }
 }

@@ -6,6 +6,8 @@
 -- whichever consumer writes it: PostgreSQL's insert then finds its leaf page without descending the tree, and
 -- compares a uuid or a timestamp first instead of the consumer's name. With the old order only the consumer whose
 -- name sorts last got that; every other consumer of a shared inbox descended both trees through text comparisons.
+-- (Ids a producer chose itself, and the name-based ids of messages with a tenant, are not time-ordered: their
+-- records land where they sort, as every record did before.)
 -- Measured (PostgreSQL 15, 500-row claims, a table shared with two other consumers): 5.2 -> 4.0 us of server CPU
 -- per recorded message. Lookups keep their index: a duplicate check names both columns, a purge ranges over
 -- processed_at and checks the consumer inside the index, and a trace by message id (MessageTracer) can now use the

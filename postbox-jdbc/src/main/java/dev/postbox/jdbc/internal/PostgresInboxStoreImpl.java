@@ -49,14 +49,14 @@ public final class PostgresInboxStoreImpl implements InboxStore {
   // is returned once.
   private static final String CLAIM_ALL =
       "INSERT INTO postbox_inbox (consumer, message_id)"
-          + " SELECT ?, id FROM unnest(?::uuid[]) AS ids(id) ORDER BY id"
+          + " SELECT ?, id FROM unnest(CAST(? AS uuid[])) AS ids(id) ORDER BY id"
           + " ON CONFLICT DO NOTHING RETURNING message_id";
 
   // The same rows with a plain insert: fails (unique_violation) if any id is recorded already.
   // Sorted like CLAIM_ALL, so the two forms take the index entries in the same order.
   private static final String CLAIM_ALL_NEW =
       "INSERT INTO postbox_inbox (consumer, message_id)"
-          + " SELECT ?, id FROM unnest(?::uuid[]) AS ids(id) ORDER BY id";
+          + " SELECT ?, id FROM unnest(CAST(? AS uuid[])) AS ids(id) ORDER BY id";
 
   private static final String UNIQUE_VIOLATION = "23505";
 
@@ -319,7 +319,7 @@ public final class PostgresInboxStoreImpl implements InboxStore {
   private static boolean claimAllNew(Connection c, String consumer, List<UUID> ids, String what) {
     try (PreparedStatement ps = c.prepareStatement(CLAIM_ALL_NEW)) {
       ps.setString(1, consumer);
-      ps.setArray(2, c.createArrayOf("uuid", ids.toArray()));
+      ps.setString(2, uuidArray(ids));
       int inserted = ps.executeUpdate();
       if (inserted != ids.size()) {
         throw new InboxException(
@@ -334,12 +334,31 @@ public final class PostgresInboxStoreImpl implements InboxStore {
     }
   }
 
+  /**
+   * The array literal of {@code ids} ({@code {id,id,...}}), bound as text and cast by the server.
+   * Written here rather than with {@code Connection.createArrayOf}: pgjdbc encodes a {@code uuid[]}
+   * as text too, but checks every character of every element for quoting, which was about a tenth
+   * of the batch consumer's worker time in a profile of the batch race (2026-12-03); a UUID's text
+   * is hex digits and hyphens only, so it never needs quoting.
+   */
+  static String uuidArray(List<UUID> ids) {
+    StringBuilder b = new StringBuilder(2 + ids.size() * 37);
+    b.append('{');
+    for (int i = 0; i < ids.size(); i++) {
+      if (i > 0) {
+        b.append(',');
+      }
+      b.append(ids.get(i));
+    }
+    return b.append('}').toString();
+  }
+
   /** The ids this statement recorded, in the order of {@code ids}; unmodifiable. */
   private static Set<UUID> claimAll(Connection c, String consumer, List<UUID> ids, String what) {
     Set<UUID> inserted = new HashSet<>();
     try (PreparedStatement ps = c.prepareStatement(CLAIM_ALL)) {
       ps.setString(1, consumer);
-      ps.setArray(2, c.createArrayOf("uuid", ids.toArray()));
+      ps.setString(2, uuidArray(ids));
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           inserted.add(rs.getObject(1, UUID.class));
