@@ -109,6 +109,17 @@ public final class ConsumerBench {
     return Math.min(config.consumerEvents(), 20_000);
   }
 
+  /**
+   * Records of each side's untimed run before the batch race: a third of a run (100,000 in full
+   * mode), at least the other runs' warm-up. With the other runs' 20,000 (under half a second at
+   * these rates) our first timed round was the slowest of every run on 2026-12-03, at 18 against
+   * 9-11 us of JVM CPU per message in the later rounds (compilation still under way); Spring's
+   * changed less (11 against 9-10). Every side gets the same warm-up.
+   */
+  private int raceWarmupEvents(int runEvents) {
+    return Math.max(warmupEvents(), runEvents / 3);
+  }
+
   /** AT_LEAST_ONCE, no dedupe: each message's effect in its own auto-commit statement. */
   public Measurement atLeastOnce() throws InterruptedException {
     run("alo-warmup", topic, alo(), warmupEvents(), this::withEffect);
@@ -221,9 +232,10 @@ public final class ConsumerBench {
     }
     String t = raceTopic;
     Consumer<KafkaSubscriber.Builder> noDedupe = this::aloBatchWiring;
-    run("eo_batch-warmup", t, eoBatch(t), warmupEvents(), wiring);
-    run("alo_batch-warmup", t, aloBatch(t), warmupEvents(), noDedupe);
-    runSpring("spring-kafka-batch-warmup", t, warmupEvents(), this::batchListener);
+    int warmup = raceWarmupEvents(n);
+    run("eo_batch-warmup", t, eoBatch(t), warmup, wiring);
+    run("alo_batch-warmup", t, aloBatch(t), warmup, noDedupe);
+    runSpring("spring-kafka-batch-warmup", t, warmup, this::batchListener);
     RaceRuns.Run[] ours = new RaceRuns.Run[RACE_ROUNDS];
     RaceRuns.Run[] ceiling = new RaceRuns.Run[RACE_ROUNDS];
     RaceRuns.Run[] spring = new RaceRuns.Run[RACE_ROUNDS];
