@@ -47,10 +47,11 @@ public final class BenchCli implements Callable<Integer> {
               + " client echo), batchrace (only the consumer group's race of our batch consumer"
               + " against Spring Kafka's batch listener), acklatency (only cdc's commit to"
               + " broker-ack latency race: CDC relay, Debezium, polling relay), cdcwrite (only"
-              + " cdc's write path: business-only, table outbox, emit-message outbox) and"
+              + " cdc's write path: business-only, table outbox, emit-message outbox),"
               + " ackrounds (the CDC relay and Debezium in three alternating rounds at 1k, 2k, 5k,"
               + " half and a quarter of the writers' maximum: each p99 the median of its"
-              + " rounds).")
+              + " rounds) and inboxkeys (PostgreSQL's CPU per message of an inbox batch claim"
+              + " with the keys of schema version 15 and 16, one and twelve connections).")
   java.util.List<String> only = BenchRunner.GROUPS;
 
   @Option(

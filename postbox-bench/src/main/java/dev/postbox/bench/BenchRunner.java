@@ -37,7 +37,9 @@ public final class BenchRunner {
    * broker-ack latency race of the {@code cdc} group (CDC relay, Debezium, polling relay); {@code
    * cdcwrite}, only the write path of the {@code cdc} group (business-only, table outbox,
    * emit-message outbox); {@code ackrounds}, the CDC relay and Debezium in alternating rounds at
-   * the latency target's rates, each p99 the median of three rounds.
+   * the latency target's rates, each p99 the median of three rounds; {@code inboxkeys},
+   * PostgreSQL's CPU per message of an inbox batch claim with the inbox keys of schema version 15
+   * and of 16.
    */
   public static final List<String> OPT_IN_GROUPS =
       List.of(
@@ -49,7 +51,8 @@ public final class BenchRunner {
           "batchrace",
           "acklatency",
           "cdcwrite",
-          "ackrounds");
+          "ackrounds",
+          "inboxkeys");
 
   private final BenchConfig config;
   private final PrintStream log;
@@ -122,6 +125,9 @@ public final class BenchRunner {
         new dev.postbox.bench.internal.CdcLatencyRounds(env, config, log)
             .run()
             .forEach(this::record);
+      }
+      if (groups.contains("inboxkeys")) {
+        new dev.postbox.bench.internal.InboxKeysBench(env, config).run().forEach(this::record);
       }
       if (groups.contains("admin")) {
         new dev.postbox.bench.internal.AdminBench(env, config, log).run().forEach(this::record);

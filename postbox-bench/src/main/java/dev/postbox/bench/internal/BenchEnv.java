@@ -84,6 +84,11 @@ public final class BenchEnv implements AutoCloseable {
     return new Db(schema, ds);
   }
 
+  /** Closes {@code resource} (a pool of a schema made outside {@link #database}) with this. */
+  public void closeLater(AutoCloseable resource) {
+    closeables.add(resource);
+  }
+
   /** A new topic, unique in this run. */
   public String topic(String prefix, int partitions) {
     String topic =
