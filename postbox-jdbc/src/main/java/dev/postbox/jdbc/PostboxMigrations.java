@@ -57,6 +57,37 @@ public final class PostboxMigrations {
    * number of migrations applied.
    */
   public static int migrate(DataSource dataSource) {
+    return flyway(dataSource, null).migrate().migrationsExecuted;
+  }
+
+  /**
+   * Applies the pending migrations up to and including {@code version} (the number after the {@code
+   * V} of a script's name), as {@link #migrate(DataSource)} does: for a staged upgrade, where the
+   * migrations before one that must wait for a maintenance window are applied first. Returns the
+   * number of migrations applied; none when the schema is at {@code version} or later already.
+   *
+   * @throws IllegalArgumentException if no migration has that version
+   */
+  public static int migrateTo(DataSource dataSource, int version) {
+    if (SCRIPTS.stream().noneMatch(name -> name.startsWith("V" + version + "__"))) {
+      throw new IllegalArgumentException(
+          "no Postbox migration has version " + version + "; the versions are " + versions());
+    }
+    return flyway(dataSource, Integer.toString(version)).migrate().migrationsExecuted;
+  }
+
+  /** The version of the last migration (the schema version {@link #migrate} leaves). */
+  public static int latestVersion() {
+    return versions().getLast();
+  }
+
+  private static List<Integer> versions() {
+    return SCRIPTS.stream()
+        .map(name -> Integer.parseInt(name.substring(1, name.indexOf("__"))))
+        .toList();
+  }
+
+  private static Flyway flyway(DataSource dataSource, String target) {
     String schema;
     try (Connection c = dataSource.getConnection();
         Statement s = c.createStatement();
@@ -70,7 +101,7 @@ public final class PostboxMigrations {
       throw new OutboxException(
           "the connection has no current schema (search_path names no existing schema)", null);
     }
-    Flyway flyway =
+    var config =
         Flyway.configure(PostboxMigrations.class.getClassLoader())
             .dataSource(dataSource)
             .locations("classpath:" + LOCATION)
@@ -79,9 +110,11 @@ public final class PostboxMigrations {
             .defaultSchema(schema)
             .createSchemas(false)
             .baselineOnMigrate(true)
-            .baselineVersion("0")
-            .load();
-    return flyway.migrate().migrationsExecuted;
+            .baselineVersion("0");
+    if (target != null) {
+      config.target(target);
+    }
+    return config.load();
   }
 
   /** The migration scripts in the order they must be applied: file name and SQL text. */

@@ -16,7 +16,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import javax.sql.DataSource;
-import org.flywaydb.core.Flyway;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -30,7 +29,7 @@ class InboxKeyOrderMigrationTest {
   @Test
   void anInboxWrittenBeforeKeepsItsRecordsAndItsDedupe(PostboxTestContext ctx) throws Exception {
     DataSource ds = ctx.dataSource();
-    migrateTo(ctx, "15");
+    PostboxMigrations.migrateTo(ctx.dataSource(), 15);
     assertThat(indexColumns(ds, "postbox_inbox_pkey")).isEqualTo("consumer, message_id");
     InboxStore before = PostgresInboxStore.create(ds);
     List<UUID> ids = new ArrayList<>();
@@ -63,7 +62,7 @@ class InboxKeyOrderMigrationTest {
   @Test
   void indexesBuiltBeforehandWithoutBlockingAreTakenOver(PostboxTestContext ctx) throws Exception {
     DataSource ds = ctx.dataSource();
-    migrateTo(ctx, "15");
+    PostboxMigrations.migrateTo(ctx.dataSource(), 15);
     exec(
         ds,
         "CREATE UNIQUE INDEX CONCURRENTLY postbox_inbox_id_consumer"
@@ -84,7 +83,7 @@ class InboxKeyOrderMigrationTest {
   void anInvalidIndexLeftByAFailedConcurrentBuildIsRefused(PostboxTestContext ctx)
       throws Exception {
     DataSource ds = ctx.dataSource();
-    migrateTo(ctx, "15");
+    PostboxMigrations.migrateTo(ctx.dataSource(), 15);
     // two records of one consumer in one transaction share processed_at: a unique build fails
     // on them and leaves its index behind, invalid
     PostgresInboxStore.create(ds)
@@ -133,21 +132,6 @@ class InboxKeyOrderMigrationTest {
     assertThat(store.purge("consumer-3", Duration.ofMinutes(19_900).plusSeconds(30), 100_000))
         .as("consumer-3's records older than 19,900.5 minutes: n in [19901, 20000], n % 7 == 3")
         .isEqualTo(14);
-  }
-
-  private static void migrateTo(PostboxTestContext ctx, String version) {
-    Flyway.configure(PostboxMigrations.class.getClassLoader())
-        .dataSource(ctx.dataSource())
-        .locations("classpath:" + PostboxMigrations.LOCATION)
-        .table(PostboxMigrations.HISTORY_TABLE)
-        .schemas(ctx.schema())
-        .defaultSchema(ctx.schema())
-        .createSchemas(false)
-        .baselineOnMigrate(true)
-        .baselineVersion("0")
-        .target(version)
-        .load()
-        .migrate();
   }
 
   private static String plan(DataSource ds, String sql) throws SQLException {

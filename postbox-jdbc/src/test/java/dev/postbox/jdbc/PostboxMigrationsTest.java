@@ -11,7 +11,6 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.UUID;
 import javax.sql.DataSource;
-import org.flywaydb.core.Flyway;
 import org.junit.jupiter.api.Test;
 
 @PostboxTest
@@ -51,20 +50,28 @@ class PostboxMigrationsTest {
   }
 
   @Test
+  void aStagedUpgradeStopsAtTheVersionAskedForAndRefusesOneThatNoMigrationHas(
+      PostboxTestContext ctx) throws Exception {
+    DataSource ds = ctx.dataSource();
+    assertThatThrownBy(() -> PostboxMigrations.migrateTo(ds, 14))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("no Postbox migration has version 14");
+    assertThatThrownBy(() -> PostboxMigrations.migrateTo(ds, PostboxMigrations.latestVersion() + 1))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThat(exists(ds, "postbox_outbox")).isFalse();
+
+    assertThat(PostboxMigrations.migrateTo(ds, 3)).isEqualTo(3);
+    assertThat(exists(ds, "postbox_dead_letter")).isTrue();
+    assertThat(exists(ds, "postbox_parked")).isFalse();
+    assertThat(PostboxMigrations.migrateTo(ds, 2)).isZero();
+    assertThat(PostboxMigrations.migrate(ds)).isEqualTo(PostboxMigrations.scripts().size() - 3);
+    assertThat(PostboxMigrations.latestVersion()).isEqualTo(16);
+  }
+
+  @Test
   void anInstallationAtVersionOneUpgradesToTheInbox(PostboxTestContext ctx) throws Exception {
     DataSource ds = ctx.dataSource();
-    Flyway.configure(PostboxMigrations.class.getClassLoader())
-        .dataSource(ds)
-        .locations("classpath:" + PostboxMigrations.LOCATION)
-        .table(PostboxMigrations.HISTORY_TABLE)
-        .schemas(ctx.schema())
-        .defaultSchema(ctx.schema())
-        .createSchemas(false)
-        .baselineOnMigrate(true)
-        .baselineVersion("0")
-        .target("1")
-        .load()
-        .migrate();
+    assertThat(PostboxMigrations.migrateTo(ds, 1)).isEqualTo(1);
     assertThat(exists(ds, "postbox_outbox")).isTrue();
     assertThat(exists(ds, "postbox_inbox")).isFalse();
     assertThatThrownBy(() -> PostgresInboxStore.create(ds))

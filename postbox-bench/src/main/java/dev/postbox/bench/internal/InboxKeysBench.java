@@ -13,7 +13,6 @@ import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import org.flywaydb.core.Flyway;
 
 /**
  * What the inbox's key order (migration V16) changes: PostgreSQL's CPU per recorded message for a
@@ -50,8 +49,8 @@ public final class InboxKeysBench {
     int rounds = config.quick() ? 2 : 7;
     int batches = config.quick() ? 4 : 40; // per connection and round
     int others = config.quick() ? 10_000 : OTHERS;
-    HikariDataSource v15 = inbox("inbox_v15", "15", others);
-    HikariDataSource v16 = inbox("inbox_v16", null, others);
+    HikariDataSource v15 = inbox("inbox_v15", 15, others);
+    HikariDataSource v16 = inbox("inbox_v16", 0, others);
     ProcessCpu cpu = ProcessCpu.of(v16);
     InboxStore s15 = PostgresInboxStore.create(v15);
     InboxStore s16 = PostgresInboxStore.create(v16);
@@ -134,26 +133,17 @@ public final class InboxKeysBench {
   }
 
   /**
-   * A schema migrated to {@code version} (all migrations when null) whose inbox holds {@code
-   * others} older records of a consumer named before the measured one and as many of one after.
+   * A schema migrated to {@code version} (all migrations when 0) whose inbox holds {@code others}
+   * older records of a consumer named before the measured one and as many of one after.
    */
-  private HikariDataSource inbox(String prefix, String version, int others) {
+  private HikariDataSource inbox(String prefix, int version, int others) {
     String schema = env.postgres().createSchema("bench_" + prefix);
     HikariDataSource ds = env.postgres().dataSource(schema, CONCURRENT + 2);
     env.closeLater(ds);
-    if (version == null) {
+    if (version == 0) {
       PostboxMigrations.migrate(ds);
     } else {
-      Flyway.configure(PostboxMigrations.class.getClassLoader())
-          .dataSource(ds)
-          .locations("classpath:" + PostboxMigrations.LOCATION)
-          .table(PostboxMigrations.HISTORY_TABLE)
-          .schemas(schema)
-          .defaultSchema(schema)
-          .createSchemas(false)
-          .target(version)
-          .load()
-          .migrate();
+      PostboxMigrations.migrateTo(ds, version);
     }
     BenchEnv.execute(
         ds,
