@@ -47,10 +47,6 @@ class InboxKeysQuickIT {
   }
 
   private static double value(BenchReport report, String name) {
-    return report.measurements().stream()
-        .filter(m -> m.name().equals(name))
-        .findFirst()
-        .orElseThrow()
-        .value();
+    return report.get(name).orElseThrow().value();
   }
 }
