@@ -69,9 +69,8 @@ public final class BenchEnv implements AutoCloseable {
 
   /** A new schema with the Postbox tables and a pool of {@code poolSize} connections on it. */
   public Db database(String prefix, int poolSize) {
-    String schema = pg.createSchema("bench_" + prefix);
-    HikariDataSource ds = pg.dataSource(schema, poolSize);
-    closeables.add(ds);
+    Db db = emptySchema(prefix, poolSize);
+    HikariDataSource ds = db.dataSource();
     PostboxMigrations.migrate(ds);
     execute(
         ds,
@@ -81,12 +80,18 @@ public final class BenchEnv implements AutoCloseable {
         "CREATE TABLE bench_effect (consumer text NOT NULL, message_id uuid NOT NULL, k text)",
         // the outbox row's columns without its indexes, constraints and trigger (WriteBench)
         "CREATE TABLE bench_bare_row (LIKE postbox_outbox INCLUDING DEFAULTS INCLUDING IDENTITY)");
-    return new Db(schema, ds);
+    return db;
   }
 
-  /** Closes {@code resource} (a pool of a schema made outside {@link #database}) with this. */
-  public void closeLater(AutoCloseable resource) {
-    closeables.add(resource);
+  /**
+   * A new, empty schema and a pool of {@code poolSize} connections on it (closed with this), for a
+   * bench that migrates it itself.
+   */
+  public Db emptySchema(String prefix, int poolSize) {
+    String schema = pg.createSchema("bench_" + prefix);
+    HikariDataSource ds = pg.dataSource(schema, poolSize);
+    closeables.add(ds);
+    return new Db(schema, ds);
   }
 
   /** A new topic, unique in this run. */

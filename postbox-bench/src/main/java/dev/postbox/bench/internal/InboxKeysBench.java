@@ -137,9 +137,7 @@ public final class InboxKeysBench {
    * older records of a consumer named before the measured one and as many of one after.
    */
   private HikariDataSource inbox(String prefix, int version, int others) {
-    String schema = env.postgres().createSchema("bench_" + prefix);
-    HikariDataSource ds = env.postgres().dataSource(schema, CONCURRENT + 2);
-    env.closeLater(ds);
+    HikariDataSource ds = env.emptySchema(prefix, CONCURRENT + 2).dataSource();
     if (version == 0) {
       PostboxMigrations.migrate(ds);
     } else {
