@@ -9,6 +9,7 @@ import dev.postbox.core.consumer.Ordering;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.jdbc.PostgresInboxStore;
 import dev.postbox.jdbc.PostgresOffsetStore;
+import dev.postbox.kafka.KafkaRecords;
 import dev.postbox.kafka.KafkaSubscriber;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -201,10 +202,11 @@ public final class ConsumerBench {
    * Our {@code EFFECTIVELY_ONCE} batch consumer (batches of up to {@link #BATCH_SIZE}: inbox
    * records + effects in one transaction per batch) against Spring Kafka's <b>batch</b> listener,
    * the peer at its best: the same container, and per poll batch one JDBC transaction with the
-   * dedupe inserts ({@code ON CONFLICT DO NOTHING} on the record's id) and the effects of the new
-   * ones, each as a JDBC batch, so it is effectively once too. What it lacks against ours: per-key
-   * order with key-level concurrency (one thread per partition) and per-record failure isolation
-   * (one failing record re-runs the whole batch).
+   * dedupe inserts ({@code ON CONFLICT DO NOTHING} on the message id of the record's {@code ce_id}
+   * header, into a table keyed like our inbox, {@code (message_id, consumer)}) and the effects of
+   * the new ones, each as a JDBC batch, so it is effectively once too. What it lacks against ours:
+   * per-key order with key-level concurrency (one thread per partition) and per-record failure
+   * isolation (one failing record re-runs the whole batch).
    *
    * <p>A third side bounds what any dedupe of ours could reach: our batch consumer {@code
    * AT_LEAST_ONCE}, with no inbox and no dedupe at all, writing the same effects (a JDBC batch in
@@ -221,7 +223,7 @@ public final class ConsumerBench {
     BenchEnv.execute(
         db.dataSource(),
         "CREATE TABLE IF NOT EXISTS bench_spring_dedupe (consumer text NOT NULL,"
-            + " message_id uuid NOT NULL, PRIMARY KEY (consumer, message_id))");
+            + " message_id uuid NOT NULL, PRIMARY KEY (message_id, consumer))");
     ProcessCpu cpu = ProcessCpu.of(db.dataSource());
     Consumer<KafkaSubscriber.Builder> wiring = this::batchWiring;
     int n = raceEvents();
@@ -264,7 +266,8 @@ public final class ConsumerBench {
             + "ConcurrentMessageListenerContainer, concurrency "
             + PARTITIONS
             + ", batch listener (a poll batch, max.poll.records 500), one JDBC transaction per"
-            + " batch: dedupe INSERT ... ON CONFLICT DO NOTHING and effect INSERTs as JDBC"
+            + " batch: dedupe INSERT ... ON CONFLICT DO NOTHING (the ce_id header's message id,"
+            + " primary key (message_id, consumer) as our inbox's) and effect INSERTs as JDBC"
             + " batches";
     String steady =
         "from the first record applied to the last (group join and assignment left out), ";
@@ -332,7 +335,7 @@ public final class ConsumerBench {
           try (Connection c = ds.getConnection();
               PreparedStatement ps = c.prepareStatement(INSERT_EFFECT)) {
             ps.setString(1, "spring");
-            ps.setObject(2, java.util.UUID.nameUUIDFromBytes(recordId(record)));
+            ps.setObject(2, messageId(record));
             ps.setString(3, new String(record.key(), java.nio.charset.StandardCharsets.UTF_8));
             ps.executeUpdate();
           } catch (SQLException e) {
@@ -352,9 +355,11 @@ public final class ConsumerBench {
                     c.prepareStatement(
                         "INSERT INTO bench_spring_dedupe VALUES (?, ?) ON CONFLICT DO NOTHING");
                 PreparedStatement effect = c.prepareStatement(INSERT_EFFECT)) {
-              for (ConsumerRecord<byte[], byte[]> r : records) {
+              java.util.UUID[] ids = new java.util.UUID[records.size()];
+              for (int i = 0; i < ids.length; i++) {
+                ids[i] = messageId(records.get(i));
                 dedupe.setString(1, group);
-                dedupe.setObject(2, java.util.UUID.nameUUIDFromBytes(recordId(r)));
+                dedupe.setObject(2, ids[i]);
                 dedupe.addBatch();
               }
               int[] inserted = dedupe.executeBatch();
@@ -364,7 +369,7 @@ public final class ConsumerBench {
                 }
                 ConsumerRecord<byte[], byte[]> r = records.get(i);
                 effect.setString(1, "spring-batch");
-                effect.setObject(2, java.util.UUID.nameUUIDFromBytes(recordId(r)));
+                effect.setObject(2, ids[i]);
                 effect.setString(3, new String(r.key(), java.nio.charset.StandardCharsets.UTF_8));
                 effect.addBatch();
               }
@@ -518,9 +523,16 @@ public final class ConsumerBench {
         Map.of());
   }
 
-  private static byte[] recordId(ConsumerRecord<byte[], byte[]> record) {
-    return (record.topic() + "/" + record.partition() + "/" + record.offset())
-        .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+  /**
+   * The message id a Spring listener dedupes by: the record's {@code ce_id} header, the id our
+   * consumer's inbox records, so both sides dedupe the same key (a relay's re-publication of a
+   * message, at another offset, is a duplicate to both).
+   */
+  private static java.util.UUID messageId(ConsumerRecord<byte[], byte[]> record) {
+    return java.util.UUID.fromString(
+        new String(
+            record.headers().lastHeader(KafkaRecords.CE_ID).value(),
+            java.nio.charset.StandardCharsets.US_ASCII));
   }
 
   private static void insert(Connection c, String consumer, Delivery d) throws SQLException {
