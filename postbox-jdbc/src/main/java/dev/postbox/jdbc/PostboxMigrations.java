@@ -57,7 +57,7 @@ public final class PostboxMigrations {
    * number of migrations applied.
    */
   public static int migrate(DataSource dataSource) {
-    return flyway(dataSource, null).migrate().migrationsExecuted;
+    return flyway(dataSource, "latest").migrate().migrationsExecuted;
   }
 
   /**
@@ -69,7 +69,7 @@ public final class PostboxMigrations {
    * @throws IllegalArgumentException if no migration has that version
    */
   public static int migrateTo(DataSource dataSource, int version) {
-    if (SCRIPTS.stream().noneMatch(name -> name.startsWith("V" + version + "__"))) {
+    if (!versions().contains(version)) {
       throw new IllegalArgumentException(
           "no Postbox migration has version " + version + "; the versions are " + versions());
     }
@@ -110,10 +110,8 @@ public final class PostboxMigrations {
             .defaultSchema(schema)
             .createSchemas(false)
             .baselineOnMigrate(true)
-            .baselineVersion("0");
-    if (target != null) {
-      config.target(target);
-    }
+            .baselineVersion("0")
+            .target(target);
     return config.load();
   }
 

@@ -50,7 +50,7 @@ public final class InboxKeysBench {
     int batches = config.quick() ? 4 : 40; // per connection and round
     int others = config.quick() ? 10_000 : OTHERS;
     HikariDataSource v15 = inbox("inbox_v15", 15, others);
-    HikariDataSource v16 = inbox("inbox_v16", 0, others);
+    HikariDataSource v16 = inbox("inbox_v16", 16, others);
     ProcessCpu cpu = ProcessCpu.of(v16);
     InboxStore s15 = PostgresInboxStore.create(v15);
     InboxStore s16 = PostgresInboxStore.create(v16);
@@ -133,16 +133,12 @@ public final class InboxKeysBench {
   }
 
   /**
-   * A schema migrated to {@code version} (all migrations when 0) whose inbox holds {@code others}
-   * older records of a consumer named before the measured one and as many of one after.
+   * A schema migrated to {@code version} whose inbox holds {@code others} older records of a
+   * consumer named before the measured one and as many of one after.
    */
   private HikariDataSource inbox(String prefix, int version, int others) {
     HikariDataSource ds = env.emptySchema(prefix, CONCURRENT + 2).dataSource();
-    if (version == 0) {
-      PostboxMigrations.migrate(ds);
-    } else {
-      PostboxMigrations.migrateTo(ds, version);
-    }
+    PostboxMigrations.migrateTo(ds, version);
     BenchEnv.execute(
         ds,
         "INSERT INTO postbox_inbox (consumer, message_id, processed_at)"
