@@ -46,6 +46,9 @@ public final class EmbeddedPostgresServer extends AbstractPostgresServer {
   /** How long a stop (or the clean-up after a failed start) waits before it kills. */
   private static final Duration STOP_WAIT = Duration.ofSeconds(60);
 
+  /** How many lines of the server's log a failed start quotes. */
+  private static final int LOG_TAIL_LINES = 30;
+
   private static final String USER = "postgres";
   private static final String DATABASE = "postgres";
 
@@ -121,9 +124,13 @@ public final class EmbeddedPostgresServer extends AbstractPostgresServer {
     config.putAll(settings.serverConfig());
     config.forEach(b::setServerConfig);
     binariesDirectory().ifPresent(d -> b.setOverrideWorkingDirectory(d.toFile()));
-    if (port != 0) {
-      b.setPort(port);
+    if (port == 0) {
+      // not zonky's pick, which is from the range outgoing connections take their ports from: a
+      // restart must find this port free again (FreePorts says why)
+      port = FreePorts.pick(1)[0];
     }
+    b.setPort(port);
+    long logFrom = LogFiles.size(log());
     try {
       pg = b.start();
     } catch (IOException | RuntimeException e) {
@@ -133,7 +140,10 @@ public final class EmbeddedPostgresServer extends AbstractPostgresServer {
               + describe(e)
               + cleanup
               + "; see "
-              + log(),
+              + log()
+              + ", which ends:"
+              + System.lineSeparator()
+              + LogFiles.tail(log(), logFrom, LOG_TAIL_LINES),
           e);
     }
     port = pg.getPort();

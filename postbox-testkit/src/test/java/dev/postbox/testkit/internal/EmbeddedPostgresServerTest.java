@@ -4,6 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.postbox.testkit.InfrastructureStartupException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -60,6 +65,35 @@ class EmbeddedPostgresServerTest {
     }
     assertThat(processes.postmaster()).isEmpty();
     assertThat(Files.exists(data.resolve("PG_VERSION"))).isTrue(); // a given directory is kept
+  }
+
+  @Test
+  void aRestartWhosePortWasTakenFailsQuotingTheServersLog(@TempDir Path dir) throws Exception {
+    try (EmbeddedPostgresServer pg =
+        new EmbeddedPostgresServer(
+            new EmbeddedPostgresServer.Settings(
+                Optional.of(dir), Map.of(), Duration.ofSeconds(20)))) {
+      pg.start();
+      int port = URI.create(pg.jdbcUrl().substring("jdbc:".length())).getPort();
+      assertThat(port)
+          .as("a port below the range outgoing connections take theirs from")
+          .isLessThan(32_768);
+      pg.crash();
+      // an outgoing connection's local end takes the port while the server is down (not a
+      // listening socket: zonky's readiness check would connect to that and wait forever)
+      InetAddress loopback = InetAddress.getByName("127.0.0.1");
+      try (ServerSocket peer = new ServerSocket(0, 1, loopback);
+          Socket outgoing = new Socket()) {
+        outgoing.bind(new InetSocketAddress(loopback, port));
+        outgoing.connect(peer.getLocalSocketAddress());
+        assertThatThrownBy(pg::start)
+            .isInstanceOf(InfrastructureStartupException.class)
+            .hasMessageContaining("which ends:")
+            .hasMessageContaining("could not bind");
+      }
+      pg.start(); // the port is free again: the same server comes back on it
+      assertThat(pg.jdbcUrl()).contains(":" + port + "/");
+    }
   }
 
   @Test
