@@ -7,7 +7,6 @@ import dev.postbox.testkit.InfrastructureStartupException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -79,13 +78,13 @@ class EmbeddedPostgresServerTest {
           .as("a port below the range outgoing connections take theirs from")
           .isLessThan(32_768);
       pg.crash();
-      // an outgoing connection's local end takes the port while the server is down (not a
-      // listening socket: zonky's readiness check would connect to that and wait forever)
-      InetAddress loopback = InetAddress.getByName("127.0.0.1");
-      try (ServerSocket peer = new ServerSocket(0, 1, loopback);
-          Socket outgoing = new Socket()) {
-        outgoing.bind(new InetSocketAddress(loopback, port));
-        outgoing.connect(peer.getLocalSocketAddress());
+      // another process takes the port while the server is down (a listening socket that closes
+      // every connection at once: one that left them open would hold zonky's readiness check
+      // forever, as pgjdbc waits for the server's greeting without a timeout)
+      try (ServerSocket squatter = new ServerSocket()) {
+        squatter.setReuseAddress(true); // the old server's connections may be in TIME_WAIT
+        squatter.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), port));
+        Thread.ofVirtual().start(() -> closeEveryConnection(squatter));
         assertThatThrownBy(pg::start)
             .isInstanceOf(InfrastructureStartupException.class)
             .hasMessageContaining("which ends:")
@@ -93,6 +92,16 @@ class EmbeddedPostgresServerTest {
       }
       pg.start(); // the port is free again: the same server comes back on it
       assertThat(pg.jdbcUrl()).contains(":" + port + "/");
+    }
+  }
+
+  private static void closeEveryConnection(ServerSocket server) {
+    while (!server.isClosed()) {
+      try {
+        server.accept().close();
+      } catch (java.io.IOException closed) {
+        return;
+      }
     }
   }
 
