@@ -194,6 +194,7 @@ public final class BenchRunner {
             .note(
                 "consumer_eo_batch_per_s / spring_kafka_batch_tx_jdbc_per_s: against the peer's"
                     + " best (its batch listener, one transaction per poll batch)"));
+    record(race.pairedRatio());
     Measurement oursSteady = record(race.oursSteady());
     Measurement springSteady = record(race.springSteady());
     record(

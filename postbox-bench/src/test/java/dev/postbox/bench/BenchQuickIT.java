@@ -41,6 +41,7 @@ class BenchQuickIT {
           "consumer_eo_batch_vs_spring_kafka",
           "spring_kafka_batch_tx_jdbc_per_s",
           "consumer_eo_batch_vs_spring_kafka_batch",
+          "consumer_eo_batch_vs_spring_kafka_batch_paired",
           "consumer_eo_batch_steady_per_s",
           "spring_kafka_batch_steady_per_s",
           "consumer_eo_batch_vs_spring_kafka_batch_steady",

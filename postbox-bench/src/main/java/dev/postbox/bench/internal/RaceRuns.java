@@ -50,6 +50,37 @@ final class RaceRuns {
                 ms[1] * 100));
   }
 
+  /**
+   * The median over rounds of {@code ours[i]}'s rate over {@code theirs[i]}'s: each ratio compares
+   * two runs made back to back, so a load that drifts between rounds moves both of its sides, where
+   * a ratio of the two medians can pair one side's quiet round with the other's busy one.
+   */
+  static Measurement pairedRatio(String name, Run[] ours, Run[] theirs, String note) {
+    if (ours.length != theirs.length || ours.length == 0) {
+      throw new IllegalArgumentException(
+          "paired runs: " + ours.length + " against " + theirs.length);
+    }
+    double[] ratios = new double[ours.length];
+    for (int i = 0; i < ratios.length; i++) {
+      ratios[i] = ours[i].rate() / theirs[i].rate();
+    }
+    double[] ms = OpenLoop.medianAndSpread(ratios);
+    StringBuilder each = new StringBuilder();
+    for (double r : ratios) {
+      each.append(each.isEmpty() ? "" : ", ")
+          .append(String.format(java.util.Locale.ROOT, "%.2f", r));
+    }
+    return Measurement.of(name, ms[0], "x")
+        .note(
+            String.format(
+                java.util.Locale.ROOT,
+                "%s; median of the %d rounds' ratios [%s], spread %.0f%%",
+                note,
+                ratios.length,
+                each,
+                ms[1] * 100));
+  }
+
   static Measurement cpuFigure(String name, Run[] runs) {
     Run[] sorted = runs.clone();
     java.util.Arrays.sort(sorted, java.util.Comparator.comparingDouble(Run::rate));
