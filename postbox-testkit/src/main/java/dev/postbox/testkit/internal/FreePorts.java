@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -49,7 +50,7 @@ public final class FreePorts {
    * machine leaves room there (else the kernel's choice).
    */
   public static int[] pick(int count) {
-    Optional<Range> range = readLocalPortRange().flatMap(FreePorts::candidates);
+    Optional<Range> range = candidates();
     List<ServerSocket> sockets = new ArrayList<>();
     try {
       int[] ports = new int[count];
@@ -78,9 +79,12 @@ public final class FreePorts {
    */
   static Optional<Range> candidates(Range ephemeral) {
     Range below = new Range(LOWEST, ephemeral.low() - 1);
-    return below.high() >= below.low() && below.size() >= MIN_CANDIDATES
-        ? Optional.of(below)
-        : Optional.empty();
+    return below.size() >= MIN_CANDIDATES ? Optional.of(below) : Optional.empty();
+  }
+
+  /** The ports {@link #pick} takes from on this machine; empty where it takes the kernel's. */
+  static Optional<Range> candidates() {
+    return readLocalPortRange().flatMap(FreePorts::candidates);
   }
 
   /** Parses the kernel's "low high" line; empty if it is not two ports. */
@@ -126,7 +130,7 @@ public final class FreePorts {
   private static ServerSocket bind(int port) throws IOException {
     ServerSocket s = new ServerSocket();
     s.setReuseAddress(true);
-    s.bind(new java.net.InetSocketAddress(InetAddress.getByName("127.0.0.1"), port), 1);
+    s.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), port), 1);
     return s;
   }
 }

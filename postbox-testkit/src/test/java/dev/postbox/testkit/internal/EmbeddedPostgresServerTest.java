@@ -74,9 +74,9 @@ class EmbeddedPostgresServerTest {
                 Optional.of(dir), Map.of(), Duration.ofSeconds(20)))) {
       pg.start();
       int port = URI.create(pg.jdbcUrl().substring("jdbc:".length())).getPort();
-      assertThat(port)
-          .as("a port below the range outgoing connections take theirs from")
-          .isLessThan(32_768);
+      // below the range outgoing connections take theirs from, where the machine leaves room
+      FreePorts.candidates()
+          .ifPresent(below -> assertThat(port).isBetween(below.low(), below.high()));
       pg.crash();
       // another process takes the port while the server is down (a listening socket that closes
       // every connection at once: one that left them open would hold zonky's readiness check
