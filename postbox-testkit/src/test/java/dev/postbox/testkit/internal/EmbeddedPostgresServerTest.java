@@ -90,8 +90,9 @@ class EmbeddedPostgresServerTest {
             .hasMessageContaining("which ends:")
             .hasMessageContaining("could not bind");
       }
-      pg.start(); // the port is free again: the same server comes back on it
-      assertThat(pg.jdbcUrl()).contains(":" + port + "/");
+      // not started again on that port here: the squatter's closed connections can hold it for up
+      // to a minute after it closed (a CI run's restart failed to bind), which this test cannot
+      // wait out without depending on timing; the campaigns restart on the same port every round
     }
   }
 
