@@ -105,6 +105,11 @@ final class CampaignEnvironment implements AutoCloseable {
     return producers;
   }
 
+  /** The harness's own pool on the campaign's schema. */
+  javax.sql.DataSource dataSource() {
+    return ds;
+  }
+
   /** The namespaces of the partitions scenario, if it is selected and they could be made. */
   Optional<NetworkPartitions> network() {
     return network;

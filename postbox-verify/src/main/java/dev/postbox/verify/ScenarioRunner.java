@@ -126,6 +126,23 @@ final class ScenarioRunner {
       }
       Thread.sleep(500);
     }
+    long committed = committedInPhase();
+    if (committed < MIN_COMMITTED) {
+      // while it is stalled: why (almost) nothing committed
+      String head =
+          "phase stalled: "
+              + committed
+              + " business transactions committed in "
+              + (System.nanoTime() - start) / 1_000_000_000
+              + " s";
+      log.note("stall-diagnostics", head);
+      out.println("  " + head);
+      for (String line : StallDiagnostics.describe(env.producers(), env.dataSource())) {
+        log.note("stall-diagnostics", line);
+        out.println("  " + line);
+      }
+      out.flush();
+    }
     stop.set(true);
     for (Thread t : injectors) {
       t.join();
