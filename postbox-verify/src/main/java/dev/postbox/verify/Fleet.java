@@ -66,6 +66,15 @@ final class Fleet implements AutoCloseable {
       return process.working(STARTED);
     }
 
+    /** The last {@code maxLines} lines its current incarnation wrote, or why there are none. */
+    String logTail(int maxLines) {
+      try {
+        return process.jvm().map(j -> j.logTail(maxLines)).orElse("(never started)");
+      } catch (RuntimeException e) {
+        return "(log not readable: " + e + ")";
+      }
+    }
+
     @Override
     public String toString() {
       return process.toString();

@@ -1,6 +1,5 @@
 package dev.postbox.verify;
 
-import dev.postbox.testkit.ChildJvm;
 import dev.postbox.verify.Fleet.Child;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -41,19 +40,10 @@ final class StallDiagnostics {
               + (p.working() ? ", started" : ", not started")
               + (p.paused() ? ", paused" : "")
               + "; its log ends with:");
-      String tail = p.process().jvm().map(j -> tail(j)).orElse("(never started)");
-      tail.lines().forEach(l -> lines.add("    " + l));
+      p.logTail(8).lines().forEach(l -> lines.add("    " + l));
     }
     lines.addAll(sessions(ds));
     return lines;
-  }
-
-  private static String tail(ChildJvm j) {
-    try {
-      return j.logTail(8);
-    } catch (RuntimeException e) {
-      return "(log not readable: " + e + ")";
-    }
   }
 
   /** One line per busy session of the campaign's processes; one line if there is none. */
