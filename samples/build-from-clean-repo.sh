@@ -16,8 +16,12 @@ mkdir -p "$OUT"
 
 echo "samples: deploying Postbox's library modules to $STAGE" >&2
 # only the library modules are built here: the front ends are never deployed, and `./postbox test` may be running
-# the tests of some of them (its lane A) from their target folders at this moment
-mvn -B -ntp -q deploy -DskipTests -Dspotless.check.skip=true \
+# the tests of some of them (its lane A) from their target folders at this moment. Nor is anything installed: the
+# deploy lifecycle installs first, and Maven 3.8's installer rewrites ~/.m2's jars in place (same inode, truncated
+# and written again) whenever a jar was rebuilt, while lane A's test JVMs and the campaign processes they start read
+# their classes from those very files (the likely cause of a CI run's quick-campaign round in which both producers
+# were up and nothing committed for 150 s: a JVM started in that window can read a half-written jar)
+mvn -B -ntp -q deploy -DskipTests -Dspotless.check.skip=true -Dmaven.install.skip=true \
   -pl '!postbox-cli,!postbox-demo,!postbox-verify,!postbox-bench,!postbox-architecture,!postbox-console,!postbox-spec' \
   -DaltDeploymentRepository="staging::file://$STAGE" > "$OUT/deploy.log" 2>&1 \
   || { tail -40 "$OUT/deploy.log" >&2; echo "samples: deploy to the staging repository failed" >&2; exit 1; }

@@ -63,6 +63,7 @@ public final class ProducerMain {
       workers.add(
           Thread.ofPlatform()
               .name("producer-" + t)
+              .uncaughtExceptionHandler(ProducerMain::workerDied)
               .start(() -> {
                 long n = 0;
                 long next = System.nanoTime();
@@ -104,6 +105,21 @@ public final class ProducerMain {
       ds.close();
     });
   }
+
+  /**
+   * A worker ended by what it does not catch (an {@link Error}: a class that could not be loaded,
+   * out of memory): the process exits, so that the harness records an unexpected exit and starts it
+   * again, instead of a process that looks alive and commits nothing.
+   */
+  private static void workerDied(Thread worker, Throwable e) {
+    System.out.println("producer worker " + worker.getName() + " died: " + e);
+    e.printStackTrace(System.out);
+    System.out.flush();
+    Runtime.getRuntime().halt(WORKER_DIED);
+  }
+
+  /** The exit code of a producer whose worker died ({@link #workerDied}). */
+  static final int WORKER_DIED = 70;
 
   /** One key (as before) with {@code perTx} 1; else 1 to {@code perTx} distinct keys, sorted. */
   static List<String> pickKeys(SplittableRandom random, int keys, int hotKeys, int perTx) {
