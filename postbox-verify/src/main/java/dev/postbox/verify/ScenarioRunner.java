@@ -126,23 +126,7 @@ final class ScenarioRunner {
       }
       Thread.sleep(500);
     }
-    long committed = committedInPhase();
-    if (committed < MIN_COMMITTED) {
-      // while it is stalled: why (almost) nothing committed
-      String head =
-          "phase stalled: "
-              + committed
-              + " business transactions committed in "
-              + (System.nanoTime() - start) / 1_000_000_000
-              + " s";
-      log.note("stall-diagnostics", head);
-      out.println("  " + head);
-      for (String line : StallDiagnostics.describe(env.producers(), env.dataSource())) {
-        log.note("stall-diagnostics", line);
-        out.println("  " + line);
-      }
-      out.flush();
-    }
+    reportIfStalled(start);
     stop.set(true);
     for (Thread t : injectors) {
       t.join();
@@ -232,8 +216,33 @@ final class ScenarioRunner {
     for (int i = 1; i <= Campaign.CONSUMERS; i++) {
       files.add(env.stateFile("consumer-" + i));
     }
-    for (String line : DrainDiagnostics.describe(admin, Campaign.GROUP, files)) {
-      log.note("drain-diagnostics", line);
+    diagnostics("drain-diagnostics", DrainDiagnostics.describe(admin, Campaign.GROUP, files));
+  }
+
+  /**
+   * If fewer than {@link #MIN_COMMITTED} business transactions committed in the phase begun at
+   * {@code start}: why, while it is still stalled (the producers and the busy database sessions).
+   */
+  private void reportIfStalled(long start) {
+    long committed = committedInPhase();
+    if (committed >= MIN_COMMITTED) {
+      return;
+    }
+    List<String> lines = new ArrayList<>();
+    lines.add(
+        "phase stalled: "
+            + committed
+            + " business transactions committed in "
+            + (System.nanoTime() - start) / 1_000_000_000
+            + " s");
+    lines.addAll(StallDiagnostics.describe(env.producers(), env.dataSource()));
+    diagnostics("stall-diagnostics", lines);
+  }
+
+  /** Diagnostic lines, into the fault log (as {@code kind}) and the output. */
+  private void diagnostics(String kind, List<String> lines) {
+    for (String line : lines) {
+      log.note(kind, line);
       out.println("  " + line);
     }
     out.flush();
