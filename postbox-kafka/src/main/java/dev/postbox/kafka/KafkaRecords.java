@@ -8,6 +8,7 @@ import dev.postbox.core.Payload;
 import dev.postbox.core.codec.HeaderText;
 import dev.postbox.core.tracing.TraceHeaders;
 import java.time.Instant;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
@@ -230,9 +231,11 @@ public final class KafkaRecords {
 
     Message read() {
       String specVersion = null;
+      UUID idFromBytes = null; // the common case: ce_id's bytes are a canonical UUID
       String idText = null;
       String source = null;
       String typeText = null;
+      Instant timeFromBytes = null; // the common case: ce_time as formatTime writes it
       String time = null;
       String versionText = null;
       String partitionKey = null;
@@ -252,11 +255,18 @@ public final class KafkaRecords {
           }
           byte[] v = h.value();
           switch (name) {
-            case CE_SPECVERSION -> specVersion = text(name, v);
-            case CE_ID -> idText = text(name, v);
+            case CE_SPECVERSION ->
+                specVersion = Arrays.equals(v, SPEC_VERSION_BYTES) ? SPEC_VERSION : text(name, v);
+            case CE_ID -> {
+              idFromBytes = HeaderText.canonicalUuid(v);
+              idText = idFromBytes == null ? text(name, v) : null;
+            }
             case CE_SOURCE -> source = text(name, v);
             case CE_TYPE -> typeText = text(name, v);
-            case CE_TIME -> time = text(name, v);
+            case CE_TIME -> {
+              timeFromBytes = HeaderText.utcTime(v);
+              time = timeFromBytes == null ? text(name, v) : null;
+            }
             case CE_SCHEMAVERSION -> versionText = text(name, v);
             case CE_PARTITIONKEY -> partitionKey = text(name, v);
             case CE_CORRELATIONID -> correlationId = text(name, v);
@@ -292,7 +302,10 @@ public final class KafkaRecords {
             null);
       }
       type = typeText; // kept for the exception, checked below
-      id = parse(CE_ID, required(CE_ID, idText), HeaderText::parseUuid);
+      id =
+          idFromBytes != null
+              ? idFromBytes
+              : parse(CE_ID, required(CE_ID, idText), HeaderText::parseUuid);
       schemaVersion =
           versionText == null
               ? 1
@@ -300,7 +313,9 @@ public final class KafkaRecords {
       required(CE_TYPE, typeText);
       required(CE_SOURCE, source);
       Instant occurredAt;
-      if (time != null) {
+      if (timeFromBytes != null) {
+        occurredAt = timeFromBytes;
+      } else if (time != null) {
         occurredAt = parse(CE_TIME, time, HeaderText::parseTime);
       } else if (record.timestamp() >= 0) {
         occurredAt = Instant.ofEpochMilli(record.timestamp());

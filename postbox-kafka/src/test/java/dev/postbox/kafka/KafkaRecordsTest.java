@@ -22,6 +22,7 @@ import java.util.stream.Stream;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -207,6 +208,37 @@ class KafkaRecordsTest {
     RecordHeaders h = new RecordHeaders();
     headers.forEach((k, v) -> h.add(k, v == null ? null : utf8(v)));
     return consumed("orders", key, h, VALUE);
+  }
+
+  @Test
+  void theIdIsReadInAnyCaseAndTheLastCeIdHeaderWinsWhetherOrNotItIsValid() {
+    String upper = ID.toString().toUpperCase(java.util.Locale.ROOT);
+    Map<String, String> h = validHeaders();
+    h.put("ce_id", upper);
+    assertThat(KafkaRecords.fromRecord(record(h, null)).id()).isEqualTo(ID);
+
+    Headers validThenInvalid = headers(validHeaders().entrySet());
+    validThenInvalid.add("ce_id", utf8("order-17"));
+    assertThatThrownBy(
+            () -> KafkaRecords.fromRecord(consumed("orders", null, validThenInvalid, VALUE)))
+        .isInstanceOf(DecodingException.class)
+        .hasMessageContaining("ce_id")
+        .hasMessageContaining("is not a UUID");
+
+    UUID other = UUID.fromString("0190a0b1-c2d3-7e4f-8a1b-2c3d4e5f6a7b");
+    Headers invalidThenValid = headers(validHeaders().entrySet());
+    invalidThenValid.remove("ce_id");
+    invalidThenValid.add("ce_id", utf8("order-17"));
+    invalidThenValid.add("ce_id", utf8(other.toString()));
+    assertThat(KafkaRecords.fromRecord(consumed("orders", null, invalidThenValid, VALUE)).id())
+        .isEqualTo(other);
+
+    Headers notUtf8 = headers(validHeaders().entrySet());
+    notUtf8.remove("ce_id");
+    notUtf8.add("ce_id", new byte[] {(byte) 0xff, 'x'});
+    assertThatThrownBy(() -> KafkaRecords.fromRecord(consumed("orders", null, notUtf8, VALUE)))
+        .isInstanceOf(DecodingException.class)
+        .hasMessageContaining("header ce_id: not valid UTF-8");
   }
 
   @Test

@@ -63,6 +63,16 @@ class HeaderTextProperties {
   }
 
   @Property(tries = 1_000)
+  void utcTimeOfBytesAgreesWithParseTimeOfTheirText(@ForAll("timeLike") String text) {
+    java.time.Instant fromBytes = HeaderText.utcTime(text.getBytes(StandardCharsets.UTF_8));
+    if (fromBytes != null) {
+      assertThat(HeaderText.parseTime(text)).isEqualTo(fromBytes);
+    } else {
+      assertThat(HeaderText.parseUtcTime(text)).as("only the formatter's forms are left").isNull();
+    }
+  }
+
+  @Property(tries = 1_000)
   void formatTimeIsReadBack(@ForAll("instants") Instant instant) {
     assertThat(HeaderText.parseTime(HeaderText.formatTime(instant))).isEqualTo(instant);
   }
@@ -76,6 +86,26 @@ class HeaderTextProperties {
     } else {
       assertThatThrownBy(() -> HeaderText.parseUuid(text))
           .isExactlyInstanceOf(IllegalArgumentException.class);
+    }
+  }
+
+  @Property(tries = 1_000)
+  void canonicalUuidOfBytesAgreesWithParseUuidOfTheirText(@ForAll("uuidLike") String text) {
+    byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
+    UUID expected;
+    try {
+      expected = HeaderText.parseUuid(text);
+    } catch (IllegalArgumentException notCanonical) {
+      expected = null;
+    }
+    assertThat(HeaderText.canonicalUuid(bytes)).isEqualTo(expected);
+  }
+
+  @Property(tries = 1_000)
+  void canonicalUuidOfAnyBytesIsAUuidOrNull(@ForAll @Size(min = 30, max = 40) byte[] bytes) {
+    UUID id = HeaderText.canonicalUuid(bytes);
+    if (id != null) {
+      assertThat(id.toString()).isEqualToIgnoringCase(new String(bytes, StandardCharsets.UTF_8));
     }
   }
 

@@ -50,6 +50,26 @@ class BatchPlanTest {
   }
 
   @Test
+  void lanesAreEqualByPartitionAndKeyBytesNotByArray() {
+    ConsumerRecord<byte[], byte[]> a = record(0, "order-7");
+    ConsumerRecord<byte[], byte[]> sameKey = record(1, "order-7"); // another array, same bytes
+    ConsumerRecord<byte[], byte[]> otherKey = record(2, "order-8");
+    TopicPartition otherPartition = new TopicPartition("t", 1);
+
+    assertThat(BatchPlan.lane(TP, a))
+        .isEqualTo(BatchPlan.lane(TP, sameKey))
+        .hasSameHashCodeAs(BatchPlan.lane(TP, sameKey))
+        .isNotEqualTo(BatchPlan.lane(TP, otherKey))
+        .isNotEqualTo(BatchPlan.lane(otherPartition, sameKey));
+    assertThat(BatchPlan.lane(TP, a).toString())
+        .as("a lane names no key content (keys are message content)")
+        .doesNotContain("order");
+    ConsumerRecord<byte[], byte[]> noKey =
+        new ConsumerRecord<>(TP.topic(), TP.partition(), 3, null, new byte[0]);
+    assertThat(BatchPlan.lane(TP, noKey)).as("no key: the partition's lane").isEqualTo(TP);
+  }
+
+  @Test
   void aKeyLargerThanABatchFillsConsecutiveBatchesThatShareItsLane() {
     List<ConsumerRecord<byte[], byte[]>> rs = new ArrayList<>();
     for (int i = 0; i < 250; i++) {
