@@ -98,8 +98,8 @@ final class BatchPlan {
    * A key of a partition, equal by the key's bytes. Not a record over a {@code ByteBuffer} (as
    * before): a lane is hashed and compared per record here and per batch in the executor's lane
    * map, and {@code ByteBuffer.hashCode}/{@code equals} go byte by byte through the buffer's
-   * accessors, a tenth of the poll thread's time in a profile of the batch race (2026-12-04); the
-   * hash is taken once, with {@link Arrays#hashCode(byte[])}.
+   * accessors, in a tenth of the poll thread's samples in a profile of the batch race (2026-12-04);
+   * the hash is taken once, with {@link Arrays#hashCode(byte[])}.
    */
   static final class KeyLane {
     private final TopicPartition partition;
