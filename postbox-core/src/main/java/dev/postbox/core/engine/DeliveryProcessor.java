@@ -279,8 +279,10 @@ public final class DeliveryProcessor {
       return false;
     }
     try {
-      applier.applyBatch(admitted, batchHandler);
+      applier.applyBatch(admitted, batchHandler, owned);
       return true;
+    } catch (Ownership.Lost e) {
+      return false; // rolled back before its commit: redelivered to the next owner
     } catch (Exception e) {
       log.warn(
           "{}: batch of {} failed ({}); handling its records one at a time",
@@ -307,7 +309,8 @@ public final class DeliveryProcessor {
     if (message == null) {
       return null;
     }
-    Throwable e = applier.attempt(in, message, singleHandler(), attempt);
+    // a handed-off record's consumer holds no partition lease that could lapse mid-transaction
+    Throwable e = applier.attempt(in, message, singleHandler(), attempt, () -> true);
     if (e != null) { // applied: counted as applied (a retry topic is not parking)
       telemetry.meters(in).failed.increment();
     }

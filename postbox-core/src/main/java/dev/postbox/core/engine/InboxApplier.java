@@ -21,6 +21,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
+import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -68,16 +69,18 @@ final class InboxApplier {
    * One traced attempt to apply {@code message}; returns null when applied (or suppressed), else
    * the failure.
    */
-  Throwable attempt(Incoming in, Message message, MessageHandler h, int attempt) {
-    return telemetry.traced(in, message, attempt, () -> applyOnce(in, message, h, attempt));
+  Throwable attempt(
+      Incoming in, Message message, MessageHandler h, int attempt, BooleanSupplier owned) {
+    return telemetry.traced(in, message, attempt, () -> applyOnce(in, message, h, attempt, owned));
   }
 
-  private Throwable applyOnce(Incoming in, Message message, MessageHandler h, int attempt) {
+  private Throwable applyOnce(
+      Incoming in, Message message, MessageHandler h, int attempt, BooleanSupplier owned) {
     try {
       if (offsets.isPresent()) {
-        applyAtOffset(in, message, h, attempt);
+        applyAtOffset(in, message, h, attempt, owned);
       } else if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
-        applyEffectivelyOnce(in, message, h, attempt);
+        applyEffectivelyOnce(in, message, h, attempt, owned);
       } else if (subscription.guarantee() == DeliveryGuarantee.DEDUPLICATED) {
         applyDeduplicated(in, message, h, attempt);
       } else {
@@ -97,7 +100,8 @@ final class InboxApplier {
    * {@code EFFECTIVELY_ONCE} with an offset store: the effect and the partition's next offset in
    * one transaction; a record below the stored offset is a duplicate.
    */
-  private void applyAtOffset(Incoming in, Message message, MessageHandler h, int attempt)
+  private void applyAtOffset(
+      Incoming in, Message message, MessageHandler h, int attempt, BooleanSupplier owned)
       throws Exception {
     boolean applied =
         offsets
@@ -110,6 +114,7 @@ final class InboxApplier {
                 conn -> {
                   CrashPoints.hit(CrashPoints.CONSUMER_AFTER_INBOX_INSERT);
                   h.handle(deliveries.of(in, message, attempt, Optional.of(conn)));
+                  Ownership.confirmBeforeCommit(owned);
                 });
     if (applied) {
       telemetry.applied(in, message);
@@ -123,7 +128,8 @@ final class InboxApplier {
    * transaction; after it (or for a duplicate, with the stored result) the handler's {@link
    * MessageHandler#completed}.
    */
-  private void applyEffectivelyOnce(Incoming in, Message message, MessageHandler h, int attempt)
+  private void applyEffectivelyOnce(
+      Incoming in, Message message, MessageHandler h, int attempt, BooleanSupplier owned)
       throws Exception {
     InboxStore.Processed processed =
         inbox
@@ -136,6 +142,7 @@ final class InboxApplier {
                   CrashPoints.hit(CrashPoints.CONSUMER_AFTER_INBOX_INSERT);
                   EngineDelivery d = deliveries.of(in, message, attempt, Optional.of(conn));
                   h.handle(d);
+                  Ownership.confirmBeforeCommit(owned);
                   return d.recordedResult();
                 });
     boolean duplicate;
@@ -205,7 +212,8 @@ final class InboxApplier {
    * for {@code EFFECTIVELY_ONCE}, where duplicates are left out). Throws when the batch failed;
    * nothing of it is then applied under {@code EFFECTIVELY_ONCE}.
    */
-  void applyBatch(Map<Incoming, Message> admitted, BatchHandler batchHandler) throws Exception {
+  void applyBatch(Map<Incoming, Message> admitted, BatchHandler batchHandler, BooleanSupplier owned)
+      throws Exception {
     Incoming first = admitted.keySet().iterator().next(); // a batch is one partition's
     if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
       List<UUID> ids = admitted.values().stream().map(InboxKeys::of).toList();
@@ -225,6 +233,7 @@ final class InboxApplier {
                       }
                     });
                     batchHandler.handle(ds);
+                    Ownership.confirmBeforeCommit(owned);
                   });
       telemetry.duplicates(first, admitted.size() - fresh.size());
       telemetry.applied.addAndGet(fresh.size());

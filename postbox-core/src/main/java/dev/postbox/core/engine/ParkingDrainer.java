@@ -85,7 +85,9 @@ final class ParkingDrainer {
       Throwable error;
       try {
         message = in.decode().get();
-        error = applier.attempt(in, message, handler, p.attempts() + 2);
+        // the parking's key lease guards this record, not a partition: a plain supplier (no check
+        // before the commit)
+        error = applier.attempt(in, message, handler, p.attempts() + 2, running);
       } catch (DecodingException e) {
         error = e;
       }

@@ -77,9 +77,12 @@ final class RetryLoop {
       if (!owned.getAsBoolean()) {
         return false;
       }
-      Throwable e = applier.attempt(in, message, h, attempt);
+      Throwable e = applier.attempt(in, message, h, attempt, owned);
       if (e == null) {
         return true;
+      }
+      if (e instanceof Ownership.Lost) {
+        return false; // rolled back before its commit: redelivered to the next owner
       }
       telemetry.meters(in).failed.increment();
       EngineDelivery delivery = deliveries.of(in, message, attempt, Optional.empty());

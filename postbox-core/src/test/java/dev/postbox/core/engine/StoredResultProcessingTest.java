@@ -147,6 +147,41 @@ class StoredResultProcessingTest {
   }
 
   @Test
+  void aTransactionWhoseOwnershipLapsedBeforeTheCommitIsRolledBackAndLeftToTheNextOwner() {
+    DeliveryProcessor p = processor(charging(false), 3);
+    AtomicInteger commitChecks = new AtomicInteger();
+    Ownership lapsed =
+        Ownership.of(
+            () -> true,
+            () -> {
+              commitChecks.incrementAndGet();
+              return false; // e.g. a pause past the session timeout after the record started
+            });
+
+    assertThat(p.process(incoming(M), lapsed)).as("not finished: redelivered").isFalse();
+    assertThat(effects).as("the handler ran inside the transaction").hasValue(1);
+    assertThat(commitChecks).as("asked once, not retried as a failure").hasValue(1);
+    assertThat(inbox.rows).as("rolled back: no inbox row").isEmpty();
+    assertThat(completions).as("nothing completed").isEmpty();
+    assertThat(p.stats().applied()).isZero();
+
+    // the next owner (or this one, its membership verified) applies it
+    assertThat(p.process(incoming(M), Ownership.of(() -> true, () -> true))).isTrue();
+    assertThat(inbox.rows).containsKey(M.id());
+    assertThat(p.stats().applied()).isEqualTo(1);
+  }
+
+  @Test
+  void aPlainOwnershipSupplierIsNotAskedBeforeTheCommit() {
+    DeliveryProcessor p = processor(charging(false), 3);
+    AtomicInteger asked = new AtomicInteger();
+
+    assertThat(p.process(incoming(M), () -> asked.incrementAndGet() == 1)).isTrue();
+    assertThat(asked).as("only before the attempt started").hasValue(1);
+    assertThat(inbox.rows).containsKey(M.id());
+  }
+
+  @Test
   void aDuplicateGetsTheStoredResultWithoutRunningTheEffect() {
     DeliveryProcessor p = processor(charging(false), 3);
     assertThat(p.process(incoming(M), () -> true)).isTrue();

@@ -33,9 +33,13 @@ import org.slf4j.LoggerFactory;
  * reports how long ago the consumer last sent a heartbeat ({@link #heartbeatAge}); an age above the
  * threshold makes the membership suspect just like a gap between polls.
  *
- * <p>What it does not cover: a record whose transaction was already open when the process stopped
- * (bound that with the database's {@code idle_in_transaction_session_timeout}, below the session
- * timeout), and the part of a record's processing between this check and its commit.
+ * <p>Workers ask twice: before a record starts, and again inside its transaction right before the
+ * commit ({@code Ownership.mayCommit}), so a record that passed the first check just before a pause
+ * does not commit after the successor took its partition (a verify campaign found two such applies
+ * on 2026-12-04, seed 20261209: a pause landed between the first check and the transaction). What
+ * it does not cover: the commit itself, and a transaction that sat open through the pause (bound
+ * that with the database's {@code idle_in_transaction_session_timeout}, below the session timeout:
+ * the database ends it, and its commit fails).
  *
  * <p>Thread-safe: {@link #polled()} and {@link #verified()} are called by the poll thread, {@link
  * #awaitFresh} by workers.

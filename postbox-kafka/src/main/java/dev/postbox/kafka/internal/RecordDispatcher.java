@@ -6,6 +6,7 @@ import dev.postbox.core.engine.DeliveryProcessor;
 import dev.postbox.core.engine.DeliveryProcessor.Incoming;
 import dev.postbox.core.engine.KeyedExecutor;
 import dev.postbox.core.engine.OffsetTracker;
+import dev.postbox.core.engine.Ownership;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -100,8 +101,16 @@ public final class RecordDispatcher {
     if (subscription.guarantee() == DeliveryGuarantee.AT_MOST_ONCE) {
       return () -> !closing && !tracker.revoked();
     }
-    return () ->
-        !closing && fence.awaitFresh(() -> closing || tracker.revoked()) && !tracker.revoked();
+    // May start: not closing, the membership fresh (waits while it is unverified), not revoked.
+    // May commit (asked inside the transaction, after the handler): the membership fresh, or
+    // waiting until it is verified; a record that passed the first check just before a pause longer
+    // than the session timeout must not commit after a successor took its partition. Not the
+    // start's conditions: a record in flight while its partition is revoked in a rebalance, or
+    // while the subscriber closes, still commits as before (the member still holds it then).
+    return Ownership.of(
+        () ->
+            !closing && fence.awaitFresh(() -> closing || tracker.revoked()) && !tracker.revoked(),
+        () -> fence.awaitFresh(() -> closing || tracker.revoked()));
   }
 
   private void runOne(
