@@ -281,7 +281,7 @@ public final class DeliveryProcessor {
     try {
       applier.applyBatch(admitted, batchHandler, owned);
       return true;
-    } catch (Ownership.Lost e) {
+    } catch (OwnershipLost e) {
       return false; // rolled back before its commit: redelivered to the next owner
     } catch (Exception e) {
       log.warn(

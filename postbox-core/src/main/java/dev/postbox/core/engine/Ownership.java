@@ -43,24 +43,12 @@ public interface Ownership extends BooleanSupplier {
   }
 
   /**
-   * Before a commit on {@code owned}'s behalf: throws {@link Lost} if {@code owned} is an {@code
-   * Ownership} that does not allow it; a plain supplier allows every commit.
+   * Before a commit on {@code owned}'s behalf: throws (rolling the transaction back) if {@code
+   * owned} is an {@code Ownership} that does not allow it; a plain supplier allows every commit.
    */
   static void confirmBeforeCommit(BooleanSupplier owned) {
     if (owned instanceof Ownership o && !o.mayCommit()) {
-      throw new Lost();
-    }
-  }
-
-  /**
-   * Thrown inside an effect's transaction to roll it back: the record is no longer this worker's.
-   * Never leaves the engine (the retry loop and the batch path turn it into "not finished").
-   */
-  final class Lost extends RuntimeException {
-    private static final long serialVersionUID = 1L;
-
-    Lost() {
-      super("the record's partition may belong to another member: rolled back", null, false, false);
+      throw new OwnershipLost();
     }
   }
 }

@@ -81,7 +81,7 @@ final class RetryLoop {
       if (e == null) {
         return true;
       }
-      if (e instanceof Ownership.Lost) {
+      if (e instanceof OwnershipLost) {
         return false; // rolled back before its commit: redelivered to the next owner
       }
       telemetry.meters(in).failed.increment();
