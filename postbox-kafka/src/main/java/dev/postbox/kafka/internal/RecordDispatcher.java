@@ -106,11 +106,11 @@ public final class RecordDispatcher {
     // waiting until it is verified; a record that passed the first check just before a pause longer
     // than the session timeout must not commit after a successor took its partition. Not the
     // start's conditions: a record in flight while its partition is revoked in a rebalance, or
-    // while the subscriber closes, still commits as before (the member still holds it then).
+    // while the subscriber closes, still commits as before while the membership is fresh (the
+    // member still holds it then).
+    BooleanSupplier membershipFresh = () -> fence.awaitFresh(() -> closing || tracker.revoked());
     return Ownership.of(
-        () ->
-            !closing && fence.awaitFresh(() -> closing || tracker.revoked()) && !tracker.revoked(),
-        () -> fence.awaitFresh(() -> closing || tracker.revoked()));
+        () -> !closing && membershipFresh.getAsBoolean() && !tracker.revoked(), membershipFresh);
   }
 
   private void runOne(
