@@ -15,7 +15,9 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -25,6 +27,8 @@ import org.junit.jupiter.api.io.TempDir;
  * replay; no warehouse outage (that exercises the consumer, which {@link ShopDemoIT} covers). The
  * same invariants as the polling relay's demo, and the report names the relay and the outbox.
  */
+// a whole campaign/demo run in one method: longer than the default 10 minutes per test
+@Timeout(value = 20, unit = TimeUnit.MINUTES)
 class CdcShopDemoIT {
 
   // warm-up, orders, other customers' orders during the failures phase (at least 50), wholesale

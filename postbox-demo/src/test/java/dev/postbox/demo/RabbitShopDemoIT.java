@@ -11,7 +11,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -22,6 +24,8 @@ import org.junit.jupiter.api.io.TempDir;
  * order) and the same invariants, plus {@code transport}. Skipped without RabbitMQ outside CI (the
  * test kit's {@link RabbitMqServer#sharedOrSkip()}).
  */
+// a whole campaign/demo run in one method: longer than the default 10 minutes per test
+@Timeout(value = 20, unit = TimeUnit.MINUTES)
 class RabbitShopDemoIT {
 
   @Test

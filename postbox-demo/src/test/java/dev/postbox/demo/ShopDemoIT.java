@@ -10,7 +10,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -22,6 +24,8 @@ import org.junit.jupiter.api.io.TempDir;
  * answering the wholesale orders' charge requests (halted once between a charge and its reply;
  * requests sent again; some timed out) and the published JSON report.
  */
+// a whole campaign/demo run in one method: longer than the default 10 minutes per test
+@Timeout(value = 20, unit = TimeUnit.MINUTES)
 class ShopDemoIT {
 
   @Test

@@ -11,7 +11,9 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * {@code ./postbox verify --quick --relay cdc}, one short round of the CDC relay's scenarios: its
@@ -21,6 +23,8 @@ import org.junit.jupiter.api.Test;
  * killed sessions; zero lost, zero per-key order violations, no dead letter, no duplicate effect,
  * nothing inconclusive. Duplicates on the topic are measured (printed), not bounded.
  */
+// a whole campaign/demo run in one method: longer than the default 10 minutes per test
+@Timeout(value = 40, unit = TimeUnit.MINUTES)
 class CdcQuickCampaignIT {
 
   @Test

@@ -11,7 +11,9 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The partitions scenario ({@code ./postbox verify --quick --scenarios partitions}): a relay cut
@@ -19,6 +21,8 @@ import org.junit.jupiter.api.Test;
  * PostgreSQL, each healed; zero violations. Without root (no network namespaces) the scenario must
  * report itself inconclusive with the reason, and this test is then skipped (after checking that).
  */
+// a whole campaign/demo run in one method: longer than the default 10 minutes per test
+@Timeout(value = 40, unit = TimeUnit.MINUTES)
 class PartitionsCampaignIT {
 
   @Test

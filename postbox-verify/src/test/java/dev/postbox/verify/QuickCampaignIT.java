@@ -11,7 +11,9 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The quick campaign (what {@code ./postbox verify --quick} runs): every scenario once, every crash
@@ -19,6 +21,8 @@ import org.junit.jupiter.api.Test;
  * in the parking scenario, no violation (a dead letter is one), nothing inconclusive (an offset
  * audit without samples is). Runs in CI (a few minutes).
  */
+// a whole campaign/demo run in one method: longer than the default 10 minutes per test
+@Timeout(value = 40, unit = TimeUnit.MINUTES)
 class QuickCampaignIT {
 
   @Test

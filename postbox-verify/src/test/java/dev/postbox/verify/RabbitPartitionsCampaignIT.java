@@ -10,7 +10,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The RabbitMQ campaign's partitions ({@code ./postbox verify --transport rabbitmq --quick
@@ -20,6 +22,8 @@ import org.junit.jupiter.api.Test;
  * must report itself inconclusive with the reason, and this test is then skipped (after checking
  * that); without a RabbitMQ installation it is skipped (failed in CI) as every RabbitMQ test.
  */
+// a whole campaign/demo run in one method: longer than the default 10 minutes per test
+@Timeout(value = 40, unit = TimeUnit.MINUTES)
 class RabbitPartitionsCampaignIT {
 
   @Test

@@ -9,7 +9,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The quick campaign's RabbitMQ part (what CI runs of {@code ./postbox verify --transport
@@ -20,6 +22,8 @@ import org.junit.jupiter.api.Test;
  * dropped connections, broker kill) run in {@code ./postbox verify --transport rabbitmq}. Skipped
  * without RabbitMQ outside CI.
  */
+// a whole campaign/demo run in one method: longer than the default 10 minutes per test
+@Timeout(value = 40, unit = TimeUnit.MINUTES)
 class RabbitQuickCampaignIT {
 
   @Test

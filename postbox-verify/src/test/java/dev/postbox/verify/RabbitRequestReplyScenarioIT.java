@@ -8,7 +8,9 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The request-reply scenario on RabbitMQ, briefly ({@code ./postbox verify --transport rabbitmq
@@ -17,6 +19,8 @@ import org.junit.jupiter.api.Test;
  * are sent again to the new one), every request ended (answered once in effect, or timed out naming
  * itself), nothing applied twice. Skipped (fails in CI) without a RabbitMQ installation.
  */
+// a whole campaign/demo run in one method: longer than the default 10 minutes per test
+@Timeout(value = 20, unit = TimeUnit.MINUTES)
 class RabbitRequestReplyScenarioIT {
 
   @Test

@@ -7,13 +7,17 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The request-reply scenario, briefly ({@code ./postbox verify --scenarios request-reply} runs it
  * longer): each responder crash point and the requester's fired once, every request ended (answered
  * once in effect, or timed out naming itself), nothing applied twice.
  */
+// a whole campaign/demo run in one method: longer than the default 10 minutes per test
+@Timeout(value = 20, unit = TimeUnit.MINUTES)
 class RequestReplyScenarioIT {
 
   @Test

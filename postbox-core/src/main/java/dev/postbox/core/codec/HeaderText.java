@@ -112,9 +112,14 @@ public final class HeaderText {
    */
   public static Instant parseTime(String text) {
     Instant fast = parseUtcTime(text);
-    if (fast != null) {
-      return fast;
-    }
+    return fast != null ? fast : parseWithFormatter(text);
+  }
+
+  /**
+   * {@link #parseTime} by the RFC 3339 formatter alone, without the fast path: the reference the
+   * fast path is tested against.
+   */
+  static Instant parseWithFormatter(String text) {
     Instant parsed;
     try {
       parsed = OffsetDateTime.parse(text, RFC_3339).toInstant();

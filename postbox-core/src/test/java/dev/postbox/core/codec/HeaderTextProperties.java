@@ -63,13 +63,36 @@ class HeaderTextProperties {
   }
 
   @Property(tries = 1_000)
-  void utcTimeOfBytesAgreesWithParseTimeOfTheirText(@ForAll("timeLike") String text) {
-    java.time.Instant fromBytes = HeaderText.utcTime(text.getBytes(StandardCharsets.UTF_8));
+  void utcTimeOfBytesAgreesWithTheFormatter(@ForAll("timeLike") String text) {
+    Instant fromBytes = HeaderText.utcTime(text.getBytes(StandardCharsets.UTF_8));
     if (fromBytes != null) {
-      assertThat(HeaderText.parseTime(text)).isEqualTo(fromBytes);
-    } else {
-      assertThat(HeaderText.parseUtcTime(text)).as("only the formatter's forms are left").isNull();
+      // the fast path accepts only what the formatter it replaced accepts, with the same instant
+      assertThat(HeaderText.parseWithFormatter(text)).isEqualTo(fromBytes);
     }
+  }
+
+  @Property(tries = 1_000)
+  void parseTimeAgreesWithTheFormatterOnEveryText(@ForAll("timeLike") String text) {
+    Instant reference;
+    try {
+      reference = HeaderText.parseWithFormatter(text);
+    } catch (IllegalArgumentException rejected) {
+      reference = null;
+    }
+    if (reference == null) {
+      assertThatThrownBy(() -> HeaderText.parseTime(text))
+          .isExactlyInstanceOf(IllegalArgumentException.class);
+    } else {
+      assertThat(HeaderText.parseTime(text)).isEqualTo(reference);
+    }
+  }
+
+  @Property(tries = 1_000)
+  void theFastPathReadsEveryTimeThePublisherWrites(@ForAll("instants") Instant instant) {
+    String written = HeaderText.formatTime(instant);
+    assertThat(HeaderText.utcTime(written.getBytes(StandardCharsets.US_ASCII)))
+        .as("fast path of %s", written)
+        .isEqualTo(instant);
   }
 
   @Property(tries = 1_000)
