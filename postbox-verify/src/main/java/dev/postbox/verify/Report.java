@@ -40,8 +40,9 @@ final class Report {
     return results.stream().anyMatch(r -> r.violations() > 0);
   }
 
+  /** Inconclusive when a scenario was, or when no scenario was checked at all. */
   boolean inconclusive() {
-    return results.stream().anyMatch(ScenarioResult::inconclusive);
+    return results.isEmpty() || results.stream().anyMatch(ScenarioResult::inconclusive);
   }
 
   int exitCode() {
@@ -105,6 +106,9 @@ final class Report {
       if (r.inconclusive()) {
         out.println("    INCONCLUSIVE: " + r.inconclusiveReasons());
       }
+    }
+    if (results.isEmpty()) {
+      out.println("INCONCLUSIVE: no scenario was checked");
     }
     out.printf("total injections fired: %d %s%n", total, perKind);
     out.println(

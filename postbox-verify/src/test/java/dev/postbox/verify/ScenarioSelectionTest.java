@@ -1,0 +1,66 @@
+package dev.postbox.verify;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/**
+ * A campaign that checks nothing never says OK: an unknown or inapplicable {@code --scenarios} name
+ * is refused before anything starts, and a report without a single checked scenario is
+ * INCONCLUSIVE.
+ */
+class ScenarioSelectionTest {
+
+  @Test
+  void anUnknownOrInapplicableScenarioNameIsRefusedBeforeAnythingStarts() {
+    for (String[] bad :
+        List.of(
+            new String[] {"--scenarios", "mixd"},
+            new String[] {"--scenarios", "mixed,no-such-scenario"},
+            // a RabbitMQ scenario on the Kafka campaign, and a Kafka-only one on RabbitMQ
+            new String[] {"--scenarios", "connection-drops"},
+            new String[] {"--transport", "rabbitmq", "--scenarios", "redis-window"},
+            // the polling relay's crash points are not the CDC campaign's
+            new String[] {"--relay", "cdc", "--scenarios", "relay-crash-points"},
+            new String[] {
+              "--transport", "rabbitmq", "--relay", "cdc", "--scenarios", "relay-crash-points"
+            })) {
+      StringWriter err = new StringWriter();
+      int code = new CommandLine(new VerifyCli()).setErr(new PrintWriter(err)).execute(bad);
+      assertThat(code).as(String.join(" ", bad)).isEqualTo(2);
+      assertThat(err.toString()).as(String.join(" ", bad)).contains("--scenarios", "its scenarios");
+    }
+  }
+
+  @Test
+  void everyScenarioOfEachCampaignIsAccepted() {
+    assertThat(VerifyCli.scenarioNames("kafka", RelayMode.IDEMPOTENT))
+        .containsAll(Scenario.all().stream().map(Scenario::name).toList())
+        .contains("partitions", "redis-window", "request-reply", "transform");
+    assertThat(VerifyCli.scenarioNames("kafka", RelayMode.CDC))
+        .containsAll(Scenario.cdc().stream().map(Scenario::name).toList());
+    assertThat(VerifyCli.scenarioNames("rabbitmq", RelayMode.IDEMPOTENT))
+        .contains("rabbitmq-broker-kill", "broker-kill", "partitions", "request-reply")
+        .doesNotContain("redis-window");
+  }
+
+  @Test
+  void aReportOfNoScenarioIsInconclusiveNotOk() {
+    Report report = new Report(7, List.of(), Instant.EPOCH, Duration.ZERO);
+    assertThat(report.exitCode()).isEqualTo(Report.INCONCLUSIVE);
+    ByteArrayOutputStream buffer = new ByteArrayOutputStream();
+    report.printText(new PrintStream(buffer, true, StandardCharsets.UTF_8));
+    assertThat(buffer.toString(StandardCharsets.UTF_8))
+        .contains("no scenario was checked")
+        .contains("result: INCONCLUSIVE");
+  }
+}
