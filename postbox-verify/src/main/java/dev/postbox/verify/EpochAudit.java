@@ -24,12 +24,25 @@ final class EpochAudit {
    */
   static long stalePublishes(
       Map<Integer, List<Published>> byPartition, Predicate<Published> counted) {
+    return audit(byPartition, counted).stale();
+  }
+
+  /**
+   * The audit of the records {@code counted} accepts: the stale publishes, and the records the
+   * audit could not judge because they carry no lane or epoch header (a record from before the
+   * headers existed, or from a relay that does not stamp them): counted, never skipped silently.
+   */
+  static Result audit(Map<Integer, List<Published>> byPartition, Predicate<Published> counted) {
     long stale = 0;
+    long unstamped = 0;
     for (List<Published> records : byPartition.values()) {
       Map<Integer, Long> maxEpoch = new HashMap<>();
       for (Published r : records) {
         if (r.lane() < 0 || r.epoch() < 0) {
-          continue; // not stamped (a record from before the header existed)
+          if (counted.test(r)) {
+            unstamped++;
+          }
+          continue;
         }
         long max = maxEpoch.getOrDefault(r.lane(), -1L);
         if (r.epoch() < max && counted.test(r)) {
@@ -38,6 +51,9 @@ final class EpochAudit {
         maxEpoch.put(r.lane(), Math.max(max, r.epoch()));
       }
     }
-    return stale;
+    return new Result(stale, unstamped);
   }
+
+  /** Stale publishes, and records without the relay's lane or epoch header. */
+  record Result(long stale, long unstamped) {}
 }

@@ -48,6 +48,9 @@ final class HistoryChecker {
    *     lost the lane ({@link EpochAudit})
    * @param staleIsViolation whether a stale publish is a violation (the transactional relay) or
    *     only measured (the idempotent relay)
+   * @param unstampedRecords records of the phase without the relay's lane or epoch header, which
+   *     the stale-publish audit cannot judge: reported, and with {@code staleIsViolation} they make
+   *     the scenario inconclusive
    */
   record Findings(
       long messages,
@@ -69,7 +72,8 @@ final class HistoryChecker {
       long parked,
       long unparked,
       long stalePublishes,
-      boolean staleIsViolation) {
+      boolean staleIsViolation,
+      long unstampedRecords) {
 
     long violations() {
       return (staleIsViolation ? stalePublishes : 0)
@@ -107,6 +111,12 @@ final class HistoryChecker {
       if (parkingExpected && parked == 0) {
         reasons.add("nothing was parked: the parking path was not exercised");
       }
+      if (staleIsViolation && unstampedRecords > 0) {
+        reasons.add(
+            unstampedRecords
+                + " records carry no relay lane/epoch header: the stale-publish check could not"
+                + " judge them");
+      }
       return reasons;
     }
 
@@ -132,7 +142,8 @@ final class HistoryChecker {
           parked + o.parked,
           unparked + o.unparked,
           stalePublishes + o.stalePublishes,
-          staleIsViolation || o.staleIsViolation);
+          staleIsViolation || o.staleIsViolation,
+          unstampedRecords + o.unstampedRecords);
     }
   }
 
@@ -501,6 +512,10 @@ final class HistoryChecker {
           maxSeq.put(r.key(), Math.max(max, r.seq()));
         }
       }
+      EpochAudit.Result epochs =
+          EpochAudit.audit(
+              reader.all(),
+              r -> r.id() != null && Integer.valueOf(phase).equals(phases.get(r.id())));
       Findings f =
           new Findings(
               messages,
@@ -521,10 +536,9 @@ final class HistoryChecker {
               offsetAuditFailures - reportedOffsetAuditFailures,
               parkedRows - reportedParked,
               unparkedRows - reportedUnparked,
-              EpochAudit.stalePublishes(
-                  reader.all(),
-                  r -> r.id() != null && Integer.valueOf(phase).equals(phases.get(r.id()))),
-              relayMode == RelayMode.TRANSACTIONAL);
+              epochs.stale(),
+              relayMode == RelayMode.TRANSACTIONAL,
+              epochs.unstamped());
       reportedOffsetAuditFailures = offsetAuditFailures;
       reportedDeadLetters = deadLetters;
       reportedParked = parkedRows;

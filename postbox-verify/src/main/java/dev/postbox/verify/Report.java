@@ -106,6 +106,12 @@ final class Report {
       if (r.inconclusive()) {
         out.println("    INCONCLUSIVE: " + r.inconclusiveReasons());
       }
+      if (f.unstampedRecords() > 0) {
+        out.println(
+            "    "
+                + f.unstampedRecords()
+                + " records without the relay's lane/epoch header (not judged by stale-ep)");
+      }
     }
     if (results.isEmpty()) {
       out.println("INCONCLUSIVE: no scenario was checked");
@@ -151,6 +157,7 @@ final class Report {
       s.put("topic_duplicates", f.topicDuplicates());
       s.put("stale_republishes", f.staleRepublishes());
       s.put("stale_publishes", f.stalePublishes());
+      s.put("unstamped_records", f.unstampedRecords());
       s.put("stale_publishes_are_violations", f.staleIsViolation());
       s.put("order_violations", f.orderViolations());
       s.put("offset_violations", f.offsetViolations());

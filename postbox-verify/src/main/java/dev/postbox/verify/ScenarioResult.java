@@ -35,7 +35,7 @@ record ScenarioResult(
 
   /** A scenario that could not run here: nothing checked, inconclusive for {@code why}. */
   static ScenarioResult notRun(String name, String why) {
-    Findings none = new Findings(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false);
+    Findings none = new Findings(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, 0);
     return new ScenarioResult(
         name, 1, 0, Map.of(), Map.of(), none, 0, false, 0, List.of("not run: " + why));
   }

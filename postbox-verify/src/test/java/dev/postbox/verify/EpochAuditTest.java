@@ -32,9 +32,29 @@ class EpochAuditTest {
   }
 
   @Test
-  void recordsWithoutTheHeadersAreLeftOut() {
+  void recordsWithoutTheHeadersAreNotJudgedButCounted() {
     Map<Integer, List<Published>> topic =
-        Map.of(0, List.of(record(0, 0, 7, 3), record(0, 1, -1, -1), record(0, 2, 7, 3)));
+        Map.of(
+            0,
+            List.of(
+                record(0, 0, 7, 3), record(0, 1, -1, -1), record(0, 2, 7, 3), record(0, 3, 7, -1)));
     assertThat(EpochAudit.stalePublishes(topic, r -> true)).isZero();
+    assertThat(EpochAudit.audit(topic, r -> true)).isEqualTo(new EpochAudit.Result(0, 2));
+    assertThat(EpochAudit.audit(topic, r -> r.offset() != 1).unstamped()).isEqualTo(1);
+  }
+
+  @Test
+  void unstampedRecordsMakeAScenarioInconclusiveWhereStalePublishesAreViolations() {
+    HistoryChecker.Findings measuredOnly =
+        new HistoryChecker.Findings(
+            10, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, false, 4);
+    assertThat(measuredOnly.inconclusiveReasons(false)).isEmpty();
+    HistoryChecker.Findings transactional =
+        new HistoryChecker.Findings(
+            10, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, true, 4);
+    assertThat(transactional.inconclusiveReasons(false))
+        .singleElement(org.assertj.core.api.InstanceOfAssertFactories.STRING)
+        .contains("4 records carry no relay lane/epoch header");
+    assertThat(transactional.plus(measuredOnly).unstampedRecords()).isEqualTo(8);
   }
 }

@@ -55,7 +55,8 @@ class HistoryCheckerTest {
         parked,
         parked,
         0,
-        false);
+        false,
+        0);
   }
 
   private static ScenarioResult result(String name, Findings f, boolean parking) {
