@@ -106,6 +106,13 @@ final class Report {
       if (r.inconclusive()) {
         out.println("    INCONCLUSIVE: " + r.inconclusiveReasons());
       }
+      if (r.unexpectedExits() > 0) {
+        out.println(
+            "    "
+                + r.unexpectedExits()
+                + " unexpected process exits (not caused by an injected fault: unexpected-exit in"
+                + " faults.log names each process, its exit code and its log)");
+      }
       if (f.unstampedRecords() > 0) {
         out.println(
             "    "

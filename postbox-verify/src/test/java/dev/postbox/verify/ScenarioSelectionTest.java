@@ -54,6 +54,31 @@ class ScenarioSelectionTest {
   }
 
   @Test
+  void unexpectedExitsAndUnstampedRecordsArePrintedUnderTheirScenario() {
+    HistoryChecker.Findings f =
+        new HistoryChecker.Findings(
+            10, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, false, 4);
+    ScenarioResult r =
+        new ScenarioResult(
+            "kill-9",
+            1,
+            5,
+            java.util.Map.of("kill-9", 5),
+            java.util.Map.of(),
+            f,
+            5,
+            false,
+            2,
+            List.of());
+    ByteArrayOutputStream buffer = new ByteArrayOutputStream();
+    new Report(7, List.of(r), Instant.EPOCH, Duration.ZERO)
+        .printText(new PrintStream(buffer, true, StandardCharsets.UTF_8));
+    assertThat(buffer.toString(StandardCharsets.UTF_8))
+        .contains("2 unexpected process exits")
+        .contains("4 records without the relay's lane/epoch header");
+  }
+
+  @Test
   void aReportOfNoScenarioIsInconclusiveNotOk() {
     Report report = new Report(7, List.of(), Instant.EPOCH, Duration.ZERO);
     assertThat(report.exitCode()).isEqualTo(Report.INCONCLUSIVE);
