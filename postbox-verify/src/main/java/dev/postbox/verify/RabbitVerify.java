@@ -48,7 +48,12 @@ final class RabbitVerify {
 
   /** Runs it, prints and writes the report; returns the exit code. */
   static int run(
-      Campaign.Settings s, boolean quick, Instant started, Path reportJson, PrintStream out)
+      Campaign.Settings s,
+      boolean quick,
+      Instant started,
+      Path reportJson,
+      RunRecord record,
+      PrintStream out)
       throws Exception {
     Optional<List<ScenarioResult>> results;
     try (RabbitCampaign campaign = new RabbitCampaign(settings(s, quick), out)) {
@@ -58,7 +63,8 @@ final class RabbitVerify {
       return Report.INCONCLUSIVE;
     }
     Report report =
-        new Report(s.seed(), results.get(), started, Duration.between(started, Instant.now()));
+        new Report(s.seed(), results.get(), started, Duration.between(started, Instant.now()))
+            .withRecord(record, s.dir().resolve("rabbitmq").resolve("faults.log"));
     report.printText(out);
     report.writeJson(s.dir().resolve("rabbitmq").resolve("report.json"));
     if (reportJson != null) {

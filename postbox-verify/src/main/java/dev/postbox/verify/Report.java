@@ -24,16 +24,47 @@ final class Report {
   static final int VIOLATION = 1;
   static final int INCONCLUSIVE = 3;
 
+  /**
+   * The version of the checker that judged a report ({@code checker_version} in its JSON): raised
+   * whenever a change could turn an earlier OK into a violation or an inconclusive run, so that
+   * {@link Ledger} counts only runs judged by the current rules. 2: a run that checked no scenario,
+   * a skipped redis-window and, with the transactional relay, records without the relay's epoch
+   * headers are inconclusive; unknown scenario names are refused. (Reports without the key: 1.)
+   */
+  static final int CHECKER_VERSION = 2;
+
   private final long seed;
   private final List<ScenarioResult> results;
   private final Instant started;
   private final Duration took;
+  private final RunRecord record;
+  private final Path faultLog;
 
   Report(long seed, List<ScenarioResult> results, Instant started, Duration took) {
+    this(seed, results, started, took, null, null);
+  }
+
+  private Report(
+      long seed,
+      List<ScenarioResult> results,
+      Instant started,
+      Duration took,
+      RunRecord record,
+      Path faultLog) {
     this.seed = seed;
     this.results = results;
     this.started = started;
     this.took = took;
+    this.record = record;
+    this.faultLog = faultLog;
+  }
+
+  /**
+   * This report with the run's provenance and its fault log ({@code faults.log}), written into the
+   * JSON for the ledger.
+   */
+  Report withRecord(RunRecord record, Path faultLog) {
+    return new Report(seed, results, started, took, record, faultLog);
   }
 
   boolean violated() {
@@ -144,6 +175,10 @@ final class Report {
     root.put("result", result());
     root.put("started", started.toString());
     root.put("duration_s", took.toSeconds());
+    root.put("checker_version", CHECKER_VERSION);
+    if (record != null) {
+      record.putInto(root, faultLog);
+    }
     long total = 0;
     List<Map<String, Object>> scenarios = new ArrayList<>();
     for (ScenarioResult r : results) {

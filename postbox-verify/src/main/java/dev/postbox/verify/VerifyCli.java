@@ -21,6 +21,7 @@ import picocli.CommandLine.Option;
 @Command(
     name = "verify",
     mixinStandardHelpOptions = true,
+    subcommands = LedgerCommand.class,
     description = {
       "Runs PostgreSQL, a Kafka broker, 2 producers, 2 relays and 3 consumers as separate processes,"
           + " injects crash points, kill -9, SIGSTOP pauses, broker restarts, PostgreSQL restarts"
@@ -213,6 +214,8 @@ public final class VerifyCli implements Callable<Integer> {
               + " RabbitMQ campaign runs the polling relay (default) or --relay cdc");
     }
     checkScenarioNames();
+    // the code and tree as they are when the run starts (the report is written at its end)
+    RunRecord provenance = runRecord();
     long s =
         seed != null ? seed : Math.abs(new java.security.SecureRandom().nextLong() % 1_000_000);
     Instant started = Instant.now();
@@ -234,7 +237,9 @@ public final class VerifyCli implements Callable<Integer> {
       List<String> others = scenarios.stream().filter(n -> !n.equals(REQUEST_REPLY)).toList();
       int code = Report.OK;
       if (!rr || !others.isEmpty()) {
-        code = RabbitVerify.run(settings.withOnly(others), quick, started, reportJson, System.out);
+        code =
+            RabbitVerify.run(
+                settings.withOnly(others), quick, started, reportJson, provenance, System.out);
       }
       return rr ? requestReply(s, d.resolve("rabbitmq"), code, true) : code;
     }
@@ -269,7 +274,9 @@ public final class VerifyCli implements Callable<Integer> {
               throw new java.io.UncheckedIOException(e);
             }
           });
-      report = new Report(s, results, started, Duration.between(started, Instant.now()));
+      report =
+          new Report(s, results, started, Duration.between(started, Instant.now()))
+              .withRecord(provenance, d.resolve("faults.log"));
     }
     report.printText(System.out);
     report.writeJson(d.resolve("report.json"));
@@ -280,6 +287,13 @@ public final class VerifyCli implements Callable<Integer> {
     int code = redisWindow ? redisWindow(s, d, report.exitCode()) : report.exitCode();
     code = requestReply ? requestReply(s, d, code, false) : code;
     return transform ? transform(s, d, code) : code;
+  }
+
+  /** This run's provenance for its JSON report (see {@link RunRecord}). */
+  private RunRecord runRecord() {
+    List<String> args =
+        spec == null ? List.of() : spec.commandLine().getParseResult().originalArgs();
+    return RunRecord.of(args, transport, relay, consumerMode);
   }
 
   /**
