@@ -44,10 +44,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Keeps the README's "Configuration reference" from drifting away from the code: each builder's
- * table must list every public option of the builder, and a documented default must agree with the
- * builder's {@code DEFAULT_*} constant (the builders initialise their fields from those constants).
- * The schema section must name every table the Flyway migrations create.
+ * Keeps the configuration reference ({@value #CONFIGURATION}) from drifting away from the code:
+ * each builder's table must list every public option of the builder, and a documented default must
+ * agree with the builder's {@code DEFAULT_*} constant (the builders initialise their fields from
+ * those constants). The schema section must name every table the Flyway migrations create.
  *
  * <p>Rules, per table (found by the heading that names {@code Type.builder(}):
  *
@@ -64,7 +64,10 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class ConfigurationReferenceTest {
 
-  /** The builders documented in the README, each with the type holding its defaults. */
+  /**
+   * The builders documented in the configuration reference, each with the type holding its
+   * defaults.
+   */
   static Stream<Class<?>> documentedBuilders() {
     return Stream.of(
         Outbox.class,
@@ -93,7 +96,7 @@ class ConfigurationReferenceTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource("documentedBuilders")
   void theTableListsEveryOptionWithTheDefaultOfItsConstant(Class<?> type) throws IOException {
-    List<Row> rows = table(readme(), type);
+    List<Row> rows = table(page(CONFIGURATION), type);
     Class<?> builder = builderOf(type);
     Set<String> options = options(builder);
     List<String> problems = new ArrayList<>();
@@ -128,7 +131,9 @@ class ConfigurationReferenceTest {
         }
       }
     }
-    assertThat(problems).as("README table of %s.builder(...)", type.getSimpleName()).isEmpty();
+    assertThat(problems)
+        .as("%s table of %s.builder(...)", CONFIGURATION, type.getSimpleName())
+        .isEmpty();
   }
 
   @Test
@@ -177,14 +182,14 @@ class ConfigurationReferenceTest {
     }
     assertThat(created).as("tables the migrations create").hasSizeGreaterThanOrEqualTo(9);
 
-    String schema = section(readme(), "### Schema");
+    String schema = page(SCHEMA);
     Set<String> named = new TreeSet<>();
     Matcher m = Pattern.compile("`(postbox_\\w+)`").matcher(schema);
     while (m.find()) {
       named.add(m.group(1));
     }
     named.remove(PostboxMigrations.HISTORY_TABLE); // Flyway's, not a migration's
-    assertThat(named).as("tables named in the README's schema section").isEqualTo(created);
+    assertThat(named).as("tables named in %s", SCHEMA).isEqualTo(created);
   }
 
   @Test
@@ -212,41 +217,47 @@ class ConfigurationReferenceTest {
         .contains("DEFAULT_BACKOFF");
   }
 
-  // --- the README
+  // --- the documentation pages
+
+  /** The configuration reference page of the documentation site, from the project's root. */
+  static final String CONFIGURATION = "docs/reference/configuration.md";
+
+  /** The schema page, which names every table of the migrations. */
+  static final String SCHEMA = "docs/reference/schema.md";
 
   record Row(List<String> settings, String defaultCell) {}
 
-  static String readme() throws IOException {
+  static String page(String relativePath) throws IOException {
     Path here = Path.of("").toAbsolutePath();
     for (Path dir = here; dir != null; dir = dir.getParent()) {
-      Path candidate = dir.resolve("README.md");
+      Path candidate = dir.resolve(relativePath);
       if (Files.exists(candidate) && Files.exists(dir.resolve("postbox-core"))) {
         return Files.readString(candidate);
       }
     }
-    throw new IllegalStateException("no README.md of the project above " + here);
+    throw new IllegalStateException("no " + relativePath + " of the project above " + here);
   }
 
   /** The text from {@code heading} to the next heading of any level. */
-  static String section(String readme, String heading) {
-    int start = readme.indexOf("\n" + heading);
-    assertThat(start).as("README heading %s", heading).isNotNegative();
-    int end = readme.indexOf("\n#", start + 1);
-    return readme.substring(start + 1, end < 0 ? readme.length() : end);
+  static String section(String doc, String heading) {
+    int start = doc.indexOf("\n" + heading);
+    assertThat(start).as("heading %s", heading).isNotNegative();
+    int end = doc.indexOf("\n#", start + 1);
+    return doc.substring(start + 1, end < 0 ? doc.length() : end);
   }
 
   /** The rows of the table under the heading that names {@code Type.builder(}. */
-  static List<Row> table(String readme, Class<?> type) {
+  static List<Row> table(String doc, Class<?> type) {
     String marker = "`" + type.getSimpleName() + ".builder(";
     String heading =
-        readme
-            .lines()
-            .filter(l -> l.startsWith("### ") && l.contains(marker))
+        doc.lines()
+            .filter(l -> l.startsWith("## ") && l.contains(marker))
             .findFirst()
-            .orElseThrow(
-                () -> new AssertionError("README has no ### heading naming " + marker + "...)`"));
+            .orElseThrow(() ->
+                new AssertionError(
+                    CONFIGURATION + " has no ## heading naming " + marker + "...)`"));
     List<Row> rows = new ArrayList<>();
-    for (String line : section(readme, heading).lines().toList()) {
+    for (String line : section(doc, heading).lines().toList()) {
       if (!line.startsWith("|") || line.startsWith("| setting") || line.startsWith("| ---")) {
         continue;
       }
@@ -349,7 +360,7 @@ class ConfigurationReferenceTest {
     return List.of();
   }
 
-  /** A default as the README writes it. */
+  /** A default as the configuration reference writes it. */
   static String render(Object value) {
     return switch (value) {
       case Duration d -> duration(d);
@@ -369,7 +380,7 @@ class ConfigurationReferenceTest {
       case String s -> "`" + s + "`";
       case List<?> list ->
           list.stream().map(ConfigurationReferenceTest::render).collect(Collectors.joining(", "));
-      default -> throw new AssertionError("no README form for " + value.getClass());
+      default -> throw new AssertionError("no documented form for " + value.getClass());
     };
   }
 

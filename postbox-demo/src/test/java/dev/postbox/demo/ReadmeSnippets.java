@@ -23,9 +23,11 @@ import java.time.Duration;
 import javax.sql.DataSource;
 
 /**
- * The README's code snippets, kept here so that the build fails when they stop compiling. Keep both
- * in step: the bodies below are the README's text, with the helpers it assumes stubbed at the
- * bottom.
+ * The code snippets of the README and the documentation site (docs/), kept here so that the build
+ * fails when they stop compiling. Keep both in step: the bodies below are the pages' text, with the
+ * helpers they assume stubbed at the bottom. outbox, relay and consumer: README.md and
+ * docs/concepts/outbox.md, relays.md, inbox.md; failures and replay: docs/concepts/failures.md;
+ * deduplicated: docs/guides/redis.md.
  */
 @SuppressWarnings("unused")
 final class ReadmeSnippets {

@@ -481,7 +481,7 @@ public final class KafkaRelayPublisher implements RelayPublisher {
      * published by an owner that had lost its lane after a record of its successor. Every relay
      * instance of one outbox must use the same prefix, and no other outbox (nor any other producer)
      * may use it. Cost: one producer per owned lane and a commit per lane per batch (see the
-     * README). Its producers retry with {@code retry.backoff.ms=10} and {@code
+     * docs/concepts/relays.md). Its producers retry with {@code retry.backoff.ms=10} and {@code
      * retry.backoff.max.ms=100} unless set by {@link #producerProperty}: a lane's next transaction
      * often meets the previous one's commit markers still being written ({@code
      * CONCURRENT_TRANSACTIONS}), and Kafka's default backoff (100 ms to 1 s) would then set the

@@ -21,7 +21,7 @@ import org.apache.kafka.common.header.internals.RecordHeader;
 /**
  * The bad-input corpus of issue 19: records a plain Kafka producer can write, each with the end
  * state a subscriber must reach for it (per delivery guarantee where they differ). {@link
- * BadInputCorpusIT} sends them and checks; the README's Testing section shows the same table.
+ * BadInputCorpusIT} sends them and checks; docs/proof/bad-input.md shows the same table.
  */
 final class BadInputCorpus {
 

@@ -206,7 +206,7 @@ public final class RabbitMqServer implements AutoCloseable {
    * Starts a private node (again: same ports, same data) and waits for its AMQP handshake; when it
    * is started again, also until each of its quorum queues has a leader, triggering an election
    * where there is none (RabbitMQ 3.10 leaves some single-node quorum queues leaderless after
-   * {@code kill -9}; see the README). Does nothing if it is running.
+   * {@code kill -9}; see docs/guides/rabbitmq.md). Does nothing if it is running.
    *
    * @throws InfrastructureStartupException if it did not come up within {@link #STARTUP_TIMEOUT}
    */
@@ -394,7 +394,7 @@ public final class RabbitMqServer implements AutoCloseable {
    * basic.consume} with {@code 541 INTERNAL_ERROR} ("timed out consuming from quorum queue") and
    * confirms no publish, forever (seen on 2 of 9 queues here; {@code ra:trigger_election} makes
    * such a queue leader at once). A node of a real cluster has other members to elect; a single
-   * node needs an operator to do what this does (see the README).
+   * node needs an operator to do what this does (see docs/guides/rabbitmq.md).
    */
   private void electQuorumQueueLeaders(Node n, long deadline)
       throws IOException, InterruptedException {
