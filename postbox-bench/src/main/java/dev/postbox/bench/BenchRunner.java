@@ -107,7 +107,7 @@ public final class BenchRunner {
         keyOrder(env);
       }
       if (groups.contains("heap")) {
-        record(new HeapBench(env, config).run());
+        new HeapBench(env, config).run().forEach(this::record);
       }
       if (groups.contains("txrelay")) {
         new dev.postbox.bench.internal.TxRelayBench(env, config).run().forEach(this::record);

@@ -65,7 +65,8 @@ class BenchQuickIT {
           "key_order_partition_per_s",
           "key_order_key_per_s",
           "key_order_unordered_per_s",
-          "consumer_peak_heap_mb");
+          "consumer_peak_heap_mb",
+          "consumer_live_heap_mb");
 
   @Test
   void quickModeProducesACompleteReport() throws Exception {
