@@ -3,20 +3,15 @@ package dev.postbox.rabbitmq;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.postbox.core.Backoff;
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.Message;
 import dev.postbox.core.PermanentMessageException;
-import dev.postbox.core.consumer.Delivery;
 import dev.postbox.core.consumer.Ordering;
 import dev.postbox.core.consumer.Subscription;
-import dev.postbox.core.relay.Relay;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.jdbc.Outbox;
-import dev.postbox.jdbc.PostboxMigrations;
 import dev.postbox.jdbc.PostgresDeadLetterStore;
 import dev.postbox.jdbc.PostgresInboxStore;
-import dev.postbox.jdbc.PostgresRelayStore;
 import dev.postbox.jdbc.Replayer;
 import dev.postbox.testkit.PostboxTest;
 import dev.postbox.testkit.PostboxTestContext;
@@ -25,7 +20,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -66,7 +60,7 @@ class RabbitReplayRouteIT {
   void aReplayReachesTheSubscriptionThatDeadLetteredItOnly(PostboxTestContext ctx)
       throws Exception {
     RabbitMqServer server = RabbitMqServer.sharedOrSkip();
-    DataSource ds = prepare(ctx);
+    DataSource ds = RabbitEndToEndIT.prepare(ctx);
     String topic = "orders-" + UUID.randomUUID();
     String suffix = UUID.randomUUID().toString().substring(0, 8);
     String billing = "billing-" + suffix;
@@ -85,7 +79,7 @@ class RabbitReplayRouteIT {
                   if (!fixed.get()) {
                     throw new NotYetFixed();
                   }
-                  apply(d.connection().orElseThrow(), billing, d);
+                  RabbitEndToEndIT.apply(d.connection().orElseThrow(), billing, d);
                   billed.add(d.message());
                 }));
     RabbitSubscriber ledgerSub =
@@ -95,10 +89,10 @@ class RabbitReplayRouteIT {
                 .shards(3)
                 .handler(d -> {
                   try (Connection c = ds.getConnection()) {
-                    apply(c, ledger, d);
+                    RabbitEndToEndIT.apply(c, ledger, d);
                   }
                 }));
-    relay(server, ds);
+    open.add(RabbitEndToEndIT.startRelay(server, ds));
     Message original = write(ds, topic, 1);
     await().atMost(WAIT).until(() -> billingSub.stats().deadLettered() == 1);
     await().atMost(WAIT).until(() -> effects(ds, ledger, original.id()) == 1);
@@ -136,33 +130,6 @@ class RabbitReplayRouteIT {
     return Subscription.builder(name).topics(topic).guarantee(g).ordering(Ordering.KEY).build();
   }
 
-  private static DataSource prepare(PostboxTestContext ctx) throws SQLException {
-    DataSource ds = ctx.dataSource();
-    PostboxMigrations.migrate(ds);
-    try (Connection c = ds.getConnection();
-        Statement s = c.createStatement()) {
-      s.execute(
-          "CREATE TABLE IF NOT EXISTS effect (n bigserial PRIMARY KEY, consumer text NOT NULL,"
-              + " message_id uuid NOT NULL)");
-    }
-    return ds;
-  }
-
-  private void relay(RabbitMqServer server, DataSource ds) {
-    Relay r =
-        Relay.builder(
-                PostgresRelayStore.create(ds),
-                RabbitRelayPublisher.builder(server.uri())
-                    .confirmTimeout(Duration.ofSeconds(10))
-                    .build())
-            .instanceId("relay-" + UUID.randomUUID())
-            .pollInterval(Duration.ofMillis(100))
-            .backoff(new Backoff(Duration.ofMillis(100), Duration.ofSeconds(2), 2, 0.5))
-            .build();
-    r.start();
-    open.add(r);
-  }
-
   private static Message write(DataSource ds, String topic, int seq) {
     Message m =
         Message.builder(topic, "order.created")
@@ -177,15 +144,6 @@ class RabbitReplayRouteIT {
               return null;
             });
     return m;
-  }
-
-  private static void apply(Connection c, String consumer, Delivery d) throws SQLException {
-    try (PreparedStatement ps =
-        c.prepareStatement("INSERT INTO effect (consumer, message_id) VALUES (?, ?)")) {
-      ps.setString(1, consumer);
-      ps.setObject(2, d.message().id());
-      ps.executeUpdate();
-    }
   }
 
   private static long effects(DataSource ds, String consumer, UUID message) throws SQLException {
