@@ -438,58 +438,18 @@ public final class Replayer {
           maxReplays);
       return Outcome.SKIPPED;
     }
-    Message decoded;
-    try {
-      decoded = decoder.apply(letter);
-    } catch (RuntimeException e) {
-      log.warn("not replaying {}: its message cannot be decoded", what, e);
-      return Outcome.FAILED;
-    }
-    if (decoded == null) {
-      log.warn("not replaying {}: the decoder returned no message", what);
-      return Outcome.FAILED;
-    }
-    Optional<java.util.UUID> expected = letter.letter().messageId();
-    if (expected.isPresent() && !expected.get().equals(decoded.id())) {
-      log.warn(
-          "not replaying {}: the decoder returned message {} instead of {}",
-          what,
-          decoded.id(),
-          expected.get());
+    Optional<Message> decoded = decode(letter, what);
+    if (decoded.isEmpty()) {
       return Outcome.FAILED;
     }
     boolean broadcast = route == ReplayRoute.BROADCAST;
     String consumer = letter.letter().consumer();
     Message message =
         ReplayCopy.stamped(
-            decoded, letter.id(), by, broadcast ? Optional.empty() : Optional.of(consumer));
+            decoded.get(), letter.id(), by, broadcast ? Optional.empty() : Optional.of(consumer));
     awaitTurn(p);
     try {
-      Outcome o =
-          outbox.inTransaction(
-              dataSource,
-              tx -> {
-                Connection c = tx.connection();
-                Optional<Locked> locked = PostgresDeadLetterStoreImpl.lock(c, letter.id());
-                if (locked.isEmpty()
-                    || locked.get().status() != Status.PENDING
-                    || locked.get().replays() >= maxReplays) {
-                  return Outcome.SKIPPED; // changed since it was read; nothing written
-                }
-                try (PreparedStatement ps = c.prepareStatement(FREE_MESSAGE_ID)) {
-                  ps.setObject(1, message.id());
-                  ps.executeUpdate();
-                }
-                // marked first, so the trace reads "replayed" before the row it wrote (same
-                // transaction)
-                PostgresDeadLetterStoreImpl.markReplayed(c, letter.id(), by);
-                tx.write(
-                    ReplayTracing.traced(openTelemetry, "postbox replay", message, letter, by));
-                OperatorAudit.Entry audit =
-                    subject(OperatorAudit.Entry.of(by, "REPLAY", what, 1), letter);
-                OperatorAudit.write(c, broadcast ? audit.reason(broadcastReason(message)) : audit);
-                return Outcome.REPLAYED;
-              });
+      Outcome o = write(letter, what, message, broadcast);
       if (broadcast && o == Outcome.REPLAYED) {
         log.warn(
             "{} by {} was a broadcast replay: every consumer of topic '{}' receives message {}"
@@ -506,6 +466,60 @@ public final class Replayer {
       log.warn("replaying {} (message {}) failed; it stays PENDING", what, message.id(), e);
       return Outcome.FAILED;
     }
+  }
+
+  /** The letter's message, or empty (logged) when the decoder cannot give the letter's message. */
+  private Optional<Message> decode(DeadLetter letter, String what) {
+    Message message;
+    try {
+      message = decoder.apply(letter);
+    } catch (RuntimeException e) {
+      log.warn("not replaying {}: its message cannot be decoded", what, e);
+      return Optional.empty();
+    }
+    if (message == null) {
+      log.warn("not replaying {}: the decoder returned no message", what);
+      return Optional.empty();
+    }
+    Optional<java.util.UUID> expected = letter.letter().messageId();
+    if (expected.isPresent() && !expected.get().equals(message.id())) {
+      log.warn(
+          "not replaying {}: the decoder returned message {} instead of {}",
+          what,
+          message.id(),
+          expected.get());
+      return Optional.empty();
+    }
+    return Optional.of(message);
+  }
+
+  /**
+   * In one transaction: locks the letter, writes {@code message} to the outbox if the letter is
+   * still replayable, marks it replayed and audits it (a broadcast with its reason).
+   */
+  private Outcome write(DeadLetter letter, String what, Message message, boolean broadcast) {
+    return outbox.inTransaction(
+        dataSource,
+        tx -> {
+          Connection c = tx.connection();
+          Optional<Locked> locked = PostgresDeadLetterStoreImpl.lock(c, letter.id());
+          if (locked.isEmpty()
+              || locked.get().status() != Status.PENDING
+              || locked.get().replays() >= maxReplays) {
+            return Outcome.SKIPPED; // changed since it was read; nothing written
+          }
+          try (PreparedStatement ps = c.prepareStatement(FREE_MESSAGE_ID)) {
+            ps.setObject(1, message.id());
+            ps.executeUpdate();
+          }
+          // marked first, so the trace reads "replayed" before the row it wrote (same transaction)
+          PostgresDeadLetterStoreImpl.markReplayed(c, letter.id(), by);
+          tx.write(ReplayTracing.traced(openTelemetry, "postbox replay", message, letter, by));
+          OperatorAudit.Entry audit =
+              subject(OperatorAudit.Entry.of(by, "REPLAY", what, 1), letter);
+          OperatorAudit.write(c, broadcast ? audit.reason(broadcastReason(message)) : audit);
+          return Outcome.REPLAYED;
+        });
   }
 
   /** The audit reason of a broadcast replay of {@code message}. */
