@@ -3,6 +3,7 @@ package dev.postbox.admin;
 import dev.postbox.admin.internal.AuditQueries;
 import dev.postbox.admin.internal.DeadLetterQueries;
 import dev.postbox.jdbc.ReplayResult;
+import dev.postbox.jdbc.ReplayRoute;
 import dev.postbox.jdbc.Replayer;
 import java.util.ArrayList;
 import java.util.List;
@@ -44,23 +45,34 @@ public final class OperatorActions {
     }
   }
 
-  /** Replays one dead letter (if PENDING). */
+  /** Replays one dead letter (if PENDING) to its consumer only ({@link ReplayRoute#TARGETED}). */
   public ReplayResult replay(long id) {
-    return replayer.replay(id);
+    return replay(id, ReplayRoute.TARGETED);
+  }
+
+  /** Replays one dead letter (if PENDING) to the consumers {@code route} names. */
+  public ReplayResult replay(long id, ReplayRoute route) {
+    return replayer.replay(id, route);
   }
 
   /**
    * Replays the PENDING letters {@code filter} matches (a group: filter by fingerprint), oldest
-   * first, at most {@link PostboxAdmin#MAX_GROUP_ACTION}, paced by the rate.
+   * first, at most {@link PostboxAdmin#MAX_GROUP_ACTION}, paced by the rate, each to its consumer
+   * only.
    */
   public ReplayResult replayAll(DeadLetterFilter filter) {
+    return replayAll(filter, ReplayRoute.TARGETED);
+  }
+
+  /** As {@link #replayAll(DeadLetterFilter)}, to the consumers {@code route} names. */
+  public ReplayResult replayAll(DeadLetterFilter filter, ReplayRoute route) {
     List<Long> replayed = new ArrayList<>();
     List<Long> skipped = new ArrayList<>();
     List<Long> failed = new ArrayList<>();
     for (long id : deadLetters.pendingIds(filter, PostboxAdmin.MAX_GROUP_ACTION)) {
       ReplayResult r;
       try {
-        r = replayer.replay(id);
+        r = replayer.replay(id, route);
       } catch (NoSuchElementException e) {
         continue; // purged meanwhile
       }
@@ -72,11 +84,16 @@ public final class OperatorActions {
   }
 
   /**
-   * Replays the PENDING letters of one key of a consumer in order; stops at the first that fails
-   * (the later ones are reported skipped).
+   * Replays the PENDING letters of one key of a consumer in order, to that consumer only; stops at
+   * the first that fails (the later ones are reported skipped).
    */
   public ReplayResult replayKey(String consumer, String key) {
-    return replayer.replayKey(consumer, key);
+    return replayKey(consumer, key, ReplayRoute.TARGETED);
+  }
+
+  /** As {@link #replayKey(String, String)}, to the consumers {@code route} names. */
+  public ReplayResult replayKey(String consumer, String key, ReplayRoute route) {
+    return replayer.replayKey(consumer, key, route);
   }
 
   /**

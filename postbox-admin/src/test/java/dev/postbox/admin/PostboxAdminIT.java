@@ -11,6 +11,7 @@ import dev.postbox.jdbc.PostboxMigrations;
 import dev.postbox.jdbc.PostgresDeadLetterStore;
 import dev.postbox.jdbc.PostgresParkingStore;
 import dev.postbox.jdbc.ReplayResult;
+import dev.postbox.jdbc.ReplayRoute;
 import dev.postbox.testkit.PostboxTest;
 import dev.postbox.testkit.PostboxTestContext;
 import java.nio.charset.StandardCharsets;
@@ -325,6 +326,23 @@ class PostboxAdminIT {
         .containsExactly("billing");
     assertThat(admin.relays().lanes()).hasSize(64);
     assertThat(admin.outboxStatus().outboxPending()).as("two replays and a copy").isEqualTo(3);
+  }
+
+  @Test
+  void aBroadcastReplayIsTheNamedOptionAndIsAuditedAsBroadcast() {
+    long targeted = add("billing", "k1", "com.x.Bad", null, 0);
+    long broadcast = add("billing", "k2", "com.x.Bad", null, 1);
+
+    assertThat(admin.as("alice").replay(targeted).replayed()).containsExactly(targeted);
+    assertThat(admin.as("bob").replay(broadcast, ReplayRoute.BROADCAST).replayed())
+        .containsExactly(broadcast);
+
+    Page<AuditEntry> audit = admin.audit(AuditFilter.all(), PageRequest.first(10));
+    assertThat(audit.items())
+        .extracting(a -> a.actor() + ":" + a.action() + ":" + a.reason().orElse("-"))
+        .satisfiesExactly(
+            b -> assertThat(b).startsWith("bob:REPLAY:broadcast: every consumer of topic 'orders'"),
+            a -> assertThat(a).isEqualTo("alice:REPLAY:-"));
   }
 
   private void exec(String sql) throws Exception {

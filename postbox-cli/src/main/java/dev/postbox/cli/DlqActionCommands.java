@@ -4,6 +4,7 @@ import dev.postbox.admin.DeadLetterFilter;
 import dev.postbox.admin.OperatorActions;
 import dev.postbox.admin.PostboxAdmin;
 import dev.postbox.jdbc.ReplayResult;
+import dev.postbox.jdbc.ReplayRoute;
 import dev.postbox.jdbc.Replayer;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -78,7 +79,9 @@ final class DlqActionCommands {
       description = {
         "Writes dead letters' messages into the outbox again (same message id: the consumer's inbox"
             + " dedupes), rate-limited and audited. A key is replayed in order and stops at the"
-            + " first failure.",
+            + " first failure. Targeted: only the consumer that dead-lettered a message applies its"
+            + " replay; the other consumers of the topic pass over it (--broadcast: all of them"
+            + " receive it again).",
         "Exit code: 0 replayed, 1 some failed, 3 not confirmed, 4 nothing to replay, 5 the letter"
             + " is not PENDING (or replayed too often)."
       })
@@ -95,19 +98,29 @@ final class DlqActionCommands {
         description = "Writes per second at most (default: the Replayer's, 100).")
     double rate = Replayer.DEFAULT_RATE_PER_SECOND;
 
+    @Option(
+        names = "--broadcast",
+        description =
+            "Replay to every consumer of the topic, not only the one that dead-lettered the"
+                + " message: consumers without an inbox (or whose dedupe record expired) apply it"
+                + " again. Logged as a warning and audited as broadcast.")
+    boolean broadcast;
+
     @Override
     public Integer call() {
       target.validate(spec.commandLine(), true);
-      if (!confirm.confirmed("replay " + target.describe() + " as " + actor.actor)) {
+      ReplayRoute route = broadcast ? ReplayRoute.BROADCAST : ReplayRoute.TARGETED;
+      String to = broadcast ? " to EVERY consumer of the topic (broadcast)" : "";
+      if (!confirm.confirmed("replay " + target.describe() + to + " as " + actor.actor)) {
         return ExitCodes.NOT_CONFIRMED;
       }
       OperatorActions ops = db.admin(rate).as(actor.actor);
       ReplayResult r =
           target.id != null
-              ? ops.replay(target.id)
+              ? ops.replay(target.id, route)
               : target.group != null
-                  ? ops.replayAll(target.groupFilter())
-                  : ops.replayKey(target.consumer, target.key);
+                  ? ops.replayAll(target.groupFilter(), route)
+                  : ops.replayKey(target.consumer, target.key, route);
       System.out.printf(
           "replayed %d, skipped %d, failed %d%n",
           r.replayed().size(), r.skipped().size(), r.failed().size());

@@ -58,6 +58,9 @@ class OperationsCliTest {
       assertThat(help.code()).isZero();
       assertThat(help.out()).as(a[1]).contains("--yes", "--actor", "Exit code");
     }
+    assertThat(run("dlq", "replay", "--help").out())
+        .as("targeted by default; broadcast only when asked")
+        .contains("--broadcast", "Targeted");
   }
 
   @Test

@@ -4,6 +4,7 @@ import dev.postbox.admin.DeadLetterFilter;
 import dev.postbox.admin.OperatorActions;
 import dev.postbox.admin.PostboxAdmin;
 import dev.postbox.jdbc.ReplayResult;
+import dev.postbox.jdbc.ReplayRoute;
 import java.nio.charset.StandardCharsets;
 import java.security.Principal;
 import java.util.UUID;
@@ -42,10 +43,24 @@ class ActionsController {
     return DeadLetterPages.show(admin, id, true, model);
   }
 
+  /**
+   * Replays one letter to its consumer only, or, with {@code broadcast=true} (a box the operator
+   * ticks), to every consumer of its topic.
+   */
   @PostMapping("/dead-letters/{id}/replay")
-  String replay(@PathVariable long id, Principal who, RedirectAttributes flash) {
+  String replay(
+      @PathVariable long id,
+      @RequestParam(defaultValue = "false") boolean broadcast,
+      Principal who,
+      RedirectAttributes flash) {
+    ReplayRoute route = broadcast ? ReplayRoute.BROADCAST : ReplayRoute.TARGETED;
     flash.addFlashAttribute(
-        "done", "Replay of dead letter " + id + ": " + describe(as(who).replay(id)));
+        "done",
+        (broadcast ? "Broadcast replay" : "Replay")
+            + " of dead letter "
+            + id
+            + ": "
+            + describe(as(who).replay(id, route)));
     return "redirect:/dead-letters/" + id;
   }
 

@@ -12,6 +12,7 @@ import dev.postbox.jdbc.internal.OperatorAudit;
 import dev.postbox.jdbc.internal.Pacer;
 import dev.postbox.jdbc.internal.PostgresDeadLetterStoreImpl;
 import dev.postbox.jdbc.internal.PostgresDeadLetterStoreImpl.Locked;
+import dev.postbox.jdbc.internal.ReplayCopy;
 import dev.postbox.jdbc.internal.ReplayTracing;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -31,6 +32,15 @@ import org.slf4j.LoggerFactory;
 /**
  * Replays dead letters by writing their original message into the {@link Outbox} again: the relay
  * publishes it reliably, and the consumer's inbox dedupes it if it was applied after all.
+ *
+ * <p><b>Targeted by default.</b> A replay is for the consumer that dead-lettered the message (the
+ * letter's consumer), not for the other consumers of its topic, which applied it long ago: the copy
+ * carries the {@link dev.postbox.core.ReplayHeaders} (the letter's id, the operator, and the target
+ * consumer), the relay publishes it to the consumer's own route where the transport has one
+ * (RabbitMQ: the subscription's exchange), and every other consumer passes over it without applying
+ * it. {@link ReplayRoute#BROADCAST} (named, never the default) writes it for every consumer of the
+ * topic instead; it is logged as a warning and audited with the reason {@code broadcast}. Corrected
+ * copies ({@link #editAsCopy}) are always targeted.
  *
  * <pre>{@code
  * Replayer replayer = Replayer.builder(dataSource, deadLetters, kafkaDecoder)
@@ -153,47 +163,82 @@ public final class Replayer {
   }
 
   /**
-   * Replays dead letter {@code id} if it is {@code PENDING}.
+   * Replays dead letter {@code id} if it is {@code PENDING}, to its consumer only ({@link
+   * ReplayRoute#TARGETED}).
    *
    * @throws NoSuchElementException if there is no such letter
    * @throws ReplayInterruptedException if interrupted while waiting for its turn
    */
   public ReplayResult replay(long id) {
+    return replay(id, ReplayRoute.TARGETED);
+  }
+
+  /**
+   * Replays dead letter {@code id} if it is {@code PENDING}, to the consumers {@code route} names.
+   *
+   * @throws NoSuchElementException if there is no such letter
+   * @throws ReplayInterruptedException if interrupted while waiting for its turn
+   */
+  public ReplayResult replay(long id, ReplayRoute route) {
+    Objects.requireNonNull(route, "route");
     DeadLetter letter =
         store.find(id).orElseThrow(() -> new NoSuchElementException("no dead letter " + id));
     Progress p = new Progress();
-    p.add(replayOne(letter, "dead letter " + id, p), id);
+    p.add(replayOne(letter, "dead letter " + id, route, p), id);
     return p.result();
   }
 
   /**
    * Replays the {@code PENDING} letters among those {@code query} returns, oldest first, paced by
-   * the rate; letters of other statuses are skipped.
+   * the rate, each to its consumer only; letters of other statuses are skipped.
    *
    * @throws IllegalArgumentException if the query's limit is not between 1 and {@value
    *     PostgresDeadLetterStore#MAX_LIMIT}
    * @throws ReplayInterruptedException if interrupted while waiting between writes
    */
   public ReplayResult replayQuery(Query query) {
+    return replayQuery(query, ReplayRoute.TARGETED);
+  }
+
+  /**
+   * As {@link #replayQuery(Query)}, to the consumers {@code route} names.
+   *
+   * @throws IllegalArgumentException if the query's limit is not between 1 and {@value
+   *     PostgresDeadLetterStore#MAX_LIMIT}
+   * @throws ReplayInterruptedException if interrupted while waiting between writes
+   */
+  public ReplayResult replayQuery(Query query, ReplayRoute route) {
+    Objects.requireNonNull(route, "route");
     List<DeadLetter> letters = store.query(query);
     String what = "query " + PostgresDeadLetterStoreImpl.describe(query);
     Progress p = new Progress();
     for (DeadLetter letter : letters) {
-      p.add(replayOne(letter, "dead letter " + letter.id() + " of " + what, p), letter.id());
+      p.add(replayOne(letter, "dead letter " + letter.id() + " of " + what, route, p), letter.id());
     }
     return p.result();
   }
 
   /**
    * Replays the {@code PENDING} letters of one key of a consumer (at most {@value
-   * PostgresDeadLetterStore#MAX_LIMIT}), oldest first, in order, paced by the rate. To keep the
-   * key's order, it stops at the first letter that fails: the later ones are reported skipped and
-   * stay {@code PENDING}.
+   * PostgresDeadLetterStore#MAX_LIMIT}), oldest first, in order, paced by the rate, to that
+   * consumer only. To keep the key's order, it stops at the first letter that fails: the later ones
+   * are reported skipped and stay {@code PENDING}.
    *
    * @param key the record key as UTF-8 text
    * @throws ReplayInterruptedException if interrupted while waiting between writes
    */
   public ReplayResult replayKey(String consumer, String key) {
+    return replayKey(consumer, key, ReplayRoute.TARGETED);
+  }
+
+  /**
+   * As {@link #replayKey(String, String)}, to the consumers {@code route} names.
+   *
+   * @param key the record key as UTF-8 text
+   * @throws ReplayInterruptedException if interrupted while waiting between writes
+   */
+  public ReplayResult replayKey(String consumer, String key, ReplayRoute route) {
+    Objects.requireNonNull(route, "route");
     Objects.requireNonNull(consumer, "consumer");
     Objects.requireNonNull(key, "key");
     List<DeadLetter> letters =
@@ -215,7 +260,7 @@ public final class Replayer {
         p.skipped.add(letter.id());
         continue;
       }
-      Outcome o = replayOne(letter, "dead letter " + letter.id() + " of " + what, p);
+      Outcome o = replayOne(letter, "dead letter " + letter.id() + " of " + what, route, p);
       p.add(o, letter.id());
       stopped = o == Outcome.FAILED;
     }
@@ -252,7 +297,8 @@ public final class Replayer {
    * Writes a corrected copy of dead letter {@code id}'s message to the outbox: a new message id,
    * the same topic, key, type and envelope, {@code payload} as its body (the original content type
    * unless {@code contentType} is given), the original id as its causation id and in the header
-   * {@value #COPY_OF_HEADER}. The letter becomes {@code DISCARDED} with the reason "replaced by
+   * {@value #COPY_OF_HEADER}, and the replay headers of a targeted replay (only the letter's
+   * consumer applies it). The letter becomes {@code DISCARDED} with the reason "replaced by
    * corrected copy ...", and an {@code EDIT} audit row names both ids; all in one transaction,
    * paced by the rate like a replay. The original message is never written again.
    *
@@ -279,12 +325,16 @@ public final class Replayer {
           "dead letter " + id + " cannot be edited: its message cannot be decoded (" + e + ")", e);
     }
     Message copy =
-        original.toBuilder()
-            .id(MessageId.next())
-            .causationId(original.id().toString())
-            .header(COPY_OF_HEADER, original.id().toString())
-            .payload(new Payload(payload, contentType.orElse(original.payload().contentType())))
-            .build();
+        ReplayCopy.stamped(
+            original.toBuilder()
+                .id(MessageId.next())
+                .causationId(original.id().toString())
+                .header(COPY_OF_HEADER, original.id().toString())
+                .payload(new Payload(payload, contentType.orElse(original.payload().contentType())))
+                .build(),
+            id,
+            by,
+            Optional.of(letter.letter().consumer()));
     awaitTurn(new Progress());
     String what = "dead letter " + id;
     outbox.inTransaction(
@@ -376,7 +426,7 @@ public final class Replayer {
     FAILED
   }
 
-  private Outcome replayOne(DeadLetter letter, String what, Progress p) {
+  private Outcome replayOne(DeadLetter letter, String what, ReplayRoute route, Progress p) {
     if (letter.status() != Status.PENDING) {
       return Outcome.SKIPPED;
     }
@@ -388,16 +438,48 @@ public final class Replayer {
           maxReplays);
       return Outcome.SKIPPED;
     }
+    Optional<Message> decoded = decode(letter, what);
+    if (decoded.isEmpty()) {
+      return Outcome.FAILED;
+    }
+    boolean broadcast = route == ReplayRoute.BROADCAST;
+    String consumer = letter.letter().consumer();
+    Message message =
+        ReplayCopy.stamped(
+            decoded.get(), letter.id(), by, broadcast ? Optional.empty() : Optional.of(consumer));
+    awaitTurn(p);
+    try {
+      Outcome o = write(letter, what, message, broadcast);
+      if (broadcast && o == Outcome.REPLAYED) {
+        log.warn(
+            "{} by {} was a broadcast replay: every consumer of topic '{}' receives message {}"
+                + " again, and those without an inbox, or whose dedupe record expired, apply it"
+                + " twice (a targeted replay reaches consumer '{}' only)",
+            what,
+            by,
+            message.topic(),
+            message.id(),
+            consumer);
+      }
+      return o;
+    } catch (RuntimeException e) {
+      log.warn("replaying {} (message {}) failed; it stays PENDING", what, message.id(), e);
+      return Outcome.FAILED;
+    }
+  }
+
+  /** The letter's message, or empty (logged) when the decoder cannot give the letter's message. */
+  private Optional<Message> decode(DeadLetter letter, String what) {
     Message message;
     try {
       message = decoder.apply(letter);
     } catch (RuntimeException e) {
       log.warn("not replaying {}: its message cannot be decoded", what, e);
-      return Outcome.FAILED;
+      return Optional.empty();
     }
     if (message == null) {
       log.warn("not replaying {}: the decoder returned no message", what);
-      return Outcome.FAILED;
+      return Optional.empty();
     }
     Optional<java.util.UUID> expected = letter.letter().messageId();
     if (expected.isPresent() && !expected.get().equals(message.id())) {
@@ -406,35 +488,47 @@ public final class Replayer {
           what,
           message.id(),
           expected.get());
-      return Outcome.FAILED;
+      return Optional.empty();
     }
-    awaitTurn(p);
-    try {
-      return outbox.inTransaction(
-          dataSource,
-          tx -> {
-            Connection c = tx.connection();
-            Optional<Locked> locked = PostgresDeadLetterStoreImpl.lock(c, letter.id());
-            if (locked.isEmpty()
-                || locked.get().status() != Status.PENDING
-                || locked.get().replays() >= maxReplays) {
-              return Outcome.SKIPPED; // changed since it was read; nothing written
-            }
-            try (PreparedStatement ps = c.prepareStatement(FREE_MESSAGE_ID)) {
-              ps.setObject(1, message.id());
-              ps.executeUpdate();
-            }
-            // marked first, so the trace reads "replayed" before the row it wrote (same
-            // transaction)
-            PostgresDeadLetterStoreImpl.markReplayed(c, letter.id(), by);
-            tx.write(ReplayTracing.traced(openTelemetry, "postbox replay", message, letter, by));
-            OperatorAudit.write(c, subject(OperatorAudit.Entry.of(by, "REPLAY", what, 1), letter));
-            return Outcome.REPLAYED;
-          });
-    } catch (RuntimeException e) {
-      log.warn("replaying {} (message {}) failed; it stays PENDING", what, message.id(), e);
-      return Outcome.FAILED;
-    }
+    return Optional.of(message);
+  }
+
+  /**
+   * In one transaction: locks the letter, writes {@code message} to the outbox if the letter is
+   * still replayable, marks it replayed and audits it (a broadcast with its reason).
+   */
+  private Outcome write(DeadLetter letter, String what, Message message, boolean broadcast) {
+    return outbox.inTransaction(
+        dataSource,
+        tx -> {
+          Connection c = tx.connection();
+          Optional<Locked> locked = PostgresDeadLetterStoreImpl.lock(c, letter.id());
+          if (locked.isEmpty()
+              || locked.get().status() != Status.PENDING
+              || locked.get().replays() >= maxReplays) {
+            return Outcome.SKIPPED; // changed since it was read; nothing written
+          }
+          try (PreparedStatement ps = c.prepareStatement(FREE_MESSAGE_ID)) {
+            ps.setObject(1, message.id());
+            ps.executeUpdate();
+          }
+          // marked first, so the trace reads "replayed" before the row it wrote (same transaction)
+          PostgresDeadLetterStoreImpl.markReplayed(c, letter.id(), by);
+          tx.write(ReplayTracing.traced(openTelemetry, "postbox replay", message, letter, by));
+          OperatorAudit.Entry audit =
+              subject(OperatorAudit.Entry.of(by, "REPLAY", what, 1), letter);
+          OperatorAudit.write(c, broadcast ? audit.reason(broadcastReason(message)) : audit);
+          return Outcome.REPLAYED;
+        });
+  }
+
+  /** The audit reason of a broadcast replay of {@code message}. */
+  private static String broadcastReason(Message message) {
+    return "broadcast: every consumer of topic '"
+        + message.topic()
+        + "' receives message "
+        + message.id()
+        + " again";
   }
 
   /** Waits for this write's turn under the rate shared by every replayer of this one. */

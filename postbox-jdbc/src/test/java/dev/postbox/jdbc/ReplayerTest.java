@@ -9,6 +9,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.postbox.core.Message;
 import dev.postbox.core.Payload;
+import dev.postbox.core.ReplayHeaders;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.DeadLetterStore.DeadLetter;
 import dev.postbox.core.spi.DeadLetterStore.Header;
@@ -108,6 +109,53 @@ class ReplayerTest {
     assertThat(outboxMessageIds()).as("nothing new written").hasSize(5);
     assertThat(audit()).as("nothing new audited").hasSize(5);
     assertThat(store.find(ids.get(0)).orElseThrow().replays()).isEqualTo(1);
+  }
+
+  @Test
+  void aReplayIsAddressedToTheLettersConsumerAndSaysItIsAReplay() throws Exception {
+    NewDeadLetter l = letter("billing", "orders", "k1", "fpA", T0);
+    long id = store.add(l);
+    UUID message = l.messageId().orElseThrow();
+
+    assertThat(replayer().build().replay(id).replayed()).containsExactly(id);
+
+    assertThat(outboxHeader(message, ReplayHeaders.DEAD_LETTER)).isEqualTo(Long.toString(id));
+    assertThat(outboxHeader(message, ReplayHeaders.REPLAYED_BY)).isEqualTo("alice");
+    assertThat(outboxHeader(message, ReplayHeaders.TARGET)).isEqualTo("billing");
+    assertThat(audit()).containsExactly("alice|REPLAY|1|dead letter " + id);
+  }
+
+  @Test
+  void aBroadcastReplayHasNoTargetWarnsAndIsAuditedAsBroadcast() throws Exception {
+    NewDeadLetter l = letter("billing", "orders", "k1", "fpA", T0);
+    long id = store.add(l);
+    UUID message = l.messageId().orElseThrow();
+    Replayer replayer = replayer().build();
+
+    // slf4j-simple writes to the System.err of the moment; the warning is logged on this thread
+    java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+    java.io.PrintStream before = System.err;
+    System.setErr(new java.io.PrintStream(err, true, StandardCharsets.UTF_8));
+    ReplayResult result;
+    try {
+      result = replayer.replay(id, ReplayRoute.BROADCAST);
+    } finally {
+      System.setErr(before);
+    }
+
+    assertThat(result.replayed()).containsExactly(id);
+    assertThat(outboxHeader(message, ReplayHeaders.DEAD_LETTER)).isEqualTo(Long.toString(id));
+    assertThat(outboxHeader(message, ReplayHeaders.TARGET)).as("no target").isNull();
+    assertThat(audit())
+        .containsExactly(
+            "alice|REPLAY|1|dead letter "
+                + id
+                + "|broadcast: every consumer of topic 'orders' receives message "
+                + message
+                + " again");
+    assertThat(err.toString(StandardCharsets.UTF_8))
+        .contains("WARN")
+        .contains("dead letter " + id + " by alice was a broadcast replay");
   }
 
   @Test
@@ -320,6 +368,19 @@ class ReplayerTest {
       }
     }
     return ids;
+  }
+
+  private String outboxHeader(UUID id, String name) throws SQLException {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement("SELECT headers ->> ? FROM postbox_outbox WHERE message_id = ?")) {
+      ps.setString(1, name);
+      ps.setObject(2, id);
+      try (ResultSet rs = ps.executeQuery()) {
+        assertThat(rs.next()).as("an outbox row").isTrue();
+        return rs.getString(1);
+      }
+    }
   }
 
   private byte[] outboxPayload(UUID id) throws SQLException {

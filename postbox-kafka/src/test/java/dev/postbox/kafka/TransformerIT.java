@@ -8,6 +8,7 @@ import dev.postbox.core.CrashPoints;
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.Message;
 import dev.postbox.core.PermanentMessageException;
+import dev.postbox.core.ReplayHeaders;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.DeadLetterStore.Classification;
@@ -211,6 +212,35 @@ class TransformerIT {
       // the letter reads back into the message it carried (dlq replay works on it)
       assertThat(KafkaDeadLetters.message(letters.get(0)).id()).isEqualTo(ms.get(17).id());
     }
+  }
+
+  @Test
+  void aReplayedDeadLetterOfAnotherConsumerIsPassedOverWithoutOutput(PostboxTestContext ctx)
+      throws Exception {
+    String in = ctx.topic("orders", 1);
+    String out = ctx.topic("enriched", 1);
+    try (Effects fx = new Effects(ctx.dataSource(), ctx.bootstrapServers())) {
+      Message ordinary = Effects.message(in, "k0", 0);
+      Message forOther = replayFor(Effects.message(in, "k0", 1), "billing");
+      Message forThis = replayFor(Effects.message(in, "k0", 2), "enricher");
+      fx.publishAll(List.of(ordinary, forOther, forThis));
+      try (KafkaTransformer t =
+          transformer(
+              ctx.bootstrapServers(), in, out, "enricher", "enricher-1", new AtomicInteger())) {
+        t.start();
+        // in one partition, in order: an output of forOther would be committed before forThis's
+        assertThat(readCommitted(ctx, out, 2).keySet())
+            .containsExactlyInAnyOrder(ordinary.id().toString(), forThis.id().toString());
+      }
+    }
+  }
+
+  private static Message replayFor(Message m, String consumer) {
+    return m.toBuilder()
+        .header(ReplayHeaders.DEAD_LETTER, "17")
+        .header(ReplayHeaders.REPLAYED_BY, "alice")
+        .header(ReplayHeaders.TARGET, consumer)
+        .build();
   }
 
   /** Reads {@code topic} read_committed until {@code expected} distinct inputs were seen. */

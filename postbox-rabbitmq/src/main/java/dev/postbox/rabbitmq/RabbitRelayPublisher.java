@@ -6,6 +6,7 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.postbox.core.CrashPoints;
 import dev.postbox.core.Message;
+import dev.postbox.core.ReplayHeaders;
 import dev.postbox.core.spi.RelayPublisher;
 import dev.postbox.rabbitmq.internal.ConfirmedBatch;
 import java.io.IOException;
@@ -14,6 +15,7 @@ import java.util.Collections;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -26,7 +28,9 @@ import org.slf4j.LoggerFactory;
  * Publishes outbox rows to RabbitMQ for the relay: one channel in <b>publisher-confirm</b> mode,
  * persistent messages mapped by {@link RabbitMessages} (CloudEvents AMQP binding) to the topic's
  * consistent-hash exchange ({@link RabbitTopology}) with the ordering key as routing key, and the
- * {@code mandatory} flag.
+ * {@code mandatory} flag. A dead letter's replay targeted at one consumer ({@link
+ * ReplayHeaders#TARGET}) goes to that subscription's own consistent-hash exchange instead, so it
+ * reaches that subscription's shard queue of its key and no other subscription.
  *
  * <ul>
  *   <li><b>Acknowledged</b> only when the broker confirmed the message ({@code basic.ack}; for a
@@ -75,6 +79,8 @@ public final class RabbitRelayPublisher implements RelayPublisher {
   private final Duration confirmTimeout;
   private final String connectionName;
   private final Set<String> declared = ConcurrentHashMap.newKeySet();
+  // subscription exchanges found to exist, for targeted replays
+  private final Set<String> routes = ConcurrentHashMap.newKeySet();
   private final Object lock = new Object();
   private Connection connection;
   private Channel channel;
@@ -201,11 +207,20 @@ public final class RabbitRelayPublisher implements RelayPublisher {
           continue;
         }
       }
+      String exchange;
+      try {
+        exchange = exchangeOf(m);
+      } catch (IOException | TimeoutException | RuntimeException e) {
+        batch.notSent(i, new PublishOutcome.Failed(e, false));
+        stop = true;
+        discard(e);
+        continue;
+      }
       try {
         long seq = ch.getNextPublishSeqNo();
         batch.published(seq, i, m.id().toString());
         ch.basicPublish(
-            RabbitTopology.exchange(m.topic()),
+            exchange,
             RabbitMessages.routingKey(m),
             true,
             RabbitMessages.toProperties(m),
@@ -277,8 +292,49 @@ public final class RabbitRelayPublisher implements RelayPublisher {
     }
   }
 
-  /** Declares the exchange of {@code topic} on a short-lived channel (a refusal closes it). */
-  private void declare(String topic) throws IOException, TimeoutException {
+  /**
+   * The exchange {@code m} goes to: the topic's, or for a replay targeted at one consumer ({@link
+   * ReplayHeaders#TARGET}) that subscription's own consistent-hash exchange, so only its shard
+   * queue (by key) receives it. When that exchange does not exist (the subscription never ran on
+   * this broker) the topic's exchange, with a warning: the other subscriptions pass over the copy.
+   */
+  private String exchangeOf(Message m) throws IOException, TimeoutException {
+    Optional<String> target = ReplayHeaders.target(m);
+    if (target.isEmpty()) {
+      return RabbitTopology.exchange(m.topic());
+    }
+    String own = RabbitTopology.subscriptionExchange(target.get(), m.topic());
+    if (routes.contains(own) || exists(own)) {
+      routes.add(own);
+      return own;
+    }
+    log.warn(
+        "message {} is a replay for a subscription whose exchange does not exist on topic '{}';"
+            + " publishing it to the topic's exchange (the other subscriptions pass over it)",
+        m.id(),
+        m.topic());
+    return RabbitTopology.exchange(m.topic());
+  }
+
+  /** Whether exchange {@code name} exists (a passive declaration on a short-lived channel). */
+  private boolean exists(String name) throws IOException, TimeoutException {
+    Channel admin = adminChannel();
+    try {
+      admin.exchangeDeclarePassive(name);
+      return true;
+    } catch (IOException e) {
+      if (Integer.valueOf(404).equals(RabbitTopology.replyCode(e))) {
+        return false;
+      }
+      throw e;
+    } finally {
+      if (admin.isOpen()) {
+        admin.close();
+      }
+    }
+  }
+
+  private Channel adminChannel() throws IOException {
     Connection c;
     synchronized (lock) {
       c = connection;
@@ -286,7 +342,12 @@ public final class RabbitRelayPublisher implements RelayPublisher {
     if (c == null) {
       throw new IOException("no connection");
     }
-    Channel admin = c.createChannel();
+    return c.createChannel();
+  }
+
+  /** Declares the exchange of {@code topic} on a short-lived channel (a refusal closes it). */
+  private void declare(String topic) throws IOException, TimeoutException {
+    Channel admin = adminChannel();
     try {
       RabbitTopology.declareExchange(admin, topic);
       declared.add(topic);
@@ -368,6 +429,7 @@ public final class RabbitRelayPublisher implements RelayPublisher {
     connection = null;
     channel = null;
     declared.clear();
+    routes.clear();
     if (c != null && c.isOpen()) {
       try {
         c.close(5_000);

@@ -226,7 +226,8 @@ class RabbitEndToEndIT {
         .build();
   }
 
-  private static DataSource prepare(PostboxTestContext ctx) throws SQLException {
+  /** Migrates the test's schema and creates the {@code effect} table (shared with other ITs). */
+  static DataSource prepare(PostboxTestContext ctx) throws SQLException {
     DataSource ds = ctx.dataSource();
     PostboxMigrations.migrate(ds);
     try (Connection c = ds.getConnection();
@@ -250,6 +251,11 @@ class RabbitEndToEndIT {
   }
 
   private void relay(RabbitMqServer server, DataSource ds) {
+    open.add(startRelay(server, ds));
+  }
+
+  /** A started polling relay with the RabbitMQ publisher, for {@code ds}'s outbox. */
+  static Relay startRelay(RabbitMqServer server, DataSource ds) {
     Relay r =
         Relay.builder(
                 PostgresRelayStore.create(ds),
@@ -263,7 +269,7 @@ class RabbitEndToEndIT {
             .backoff(new Backoff(Duration.ofMillis(100), Duration.ofSeconds(2), 2, 0.5))
             .build();
     r.start();
-    open.add(r);
+    return r;
   }
 
   /** Writes {@code count} messages from {@code from}, over {@code keys} keys, 10 per commit. */
@@ -287,7 +293,8 @@ class RabbitEndToEndIT {
     }
   }
 
-  private static void apply(Connection c, String consumer, Delivery d) throws SQLException {
+  /** Records the effect of {@code d} for {@code consumer} in the {@code effect} table. */
+  static void apply(Connection c, String consumer, Delivery d) throws SQLException {
     try (PreparedStatement ps =
         c.prepareStatement(
             "INSERT INTO effect (consumer, message_id, msg_key, seq) VALUES (?, ?, ?, ?)")) {

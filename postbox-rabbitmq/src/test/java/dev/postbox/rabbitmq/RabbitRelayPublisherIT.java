@@ -98,4 +98,53 @@ class RabbitRelayPublisherIT {
           .allMatch(o -> o instanceof PublishOutcome.Acknowledged);
     }
   }
+
+  @Test
+  void aTargetedReplayGoesToItsSubscriptionOnlyOrToTheTopicWhenItHasNoExchange() throws Exception {
+    RabbitMqServer server = RabbitMqServer.sharedOrSkip();
+    String topic = "replay-" + UUID.randomUUID();
+    try (Connection c = connect(server);
+        RabbitRelayPublisher publisher = RabbitRelayPublisher.builder(server.uri()).build()) {
+      Channel ch = c.createChannel();
+      String a = RabbitTopology.declareShards(ch, "a", topic, 1).get(0);
+      String b = RabbitTopology.declareShards(ch, "b", topic, 1).get(0);
+      Message toA = replayFor(topic, "a");
+      Message toGhost = replayFor(topic, "ghost"); // no exchange "ghost.<topic>": the topic's
+      Message plain = Message.builder(topic, "t").key("k").build();
+
+      assertThat(publisher.send(List.of(toA, toGhost, plain)).outcomes())
+          .allMatch(o -> o instanceof PublishOutcome.Acknowledged);
+
+      assertThat(drain(ch, a)).containsExactly(toA.id(), toGhost.id(), plain.id());
+      assertThat(drain(ch, b)).containsExactly(toGhost.id(), plain.id());
+    }
+  }
+
+  private static Message replayFor(String topic, String subscription) {
+    return Message.builder(topic, "t")
+        .key("k")
+        .header(dev.postbox.core.ReplayHeaders.DEAD_LETTER, "1")
+        .header(dev.postbox.core.ReplayHeaders.REPLAYED_BY, "alice")
+        .header(dev.postbox.core.ReplayHeaders.TARGET, subscription)
+        .build();
+  }
+
+  /**
+   * The ids of the messages in {@code queue}, in order: as many as the queue counts (they were
+   * confirmed, so they are there), read by a consumer (quorum queues with single active consumer
+   * refuse basic.get).
+   */
+  private static List<UUID> drain(Channel ch, String queue) throws Exception {
+    int n = ch.queueDeclarePassive(queue).getMessageCount();
+    List<UUID> ids = new java.util.concurrent.CopyOnWriteArrayList<>();
+    String tag =
+        ch.basicConsume(
+            queue,
+            true,
+            (t, d) -> ids.add(UUID.fromString(d.getProperties().getMessageId())),
+            t -> {});
+    org.awaitility.Awaitility.await().until(() -> ids.size() >= n);
+    ch.basicCancel(tag);
+    return ids;
+  }
 }

@@ -2,6 +2,7 @@ package dev.postbox.core.engine;
 
 import dev.postbox.core.DecodingException;
 import dev.postbox.core.Message;
+import dev.postbox.core.ReplayHeaders;
 import dev.postbox.core.consumer.FailureDecision;
 import dev.postbox.core.consumer.FailureHandler;
 import dev.postbox.core.consumer.Subscription;
@@ -17,9 +18,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Lets a record in or finishes it at the door: decodes it (undecodable: dead-lettered), ignores
- * unknown types (counted, logged once per type) and rejects tenants the subscription does not allow
- * (given up). Thread-safe.
+ * Lets a record in or finishes it at the door: decodes it (undecodable: dead-lettered), passes over
+ * a replayed copy addressed to another consumer ({@link ReplayHeaders#addressedElsewhere}; counted,
+ * logged), ignores unknown types (counted, logged once per type) and rejects tenants the
+ * subscription does not allow (given up). Thread-safe.
  */
 final class Admission {
 
@@ -64,6 +66,17 @@ final class Admission {
       } catch (RuntimeException ex) {
         log.error("{}: onUndecodable threw; the record is skipped", subscription.name(), ex);
       }
+      return null;
+    }
+    if (ReplayHeaders.addressedElsewhere(message, subscription.name())) {
+      telemetry.meters(in).replaysSkipped.increment();
+      // the target is a header value: not logged (header values never reach logs)
+      log.info(
+          "{}: passing over message {} at {}: a replay of dead letter {} for another consumer",
+          subscription.name(),
+          message.id(),
+          DeliveryProcessor.position(in),
+          message.header(ReplayHeaders.DEAD_LETTER).map(Admission::digits).orElse("?"));
       return null;
     }
     if (subscription.eventTypes().isPresent()
@@ -114,6 +127,15 @@ final class Admission {
           .cause(e)
           .build();
     }
+  }
+
+  /** {@code text} if it is a plain number (a dead letter id), else "?" (never a forged text). */
+  private static String digits(String text) {
+    return !text.isEmpty()
+            && text.length() <= 19
+            && text.chars().allMatch(c -> c >= '0' && c <= '9')
+        ? text
+        : "?";
   }
 
   /** Why the message's tenant is not allowed, or null when it is (or every tenant is). */

@@ -25,6 +25,7 @@ final class ConsumerMeters {
     final Counter duplicates;
     final Counter stale;
     final Counter unknownTypes;
+    final Counter replaysSkipped;
     final Counter parked;
     final Counter leaseExpired;
     final Counter leaseLost;
@@ -37,6 +38,7 @@ final class ConsumerMeters {
       duplicates = m.counter(MetricName.CONSUMER_DUPLICATES_SUPPRESSED, t);
       stale = m.counter(MetricName.CONSUMER_STALE_SKIPPED, t);
       unknownTypes = m.counter(MetricName.CONSUMER_UNKNOWN_TYPES, t);
+      replaysSkipped = m.counter(MetricName.CONSUMER_REPLAYS_SKIPPED, t);
       parked = m.counter(MetricName.CONSUMER_PARKED, t);
       leaseExpired = m.counter(MetricName.CONSUMER_IDEMPOTENCY_LEASE_EXPIRED, t);
       leaseLost = m.counter(MetricName.CONSUMER_IDEMPOTENCY_LEASE_LOST, t);

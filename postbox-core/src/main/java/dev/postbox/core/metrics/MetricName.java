@@ -73,6 +73,15 @@ public enum MetricName {
       "group",
       "topic",
       "partition"),
+  CONSUMER_REPLAYS_SKIPPED(
+      "postbox.consumer.replays.skipped",
+      Kind.COUNTER,
+      null,
+      "Replayed copies of a dead letter addressed to another consumer (header"
+          + " postbox-replay-target), finished without applying them",
+      "group",
+      "topic",
+      "partition"),
   CONSUMER_IDEMPOTENCY_LEASE_EXPIRED(
       "postbox.consumer.idempotency.lease.expired",
       Kind.COUNTER,

@@ -4,6 +4,7 @@ import dev.postbox.core.CrashPoints;
 import dev.postbox.core.DecodingException;
 import dev.postbox.core.Message;
 import dev.postbox.core.PermanentMessageException;
+import dev.postbox.core.ReplayHeaders;
 import dev.postbox.core.consumer.Ordering;
 import dev.postbox.core.engine.KeyedExecutor;
 import dev.postbox.core.spi.DeadLetterStore.Classification;
@@ -182,6 +183,14 @@ public final class TransactionalBatch {
           IncomingRecords.position(r),
           deadLetters.isPresent() ? "dead-lettered" : "passed over",
           e.getMessage());
+      return List.of();
+    }
+    if (ReplayHeaders.addressedElsewhere(input, group)) {
+      log.info(
+          "{}: passing over message {} at {}: a replayed dead letter for another consumer",
+          group,
+          input.id(),
+          IncomingRecords.position(r));
       return List.of();
     }
     // outputs are sent once the transform returned: an input given up leaves no output behind
