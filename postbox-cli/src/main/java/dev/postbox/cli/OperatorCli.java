@@ -2,7 +2,6 @@ package dev.postbox.cli;
 
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;
-
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 

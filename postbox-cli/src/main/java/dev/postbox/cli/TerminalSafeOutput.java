@@ -7,11 +7,11 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 
 /**
- * The operator commands' output with control characters made visible: what a producer wrote (a
- * key, a header, an error message quoting it) is printed, and a NUL, an ESC starting a terminal
- * escape sequence or a C1 control must not reach the terminal as such. Each C0 control other than
- * tab and line feed, and DEL, is written {@code \xNN}; each C1 control (U+0080 to U+009F, two bytes
- * in UTF-8) {@code \u00NN}. Everything else, including all other UTF-8 text and JSON (whose
+ * The operator commands' output with control characters made visible: what a producer wrote (a key,
+ * a header, an error message quoting it) is printed, and a NUL, an ESC starting a terminal escape
+ * sequence or a C1 control must not reach the terminal as such. Each C0 control other than tab and
+ * line feed, and DEL, is written {@code \xNN}; each C1 control (U+0080 to U+009F, two bytes in
+ * UTF-8) {@code \}{@code u00NN}. Everything else, including all other UTF-8 text and JSON (whose
  * encoder escapes controls itself), passes unchanged. Not thread-safe (one per stream, as {@link
  * PrintStream} serialises its writes).
  */

@@ -138,7 +138,8 @@ class UnstorableTextStoresTest {
       assertThat(seq).extracting(ParkingStore.Parked::key).containsExactly(key, key);
       assertThat(seq.get(0).record().headers()).isEqualTo(head.headers());
       assertThat(seq.get(0).record().key()).isEqualTo(utf8(key));
-      assertThat(parking.claimDue("billing", T0.plusSeconds(1), java.time.Duration.ofMinutes(1), 100))
+      assertThat(
+              parking.claimDue("billing", T0.plusSeconds(1), java.time.Duration.ofMinutes(1), 100))
           .contains(key);
       parking.release("billing", key);
     }

@@ -497,9 +497,9 @@ final class BadInputCorpus {
   /**
    * Issue 38: text PostgreSQL's {@code text} cannot hold (NUL; invalid UTF-8; lone surrogates in
    * JSON escapes) in every text-bearing part of a record. A record that is dead-lettered keeps it
-   * (escaped where a text column holds it) and never stalls its key or partition; one that is
-   * valid is applied. The cases that would be applied otherwise carry the tenant 'evil', so that
-   * their text reaches the dead-letter store.
+   * (escaped where a text column holds it) and never stalls its key or partition; one that is valid
+   * is applied. The cases that would be applied otherwise carry the tenant 'evil', so that their
+   * text reaches the dead-letter store.
    */
   private static void unstorableText(List<Case> c) {
     byte[] invalidUtf8 = {'a', (byte) 0xC3, 0};
@@ -515,7 +515,12 @@ final class BadInputCorpus {
         "invalid UTF-8 (and a NUL) in ce_tenant",
         r -> r.setBytes(KafkaRecords.CE_TENANT, invalidUtf8),
         decoding("header ce_tenant: not valid UTF-8"));
-    one(c, "nul-id", "NUL in ce_id", r -> r.set(KafkaRecords.CE_ID, "id\u0000"), decoding("ce_id:"));
+    one(
+        c,
+        "nul-id",
+        "NUL in ce_id",
+        r -> r.set(KafkaRecords.CE_ID, "id\u0000"),
+        decoding("ce_id:"));
     one(
         c,
         "nul-time",
@@ -544,7 +549,9 @@ final class BadInputCorpus {
         c,
         "nul-partitionkey",
         "NUL in ce_partitionkey, tenant 'evil'",
-        r -> r.set(KafkaRecords.CE_PARTITIONKEY, "nul-partitionkey\u0000").set(KafkaRecords.CE_TENANT, "evil"),
+        r ->
+            r.set(KafkaRecords.CE_PARTITIONKEY, "nul-partitionkey\u0000")
+                .set(KafkaRecords.CE_TENANT, "evil"),
         tenant("not allowed"));
     one(
         c,
