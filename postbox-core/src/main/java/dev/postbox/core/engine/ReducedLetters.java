@@ -28,48 +28,57 @@ final class ReducedLetters {
     for (Header h : l.headers()) {
       headers.add(new Header(StoredText.ascii(h.name()), h.value()));
     }
-    return new NewDeadLetter(
-        l.consumer(),
-        l.topic(),
-        l.partition(),
-        l.offset(),
-        l.messageId(),
+    return reduced(
+        l,
         l.type().map(StoredText::ascii),
         l.key(),
         l.value(),
         headers,
-        l.classification(),
-        l.errorClass(),
         StoredText.ascii(
             "the dead-letter store refused this letter as it was (SQLSTATE "
                 + sqlState
                 + "); its texts are kept escaped: "
                 + l.errorMessage()),
-        StoredText.ascii(l.stackTrace()),
-        StoredText.ascii(l.fingerprint()),
-        l.attempts(),
-        l.firstFailure(),
-        l.lastFailure());
+        StoredText.ascii(l.stackTrace()));
   }
 
   /** Its position and error only: the record itself is still in the topic while it is retained. */
   static NewDeadLetter positionOnly(NewDeadLetter l, String sqlState) {
+    return reduced(
+        l,
+        Optional.empty(),
+        null,
+        null,
+        List.of(),
+        "the dead-letter store refused this record's key, value or headers (SQLSTATE "
+            + sqlState
+            + "); only its position is kept: read it again from its topic while it is retained",
+        "");
+  }
+
+  /** {@code l} with these parts replaced; its fingerprint escaped to printable ASCII. */
+  private static NewDeadLetter reduced(
+      NewDeadLetter l,
+      Optional<String> type,
+      byte[] key,
+      byte[] value,
+      List<Header> headers,
+      String errorMessage,
+      String stackTrace) {
     return new NewDeadLetter(
         l.consumer(),
         l.topic(),
         l.partition(),
         l.offset(),
         l.messageId(),
-        Optional.empty(),
-        null,
-        null,
-        List.of(),
+        type,
+        key,
+        value,
+        headers,
         l.classification(),
         l.errorClass(),
-        "the dead-letter store refused this record's key, value or headers (SQLSTATE "
-            + sqlState
-            + "); only its position is kept: read it again from its topic while it is retained",
-        "",
+        errorMessage,
+        stackTrace,
         StoredText.ascii(l.fingerprint()),
         l.attempts(),
         l.firstFailure(),
