@@ -170,12 +170,14 @@ class UnstorableTextStoresTest {
   void anEntityVersionOfAnEntityWithUnstorableTextIsKeptApartFromLookalikes() throws Exception {
     dev.postbox.core.spi.InboxStore inbox = PostgresInboxStore.create(ds);
     try (Connection c = ds.getConnection()) {
+      c.setAutoCommit(false);
       assertThat(inbox.advanceVersion(c, "e\u0000", 2)).isTrue();
       assertThat(inbox.advanceVersion(c, "e\u0000", 1)).as("not newer").isFalse();
       assertThat(inbox.advanceVersion(c, "x\uD800", 2)).isTrue();
       assertThat(inbox.advanceVersion(c, "x?", 1))
           .as("another entity than the lone surrogate's (the driver alone would write '?')")
           .isTrue();
+      c.commit();
     }
   }
 
