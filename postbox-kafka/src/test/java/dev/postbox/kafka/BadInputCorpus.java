@@ -82,7 +82,7 @@ final class BadInputCorpus {
     static Rec valid(String key) {
       Rec r = new Rec();
       r.key = key == null ? null : utf8(key);
-      r.value = utf8("{\"sku\":\"s-" + (key == null ? "none" : key) + "\",\"quantity\":1}");
+      r.value = utf8("{\"sku\":\"s-" + (key == null ? "none" : json(key)) + "\",\"quantity\":1}");
       r.set(KafkaRecords.CE_SPECVERSION, "1.0");
       r.set(KafkaRecords.CE_ID, r.id.toString());
       r.set(KafkaRecords.CE_SOURCE, "/corpus");
@@ -649,6 +649,21 @@ final class BadInputCorpus {
     Rec r = Rec.valid(name);
     spoil.accept(r);
     c.add(new Case(name, what, List.of(r), all(end)));
+  }
+
+  /** {@code s} as the inside of a JSON string (a key may hold a quote, a backslash or a NUL). */
+  private static String json(String s) {
+    StringBuilder b = new StringBuilder();
+    for (char ch : s.toCharArray()) {
+      if (ch == '"' || ch == '\\') {
+        b.append('\\').append(ch);
+      } else if (ch < 0x20) {
+        b.append(String.format("\\u%04x", (int) ch));
+      } else {
+        b.append(ch);
+      }
+    }
+    return b.toString();
   }
 
   static byte[] utf8(String s) {
