@@ -1,5 +1,7 @@
 package dev.postbox.cli;
 
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -34,6 +36,9 @@ import picocli.CommandLine.Command;
 public final class OperatorCli implements Runnable {
 
   public static void main(String[] args) {
+    // what producers wrote is printed: no control character reaches the terminal as such
+    System.setOut(TerminalSafeOutput.printStream(new FileOutputStream(FileDescriptor.out)));
+    System.setErr(TerminalSafeOutput.printStream(new FileOutputStream(FileDescriptor.err)));
     System.exit(commandLine().execute(args));
   }
 

@@ -40,7 +40,7 @@ class InboxKeyOrderMigrationTest {
       assertThat(before.processOnce("billing", id, c -> {})).isTrue();
     }
 
-    assertThat(PostboxMigrations.migrate(ds)).isEqualTo(1);
+    assertThat(PostboxMigrations.migrateTo(ds, 16)).isEqualTo(1);
 
     assertThat(indexColumns(ds, "postbox_inbox_pkey")).isEqualTo("message_id, consumer");
     assertThat(indexColumns(ds, "postbox_inbox_processed_consumer"))
@@ -72,7 +72,7 @@ class InboxKeyOrderMigrationTest {
     long pk = oid(ds, "postbox_inbox_id_consumer");
     long retention = oid(ds, "postbox_inbox_processed_consumer");
 
-    assertThat(PostboxMigrations.migrate(ds)).isEqualTo(1);
+    assertThat(PostboxMigrations.migrateTo(ds, 16)).isEqualTo(1);
 
     assertThat(oid(ds, "postbox_inbox_pkey")).as("the prebuilt unique index").isEqualTo(pk);
     assertThat(oid(ds, "postbox_inbox_processed_consumer")).isEqualTo(retention);
@@ -102,7 +102,7 @@ class InboxKeyOrderMigrationTest {
         .isEqualTo("consumer, message_id");
 
     exec(ds, "DROP INDEX postbox_inbox_processed_consumer");
-    assertThat(PostboxMigrations.migrate(ds)).isEqualTo(1);
+    assertThat(PostboxMigrations.migrateTo(ds, 16)).isEqualTo(1);
     assertThat(indexColumns(ds, "postbox_inbox_processed_consumer"))
         .isEqualTo("processed_at, consumer");
   }

@@ -82,7 +82,7 @@ final class BadInputCorpus {
     static Rec valid(String key) {
       Rec r = new Rec();
       r.key = key == null ? null : utf8(key);
-      r.value = utf8("{\"sku\":\"s-" + (key == null ? "none" : key) + "\",\"quantity\":1}");
+      r.value = utf8("{\"sku\":\"s-" + (key == null ? "none" : json(key)) + "\",\"quantity\":1}");
       r.set(KafkaRecords.CE_SPECVERSION, "1.0");
       r.set(KafkaRecords.CE_ID, r.id.toString());
       r.set(KafkaRecords.CE_SOURCE, "/corpus");
@@ -484,6 +484,7 @@ final class BadInputCorpus {
         "header CE_ID in upper case beside ce_id (ignored: reserved)",
         r -> r.add("CE_ID", utf8("not-a-uuid")),
         APPLIED);
+    unstorableText(c);
     one(
         c,
         "key-mismatch",
@@ -491,6 +492,121 @@ final class BadInputCorpus {
         r -> r.key = utf8("other"),
         APPLIED);
     return c;
+  }
+
+  /**
+   * Issue 38: text PostgreSQL's {@code text} cannot hold (NUL; invalid UTF-8; lone surrogates in
+   * JSON escapes) in every text-bearing part of a record. A record that is dead-lettered keeps it
+   * (escaped where a text column holds it) and never stalls its key or partition; one that is valid
+   * is applied. The cases that would be applied otherwise carry the tenant 'evil', so that their
+   * text reaches the dead-letter store.
+   */
+  private static void unstorableText(List<Case> c) {
+    byte[] invalidUtf8 = {'a', (byte) 0xC3, 0};
+    one(
+        c,
+        "nul-tenant",
+        "NUL in ce_tenant",
+        r -> r.set(KafkaRecords.CE_TENANT, "ac\u0000me"),
+        tenant("not allowed"));
+    one(
+        c,
+        "utf8-tenant",
+        "invalid UTF-8 (and a NUL) in ce_tenant",
+        r -> r.setBytes(KafkaRecords.CE_TENANT, invalidUtf8),
+        decoding("header ce_tenant: not valid UTF-8"));
+    one(
+        c,
+        "nul-id",
+        "NUL in ce_id",
+        r -> r.set(KafkaRecords.CE_ID, "id\u0000"),
+        decoding("ce_id:"));
+    one(
+        c,
+        "nul-time",
+        "NUL in ce_time",
+        r -> r.set(KafkaRecords.CE_TIME, "2026-01-01T00:00:00Z\u0000"),
+        decoding("ce_time:"));
+    one(
+        c,
+        "nul-schemaversion",
+        "NUL in ce_schemaversion",
+        r -> r.set(KafkaRecords.CE_SCHEMAVERSION, "3\u0000"),
+        decoding("ce_schemaversion:"));
+    one(
+        c,
+        "nul-specversion",
+        "NUL in ce_specversion",
+        r -> r.set(KafkaRecords.CE_SPECVERSION, "1.0\u0000"),
+        decoding("unsupported CloudEvents spec version"));
+    one(
+        c,
+        "nul-type",
+        "NUL in ce_type (a type the consumer does not know)",
+        r -> r.set(KafkaRecords.CE_TYPE, TYPE + "\u0000"),
+        new Ignored("unknownTypes"));
+    one(
+        c,
+        "nul-partitionkey",
+        "NUL in ce_partitionkey, tenant 'evil'",
+        r ->
+            r.set(KafkaRecords.CE_PARTITIONKEY, "nul-partitionkey\u0000")
+                .set(KafkaRecords.CE_TENANT, "evil"),
+        tenant("not allowed"));
+    one(
+        c,
+        "nul-key",
+        "NUL in the record key (no ce_partitionkey), tenant 'evil'",
+        r -> {
+          r.remove(KafkaRecords.CE_PARTITIONKEY).set(KafkaRecords.CE_TENANT, "evil");
+          r.key = utf8("nul-key\u0000");
+        },
+        tenant("not allowed"));
+    one(
+        c,
+        "nul-header-name",
+        "NUL in an application header's name, tenant 'evil'",
+        r -> r.add("no\u0000te", utf8("x")).set(KafkaRecords.CE_TENANT, "evil"),
+        tenant("not allowed"));
+    one(
+        c,
+        "nul-header-value",
+        "NUL in an application header's value, tenant 'evil'",
+        r -> r.add("note", utf8("a\u0000b")).set(KafkaRecords.CE_TENANT, "evil"),
+        tenant("not allowed"));
+    one(
+        c,
+        "nul-correlationid",
+        "NUL in ce_correlationid and ce_causationid, tenant 'evil'",
+        r ->
+            r.set(KafkaRecords.CE_CORRELATIONID, "c\u0000")
+                .set(KafkaRecords.CE_CAUSATIONID, "d\u0000")
+                .set(KafkaRecords.CE_TENANT, "evil"),
+        tenant("not allowed"));
+    one(
+        c,
+        "nul-header-name-valid",
+        "NUL in an application header's name of a valid record",
+        r -> r.add("no\u0000te", utf8("a\u0000b")),
+        APPLIED);
+    one(
+        c,
+        "nul-value",
+        "a raw NUL byte inside a JSON string of the value",
+        r -> r.value("{\"sku\":\"a\u0000b\",\"quantity\":1}"),
+        decoding("cannot decode JSON"));
+    one(
+        c,
+        "json-escaped-nul",
+        "a \\u0000 escape in the JSON value",
+        r -> r.value("{\"sku\":\"a\\u0000b\",\"quantity\":1}"),
+        APPLIED);
+    one(
+        c,
+        "json-lone-surrogate",
+        "a lone surrogate \\uD800 escape in the JSON value",
+        r -> r.value("{\"sku\":\"\\uD800\",\"quantity\":1}"),
+        APPLIED);
   }
 
   private static Rec noKey() {
@@ -533,6 +649,21 @@ final class BadInputCorpus {
     Rec r = Rec.valid(name);
     spoil.accept(r);
     c.add(new Case(name, what, List.of(r), all(end)));
+  }
+
+  /** {@code s} as the inside of a JSON string (a key may hold a quote, a backslash or a NUL). */
+  private static String json(String s) {
+    StringBuilder b = new StringBuilder();
+    for (char ch : s.toCharArray()) {
+      if (ch == '"' || ch == '\\') {
+        b.append('\\').append(ch);
+      } else if (ch < 0x20) {
+        b.append(String.format("\\u%04x", (int) ch));
+      } else {
+        b.append(ch);
+      }
+    }
+    return b.toString();
   }
 
   static byte[] utf8(String s) {

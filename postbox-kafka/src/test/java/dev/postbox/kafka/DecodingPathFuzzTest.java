@@ -170,7 +170,16 @@ class DecodingPathFuzzTest {
     final AtomicLong offsets = new AtomicLong();
     final DeliveryProcessor processor;
 
+    /** An engine whose dead letters are kept in {@link #letters} only. */
     Engine() {
+      this(Optional.empty());
+    }
+
+    /**
+     * An engine whose dead letters go to {@code store} too (each is in {@link #letters} once the
+     * store took it), as {@link DecodingPathFuzzIT} does with the real PostgreSQL store.
+     */
+    Engine(Optional<DeadLetterStore> store) {
       Subscription subscription =
           Subscription.builder("fuzz")
               .topics("fuzz")
@@ -189,7 +198,7 @@ class DecodingPathFuzzTest {
               null,
               Optional.empty(),
               Optional.empty(),
-              Optional.of(new ListDeadLetters(letters)),
+              Optional.of(new ListDeadLetters(letters, store)),
               Optional.empty(),
               Optional.empty(),
               Clock.systemUTC(),
@@ -200,12 +209,18 @@ class DecodingPathFuzzTest {
     }
   }
 
-  /** A dead-letter store that keeps what it is given in a list (only {@code add} is used here). */
-  record ListDeadLetters(List<DeadLetterStore.NewDeadLetter> letters) implements DeadLetterStore {
+  /**
+   * A dead-letter store that keeps what it is given in a list, after {@code real} (when present)
+   * took it (only {@code add} is used here).
+   */
+  record ListDeadLetters(
+      List<DeadLetterStore.NewDeadLetter> letters, Optional<DeadLetterStore> real)
+      implements DeadLetterStore {
     @Override
     public long add(NewDeadLetter letter) {
+      long id = real.map(r -> r.add(letter)).orElse(0L);
       letters.add(letter);
-      return letters.size();
+      return real.isPresent() ? id : letters.size();
     }
 
     @Override
@@ -236,10 +251,15 @@ class DecodingPathFuzzTest {
 
   @Provide
   Arbitrary<List<Mutation>> mutations() {
+    return mutationLists();
+  }
+
+  /** Up to four mutations of a valid record. */
+  static Arbitrary<List<Mutation>> mutationLists() {
     return mutation().list().ofMaxSize(4);
   }
 
-  private Arbitrary<Mutation> mutation() {
+  private static Arbitrary<Mutation> mutation() {
     Arbitrary<Integer> index = Arbitraries.integers().between(0, 20);
     Arbitrary<Mutation> drop = index.map(Drop::new);
     Arbitrary<Mutation> dup = index.map(Duplicate::new);
@@ -263,6 +283,10 @@ class DecodingPathFuzzTest {
                     "ce_traceparent",
                     "traceparent",
                     "note",
+                    "no\u0000te",
+                    "ce_tenant\u0000",
+                    "x\uD800y",
+                    "\\~n",
                     ""),
                 values())
             .as(AddHeader::new);
@@ -272,7 +296,7 @@ class DecodingPathFuzzTest {
     return Arbitraries.oneOf(drop, dup, replace, add, key, value, noTimestamp);
   }
 
-  private Arbitrary<byte[]> values() {
+  private static Arbitrary<byte[]> values() {
     Arbitrary<byte[]> tricky =
         Arbitraries.of(
                 "",
@@ -304,17 +328,28 @@ class DecodingPathFuzzTest {
                 "not-a-uuid",
                 " ",
                 "\u0000",
+                "ac\u0000me",
+                "/a\u0000b",
+                "\\~acme",
                 "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
                 "x".repeat(300))
             .map(s -> s.getBytes(StandardCharsets.UTF_8));
     Arbitrary<byte[]> random = Arbitraries.bytes().array(byte[].class).ofMaxSize(40);
+    // invalid UTF-8: a truncated sequence, a NUL after a lead byte, an encoded lone surrogate
+    Arbitrary<byte[]> invalidUtf8 =
+        Arbitraries.of(
+            new byte[] {'a', (byte) 0xC3},
+            new byte[] {'a', (byte) 0xC3, 0},
+            new byte[] {(byte) 0xED, (byte) 0xA0, (byte) 0x80},
+            new byte[] {(byte) 0xFF, 'x'});
     return Arbitraries.frequencyOf(
         net.jqwik.api.Tuple.of(6, tricky),
+        net.jqwik.api.Tuple.of(2, invalidUtf8),
         net.jqwik.api.Tuple.of(3, random),
         net.jqwik.api.Tuple.of(1, Arbitraries.just(null)));
   }
 
-  private Arbitrary<byte[]> payloads() {
+  private static Arbitrary<byte[]> payloads() {
     return Arbitraries.oneOf(
         Arbitraries.of(
                 "{\"sku\":\"a\",\"quantity\":1}",
@@ -324,7 +359,9 @@ class DecodingPathFuzzTest {
                 "{\"sku\":1}",
                 "{",
                 "",
-                "{\"sku\":\"a\",\"quantity\":1}x")
+                "{\"sku\":\"a\",\"quantity\":1}x",
+                "{\"sku\":\"a\\u0000\",\"quantity\":1}",
+                "{\"sku\":\"\\uD800\",\"quantity\":1}")
             .map(s -> s.getBytes(StandardCharsets.UTF_8)),
         Arbitraries.bytes().array(byte[].class).ofMaxSize(40),
         Arbitraries.just(null));

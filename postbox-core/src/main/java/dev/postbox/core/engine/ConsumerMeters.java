@@ -22,6 +22,7 @@ final class ConsumerMeters {
     final Counter failed;
     final Counter retried;
     final Counter deadLettered;
+    final Counter storeRefused;
     final Counter duplicates;
     final Counter stale;
     final Counter unknownTypes;
@@ -35,6 +36,7 @@ final class ConsumerMeters {
       failed = m.counter(MetricName.CONSUMER_FAILED, t);
       retried = m.counter(MetricName.CONSUMER_RETRIED, t);
       deadLettered = m.counter(MetricName.CONSUMER_DEAD_LETTERED, t);
+      storeRefused = m.counter(MetricName.CONSUMER_STORE_REFUSED, t);
       duplicates = m.counter(MetricName.CONSUMER_DUPLICATES_SUPPRESSED, t);
       stale = m.counter(MetricName.CONSUMER_STALE_SKIPPED, t);
       unknownTypes = m.counter(MetricName.CONSUMER_UNKNOWN_TYPES, t);

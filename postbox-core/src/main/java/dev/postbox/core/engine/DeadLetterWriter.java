@@ -28,6 +28,7 @@ final class DeadLetterWriter {
   private final Optional<DeadLetterStore> deadLetters;
   private final FailureHandler failures;
   private final StoreRetry storeRetry;
+  private final RefusedWrites refused;
   private final DeliveryTelemetry telemetry;
   private final Clock clock;
 
@@ -36,12 +37,14 @@ final class DeadLetterWriter {
       Optional<DeadLetterStore> deadLetters,
       FailureHandler failures,
       StoreRetry storeRetry,
+      RefusedWrites refused,
       DeliveryTelemetry telemetry,
       Clock clock) {
     this.group = group;
     this.deadLetters = deadLetters;
     this.failures = failures;
     this.storeRetry = storeRetry;
+    this.refused = refused;
     this.telemetry = telemetry;
     this.clock = clock;
   }
@@ -75,7 +78,10 @@ final class DeadLetterWriter {
   /**
    * Keeps the record, byte-identical, in the dead-letter store ({@code message} null when it could
    * not be decoded). Retried until it succeeds: a record is finished (its offset may be committed)
-   * only once its dead letter is safe. A crash before that redelivers it.
+   * only once its dead letter is safe. A crash before that redelivers it. If the store refuses the
+   * letter for good (a permanent SQLSTATE), it keeps what the store accepts ({@link
+   * ReducedLetters}), loudly ({@link RefusedWrites}), and the record is finished: retrying the same
+   * row would stop its key and its partition's offsets forever.
    */
   void store(
       Incoming in,
@@ -109,10 +115,45 @@ final class DeadLetterWriter {
             attempts,
             firstFailure,
             lastFailure);
+    if (!keep(in, letter)) {
+      return;
+    }
+    telemetry.deadLettered.incrementAndGet();
+    telemetry.meters(in).deadLettered.increment();
+  }
+
+  /** Stores {@code letter}, or what the store accepts of it; false if nothing could be kept. */
+  private boolean keep(Incoming in, NewDeadLetter letter) {
+    String what = "storing the dead letter for " + DeliveryProcessor.position(in);
+    StoreRefused refusal;
+    try {
+      storeOrThrow(what, letter);
+      return true;
+    } catch (StoreRefused e) {
+      refusal = e;
+    }
+    for (NewDeadLetter reduced : ReducedLetters.after(letter, refusal.sqlState())) {
+      refused.refused(in, "dead-letter store", refusal, "storing what it accepts instead");
+      try {
+        storeOrThrow(what + " (reduced)", reduced);
+        return true;
+      } catch (StoreRefused e) {
+        refusal = e;
+      }
+    }
+    refused.refused(in, "dead-letter store", refusal, "nothing of the record could be kept");
+    log.error(
+        "{}: {} is skipped without a dead letter: the store refused every form of it",
+        group,
+        DeliveryProcessor.position(in));
+    return false;
+  }
+
+  private void storeOrThrow(String what, NewDeadLetter letter) {
     boolean stored =
         storeRetry
             .untilDone(
-                "storing the dead letter for " + DeliveryProcessor.position(in),
+                what,
                 () -> true, // a record is finished only once its dead letter is safe
                 () -> {
                   deadLetters.get().add(letter);
@@ -120,12 +161,7 @@ final class DeadLetterWriter {
                 })
             .isPresent();
     if (!stored) {
-      throw new IllegalStateException(
-          "interrupted before the dead letter for "
-              + DeliveryProcessor.position(in)
-              + " was stored");
+      throw new IllegalStateException("interrupted before " + what + " was done");
     }
-    telemetry.deadLettered.incrementAndGet();
-    telemetry.meters(in).deadLettered.increment();
   }
 }

@@ -194,13 +194,15 @@ public final class DeliveryProcessor {
     EngineDelivery.Factory deliveries =
         new EngineDelivery.Factory(subscription, inbox, offsets, telemetry);
     StoreRetry storeRetry = new StoreRetry(sleeper);
+    RefusedWrites refused = new RefusedWrites(group, telemetry);
     this.deadLetters =
-        new DeadLetterWriter(group, deadLetters, failures, storeRetry, telemetry, clock);
+        new DeadLetterWriter(group, deadLetters, failures, storeRetry, refused, telemetry, clock);
     this.admission =
         new Admission(subscription, failures, deliveries, this.deadLetters, telemetry, clock);
     this.applier =
         new InboxApplier(subscription, inbox, offsets, idempotency, deliveries, telemetry);
-    this.parking = new OrderedParking(group, parking, storeRetry, telemetry, clock);
+    this.parking =
+        new OrderedParking(group, parking, storeRetry, this.deadLetters, refused, telemetry, clock);
     this.retryLoop =
         new RetryLoop(
             subscription.guarantee() == DeliveryGuarantee.AT_MOST_ONCE,
@@ -248,6 +250,9 @@ public final class DeliveryProcessor {
     switch (parking.parkBehind(in, message, owned)) {
       case APPENDED -> {
         return true; // its key is parked: it waits there, in order, behind the failing message
+      }
+      case DEAD_LETTERED -> {
+        return true; // the parking store refused it for good: dead-lettered instead
       }
       case NOT_OWNED -> {
         return false; // the store was unreachable until the partition was revoked: redelivered

@@ -3,6 +3,7 @@ package dev.postbox.core.engine;
 import dev.postbox.core.Message;
 import dev.postbox.core.engine.DeliveryProcessor.Incoming;
 import dev.postbox.core.engine.DeliveryProcessor.Parking;
+import dev.postbox.core.spi.DeadLetterStore.Classification;
 import dev.postbox.core.spi.ParkingStore;
 import java.time.Clock;
 import java.util.Optional;
@@ -11,7 +12,8 @@ import java.util.function.BooleanSupplier;
 /**
  * Writes to the parking store on the hot path: parks a failing record as its key's head, and
  * appends a later record of a parked key behind it, so the key keeps its order. Every write is
- * retried while the record is owned. Thread-safe.
+ * retried while the record is owned; a write the store refuses for good dead-letters the record
+ * instead (counted and logged by {@link RefusedWrites}). Thread-safe.
  */
 final class OrderedParking {
 
@@ -22,12 +24,19 @@ final class OrderedParking {
     /** Its key has none: apply it. */
     NOT_PARKED,
     /** The store failed until the record was no longer owned: neither (it is redelivered). */
-    NOT_OWNED
+    NOT_OWNED,
+    /**
+     * The store refused it for good (a permanent SQLSTATE): dead-lettered instead, so neither its
+     * key nor its partition waits on a write that can never succeed.
+     */
+    DEAD_LETTERED
   }
 
   private final String group;
   private final Optional<Parking> parking;
   private final StoreRetry storeRetry;
+  private final DeadLetterWriter deadLetters;
+  private final RefusedWrites refused;
   private final DeliveryTelemetry telemetry;
   private final Clock clock;
 
@@ -35,11 +44,15 @@ final class OrderedParking {
       String group,
       Optional<Parking> parking,
       StoreRetry storeRetry,
+      DeadLetterWriter deadLetters,
+      RefusedWrites refused,
       DeliveryTelemetry telemetry,
       Clock clock) {
     this.group = group;
     this.parking = parking;
     this.storeRetry = storeRetry;
+    this.deadLetters = deadLetters;
+    this.refused = refused;
     this.telemetry = telemetry;
     this.clock = clock;
   }
@@ -59,11 +72,22 @@ final class OrderedParking {
       return ParkBehind.NOT_PARKED;
     }
     String key = message.key().get();
-    Optional<Boolean> appended =
-        storeRetry.untilDone(
-            "checking the parked sequence of key " + key + " for " + DeliveryProcessor.position(in),
-            owned,
-            () -> parking.get().store().appendIfParked(group, key, parkedRecord(in)));
+    Optional<Boolean> appended;
+    try {
+      appended =
+          storeRetry.untilDone(
+              "checking the parked sequence of key "
+                  + key
+                  + " for "
+                  + DeliveryProcessor.position(in),
+              owned,
+              () -> parking.get().store().appendIfParked(group, key, parkedRecord(in)));
+    } catch (StoreRefused e) {
+      refused.refused(in, "parking store", e, "the record is dead-lettered instead");
+      deadLetters.store(
+          in, message, e, Classification.PERMANENT, 1, clock.instant(), clock.instant());
+      return ParkBehind.DEAD_LETTERED;
+    }
     if (appended.isEmpty()) {
       return ParkBehind.NOT_OWNED;
     }
@@ -85,23 +109,38 @@ final class OrderedParking {
   boolean park(Incoming in, Message message, Throwable error, BooleanSupplier owned) {
     Parking pk = parking.orElseThrow();
     String key = message.key().orElseThrow();
-    boolean stored =
-        storeRetry
-            .untilDone(
-                "parking " + DeliveryProcessor.position(in) + " (key " + key + ")",
-                owned,
-                () -> {
-                  pk.store()
-                      .park(
-                          group,
-                          key,
-                          parkedRecord(in),
-                          0,
-                          clock.instant().plus(pk.tiers().get(0)),
-                          String.valueOf(error));
-                  return true;
-                })
-            .isPresent();
+    boolean stored;
+    try {
+      stored =
+          storeRetry
+              .untilDone(
+                  "parking " + DeliveryProcessor.position(in) + " (key " + key + ")",
+                  owned,
+                  () -> {
+                    pk.store()
+                        .park(
+                            group,
+                            key,
+                            parkedRecord(in),
+                            0,
+                            clock.instant().plus(pk.tiers().get(0)),
+                            String.valueOf(error));
+                    return true;
+                  })
+              .isPresent();
+    } catch (StoreRefused e) {
+      refused.refused(in, "parking store", e, "the record is dead-lettered instead");
+      error.addSuppressed(e);
+      deadLetters.store(
+          in,
+          message,
+          error,
+          Classification.RETRIES_EXHAUSTED,
+          1,
+          clock.instant(),
+          clock.instant());
+      return true;
+    }
     if (!stored) {
       return false;
     }

@@ -13,7 +13,9 @@ import org.slf4j.LoggerFactory;
 /**
  * Retries a write to a store (parking, dead letters) with backoff for as long as the record it is
  * for is still owned: a record must never be finished, nor abandoned while its partition stays
- * assigned, because its store was briefly unreachable.
+ * assigned, because its store was briefly unreachable. A write the store refuses for good (a
+ * permanent SQLSTATE, {@link StoreErrors}: text PostgreSQL cannot hold, a row too large for its
+ * index) is not retried: {@link StoreRefused} tells the caller, which keeps what it can.
  *
  * <p>Thread-safe.
  */
@@ -38,12 +40,17 @@ final class StoreRetry {
    * run again after a backoff. Returns its result, or empty as soon as {@code owned} is false (or
    * the thread is interrupted) after a failure: the caller then abandons the record, which the next
    * owner receives again.
+   *
+   * @throws StoreRefused if the store refused the write with a permanent SQLSTATE (not retried)
    */
   <T> Optional<T> untilDone(String what, BooleanSupplier owned, Supplier<T> action) {
     for (int attempt = 1; ; attempt++) {
       try {
         return Optional.of(action.get());
       } catch (RuntimeException e) {
+        if (StoreErrors.classify(e) == StoreErrors.Kind.PERMANENT) {
+          throw new StoreRefused(what, StoreErrors.sqlState(e).orElseThrow(), e);
+        }
         log.warn("{} failed (attempt {}); retrying while the record is owned", what, attempt, e);
       }
       if (!sleepWhileOwned(BACKOFF.delay(attempt, ThreadLocalRandom.current()), owned)) {

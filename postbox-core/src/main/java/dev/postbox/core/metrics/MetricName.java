@@ -48,6 +48,16 @@ public enum MetricName {
       "group",
       "topic",
       "partition"),
+  CONSUMER_STORE_REFUSED(
+      "postbox.consumer.store.refused",
+      Kind.COUNTER,
+      null,
+      "Writes to the dead-letter or parking store refused for good (a permanent SQLSTATE: text or"
+          + " a row the database cannot hold); the record was dead-lettered with what the store"
+          + " accepts, never retried forever",
+      "group",
+      "topic",
+      "partition"),
   CONSUMER_DUPLICATES_SUPPRESSED(
       "postbox.consumer.duplicates.suppressed",
       Kind.COUNTER,

@@ -1,8 +1,10 @@
 package dev.postbox.core.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.postbox.core.time.FakeTime;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -74,5 +76,43 @@ class StoreRetryTest {
     } finally {
       Thread.interrupted();
     }
+  }
+
+  @Test
+  void aPermanentRefusalIsNotRetried() {
+    assertThatThrownBy(() ->
+            retry.untilDone(
+                "storing the dead letter",
+                () -> true,
+                () -> {
+                  calls.incrementAndGet();
+                  throw new IllegalStateException(
+                      "insert failed",
+                      new SQLException("invalid byte sequence for encoding UTF8: 0x00", "22021"));
+                }))
+        .isInstanceOfSatisfying(
+            StoreRefused.class, e -> assertThat(e.sqlState()).isEqualTo("22021"))
+        .hasMessageContaining("storing the dead letter was refused by the store for good");
+
+    assertThat(calls).hasValue(1);
+    assertThat(time.sleeps()).isEmpty();
+  }
+
+  @Test
+  void aTransientSqlFailureIsRetried() {
+    Optional<String> result =
+        retry.untilDone(
+            "writing",
+            () -> true,
+            () -> {
+              if (calls.incrementAndGet() < 2) {
+                throw new IllegalStateException(
+                    "insert failed", new SQLException("deadlock detected", "40P01"));
+              }
+              return "stored";
+            });
+
+    assertThat(result).contains("stored");
+    assertThat(calls).hasValue(2);
   }
 }

@@ -1,5 +1,6 @@
 package dev.postbox.jdbc.internal;
 
+import dev.postbox.core.codec.StoredText;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -145,16 +146,16 @@ public final class OperatorAudit {
   /** Writes {@code e} on {@code c} (in the caller's transaction). */
   public static void write(Connection c, Entry e) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(INSERT)) {
-      ps.setString(1, e.by());
-      ps.setString(2, e.what());
+      ps.setString(1, StoredText.encode(e.by()));
+      ps.setString(2, StoredText.encode(e.what()));
       ps.setInt(3, e.howMany());
       ps.setString(4, e.action());
-      ps.setString(5, e.reason().orElse(null));
+      ps.setString(5, StoredText.encode(e.reason().orElse(null)));
       ps.setObject(6, e.deadLetterId().orElse(null), Types.BIGINT);
       ps.setObject(7, e.messageId().orElse(null), Types.OTHER);
       ps.setObject(8, e.newMessageId().orElse(null), Types.OTHER);
-      ps.setString(9, e.consumer().orElse(null));
-      ps.setString(10, e.key().orElse(null));
+      ps.setString(9, StoredText.encode(e.consumer().orElse(null)));
+      ps.setString(10, StoredText.encode(e.key().orElse(null)));
       ps.setObject(11, e.outboxPosition().orElse(null), Types.BIGINT);
       ps.executeUpdate();
     }

@@ -1,5 +1,6 @@
 package dev.postbox.jdbc.internal;
 
+import dev.postbox.core.codec.StoredText;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.jdbc.DeadLetterException;
 import dev.postbox.jdbc.PostgresDeadLetterStore;
@@ -84,32 +85,32 @@ public final class PostgresDeadLetterStoreImpl implements DeadLetterStore {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(ADD)) {
       int i = 1;
-      ps.setString(i++, letter.consumer());
-      ps.setString(i++, letter.topic());
+      ps.setString(i++, StoredText.encode(letter.consumer()));
+      ps.setString(i++, StoredText.encode(letter.topic()));
       ps.setInt(i++, letter.partition());
       ps.setLong(i++, letter.offset());
       ps.setObject(i++, letter.messageId().orElse(null), Types.OTHER);
-      ps.setString(i++, letter.type().orElse(null));
+      ps.setString(i++, StoredText.encode(letter.type().orElse(null)));
       ps.setBytes(i++, letter.key());
       ps.setBytes(i++, letter.value());
       List<Header> headers = letter.headers();
       String[] names = new String[headers.size()];
       byte[][] values = new byte[headers.size()][];
       for (int h = 0; h < names.length; h++) {
-        names[h] = headers.get(h).name();
+        names[h] = StoredText.encode(headers.get(h).name());
         values[h] = headers.get(h).value();
       }
       ps.setArray(i++, c.createArrayOf("text", names));
       ps.setArray(i++, c.createArrayOf("bytea", values));
       ps.setString(i++, letter.classification().name());
-      ps.setString(i++, letter.errorClass());
-      ps.setString(i++, letter.errorMessage());
-      ps.setString(i++, letter.stackTrace());
-      ps.setString(i++, letter.fingerprint());
+      ps.setString(i++, StoredText.encode(letter.errorClass()));
+      ps.setString(i++, StoredText.encode(letter.errorMessage()));
+      ps.setString(i++, StoredText.encode(letter.stackTrace()));
+      ps.setString(i++, StoredText.encode(letter.fingerprint()));
       ps.setInt(i++, letter.attempts());
       ps.setTimestamp(i++, Timestamp.from(letter.firstFailure()));
       ps.setTimestamp(i++, Timestamp.from(letter.lastFailure()));
-      ps.setString(i++, letter.consumer());
+      ps.setString(i++, StoredText.encode(letter.consumer()));
       ps.setObject(i, letter.messageId().orElse(null), Types.OTHER);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
@@ -159,12 +160,12 @@ public final class PostgresDeadLetterStoreImpl implements DeadLetterStore {
     String glue = " WHERE ";
     if (Objects.requireNonNull(query.consumer(), "consumer").isPresent()) {
       sql.append(glue).append("consumer = ?");
-      params.add(query.consumer().get());
+      params.add(StoredText.encode(query.consumer().get()));
       glue = " AND ";
     }
     if (Objects.requireNonNull(query.topic(), "topic").isPresent()) {
       sql.append(glue).append("topic = ?");
-      params.add(query.topic().get());
+      params.add(StoredText.encode(query.topic().get()));
       glue = " AND ";
     }
     if (Objects.requireNonNull(query.key(), "key").isPresent()) {
@@ -174,7 +175,7 @@ public final class PostgresDeadLetterStoreImpl implements DeadLetterStore {
     }
     if (Objects.requireNonNull(query.fingerprint(), "fingerprint").isPresent()) {
       sql.append(glue).append("fingerprint = ?");
-      params.add(query.fingerprint().get());
+      params.add(StoredText.encode(query.fingerprint().get()));
       glue = " AND ";
     }
     if (Objects.requireNonNull(query.status(), "status").isPresent()) {
@@ -273,7 +274,7 @@ public final class PostgresDeadLetterStoreImpl implements DeadLetterStore {
   /** Moves a PENDING letter to REPLAYED on {@code c}; throws if it is unknown or not PENDING. */
   public static void markReplayed(Connection c, long id, String by) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(MARK_REPLAYED)) {
-      ps.setString(1, by);
+      ps.setString(1, StoredText.encode(by));
       ps.setLong(2, id);
       if (ps.executeUpdate() == 0) {
         throw notPending(c, id, "marked replayed");
@@ -284,8 +285,8 @@ public final class PostgresDeadLetterStoreImpl implements DeadLetterStore {
   /** Moves a PENDING letter to DISCARDED on {@code c}; throws if it is unknown or not PENDING. */
   public static void discard(Connection c, long id, String by, String reason) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(DISCARD)) {
-      ps.setString(1, by);
-      ps.setString(2, reason);
+      ps.setString(1, StoredText.encode(by));
+      ps.setString(2, StoredText.encode(reason));
       ps.setLong(3, id);
       if (ps.executeUpdate() == 0) {
         throw notPending(c, id, "discarded");
@@ -298,11 +299,11 @@ public final class PostgresDeadLetterStoreImpl implements DeadLetterStore {
       Connection c, String by, String what, int howMany, String action, String reason)
       throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(AUDIT)) {
-      ps.setString(1, by);
-      ps.setString(2, what);
+      ps.setString(1, StoredText.encode(by));
+      ps.setString(2, StoredText.encode(what));
       ps.setInt(3, howMany);
       ps.setString(4, action);
-      ps.setString(5, reason);
+      ps.setString(5, StoredText.encode(reason));
       ps.executeUpdate();
     }
   }
@@ -339,24 +340,24 @@ public final class PostgresDeadLetterStoreImpl implements DeadLetterStore {
     byte[][] values = (byte[][]) array(rs.getArray("header_values"));
     List<Header> headers = new ArrayList<>(names.length);
     for (int i = 0; i < names.length; i++) {
-      headers.add(new Header(names[i], values[i]));
+      headers.add(new Header(StoredText.decode(names[i]), values[i]));
     }
     NewDeadLetter letter =
         new NewDeadLetter(
-            rs.getString("consumer"),
-            rs.getString("topic"),
+            StoredText.decode(rs.getString("consumer")),
+            StoredText.decode(rs.getString("topic")),
             rs.getInt("partition"),
             rs.getLong("offset"),
             Optional.ofNullable(rs.getObject("message_id", UUID.class)),
-            Optional.ofNullable(rs.getString("type")),
+            Optional.ofNullable(StoredText.decode(rs.getString("type"))),
             rs.getBytes("msg_key"),
             rs.getBytes("value"),
             List.copyOf(headers),
             Classification.valueOf(rs.getString("classification")),
-            rs.getString("error_class"),
-            rs.getString("error_message"),
-            rs.getString("stack_trace"),
-            rs.getString("fingerprint"),
+            StoredText.decode(rs.getString("error_class")),
+            StoredText.decode(rs.getString("error_message")),
+            StoredText.decode(rs.getString("stack_trace")),
+            StoredText.decode(rs.getString("fingerprint")),
             rs.getInt("attempts"),
             instant(rs, "first_failure"),
             instant(rs, "last_failure"));

@@ -1,6 +1,7 @@
 package dev.postbox.jdbc.internal;
 
 import dev.postbox.core.Payload;
+import dev.postbox.core.codec.StoredText;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.InboxStore.Outcome;
 import dev.postbox.jdbc.InboxException;
@@ -170,7 +171,7 @@ public final class PostgresInboxStoreImpl implements InboxStore {
       Connection c, String consumer, UUID messageId, Payload result, String what) {
     try (PreparedStatement ps = c.prepareStatement(STORE_RESULT)) {
       ps.setBytes(1, result.unsafeBytes());
-      ps.setString(2, result.contentType());
+      ps.setString(2, StoredText.encode(result.contentType()));
       ps.setString(3, consumer);
       ps.setObject(4, messageId);
       ps.executeUpdate();
@@ -196,7 +197,7 @@ public final class PostgresInboxStoreImpl implements InboxStore {
           return new Processed(Outcome.CONFLICT, Optional.empty());
         }
         byte[] result = rs.getBytes(2);
-        String type = rs.getString(3);
+        String type = StoredText.decode(rs.getString(3));
         return new Processed(
             Outcome.DUPLICATE,
             result == null ? Optional.empty() : Optional.of(new Payload(result, type)));
@@ -265,7 +266,7 @@ public final class PostgresInboxStoreImpl implements InboxStore {
                 + " or advance it inside InboxStore.processOnce; nothing was written");
       }
       try (PreparedStatement ps = connection.prepareStatement(ADVANCE)) {
-        ps.setString(1, entity);
+        ps.setString(1, StoredText.encode(entity));
         ps.setLong(2, version);
         try (ResultSet rs = ps.executeQuery()) {
           return rs.next();

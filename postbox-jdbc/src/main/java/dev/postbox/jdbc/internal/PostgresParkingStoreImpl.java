@@ -1,5 +1,6 @@
 package dev.postbox.jdbc.internal;
 
+import dev.postbox.core.codec.StoredText;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.ParkingStore;
 import dev.postbox.jdbc.OutboxException;
@@ -58,8 +59,8 @@ public final class PostgresParkingStoreImpl implements ParkingStore {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(APPEND_IF_PARKED)) {
       int i = bindRecord(c, ps, 1, consumer, key, record);
-      ps.setString(i++, consumer);
-      ps.setString(i, key);
+      ps.setString(i++, StoredText.encode(consumer));
+      ps.setString(i, StoredText.encode(key));
       return ps.executeUpdate() == 1;
     } catch (SQLException e) {
       throw new OutboxException("appending to the parked sequence of " + key + " failed", e);
@@ -74,7 +75,7 @@ public final class PostgresParkingStoreImpl implements ParkingStore {
       int i = bindRecord(c, ps, 1, consumer, key, record);
       ps.setInt(i++, attempts);
       ps.setTimestamp(i++, Timestamp.from(dueAt));
-      ps.setString(i, error);
+      ps.setString(i, StoredText.encode(error));
       ps.executeUpdate();
     } catch (SQLException e) {
       throw new OutboxException("parking a message of " + key + " failed", e);
@@ -86,7 +87,7 @@ public final class PostgresParkingStoreImpl implements ParkingStore {
     try (Connection c = dataSource.getConnection()) {
       List<Long> heads = new ArrayList<>();
       try (PreparedStatement ps = c.prepareStatement(DUE_HEADS)) {
-        ps.setString(1, consumer);
+        ps.setString(1, StoredText.encode(consumer));
         ps.setTimestamp(2, Timestamp.from(now));
         ps.setInt(3, limit);
         try (ResultSet rs = ps.executeQuery()) {
@@ -104,7 +105,7 @@ public final class PostgresParkingStoreImpl implements ParkingStore {
         ps.setArray(2, c.createArrayOf("int8", heads.toArray()));
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {
-            keys.add(rs.getString(1));
+            keys.add(StoredText.decode(rs.getString(1)));
           }
         }
       }
@@ -118,8 +119,8 @@ public final class PostgresParkingStoreImpl implements ParkingStore {
   public List<Parked> sequence(String consumer, String key) {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(SEQUENCE)) {
-      ps.setString(1, consumer);
-      ps.setString(2, key);
+      ps.setString(1, StoredText.encode(consumer));
+      ps.setString(2, StoredText.encode(key));
       List<Parked> out = new ArrayList<>();
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
@@ -127,14 +128,14 @@ public final class PostgresParkingStoreImpl implements ParkingStore {
           byte[][] values = (byte[][]) rs.getArray("header_values").getArray();
           List<DeadLetterStore.Header> headers = new ArrayList<>(names.length);
           for (int i = 0; i < names.length; i++) {
-            headers.add(new DeadLetterStore.Header(names[i], values[i]));
+            headers.add(new DeadLetterStore.Header(StoredText.decode(names[i]), values[i]));
           }
           out.add(
               new Parked(
                   rs.getLong("id"),
-                  rs.getString("msg_key"),
+                  StoredText.decode(rs.getString("msg_key")),
                   new ParkedRecord(
-                      rs.getString("topic"),
+                      StoredText.decode(rs.getString("topic")),
                       rs.getInt("partition"),
                       rs.getLong("offset"),
                       rs.getBytes("key_bytes"),
@@ -163,7 +164,7 @@ public final class PostgresParkingStoreImpl implements ParkingStore {
         ps -> {
           ps.setInt(1, attempts);
           ps.setTimestamp(2, Timestamp.from(dueAt));
-          ps.setString(3, error);
+          ps.setString(3, StoredText.encode(error));
           ps.setLong(4, id);
         });
     release(consumer, key);
@@ -174,8 +175,8 @@ public final class PostgresParkingStoreImpl implements ParkingStore {
     update(
         RELEASE,
         ps -> {
-          ps.setString(1, consumer);
-          ps.setString(2, key);
+          ps.setString(1, StoredText.encode(consumer));
+          ps.setString(2, StoredText.encode(key));
         });
   }
 
@@ -184,7 +185,7 @@ public final class PostgresParkingStoreImpl implements ParkingStore {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps =
             c.prepareStatement("SELECT count(*) FROM postbox_parked WHERE consumer = ?")) {
-      ps.setString(1, consumer);
+      ps.setString(1, StoredText.encode(consumer));
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         return rs.getLong(1);
@@ -212,9 +213,9 @@ public final class PostgresParkingStoreImpl implements ParkingStore {
       Connection c, PreparedStatement ps, int first, String consumer, String key, ParkedRecord r)
       throws SQLException {
     int i = first;
-    ps.setString(i++, consumer);
-    ps.setString(i++, key);
-    ps.setString(i++, r.topic());
+    ps.setString(i++, StoredText.encode(consumer));
+    ps.setString(i++, StoredText.encode(key));
+    ps.setString(i++, StoredText.encode(r.topic()));
     ps.setInt(i++, r.partition());
     ps.setLong(i++, r.offset());
     ps.setBytes(i++, r.key());
@@ -222,7 +223,7 @@ public final class PostgresParkingStoreImpl implements ParkingStore {
     String[] names = new String[r.headers().size()];
     byte[][] values = new byte[r.headers().size()][];
     for (int h = 0; h < names.length; h++) {
-      names[h] = r.headers().get(h).name();
+      names[h] = StoredText.encode(r.headers().get(h).name());
       values[h] = r.headers().get(h).value();
     }
     Array n = c.createArrayOf("text", names);
