@@ -158,6 +158,13 @@ final class PostboxSettingsBinder {
               + " concurrency, dead-letters, parking; write a topic name with dots in brackets:"
               + " postbox.topics[order.created].guarantee)");
     }
+    if (section.equals("listeners")) {
+      if (n == 4 && writable(new PostboxProperties.ListenerProperties(), path(name, 3))) {
+        return java.util.Optional.empty();
+      }
+      return java.util.Optional.of(
+          name + ": unknown listener setting (known: postbox.listeners.<listener id>.group)");
+    }
     if (writable(new PostboxProperties(), path(name, 1))) {
       return java.util.Optional.empty();
     }
