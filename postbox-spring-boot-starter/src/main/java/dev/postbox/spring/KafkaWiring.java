@@ -43,6 +43,7 @@ final class KafkaWiring implements TransportWiring {
   @Override
   public Consumer consumer(
       PostboxConsumer c,
+      boolean newAtEnd,
       Stores stores,
       PostboxMetrics metrics,
       Optional<io.opentelemetry.api.OpenTelemetry> openTelemetry) {
@@ -60,6 +61,12 @@ final class KafkaWiring implements TransportWiring {
       public Optional<String> start() {
         // a topic whose retention outlives the table's inbox retention or idempotency TTL is
         // found when its subscriber starts (it reads the topic's retention.ms)
+        Optional<String> missing =
+            KafkaGroupStart.prepare(
+                Map.of("bootstrap.servers", bootstrap()), s.name(), s.topics(), newAtEnd);
+        if (missing.isPresent()) {
+          return missing;
+        }
         try {
           subscriber.start();
           return Optional.empty();

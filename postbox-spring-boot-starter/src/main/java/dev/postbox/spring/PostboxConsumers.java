@@ -106,7 +106,8 @@ public final class PostboxConsumers implements SmartLifecycle {
     try {
       for (PostboxConsumer c : consumers) {
         TransportWiring.Consumer consumer =
-            transport.consumer(c, stores(c.subscription()), metrics, openTelemetry);
+            transport.consumer(
+                c, startsAtEnd(c.subscription()), stores(c.subscription()), metrics, openTelemetry);
         Optional<String> problem = consumer.start();
         if (problem.isPresent()) {
           problems.add(problem.get());
@@ -147,6 +148,28 @@ public final class PostboxConsumers implements SmartLifecycle {
     }
     PoolCheck.problem(dataSource, subscriptions, properties).ifPresent(problems::add);
     return problems;
+  }
+
+  /**
+   * Whether {@code s}, if its group is new, starts at the end of its topics: with {@code
+   * postbox.consumers.start-from: latest} (the default), unless its inbox has records under its
+   * name (a group whose offsets are gone, read again from the beginning: the inbox drops what it
+   * applied).
+   */
+  private boolean startsAtEnd(Subscription s) {
+    if (properties.getConsumers().getStartFrom() != PostboxProperties.Consumers.StartFrom.LATEST) {
+      return false;
+    }
+    if (s.guarantee() != DeliveryGuarantee.EFFECTIVELY_ONCE) {
+      return true;
+    }
+    Boolean known =
+        new org.springframework.jdbc.core.JdbcTemplate(dataSource)
+            .queryForObject(
+                "SELECT EXISTS (SELECT 1 FROM postbox_inbox WHERE consumer = ?)",
+                Boolean.class,
+                s.name());
+    return !Boolean.TRUE.equals(known);
   }
 
   /** The PostgreSQL stores {@code s} gets from the table (and the application's beans). */
