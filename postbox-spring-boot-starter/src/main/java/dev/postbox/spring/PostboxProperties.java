@@ -110,15 +110,49 @@ public class PostboxProperties {
 
   /** The Kafka connection. */
   public static class Kafka {
-    /** Kafka bootstrap servers (host:port, comma-separated) of the relay and the consumers. */
+    /**
+     * Kafka bootstrap servers (host:port, comma-separated) of the relay and the consumers (blank:
+     * spring.kafka.bootstrap-servers).
+     */
     private String bootstrapServers = "";
 
     public String getBootstrapServers() {
       return bootstrapServers;
     }
 
+    /**
+     * Kafka client properties for Postbox's clients (relay, listeners, admin look-ups), over those
+     * of spring.kafka.* (security.protocol, ssl.*, properties.*); for example sasl.mechanism.
+     */
+    private Map<String, String> properties = new LinkedHashMap<>();
+
+    /** What {@code spring.kafka.*} sets; filled in by {@link PostboxSettingsBinder}. */
+    private Map<String, Object> fromSpring = Map.of();
+
     public void setBootstrapServers(String bootstrapServers) {
       this.bootstrapServers = bootstrapServers;
+    }
+
+    public Map<String, String> getProperties() {
+      return properties;
+    }
+
+    public void setProperties(Map<String, String> properties) {
+      this.properties = properties;
+    }
+
+    void fromSpring(Map<String, Object> clientProperties) {
+      this.fromSpring = Map.copyOf(clientProperties);
+    }
+
+    /**
+     * The client properties of every Postbox Kafka client but the bootstrap servers: {@code
+     * spring.kafka.*}'s, then {@code postbox.kafka.properties.*} over them.
+     */
+    public Map<String, Object> clientProperties() {
+      Map<String, Object> out = new LinkedHashMap<>(fromSpring);
+      out.putAll(properties);
+      return out;
     }
   }
 
