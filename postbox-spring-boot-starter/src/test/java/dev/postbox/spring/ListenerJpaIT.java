@@ -3,16 +3,12 @@ package dev.postbox.spring;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.postbox.core.Message;
-import dev.postbox.kafka.KafkaRelayPublisher;
 import dev.postbox.spring.jpa.Shipment;
 import dev.postbox.spring.jpa.ShipmentRepository;
 import dev.postbox.testkit.PostboxTestContext;
 import jakarta.persistence.EntityManagerFactory;
 import java.time.Duration;
-import java.util.List;
 import java.util.Set;
-import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
@@ -109,23 +105,11 @@ class ListenerJpaIT {
 
   @Test
   void aRepositorySaveCommitsWithTheDedupeRecordOncePerMessage() throws Exception {
-    String orderId = "o-" + UUID.randomUUID();
-    String later = orderId + "-later";
-    Message m =
-        Message.builder(ORDERS, "order.placed")
-            .key(orderId)
-            .jsonPayload("\"" + orderId + "\"")
-            .build();
-    Message next =
-        Message.builder(ORDERS, "order.placed")
-            .key(orderId)
-            .jsonPayload("\"" + later + "\"")
-            .build();
-    try (KafkaRelayPublisher raw = KafkaRelayPublisher.builder(CTX.bootstrapServers()).build()) {
-      raw.publish(List.of(m, m, next));
-    }
+    String orderId = DeliveredTwice.publish(CTX.bootstrapServers(), ORDERS);
     // key order: once the later message is saved, both copies of the first were handled
-    await().atMost(Duration.ofSeconds(90)).until(() -> shipments.countByOrderId(later) >= 1);
+    await()
+        .atMost(Duration.ofSeconds(90))
+        .until(() -> shipments.countByOrderId(DeliveredTwice.later(orderId)) >= 1);
     assertThat(shipments.countByOrderId(orderId))
         .as("entities saved for one message delivered twice, failing once")
         .isEqualTo(1);

@@ -4,12 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.postbox.core.Message;
-import dev.postbox.kafka.KafkaRelayPublisher;
 import dev.postbox.testkit.PostboxTestContext;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
-import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
@@ -149,27 +147,11 @@ class ListenerTransactionIT {
         "SELECT count(*) FROM shipments WHERE order_id = ?", Long.class, orderId);
   }
 
-  /**
-   * Publishes an order's message twice, then a later one of the same key; once the later one is
-   * shipped, both copies were handled (key order).
-   */
   private String deliverTwiceAndAwait(String topic) throws Exception {
-    String orderId = "o-" + UUID.randomUUID();
-    String later = orderId + "-later";
-    Message m =
-        Message.builder(topic, "order.placed")
-            .key(orderId)
-            .jsonPayload("\"" + orderId + "\"")
-            .build();
-    Message next =
-        Message.builder(topic, "order.placed")
-            .key(orderId)
-            .jsonPayload("\"" + later + "\"")
-            .build();
-    try (KafkaRelayPublisher raw = KafkaRelayPublisher.builder(CTX.bootstrapServers()).build()) {
-      raw.publish(List.of(m, m, next));
-    }
-    await().atMost(Duration.ofSeconds(90)).until(() -> shipments(later) >= 1);
+    String orderId = DeliveredTwice.publish(CTX.bootstrapServers(), topic);
+    await()
+        .atMost(Duration.ofSeconds(90))
+        .until(() -> shipments(DeliveredTwice.later(orderId)) >= 1);
     return orderId;
   }
 

@@ -20,13 +20,9 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import javax.sql.DataSource;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /** {@link InboxStore} on PostgreSQL. */
 public final class PostgresInboxStoreImpl implements InboxStore {
-
-  private static final Logger log = LoggerFactory.getLogger(PostgresInboxStoreImpl.class);
 
   private static final String CLAIM_WITH_FINGERPRINT =
       "INSERT INTO postbox_inbox (consumer, message_id, payload_sha256) VALUES (?, ?, ?)"
@@ -399,31 +395,15 @@ public final class PostgresInboxStoreImpl implements InboxStore {
     return new TransactionRunner() {
       @Override
       public <T> T inTransaction(String what, Body<T> body) throws Exception {
-        Connection c;
-        try {
-          c = dataSource.getConnection();
-        } catch (SQLException e) {
-          throw new InboxException("cannot get a connection to process " + what, e);
-        }
-        try {
-          return Transactions.forCaller(
-              c,
-              what,
-              "if the commit did happen anyway, a redelivery is a duplicate",
-              conn -> {
-                Step<T> step = body.run(conn);
-                return new Transactions.Step<>(step.value(), step.commit());
-              },
-              InboxException::new,
-              () -> {},
-              () -> {});
-        } finally {
-          try {
-            c.close();
-          } catch (SQLException e) {
-            log.warn("closing the inbox connection failed", e);
-          }
-        }
+        return Transactions.forCallerOnNewConnection(
+            dataSource,
+            what,
+            "if the commit did happen anyway, a redelivery is a duplicate",
+            conn -> {
+              Step<T> step = body.run(conn);
+              return new Transactions.Step<>(step.value(), step.commit());
+            },
+            InboxException::new);
       }
     };
   }
