@@ -52,6 +52,16 @@ class ListenerStartUpIT {
   @Import({Base.class, Shipping.class})
   static class App {}
 
+  /** Two listeners with one id: one consumer group split between them, by accident. */
+  @Service
+  static class SameIdAgain {
+    @PostboxListener(id = "start-shipping", topic = "${test.orders}")
+    void shipAgain(Delivery d) {}
+  }
+
+  @Import({Base.class, Shipping.class, SameIdAgain.class})
+  static class AppWithTwoListenersOfOneId {}
+
   @Import({Base.class, WithoutId.class})
   static class AppWithoutId {}
 
@@ -119,5 +129,33 @@ class ListenerStartUpIT {
     assertThat(refusal(App.class, absent).getMessage())
         .contains(
             "consumer 'start-shipping': the topic " + absent + " does not exist on the broker");
+  }
+
+  @Test
+  void twoListenersWithOneIdAreRefused() {
+    assertThat(
+            refusal(
+                    AppWithTwoListenersOfOneId.class,
+                    ORDERS,
+                    "postbox.topics[" + ORDERS + "].concurrency=1")
+                .getMessage())
+        .contains("two consumers are named 'start-shipping'");
+  }
+
+  @Test
+  void theTableCanNameAListenersGroup() {
+    try (org.springframework.context.ConfigurableApplicationContext app =
+        new SpringApplicationBuilder(App.class)
+            .web(WebApplicationType.NONE)
+            .properties(
+                "postbox.kafka.bootstrap-servers=" + CTX.bootstrapServers(),
+                "postbox.relay.enabled=false",
+                "postbox.topics[" + ORDERS + "].guarantee=effectively-once",
+                "postbox.topics[" + ORDERS + "].concurrency=2",
+                "test.orders=" + ORDERS,
+                "postbox.listeners.start-shipping.group=shipping-v2")
+            .run()) {
+      assertThat(app.getBean(PostboxConsumers.class).states()).containsOnlyKeys("shipping-v2");
+    }
   }
 }
