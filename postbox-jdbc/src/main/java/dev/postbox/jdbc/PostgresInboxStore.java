@@ -3,6 +3,7 @@ package dev.postbox.jdbc;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.jdbc.internal.PostgresInboxStoreImpl;
 import java.util.Objects;
+import java.util.Optional;
 import javax.sql.DataSource;
 
 /**
@@ -19,19 +20,20 @@ import javax.sql.DataSource;
  * });
  * }</pre>
  *
- * <p><b>Transactions.</b> {@code processOnce} and {@code processBatch} take a connection from the
- * data source, switch off auto-commit, insert the dedupe record(s) first, run the work on that
- * connection, commit, then restore auto-commit and close the connection. The work may write to the
- * {@link Outbox} on the connection (the outgoing messages then commit with the effect). An
- * exception thrown by the work rolls everything back and propagates unchanged; failures of the
- * inbox's own statements, including the commit, throw {@link InboxException}. The work must not
- * commit, roll back or change auto-commit itself (if it ended the transaction, the inbox notices
- * and throws {@link IllegalStateException}). If a statement of the work failed and the work caught
- * the exception, PostgreSQL has aborted the transaction and would silently roll back the commit:
- * the inbox rolls back and throws {@link InboxException} instead of reporting the message as
- * processed. If the commit fails in a way that leaves its outcome unknown (the connection broke),
- * redelivering the message is still safe: if the commit did happen, the dedupe record makes the
- * redelivery a duplicate.
+ * <p><b>Transactions.</b> (With {@link #create(DataSource, TransactionRunner)}, the runner supplies
+ * the connection, begins and commits; the rest holds as below.) {@code processOnce} and {@code
+ * processBatch} take a connection from the data source, switch off auto-commit, insert the dedupe
+ * record(s) first, run the work on that connection, commit, then restore auto-commit and close the
+ * connection. The work may write to the {@link Outbox} on the connection (the outgoing messages
+ * then commit with the effect). An exception thrown by the work rolls everything back and
+ * propagates unchanged; failures of the inbox's own statements, including the commit, throw {@link
+ * InboxException}. The work must not commit, roll back or change auto-commit itself (if it ended
+ * the transaction, the inbox notices and throws {@link IllegalStateException}). If a statement of
+ * the work failed and the work caught the exception, PostgreSQL has aborted the transaction and
+ * would silently roll back the commit: the inbox rolls back and throws {@link InboxException}
+ * instead of reporting the message as processed. If the commit fails in a way that leaves its
+ * outcome unknown (the connection broke), redelivering the message is still safe: if the commit did
+ * happen, the dedupe record makes the redelivery a duplicate.
  *
  * <p><b>Concurrency.</b> Under {@code READ COMMITTED} (PostgreSQL's default), a delivery of an id
  * that another transaction is still processing waits for that transaction, holding its connection:
@@ -66,6 +68,21 @@ public final class PostgresInboxStore {
    *     database cannot be reached
    */
   public static InboxStore create(DataSource dataSource) {
-    return new PostgresInboxStoreImpl(Objects.requireNonNull(dataSource, "dataSource"));
+    return new PostgresInboxStoreImpl(
+        Objects.requireNonNull(dataSource, "dataSource"), Optional.empty());
+  }
+
+  /**
+   * An inbox store on {@code dataSource} whose transactions {@code transactions} runs (an
+   * application framework's transaction manager, so that the handler's other writes commit with the
+   * dedupe record); its connections must be {@code dataSource}'s. Before a commit the inbox still
+   * refuses a transaction the work left aborted or ended, as with its own transactions.
+   *
+   * @throws InboxException if the inbox tables do not exist or the database cannot be reached
+   */
+  public static InboxStore create(DataSource dataSource, TransactionRunner transactions) {
+    return new PostgresInboxStoreImpl(
+        Objects.requireNonNull(dataSource, "dataSource"),
+        Optional.of(Objects.requireNonNull(transactions, "transactions")));
   }
 }

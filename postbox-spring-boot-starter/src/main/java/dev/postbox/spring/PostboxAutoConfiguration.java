@@ -176,7 +176,8 @@ public class PostboxAutoConfiguration {
       ObjectProvider<IdempotencyStore> idempotencyStore,
       PostboxMetrics metrics,
       ObjectProvider<io.opentelemetry.api.OpenTelemetry> openTelemetry,
-      PostboxSchema schema) {
+      PostboxSchema schema,
+      org.springframework.beans.factory.ListableBeanFactory beanFactory) {
     return new PostboxConsumers(
         transport,
         properties,
@@ -185,7 +186,9 @@ public class PostboxAutoConfiguration {
         consumers.orderedStream().toList(),
         Optional.ofNullable(idempotencyStore.getIfAvailable()),
         metrics,
-        Optional.ofNullable(openTelemetry.getIfAvailable()));
+        Optional.ofNullable(openTelemetry.getIfAvailable()),
+        new SpringTransactionRunner(
+            ListenerTransactionManager.choose(properties, beanFactory, dataSource), dataSource));
   }
 
   /** Postbox's meters in the application's Micrometer registry, when both are on the class path. */

@@ -22,7 +22,9 @@ import org.springframework.context.SmartLifecycle;
  * Runs the application's consumers ({@link PostboxListener} methods and {@link PostboxConsumer}
  * beans) as subscribers of the transport ({@code postbox.transport}: Kafka or RabbitMQ) that start
  * and stop with the Spring context: a listener's subscription comes from the delivery table;
- * effectively-once gets the PostgreSQL inbox, and dead letters and parking the PostgreSQL stores
+ * effectively-once gets the PostgreSQL inbox, whose transaction of each message is a transaction of
+ * the application's transaction manager ({@link SpringTransactionRunner}: the handler's writes
+ * through Spring commit with the dedupe record), and dead letters and parking the PostgreSQL stores
  * when the table asks for them. Stopping closes each subscriber gracefully (running records finish,
  * the finished prefix is committed).
  */
@@ -36,6 +38,7 @@ public final class PostboxConsumers implements SmartLifecycle {
   private final PostboxMetrics metrics;
   private final Optional<io.opentelemetry.api.OpenTelemetry> openTelemetry;
   private final TransportWiring transport;
+  private final SpringTransactionRunner transactions;
   private final Map<String, Running> running = new LinkedHashMap<>();
 
   PostboxConsumers(
@@ -46,8 +49,10 @@ public final class PostboxConsumers implements SmartLifecycle {
       List<PostboxConsumer> beans,
       Optional<IdempotencyStore> idempotencyStore,
       PostboxMetrics metrics,
-      Optional<io.opentelemetry.api.OpenTelemetry> openTelemetry) {
+      Optional<io.opentelemetry.api.OpenTelemetry> openTelemetry,
+      SpringTransactionRunner transactions) {
     this.transport = transport;
+    this.transactions = transactions;
     this.properties = properties;
     this.dataSource = dataSource;
     this.registrar = registrar;
@@ -84,21 +89,25 @@ public final class PostboxConsumers implements SmartLifecycle {
     for (PostboxListenerRegistrar.Endpoint e : registrar.endpoints()) {
       consumers.add(
           new PostboxConsumer(
-              fromTable(e.name(), e.topic(), properties.topic(e.topic())), e.handler()));
+              fromTable(group(e.id()), e.topic(), properties.topic(e.topic())), e.handler()));
     }
     if (!consumers.isEmpty() && properties.brokerAddress().isBlank()) {
       throw new PostboxConfigurationException(
           List.of(
               properties.brokerAddressKey() + " is required by the consumers " + names(consumers)));
     }
+    List<String> problems = new ArrayList<>(startUpProblems(consumers));
+    if (!problems.isEmpty()) {
+      throw new PostboxConfigurationException(problems);
+    }
     // a problem of the table only the broker reveals (Kafka: a topic's retention.ms against the
     // inbox retention or idempotency TTL) is collected over all consumers and reported in one
     // message, as the table's other problems are
-    List<String> problems = new ArrayList<>();
     try {
       for (PostboxConsumer c : consumers) {
         TransportWiring.Consumer consumer =
-            transport.consumer(c, stores(c.subscription()), metrics, openTelemetry);
+            transport.consumer(
+                c, startsAtEnd(c.subscription()), stores(c.subscription()), metrics, openTelemetry);
         Optional<String> problem = consumer.start();
         if (problem.isPresent()) {
           problems.add(problem.get());
@@ -116,12 +125,59 @@ public final class PostboxConsumers implements SmartLifecycle {
     }
   }
 
+  /**
+   * What is wrong before any consumer starts: two consumers of one name (one consumer group), a
+   * pool too small for the effectively-once listeners; and the transaction manager must manage the
+   * inbox's DataSource (else throws).
+   */
+  private List<String> startUpProblems(List<PostboxConsumer> consumers) {
+    List<String> problems = new ArrayList<>();
+    java.util.Set<String> seen = new java.util.HashSet<>();
+    for (PostboxConsumer c : consumers) {
+      if (!seen.add(c.subscription().name())) {
+        problems.add(
+            "two consumers are named '"
+                + c.subscription().name()
+                + "' (one consumer group and inbox name): give each listener its own id");
+      }
+    }
+    List<Subscription> subscriptions =
+        consumers.stream().map(PostboxConsumer::subscription).toList();
+    if (subscriptions.stream().anyMatch(s -> s.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE)) {
+      transactions.requireSharedDataSource();
+    }
+    PoolCheck.problem(dataSource, subscriptions, properties).ifPresent(problems::add);
+    return problems;
+  }
+
+  /**
+   * Whether {@code s}, if its group is new, starts at the end of its topics: with {@code
+   * postbox.consumers.start-from: latest} (the default), unless its inbox has records under its
+   * name (a group whose offsets are gone, read again from the beginning: the inbox drops what it
+   * applied).
+   */
+  private boolean startsAtEnd(Subscription s) {
+    if (properties.getConsumers().getStartFrom() != PostboxProperties.Consumers.StartFrom.LATEST) {
+      return false;
+    }
+    if (s.guarantee() != DeliveryGuarantee.EFFECTIVELY_ONCE) {
+      return true;
+    }
+    Boolean known =
+        new org.springframework.jdbc.core.JdbcTemplate(dataSource)
+            .queryForObject(
+                "SELECT EXISTS (SELECT 1 FROM postbox_inbox WHERE consumer = ?)",
+                Boolean.class,
+                s.name());
+    return !Boolean.TRUE.equals(known);
+  }
+
   /** The PostgreSQL stores {@code s} gets from the table (and the application's beans). */
   private TransportWiring.Stores stores(Subscription s) {
     TopicProperties row = properties.topic(s.topics().get(0));
     Optional<InboxStore> inbox =
         s.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE
-            ? Optional.of(PostgresInboxStore.create(dataSource))
+            ? Optional.of(PostgresInboxStore.create(dataSource, transactions))
             : Optional.empty();
     Optional<IdempotencyStore> idempotency = Optional.empty();
     if (s.guarantee() == DeliveryGuarantee.DEDUPLICATED) {
@@ -142,6 +198,14 @@ public final class PostboxConsumers implements SmartLifecycle {
             ? Optional.of(PostgresDeadLetterStore.create(dataSource))
             : Optional.empty(),
         row.isParking() ? Optional.of(PostgresParkingStore.create(dataSource)) : Optional.empty());
+  }
+
+  /**
+   * The consumer group (and inbox name) of listener {@code id}: its id unless the table names one.
+   */
+  private String group(String id) {
+    PostboxProperties.ListenerProperties row = properties.getListeners().get(id);
+    return row == null || row.getGroup().isBlank() ? id : row.getGroup();
   }
 
   private static String names(List<PostboxConsumer> consumers) {

@@ -17,8 +17,8 @@ import org.springframework.core.env.Environment;
  */
 final class PostboxListenerRegistrar implements BeanPostProcessor, EnvironmentAware {
 
-  /** One annotated method: its subscription name, its topic and its handler. */
-  record Endpoint(String name, String topic, ListenerMethod handler) {}
+  /** One annotated method: its listener id, its topic and its handler. */
+  record Endpoint(String id, String topic, ListenerMethod handler) {}
 
   private final List<Endpoint> endpoints = new ArrayList<>();
   private Environment environment;
@@ -38,13 +38,24 @@ final class PostboxListenerRegistrar implements BeanPostProcessor, EnvironmentAw
                 m -> AnnotatedElementUtils.findMergedAnnotation(m, PostboxListener.class));
     methods.forEach((method, listener) -> {
       String topic = environment.resolveRequiredPlaceholders(listener.topic());
-      String name =
-          listener.name().isBlank()
-              ? beanName + "." + method.getName()
-              : environment.resolveRequiredPlaceholders(listener.name());
+      String id = environment.resolveRequiredPlaceholders(listener.id()).strip();
+      if (id.isEmpty()) {
+        throw new PostboxConfigurationException(
+            List.of(
+                "@PostboxListener "
+                    + type.getSimpleName()
+                    + "."
+                    + method.getName()
+                    + " (bean '"
+                    + beanName
+                    + "') has no id: give it one that never changes, @PostboxListener(id ="
+                    + " \"shipping\", topic = ...); the id names its consumer group and its inbox"
+                    + " records, so a name derived from the method would start a new group"
+                    + " when the method is renamed"));
+      }
       Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
       synchronized (endpoints) {
-        endpoints.add(new Endpoint(name, topic, new ListenerMethod(bean, invocable)));
+        endpoints.add(new Endpoint(id, topic, new ListenerMethod(bean, invocable)));
       }
     });
     return bean;

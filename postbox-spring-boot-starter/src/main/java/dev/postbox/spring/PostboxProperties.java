@@ -33,6 +33,13 @@ public class PostboxProperties {
   private final RelaySettings relay = new RelaySettings();
   private final OutboxSettings outbox = new OutboxSettings();
   private final Migrations migrations = new Migrations();
+  private final Consumers consumers = new Consumers();
+
+  /**
+   * Per-listener settings, by listener id ({@code @PostboxListener(id = ...)}): {@code
+   * postbox.listeners.<id>.group}.
+   */
+  private Map<String, ListenerProperties> listeners = new LinkedHashMap<>();
 
   public Map<String, TopicProperties> getTopics() {
     return topics;
@@ -82,6 +89,18 @@ public class PostboxProperties {
     return migrations;
   }
 
+  public Consumers getConsumers() {
+    return consumers;
+  }
+
+  public Map<String, ListenerProperties> getListeners() {
+    return listeners;
+  }
+
+  public void setListeners(Map<String, ListenerProperties> listeners) {
+    this.listeners = listeners;
+  }
+
   /**
    * The table's row for {@code topic}, or the library defaults for a topic the table leaves out.
    */
@@ -91,15 +110,49 @@ public class PostboxProperties {
 
   /** The Kafka connection. */
   public static class Kafka {
-    /** Kafka bootstrap servers (host:port, comma-separated) of the relay and the consumers. */
+    /**
+     * Kafka bootstrap servers (host:port, comma-separated) of the relay and the consumers (blank:
+     * spring.kafka.bootstrap-servers).
+     */
     private String bootstrapServers = "";
 
     public String getBootstrapServers() {
       return bootstrapServers;
     }
 
+    /**
+     * Kafka client properties for Postbox's clients (relay, listeners, admin look-ups), over those
+     * of spring.kafka.* (security.protocol, ssl.*, properties.*); for example sasl.mechanism.
+     */
+    private Map<String, String> properties = new LinkedHashMap<>();
+
+    /** What {@code spring.kafka.*} sets; filled in by {@link PostboxSettingsBinder}. */
+    private Map<String, Object> fromSpring = Map.of();
+
     public void setBootstrapServers(String bootstrapServers) {
       this.bootstrapServers = bootstrapServers;
+    }
+
+    public Map<String, String> getProperties() {
+      return properties;
+    }
+
+    public void setProperties(Map<String, String> properties) {
+      this.properties = properties;
+    }
+
+    void fromSpring(Map<String, Object> clientProperties) {
+      this.fromSpring = Map.copyOf(clientProperties);
+    }
+
+    /**
+     * The client properties of every Postbox Kafka client but the bootstrap servers: {@code
+     * spring.kafka.*}'s, then {@code postbox.kafka.properties.*} over them.
+     */
+    public Map<String, Object> clientProperties() {
+      Map<String, Object> out = new LinkedHashMap<>(fromSpring);
+      out.putAll(properties);
+      return out;
     }
   }
 
@@ -330,6 +383,79 @@ public class PostboxProperties {
 
     public void setEnabled(boolean enabled) {
       this.enabled = enabled;
+    }
+  }
+
+  /** The consumers' transactions, connections and first read. */
+  public static class Consumers {
+    /** Where a consumer group with no committed offsets starts reading a topic. */
+    public enum StartFrom {
+      /** Only what is written after the group first joined: nothing already on the topic. */
+      LATEST,
+      /** The beginning of the topic (everything the broker still keeps). */
+      EARLIEST
+    }
+
+    /**
+     * The bean name of the PlatformTransactionManager that runs the effectively-once listeners'
+     * transactions (blank: the application's only one, or its primary one).
+     */
+    private String transactionManager = "";
+
+    /**
+     * Connections of the pool left to the application beyond the listeners' concurrency and the
+     * relay, checked at start-up against HikariCP's maximum pool size.
+     */
+    private int poolHeadroom = DEFAULT_POOL_HEADROOM;
+
+    /**
+     * Where a listener's consumer group starts when it has no committed offsets (a new or renamed
+     * group): latest (the default) or earliest. Kafka only.
+     */
+    private StartFrom startFrom = StartFrom.LATEST;
+
+    /** Two connections for the application's own requests while every listener is busy. */
+    static final int DEFAULT_POOL_HEADROOM = 2;
+
+    public String getTransactionManager() {
+      return transactionManager;
+    }
+
+    public void setTransactionManager(String transactionManager) {
+      this.transactionManager = transactionManager;
+    }
+
+    public int getPoolHeadroom() {
+      return poolHeadroom;
+    }
+
+    public void setPoolHeadroom(int poolHeadroom) {
+      this.poolHeadroom = poolHeadroom;
+    }
+
+    public StartFrom getStartFrom() {
+      return startFrom;
+    }
+
+    public void setStartFrom(StartFrom startFrom) {
+      this.startFrom = startFrom;
+    }
+  }
+
+  /** One listener's settings ({@code postbox.listeners.<id>.*}). */
+  public static class ListenerProperties {
+    /**
+     * The listener's consumer group, which is also its inbox consumer name (blank: the listener's
+     * id).
+     */
+    private String group = "";
+
+    public String getGroup() {
+      return group;
+    }
+
+    public void setGroup(String group) {
+      this.group = group;
     }
   }
 }

@@ -54,6 +54,12 @@ final class PostboxSettingsBinder {
                 return null;
               }
             });
+    if (properties.getKafka().getBootstrapServers().isBlank()) {
+      properties
+          .getKafka()
+          .setBootstrapServers(KafkaClientSettings.springBootstrapServers(environment));
+    }
+    properties.getKafka().fromSpring(KafkaClientSettings.fromSpring(environment));
     problems.addAll(unknownKeys(environment, properties.getTransport()));
     problems.addAll(DeliveryTableCheck.problems(properties));
     if (!problems.isEmpty()) {
@@ -157,6 +163,16 @@ final class PostboxSettingsBinder {
               + " backoff.initial, backoff.max, backoff.multiplier, backoff.jitter, ordering,"
               + " concurrency, dead-letters, parking; write a topic name with dots in brackets:"
               + " postbox.topics[order.created].guarantee)");
+    }
+    if (section.equals("kafka") && n > 3 && name.getElement(2, Form.DASHED).equals("properties")) {
+      return java.util.Optional.empty(); // any client property
+    }
+    if (section.equals("listeners")) {
+      if (n == 4 && writable(new PostboxProperties.ListenerProperties(), path(name, 3))) {
+        return java.util.Optional.empty();
+      }
+      return java.util.Optional.of(
+          name + ": unknown listener setting (known: postbox.listeners.<listener id>.group)");
     }
     if (writable(new PostboxProperties(), path(name, 1))) {
       return java.util.Optional.empty();

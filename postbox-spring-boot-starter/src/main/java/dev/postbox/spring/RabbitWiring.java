@@ -52,6 +52,7 @@ final class RabbitWiring implements TransportWiring {
   @Override
   public Consumer consumer(
       PostboxConsumer c,
+      boolean newAtEnd, // a queue holds what was routed to it since it was declared
       Stores stores,
       PostboxMetrics metrics,
       Optional<io.opentelemetry.api.OpenTelemetry> openTelemetry) {

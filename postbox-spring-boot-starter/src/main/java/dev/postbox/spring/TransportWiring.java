@@ -29,9 +29,13 @@ interface TransportWiring extends AutoCloseable {
   /** A new publisher for the relay. */
   RelayPublisher relayPublisher();
 
-  /** A consumer, built and not yet started. */
+  /**
+   * A consumer, built and not yet started; {@code newAtEnd}: if its group is new (nothing
+   * committed), it starts at the end of its topics (Kafka), not at their beginning.
+   */
   Consumer consumer(
       PostboxConsumer consumer,
+      boolean newAtEnd,
       Stores stores,
       PostboxMetrics metrics,
       Optional<io.opentelemetry.api.OpenTelemetry> openTelemetry);

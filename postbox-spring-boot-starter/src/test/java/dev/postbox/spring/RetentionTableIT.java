@@ -39,13 +39,13 @@ class RetentionTableIT {
 
   @Service
   static class Listeners {
-    @PostboxListener(topic = "${test.orders}")
+    @PostboxListener(id = "retention-orders", topic = "${test.orders}")
     void orders(Delivery d) {}
 
-    @PostboxListener(topic = "${test.payments}")
+    @PostboxListener(id = "retention-payments", topic = "${test.payments}")
     void payments(Delivery d) {}
 
-    @PostboxListener(topic = "${test.stock}")
+    @PostboxListener(id = "retention-stock", topic = "${test.stock}")
     void stock(Delivery d) {}
   }
 
@@ -63,10 +63,13 @@ class RetentionTableIT {
                     "test.stock=" + STOCK,
                     // the broker keeps messages 7 days (log.retention.hours=168)
                     "postbox.topics[" + ORDERS + "].guarantee=effectively-once",
+                    "postbox.topics[" + ORDERS + "].concurrency=2",
                     "postbox.topics[" + ORDERS + "].inbox-retention=1d",
                     "postbox.topics[" + PAYMENTS + "].guarantee=effectively-once",
+                    "postbox.topics[" + PAYMENTS + "].concurrency=2",
                     "postbox.topics[" + PAYMENTS + "].inbox-retention=2h",
                     "postbox.topics[" + STOCK + "].guarantee=effectively-once",
+                    "postbox.topics[" + STOCK + "].concurrency=2",
                     "postbox.topics[" + STOCK + "].inbox-retention=8d")
                 .run()
                 .close());

@@ -64,6 +64,8 @@ class SpringStarterIT {
     registry.add("postbox.kafka.bootstrap-servers", CTX::bootstrapServers);
     registry.add("postbox.topics[" + ORDERS + "].guarantee", () -> "effectively-once");
     registry.add("postbox.topics[" + ORDERS + "].max-retries", () -> "5");
+    // the test kit's pool of 8: 2 handlers, the relay's 4, 2 for the test (PoolCheck)
+    registry.add("postbox.topics[" + ORDERS + "].concurrency", () -> "2");
     registry.add("postbox.topics[" + ORDERS + "].backoff.initial", () -> "10ms");
     registry.add("postbox.topics[" + ORDERS + "].backoff.max", () -> "50ms");
     registry.add("postbox.relay.poll-interval", () -> "200ms");

@@ -77,6 +77,8 @@ class SpringStarterRabbitIT {
     registry.add("postbox.rabbitmq.uri", () -> RabbitMqServer.sharedOrSkip().uri());
     registry.add("postbox.rabbitmq.shards", () -> "2");
     registry.add("postbox.topics[" + ORDERS + "].guarantee", () -> "effectively-once");
+    registry.add(
+        "postbox.topics[" + ORDERS + "].concurrency", () -> "2"); // the pool of 8 (PoolCheck)
     registry.add("postbox.topics[" + ORDERS + "].max-retries", () -> "5");
     registry.add("postbox.topics[" + ORDERS + "].backoff.initial", () -> "10ms");
     registry.add("postbox.topics[" + ORDERS + "].backoff.max", () -> "50ms");

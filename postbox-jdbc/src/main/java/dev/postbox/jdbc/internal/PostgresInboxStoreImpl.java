@@ -6,6 +6,7 @@ import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.InboxStore.Outcome;
 import dev.postbox.jdbc.InboxException;
 import dev.postbox.jdbc.TransactionRequiredException;
+import dev.postbox.jdbc.TransactionRunner;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -20,13 +21,9 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import javax.sql.DataSource;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /** {@link InboxStore} on PostgreSQL. */
 public final class PostgresInboxStoreImpl implements InboxStore {
-
-  private static final Logger log = LoggerFactory.getLogger(PostgresInboxStoreImpl.class);
 
   private static final String CLAIM_WITH_FINGERPRINT =
       "INSERT INTO postbox_inbox (consumer, message_id, payload_sha256) VALUES (?, ?, ?)"
@@ -74,9 +71,21 @@ public final class PostgresInboxStoreImpl implements InboxStore {
           + " LIMIT ?)";
 
   private final DataSource dataSource;
+  private final TransactionRunner transactions;
 
+  /** The inbox on {@code dataSource}, committing its transactions itself. */
   public PostgresInboxStoreImpl(DataSource dataSource) {
+    this(dataSource, Optional.empty());
+  }
+
+  /**
+   * The inbox on {@code dataSource}, its transactions run by {@code transactions} when present
+   * (whose connections must be {@code dataSource}'s), else by itself.
+   */
+  public PostgresInboxStoreImpl(DataSource dataSource, Optional<TransactionRunner> transactions) {
     this.dataSource = dataSource;
+    this.transactions =
+        transactions.map(PostgresInboxStoreImpl::checked).orElseGet(() -> own(dataSource));
     Tables.require(dataSource, InboxException::new, "postbox_inbox", "postbox_entity_version");
   }
 
@@ -90,10 +99,10 @@ public final class PostgresInboxStoreImpl implements InboxStore {
         what,
         c -> {
           if (!claim(c, consumer, messageId, what)) {
-            return new Transactions.Step<>(false, false);
+            return new TransactionRunner.Step<>(false, false);
           }
           work.run(c);
-          return new Transactions.Step<>(true, true);
+          return new TransactionRunner.Step<>(true, true);
         });
   }
 
@@ -114,7 +123,7 @@ public final class PostgresInboxStoreImpl implements InboxStore {
             ps.setBytes(3, payloadSha256);
             if (ps.executeUpdate() == 1) {
               work.run(c);
-              return new Transactions.Step<>(Outcome.APPLIED, true);
+              return new TransactionRunner.Step<>(Outcome.APPLIED, true);
             }
           } catch (SQLException e) {
             throw new InboxException("recording " + what + " in the inbox failed", e);
@@ -127,7 +136,7 @@ public final class PostgresInboxStoreImpl implements InboxStore {
             try (ResultSet rs = ps.executeQuery()) {
               byte[] stored = rs.next() ? rs.getBytes(1) : null;
               boolean conflict = stored != null && !java.util.Arrays.equals(stored, payloadSha256);
-              return new Transactions.Step<>(
+              return new TransactionRunner.Step<>(
                   conflict ? Outcome.CONFLICT : Outcome.DUPLICATE, false);
             }
           } catch (SQLException e) {
@@ -157,12 +166,12 @@ public final class PostgresInboxStoreImpl implements InboxStore {
               if (result.isPresent()) {
                 storeResult(c, consumer, messageId, result.get(), what);
               }
-              return new Transactions.Step<>(new Processed(Outcome.APPLIED, result), true);
+              return new TransactionRunner.Step<>(new Processed(Outcome.APPLIED, result), true);
             }
           } catch (SQLException e) {
             throw new InboxException("recording " + what + " in the inbox failed", e);
           }
-          return new Transactions.Step<>(
+          return new TransactionRunner.Step<>(
               storedOutcome(c, consumer, messageId, payloadSha256, what), false);
         });
   }
@@ -218,38 +227,32 @@ public final class PostgresInboxStoreImpl implements InboxStore {
     }
     String what = "a batch of " + ids.size() + " messages of consumer '" + consumer + "'";
     Set<UUID> distinct = Collections.unmodifiableSet(new LinkedHashSet<>(ids));
-    return onConnection(
-        what,
-        c -> {
-          if (distinct.size() == ids.size()) {
-            Optional<Set<UUID>> applied =
-                transaction(
-                    c,
-                    what,
-                    tx -> {
-                      if (!claimAllNew(tx, consumer, ids, what)) {
-                        // rolled back before the work ran: some id is recorded already (a
-                        // redelivery) or was by a concurrent transaction; claimed again below
-                        return new Transactions.Step<>(Optional.<Set<UUID>>empty(), false);
-                      }
-                      work.run(tx, distinct);
-                      return new Transactions.Step<>(Optional.of(distinct), true);
-                    });
-            if (applied.isPresent()) {
-              return applied.get();
-            }
-          }
-          return transaction(
-              c,
+    if (distinct.size() == ids.size()) {
+      Optional<Set<UUID>> applied =
+          inTransaction(
               what,
               tx -> {
-                Set<UUID> fresh = claimAll(tx, consumer, ids, what);
-                if (fresh.isEmpty()) {
-                  return new Transactions.Step<>(fresh, false);
+                if (!claimAllNew(tx, consumer, ids, what)) {
+                  // rolled back before the work ran: some id is recorded already (a redelivery)
+                  // or was by a concurrent transaction; claimed again below
+                  return new TransactionRunner.Step<>(Optional.<Set<UUID>>empty(), false);
                 }
-                work.run(tx, fresh);
-                return new Transactions.Step<>(fresh, true);
+                work.run(tx, distinct);
+                return new TransactionRunner.Step<>(Optional.of(distinct), true);
               });
+      if (applied.isPresent()) {
+        return applied.get();
+      }
+    }
+    return inTransaction(
+        what,
+        tx -> {
+          Set<UUID> fresh = claimAll(tx, consumer, ids, what);
+          if (fresh.isEmpty()) {
+            return new TransactionRunner.Step<>(fresh, false);
+          }
+          work.run(tx, fresh);
+          return new TransactionRunner.Step<>(fresh, true);
         });
   }
 
@@ -380,50 +383,56 @@ public final class PostgresInboxStoreImpl implements InboxStore {
     return Collections.unmodifiableSet(fresh);
   }
 
+  /** Runs {@code body} in a new transaction; exceptions of the body propagate after a rollback. */
+  private <T> T inTransaction(String what, TransactionRunner.Body<T> body) throws Exception {
+    return transactions.inTransaction(what, body);
+  }
+
   /**
-   * Runs {@code body} in a new transaction on a connection of the data source; exceptions of the
-   * body propagate unchanged after a rollback.
+   * The inbox's own transactions: a connection of the data source (closed after), committed or
+   * rolled back by the inbox, refusing to commit a transaction the work left aborted or ended.
    */
-  private <T> T inTransaction(String what, Transactions.Body<T> body) throws Exception {
-    return onConnection(what, c -> transaction(c, what, body));
-  }
-
-  /** Runs {@code body} in a transaction on {@code c}; exceptions propagate after a rollback. */
-  private static <T> T transaction(Connection c, String what, Transactions.Body<T> body)
-      throws Exception {
-    return Transactions.forCaller(
-        c,
-        what,
-        "if the commit did happen anyway, a redelivery is a duplicate",
-        body,
-        InboxException::new,
-        () -> {},
-        () -> {});
-  }
-
-  /** Work on a connection of the data source. */
-  @FunctionalInterface
-  private interface OnConnection<T> {
-    T run(Connection c) throws Exception;
-  }
-
-  /** Runs {@code body} on a connection of the data source, closed after. */
-  private <T> T onConnection(String what, OnConnection<T> body) throws Exception {
-    Connection c;
-    try {
-      c = dataSource.getConnection();
-    } catch (SQLException e) {
-      throw new InboxException("cannot get a connection to process " + what, e);
-    }
-    try {
-      return body.run(c);
-    } finally {
-      try {
-        c.close();
-      } catch (SQLException e) {
-        log.warn("closing the inbox connection failed", e);
+  private static TransactionRunner own(DataSource dataSource) {
+    return new TransactionRunner() {
+      @Override
+      public <T> T inTransaction(String what, Body<T> body) throws Exception {
+        return Transactions.forCallerOnNewConnection(
+            dataSource,
+            what,
+            "if the commit did happen anyway, a redelivery is a duplicate",
+            conn -> {
+              Step<T> step = body.run(conn);
+              return new Transactions.Step<>(step.value(), step.commit());
+            },
+            InboxException::new);
       }
-    }
+    };
+  }
+
+  /**
+   * An application's runner, with the check the inbox's own transactions make before committing: a
+   * transaction the work left aborted (a failed statement whose exception it caught) or ended is
+   * rolled back, never reported as processed.
+   */
+  private static TransactionRunner checked(TransactionRunner runner) {
+    return new TransactionRunner() {
+      @Override
+      public <T> T inTransaction(String what, Body<T> body) throws Exception {
+        return runner.inTransaction(
+            what,
+            c -> {
+              Step<T> step = body.run(c);
+              if (step.commit()) {
+                RuntimeException refused =
+                    Transactions.cannotCommit(c, what, InboxException::new, false);
+                if (refused != null) {
+                  throw refused;
+                }
+              }
+              return step;
+            });
+      }
+    };
   }
 
   private static void requireConsumer(String consumer) {

@@ -10,13 +10,9 @@ import java.sql.SQLException;
 import java.util.Objects;
 import java.util.OptionalLong;
 import javax.sql.DataSource;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /** {@link OffsetStore} on PostgreSQL ({@code postbox_consumer_offset}). */
 public final class PostgresOffsetStoreImpl implements OffsetStore {
-
-  private static final Logger log = LoggerFactory.getLogger(PostgresOffsetStoreImpl.class);
 
   private static final String READ =
       "SELECT next_offset FROM postbox_consumer_offset"
@@ -61,34 +57,18 @@ public final class PostgresOffsetStoreImpl implements OffsetStore {
     Objects.requireNonNull(topic, "topic");
     Objects.requireNonNull(work, "work");
     String what = topic + "-" + partition + "@" + offset + " of consumer group '" + group + "'";
-    Connection c;
-    try {
-      c = dataSource.getConnection();
-    } catch (SQLException e) {
-      throw new InboxException("cannot get a connection to process " + what, e);
-    }
-    try {
-      return Transactions.forCaller(
-          c,
-          what,
-          "if the commit did happen anyway, a redelivery is skipped by its offset",
-          conn -> {
-            if (!advance(conn, group, topic, partition, offset, what)) {
-              return new Transactions.Step<>(false, false); // applied before
-            }
-            work.run(conn); // throws: the advance rolls back with the effect
-            return new Transactions.Step<>(true, true);
-          },
-          InboxException::new,
-          () -> {},
-          () -> {});
-    } finally {
-      try {
-        c.close();
-      } catch (SQLException e) {
-        log.warn("closing the offset store's connection failed", e);
-      }
-    }
+    return Transactions.forCallerOnNewConnection(
+        dataSource,
+        what,
+        "if the commit did happen anyway, a redelivery is skipped by its offset",
+        conn -> {
+          if (!advance(conn, group, topic, partition, offset, what)) {
+            return new Transactions.Step<>(false, false); // applied before
+          }
+          work.run(conn); // throws: the advance rolls back with the effect
+          return new Transactions.Step<>(true, true);
+        },
+        InboxException::new);
   }
 
   /**

@@ -116,6 +116,34 @@ public final class Transactions {
   }
 
   /**
+   * {@link #forCaller(Connection, String, String, Body, BiFunction, Runnable, Runnable)} on a new
+   * connection of {@code dataSource}, closed after (a failure to close is logged).
+   */
+  static <T> T forCallerOnNewConnection(
+      DataSource dataSource,
+      String what,
+      String ifCommitUnknown,
+      Body<T> body,
+      BiFunction<String, Throwable, RuntimeException> error)
+      throws Exception {
+    Connection c;
+    try {
+      c = dataSource.getConnection();
+    } catch (SQLException e) {
+      throw error.apply("cannot get a connection to process " + what, e);
+    }
+    try {
+      return forCaller(c, what, ifCommitUnknown, body, error, () -> {}, () -> {});
+    } finally {
+      try {
+        c.close();
+      } catch (SQLException e) {
+        log.warn("closing the connection of {} failed", what, e);
+      }
+    }
+  }
+
+  /**
    * As {@link #forCaller(Connection, String, String, Body, BiFunction, Runnable, Runnable)},
    * committing with {@code commit}.
    *

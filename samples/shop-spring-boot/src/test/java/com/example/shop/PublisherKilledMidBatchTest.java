@@ -42,6 +42,8 @@ class PublisherKilledMidBatchTest {
               "--postbox.kafka.bootstrap-servers=" + ctx.bootstrapServers(),
               "--shop.order-topic=" + topic,
               "--postbox.topics[" + topic + "].guarantee=effectively-once",
+              // 4 handlers + the relay + headroom fit Boot's default pool of 10 (checked at start)
+              "--postbox.topics[" + topic + "].concurrency=4",
               "--postbox.relay.poll-interval=200ms",
               "--management.endpoints.enabled-by-default=false");
       List<String> withLoad = new ArrayList<>(settings);
