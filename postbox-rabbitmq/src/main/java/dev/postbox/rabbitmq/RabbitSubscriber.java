@@ -219,6 +219,7 @@ public final class RabbitSubscriber implements AutoCloseable {
                   ch,
                   topic,
                   i,
+                  shards,
                   queues.get(i),
                   subscription,
                   processor,
@@ -469,12 +470,14 @@ public final class RabbitSubscriber implements AutoCloseable {
     }
 
     /**
-     * Sets the number of shard queues per topic (default {@value #DEFAULT_SHARDS}); fixed for a
-     * subscription once messages flow, since it decides which queue a key lands in.
+     * Sets the number of shard queues per topic (default {@value #DEFAULT_SHARDS}, at most {@value
+     * RabbitTopology#SLOTS}); fixed for a subscription, since it decides which queue a key lands in
+     * (a start with another count than the subscription's exchange was declared with is refused).
      */
     public Builder shards(int shards) {
-      if (shards < 1) {
-        throw new IllegalArgumentException("shards must be at least 1");
+      if (shards < 1 || shards > RabbitTopology.SLOTS) {
+        throw new IllegalArgumentException(
+            "shards must be between 1 and " + RabbitTopology.SLOTS + ", was " + shards);
       }
       this.shards = shards;
       return this;
