@@ -25,8 +25,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Publishes outbox rows to RabbitMQ for the relay: one channel in <b>publisher-confirm</b> mode,
  * persistent messages mapped by {@link RabbitMessages} (CloudEvents AMQP binding) to the topic's
- * consistent-hash exchange ({@link RabbitTopology}) with the ordering key as routing key, and the
- * {@code mandatory} flag.
+ * exchange ({@link RabbitTopology}) with the ordering key's slot as routing key, and the {@code
+ * mandatory} flag.
  *
  * <ul>
  *   <li><b>Acknowledged</b> only when the broker confirmed the message ({@code basic.ack}; for a

@@ -42,11 +42,11 @@ import org.slf4j.LoggerFactory;
  * guarantee, ordering and concurrency.
  *
  * <ul>
- *   <li><b>Topology.</b> At {@link #start()} it declares, for each topic, the topic's
- *       consistent-hash exchange and the subscription's shard queues ({@link RabbitTopology}:
- *       quorum queues with single active consumer), and consumes every shard queue on a channel of
- *       its own. Any number of instances can run: each shard is consumed by one of them at a time
- *       (the first to subscribe; the others stand by).
+ *   <li><b>Topology.</b> At {@link #start()} it declares, for each topic, the topic's exchange, the
+ *       subscription's direct exchange and shard queues ({@link RabbitTopology}: quorum queues with
+ *       single active consumer), and consumes every shard queue on a channel of its own. Any number
+ *       of instances can run: each shard is consumed by one of them at a time (the first to
+ *       subscribe; the others stand by).
  *   <li><b>Acks.</b> Manual: a delivery is acked when the engine finished it (applied, suppressed,
  *       ignored or dead-lettered); {@code AT_MOST_ONCE} acks before handling; for {@code
  *       EFFECTIVELY_ONCE} the inbox row commits with the effect, before the ack, so a redelivery
