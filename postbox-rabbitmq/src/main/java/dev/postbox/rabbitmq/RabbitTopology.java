@@ -231,31 +231,27 @@ public final class RabbitTopology {
 
   /** The reply text of the channel or connection close in {@code e}'s causes, or null. */
   static String replyText(Throwable e) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof com.rabbitmq.client.ShutdownSignalException s) {
-        if (s.getReason() instanceof com.rabbitmq.client.AMQP.Channel.Close c) {
-          return c.getReplyText();
-        }
-        if (s.getReason() instanceof com.rabbitmq.client.AMQP.Connection.Close c) {
-          return c.getReplyText();
-        }
-        return null;
-      }
-    }
-    return null;
+    return switch (closeReason(e)) {
+      case com.rabbitmq.client.AMQP.Channel.Close c -> c.getReplyText();
+      case com.rabbitmq.client.AMQP.Connection.Close c -> c.getReplyText();
+      case null, default -> null;
+    };
   }
 
   /** The reply code of the channel or connection close in {@code e}'s causes, or null. */
   static Integer replyCode(Throwable e) {
+    return switch (closeReason(e)) {
+      case com.rabbitmq.client.AMQP.Channel.Close c -> c.getReplyCode();
+      case com.rabbitmq.client.AMQP.Connection.Close c -> c.getReplyCode();
+      case null, default -> null;
+    };
+  }
+
+  /** The reason of the first shutdown signal in {@code e}'s causes, or null. */
+  private static com.rabbitmq.client.Method closeReason(Throwable e) {
     for (Throwable t = e; t != null; t = t.getCause()) {
       if (t instanceof com.rabbitmq.client.ShutdownSignalException s) {
-        if (s.getReason() instanceof com.rabbitmq.client.AMQP.Channel.Close c) {
-          return c.getReplyCode();
-        }
-        if (s.getReason() instanceof com.rabbitmq.client.AMQP.Connection.Close c) {
-          return c.getReplyCode();
-        }
-        return null;
+        return s.getReason();
       }
     }
     return null;
