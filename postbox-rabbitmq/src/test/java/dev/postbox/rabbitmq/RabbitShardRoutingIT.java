@@ -32,7 +32,7 @@ import org.slf4j.LoggerFactory;
 class RabbitShardRoutingIT {
 
   private static final Logger log = LoggerFactory.getLogger(RabbitShardRoutingIT.class);
-  private static final int SHARDS = 3;
+  private static final int SHARDS = 8;
   private static final int KEYS = 60;
 
   @Test
