@@ -36,7 +36,10 @@ import java.util.Objects;
  * their older messages still waited in the old one, and two shard consumers applied one key's
  * messages at the same time. A direct exchange routes on the slot alone: the same queue before and
  * after any restart ({@code RabbitShardRoutingIT}). An exchange {@code <subscription>.<topic>} of
- * that older type fails the start with a {@link RabbitTopologyException} saying so.
+ * that older type fails the start with a {@link RabbitTopologyException} saying so. Upgrading: stop
+ * the older relays, let the subscription's shard queues drain, delete its exchange, then start the
+ * new subscribers and relays (an older relay's message, its key as routing key, would go to shard
+ * 0, possibly beside newer messages of its key in another shard).
  *
  * <p>A declaration that conflicts with what exists (another exchange type, a classic queue where a
  * quorum queue is expected, other arguments) fails with a {@link RabbitTopologyException} naming
