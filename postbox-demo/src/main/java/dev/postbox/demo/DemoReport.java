@@ -67,7 +67,7 @@ import java.util.Map;
  * {@code by}, {@code detail} and {@code attributes}.
  *
  * <p>{@code transport} is the broker the run used: {@code kafka} (the default) or {@code rabbitmq}
- * ({@code --transport rabbitmq}: topics are consistent-hash exchanges; the wholesale keys are
+ * ({@code --transport rabbitmq}: topics are exchanges sharded by key slot; the wholesale keys are
  * parked in {@code postbox_parked} as on Kafka).
  *
  * <p>Request/reply ({@link PaymentsPhase}): the orders service asks the payments process to

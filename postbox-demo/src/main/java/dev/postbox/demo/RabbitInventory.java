@@ -19,10 +19,10 @@ import javax.sql.DataSource;
 /**
  * The inventory's subscriber on RabbitMQ ({@link InventoryProcess} with transport {@code
  * rabbitmq}): the same handler, inbox ({@code EFFECTIVELY_ONCE}), dead letters, concurrency and
- * ordered parking as on Kafka, on the subscription's consistent-hash shard queues: a wholesale
- * order that fails while the warehouse is down is retried a few times in place, then parked in
- * {@code postbox_parked} with the later orders of its key (acked), and retried as a sequence after
- * {@link InventoryProcess#PARKING_TIERS}, in order, while other keys flow on.
+ * ordered parking as on Kafka, on the subscription's shard queues: a wholesale order that fails
+ * while the warehouse is down is retried a few times in place, then parked in {@code
+ * postbox_parked} with the later orders of its key (acked), and retried as a sequence after {@link
+ * InventoryProcess#PARKING_TIERS}, in order, while other keys flow on.
  */
 final class RabbitInventory {
 

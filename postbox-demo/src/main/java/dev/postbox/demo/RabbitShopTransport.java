@@ -23,10 +23,10 @@ import java.util.function.Function;
  * The shop on RabbitMQ ({@code ./postbox demo --transport rabbitmq}): a private node started from
  * this machine's {@code rabbitmq-server} by the test kit's {@link RabbitMqServer} (its own ports
  * and folders), or the broker at {@value RabbitMqServer#URL_ENV}. The orders and stock topics are
- * consistent-hash exchanges ({@link RabbitTopology}); the inventory consumes its {@value #SHARDS}
- * shard queues of the orders exchange, the observer its own {@value #SHARDS}, and the stock
- * exchange gets one audit queue so that {@code stock.updated} is routable (the relay publishes
- * mandatory: an unroutable message would be a failed row).
+ * exchanges sharded by key slot ({@link RabbitTopology}); the inventory consumes its {@value
+ * #SHARDS} shard queues of the orders exchange, the observer its own {@value #SHARDS}, and the
+ * stock exchange gets one audit queue so that {@code stock.updated} is routable (the relay
+ * publishes mandatory: an unroutable message would be a failed row).
  *
  * <p>One difference from Kafka, in how the inventory is told apart: "not yet done" is read from the
  * inventory's queues (ready messages, then nothing changing in the inventory's tables for a second,

@@ -48,7 +48,8 @@ import java.util.function.Function;
  *   <tr><td>schemaVersion</td><td>{@value #CE_SCHEMAVERSION}</td><td>always</td>
  *       <td>positive decimal; absent = 1</td></tr>
  *   <tr><td>key</td><td>{@value #CE_PARTITIONKEY}, and the routing key</td><td>when there is
- *       a key (the routing key is then the key, else the message id)</td>
+ *       a key (the routing key is then the key's slot, {@link RabbitTopology#routingKey(String)},
+ *       else the message id's)</td>
  *       <td>{@value #CE_PARTITIONKEY} if present and not empty, else none</td></tr>
  *   <tr><td>correlationId</td><td>{@value #CE_CORRELATIONID}, and the {@code correlation_id}
  *       property</td><td>when present</td><td>{@value #CE_CORRELATIONID}</td></tr>
@@ -140,11 +141,12 @@ public final class RabbitMessages {
   private RabbitMessages() {}
 
   /**
-   * The routing key of {@code message}: its ordering key, or its id when it has none (so that
-   * messages without a key spread over the shard queues).
+   * The routing key of {@code message}: the {@linkplain RabbitTopology#routingKey(String) slot} of
+   * its ordering key, or of its id when it has none (so that messages without a key spread over the
+   * shard queues). The key itself travels in {@value #CE_PARTITIONKEY}.
    */
   public static String routingKey(Message message) {
-    return message.key().orElseGet(() -> message.id().toString());
+    return RabbitTopology.routingKey(message.key().orElseGet(() -> message.id().toString()));
   }
 
   /** The AMQP properties (with the CloudEvents headers) of {@code message}. */

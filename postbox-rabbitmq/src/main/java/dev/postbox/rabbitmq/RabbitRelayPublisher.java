@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Queue;
@@ -21,16 +22,17 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeoutException;
+import java.util.function.BiConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Publishes outbox rows to RabbitMQ for the relay: one channel in <b>publisher-confirm</b> mode,
  * persistent messages mapped by {@link RabbitMessages} (CloudEvents AMQP binding) to the topic's
- * consistent-hash exchange ({@link RabbitTopology}) with the ordering key as routing key, and the
- * {@code mandatory} flag. A dead letter's replay targeted at one consumer ({@link
- * ReplayHeaders#TARGET}) goes to that subscription's own consistent-hash exchange instead, so it
- * reaches that subscription's shard queue of its key and no other subscription.
+ * exchange ({@link RabbitTopology}) with the ordering key's slot as routing key, and the {@code
+ * mandatory} flag. A dead letter's replay targeted at one consumer ({@link ReplayHeaders#TARGET})
+ * goes to that subscription's own exchange instead (same routing key), so it reaches that
+ * subscription's shard queue of its key and no other subscription.
  *
  * <ul>
  *   <li><b>Acknowledged</b> only when the broker confirmed the message ({@code basic.ack}; for a
@@ -56,12 +58,17 @@ import org.slf4j.LoggerFactory;
  * on any other channel, nor past a failure of the previous one the publisher knows of, and the
  * relay marks it only if every message of the previous batch was confirmed. When a channel or
  * connection is lost, what each queue got of it is a prefix of what was published to it, so the
- * relay's resend of the unconfirmed tail, in order, keeps every key's first copies in order. Not
- * covered: a {@code basic.nack} of one message while later messages of its key, in the same batch
- * or the one pipelined behind it, were confirmed (a broker-internal error, or a queue length limit
- * with {@code overflow=reject-publish} that had room again for the later message), after which the
- * resend lands behind them; likewise a message returned as unroutable while a queue was bound to
- * the exchange before a later one of its topic.
+ * relay's resend of the unconfirmed tail, in order, keeps every key's first copies in order. What
+ * one channel's order cannot cover, a {@code basic.nack} of one message while a later message of
+ * its key was confirmed (a broker-internal error, or a queue length limit with {@code
+ * overflow=reject-publish} that had room again for the later message), or a message returned as
+ * unroutable while a later one of its key found a queue bound meanwhile, is closed <b>per key</b>:
+ * a message goes out only once the last message of its key in a batch whose outcomes the relay has
+ * not collected yet (this batch or one ahead) is acknowledged; if that one failed, or no confirm
+ * came within the confirm timeout (the connection is then discarded), the message and the rest of
+ * its batch are reported failed unsent, and the relay's resend puts the failed one first. Different
+ * keys stay pipelined; one key's messages go out a confirm round trip apart. (An earlier copy of
+ * the same message, the relay's resend, never waits for itself.)
  *
  * <p>Used by one relay thread at a time; {@link #close()} may be called from any thread.
  */
@@ -86,13 +93,21 @@ public final class RabbitRelayPublisher implements RelayPublisher {
   private Channel channel;
   // the batches waiting for confirms (at most two: the relay pipelines one behind another)
   private final Queue<ConfirmedBatch> unconfirmed = new ConcurrentLinkedQueue<>();
+  // per ordering key, its last message published in a batch whose outcomes the relay has not
+  // collected yet: the next message of that key goes out only once this one is acknowledged
+  private final Map<String, Sent> lastOfKey = new ConcurrentHashMap<>();
+  private final BiConsumer<Channel, Message> beforePublish;
   private volatile boolean closed;
 
   private RabbitRelayPublisher(Builder b) {
     this.factory = b.factory;
     this.confirmTimeout = b.confirmTimeout;
     this.connectionName = b.connectionName;
+    this.beforePublish = b.beforePublish;
   }
+
+  /** Message {@code index} (id {@code id}) of {@code batch}. */
+  private record Sent(ConfirmedBatch batch, int index, java.util.UUID id) {}
 
   /**
    * A builder for a publisher to the broker at {@code uri} ({@code amqp://user:pass@host/vhost}).
@@ -207,6 +222,12 @@ public final class RabbitRelayPublisher implements RelayPublisher {
           continue;
         }
       }
+      PublishOutcome.Failed behind = awaitEarlierOfKey(m);
+      if (behind != null) {
+        batch.notSent(i, behind);
+        stop = true; // the relay publishes the earlier one again, then this one
+        continue;
+      }
       String exchange;
       try {
         exchange = exchangeOf(m);
@@ -217,8 +238,12 @@ public final class RabbitRelayPublisher implements RelayPublisher {
         continue;
       }
       try {
+        beforePublish.accept(ch, m);
         long seq = ch.getNextPublishSeqNo();
         batch.published(seq, i, m.id().toString());
+        if (m.key().isPresent()) {
+          lastOfKey.put(m.key().get(), new Sent(batch, i, m.id()));
+        }
         ch.basicPublish(
             exchange,
             RabbitMessages.routingKey(m),
@@ -232,6 +257,38 @@ public final class RabbitRelayPublisher implements RelayPublisher {
       }
     }
     return new Confirms(ch, batch);
+  }
+
+  /**
+   * Waits (up to the confirm timeout) for the outcome of the last message published of {@code m}'s
+   * key, unless that is an earlier copy of {@code m} or its batch's outcomes were collected; null
+   * if {@code m} may go out (no such message, or it was acknowledged), else why not (failed, or no
+   * confirm in time: the connection is then discarded).
+   */
+  private PublishOutcome.Failed awaitEarlierOfKey(Message m) {
+    Sent earlier = m.key().map(lastOfKey::get).orElse(null);
+    if (earlier == null || earlier.id().equals(m.id()) || !unconfirmed.contains(earlier.batch())) {
+      return null;
+    }
+    PublishOutcome o;
+    try {
+      o = earlier.batch().outcomeOf(earlier.index(), confirmTimeout);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return new PublishOutcome.Failed(e, false);
+    }
+    if (o instanceof PublishOutcome.Acknowledged) {
+      return null;
+    }
+    if (o == null) {
+      discard(new IllegalStateException("no confirm within " + confirmTimeout));
+    }
+    return new PublishOutcome.Failed(
+        new IllegalStateException(
+            "not sent: an earlier message of its key was not acknowledged ("
+                + (o == null ? "no confirm in time" : "failed")
+                + ")"),
+        false);
   }
 
   private static PendingPublish failed(int n, Throwable e) {
@@ -266,6 +323,7 @@ public final class RabbitRelayPublisher implements RelayPublisher {
         return batch.outcomes();
       } finally {
         unconfirmed.remove(batch);
+        lastOfKey.values().removeIf(sent -> sent.batch() == batch);
       }
     }
   }
@@ -294,7 +352,7 @@ public final class RabbitRelayPublisher implements RelayPublisher {
 
   /**
    * The exchange {@code m} goes to: the topic's, or for a replay targeted at one consumer ({@link
-   * ReplayHeaders#TARGET}) that subscription's own consistent-hash exchange, so only its shard
+   * ReplayHeaders#TARGET}) that subscription's own exchange, so only its shard
    * queue (by key) receives it. When that exchange does not exist (the subscription never ran on
    * this broker) the topic's exchange, with a warning: the other subscriptions pass over the copy.
    */
@@ -444,6 +502,7 @@ public final class RabbitRelayPublisher implements RelayPublisher {
     private final ConnectionFactory factory = new ConnectionFactory();
     private Duration confirmTimeout = DEFAULT_CONFIRM_TIMEOUT;
     private String connectionName = DEFAULT_CONNECTION_NAME;
+    private BiConsumer<Channel, Message> beforePublish = (ch, m) -> {};
 
     private Builder(String uri) {
       Objects.requireNonNull(uri, "uri");
@@ -468,6 +527,15 @@ public final class RabbitRelayPublisher implements RelayPublisher {
     /** The client-provided connection name shown by the broker (default {@code postbox-relay}). */
     public Builder connectionName(String name) {
       this.connectionName = Objects.requireNonNull(name, "name");
+      return this;
+    }
+
+    /**
+     * A fault hook for tests: runs on the publishing thread just before each message goes out on
+     * the confirm channel (after any wait for an earlier message of its key).
+     */
+    Builder beforePublish(BiConsumer<Channel, Message> hook) {
+      this.beforePublish = Objects.requireNonNull(hook, "hook");
       return this;
     }
 

@@ -31,10 +31,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A {@link Requester} on RabbitMQ: requests are published with confirms (mandatory) to their
- * topic's consistent-hash exchange ({@link RabbitTopology}); replies come back to an exclusive,
- * auto-delete queue of this instance, {@code postbox.replies.<name>.<random>}, named in each
- * request's {@code reply-to} header (and its AMQP {@code reply_to} property). The queue lives as
- * long as the connection: replies to an earlier incarnation are not this one's, and a responder
+ * topic's exchange ({@link RabbitTopology}, the key's slot as routing key); replies come back to an
+ * exclusive, auto-delete queue of this instance, {@code postbox.replies.<name>.<random>}, named in
+ * each request's {@code reply-to} header (and its AMQP {@code reply_to} property). The queue lives
+ * as long as the connection: replies to an earlier incarnation are not this one's, and a responder
  * replying to a queue that is gone gets its reply returned (see {@link RabbitResponder}).
  *
  * <p>Defaults: at most {@value #DEFAULT_MAX_IN_FLIGHT} requests in flight, timeouts checked every

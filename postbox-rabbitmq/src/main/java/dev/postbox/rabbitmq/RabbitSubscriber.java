@@ -42,11 +42,11 @@ import org.slf4j.LoggerFactory;
  * guarantee, ordering and concurrency.
  *
  * <ul>
- *   <li><b>Topology.</b> At {@link #start()} it declares, for each topic, the topic's
- *       consistent-hash exchange and the subscription's shard queues ({@link RabbitTopology}:
- *       quorum queues with single active consumer), and consumes every shard queue on a channel of
- *       its own. Any number of instances can run: each shard is consumed by one of them at a time
- *       (the first to subscribe; the others stand by).
+ *   <li><b>Topology.</b> At {@link #start()} it declares, for each topic, the topic's exchange, the
+ *       subscription's direct exchange and shard queues ({@link RabbitTopology}: quorum queues with
+ *       single active consumer), and consumes every shard queue on a channel of its own. Any number
+ *       of instances can run: each shard is consumed by one of them at a time (the first to
+ *       subscribe; the others stand by).
  *   <li><b>Acks.</b> Manual: a delivery is acked when the engine finished it (applied, suppressed,
  *       ignored or dead-lettered); {@code AT_MOST_ONCE} acks before handling; for {@code
  *       EFFECTIVELY_ONCE} the inbox row commits with the effect, before the ack, so a redelivery
@@ -219,6 +219,7 @@ public final class RabbitSubscriber implements AutoCloseable {
                   ch,
                   topic,
                   i,
+                  shards,
                   queues.get(i),
                   subscription,
                   processor,
@@ -469,12 +470,14 @@ public final class RabbitSubscriber implements AutoCloseable {
     }
 
     /**
-     * Sets the number of shard queues per topic (default {@value #DEFAULT_SHARDS}); fixed for a
-     * subscription once messages flow, since it decides which queue a key lands in.
+     * Sets the number of shard queues per topic (default {@value #DEFAULT_SHARDS}, at most {@value
+     * RabbitTopology#SLOTS}); fixed for a subscription, since it decides which queue a key lands in
+     * (a start with another count than the subscription's exchange was declared with is refused).
      */
     public Builder shards(int shards) {
-      if (shards < 1) {
-        throw new IllegalArgumentException("shards must be at least 1");
+      if (shards < 1 || shards > RabbitTopology.SLOTS) {
+        throw new IllegalArgumentException(
+            "shards must be between 1 and " + RabbitTopology.SLOTS + ", was " + shards);
       }
       this.shards = shards;
       return this;

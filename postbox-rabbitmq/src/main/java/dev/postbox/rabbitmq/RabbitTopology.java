@@ -10,22 +10,36 @@ import java.util.Objects;
 /**
  * The RabbitMQ topology Postbox uses, declared idempotently: per topic one durable <b>fanout
  * exchange</b> (named as the topic), which the relay publishes to; per subscription and topic one
- * durable <b>consistent-hash exchange</b> ({@code <subscription>.<topic>}; the {@code
- * rabbitmq_consistent_hash_exchange} plugin ships with the server) bound to the topic's exchange,
+ * durable <b>direct exchange</b> ({@code <subscription>.<topic>}) bound to the topic's exchange,
  * and {@code shards} durable <b>quorum queues</b> with <b>single active consumer</b> ({@code
- * <subscription>.<topic>.<i>}), each bound to it with weight 1. (A consistent-hash exchange routes
- * a message to exactly one of all the queues bound to it, so each subscription needs its own: with
- * the topic's exchange itself hashing, two subscriptions would split the messages between them.)
+ * <subscription>.<topic>.<i>}). The routing key of a message is its <b>slot</b> ({@link
+ * #routingKey(String)}: the CRC-32 of the ordering key's UTF-8 bytes modulo {@value #SLOTS}, as a
+ * decimal string), and slot {@code s} is bound to shard queue {@code s % shards}; each subscription
+ * has its own exchange so that every subscription gets every message, whatever its shard count. A
+ * message whose routing key is not a slot (published by hand or by an older relay) goes, through
+ * the exchange's alternate exchange ({@code <subscription>.<topic>.unsharded}, a fanout), to shard
+ * 0, never nowhere.
  *
- * <p>Why: the exchange hashes the routing key (the message's ordering key) onto one shard, so all
- * messages of a key land in one queue, in publish order; single active consumer lets any number of
- * instances subscribe to every shard while one instance at a time consumes each, so a key is
- * handled by one instance at a time, in order (plain competing consumers on one queue would lose
- * that order). Single active consumer does not balance: the first instance to subscribe to a shard
- * is active on it, the others are standbys that take over at once when it goes. Within an instance
- * the consumer engine runs different keys of a shard concurrently. The price: a shard's throughput
- * is bounded by one consumer, and the shard count of a subscription is fixed once messages flow
- * (changing it rehashes keys onto other queues).
+ * <p>Why: all messages of a key land in one queue, in publish order; single active consumer lets
+ * any number of instances subscribe to every shard while one instance at a time consumes each, so a
+ * key is handled by one instance at a time, in order (plain competing consumers on one queue would
+ * lose that order). Single active consumer does not balance: the first instance to subscribe to a
+ * shard is active on it, the others are standbys that take over at once when it goes. Within an
+ * instance the consumer engine runs different keys of a shard concurrently. The price: a shard's
+ * throughput is bounded by one consumer, and the shard count of a subscription is fixed (a start
+ * with another count than its queues have is refused).
+ *
+ * <p>Why not the {@code x-consistent-hash} exchange (used before): its hash ring lives in the
+ * node's memory and is rebuilt from the bindings when the node starts, in the order its recovery
+ * workers happen to add them (RabbitMQ 3.10: {@code rabbit_binding:recover/2} adds each binding
+ * from a worker pool), so after a restart most keys routed to <em>another</em> shard queue while
+ * their older messages still waited in the old one, and two shard consumers applied one key's
+ * messages at the same time. A direct exchange routes on the slot alone: the same queue before and
+ * after any restart ({@code RabbitShardRoutingIT}). An exchange {@code <subscription>.<topic>} of
+ * that older type fails the start with a {@link RabbitTopologyException} saying so. Upgrading: stop
+ * the older relays, let the subscription's shard queues drain, delete its exchange, then start the
+ * new subscribers and relays (an older relay's message, its key as routing key, would go to shard
+ * 0, possibly beside newer messages of its key in another shard).
  *
  * <p>A declaration that conflicts with what exists (another exchange type, a classic queue where a
  * quorum queue is expected, other arguments) fails with a {@link RabbitTopologyException} naming
@@ -36,11 +50,19 @@ public final class RabbitTopology {
   /** Default number of shard queues per subscription and topic. */
   public static final int DEFAULT_SHARDS = 4;
 
-  /** The exchange type of the subscriptions' exchanges, which hash a key onto a shard queue. */
-  public static final String EXCHANGE_TYPE = "x-consistent-hash";
+  /**
+   * The number of routing slots a key hashes to, and the most shard queues a subscription can have.
+   */
+  public static final int SLOTS = 256;
+
+  /** The exchange type of the subscriptions' exchanges, which route a slot to its shard queue. */
+  public static final String EXCHANGE_TYPE = "direct";
 
   /** The exchange type of the topic exchanges (every subscription gets every message). */
   public static final String TOPIC_EXCHANGE_TYPE = "fanout";
+
+  /** The exchange type Postbox's subscriptions had before, refused by name now. */
+  static final String OLD_EXCHANGE_TYPE = "x-consistent-hash";
 
   private RabbitTopology() {}
 
@@ -49,9 +71,21 @@ public final class RabbitTopology {
     return topic;
   }
 
-  /** The consistent-hash exchange of {@code subscription} on {@code topic}. */
+  /** The direct exchange of {@code subscription} on {@code topic}. */
   public static String subscriptionExchange(String subscription, String topic) {
     return subscription + "." + topic;
+  }
+
+  /**
+   * The alternate exchange of {@code subscription}'s direct exchange on {@code topic} with {@code
+   * shards} shard queues ({@code <subscription>.<topic>.unsharded-of-<shards>}, a fanout bound to
+   * shard 0): what the direct exchange cannot route (a routing key that is not a slot) goes there.
+   * Its name carries the shard count, and the broker refuses to declare an exchange again with
+   * another {@code alternate-exchange}, so a start with another shard count fails instead of
+   * binding the slots twice.
+   */
+  public static String unshardedExchange(String subscription, String topic, int shards) {
+    return subscription + "." + topic + ".unsharded-of-" + shards;
   }
 
   /** The name of shard queue {@code shard} of {@code subscription} on {@code topic}. */
@@ -59,32 +93,87 @@ public final class RabbitTopology {
     return subscription + "." + topic + "." + shard;
   }
 
+  /**
+   * The slot of ordering key {@code key}: the CRC-32 (IEEE) of its UTF-8 bytes modulo {@value
+   * #SLOTS}. A pure function of the key, so any publisher in any language can compute it.
+   */
+  public static int slot(String key) {
+    java.util.zip.CRC32 crc = new java.util.zip.CRC32();
+    crc.update(key.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    return (int) (crc.getValue() % SLOTS);
+  }
+
+  /** The routing key of a message with ordering key {@code key}: its {@link #slot}, in decimal. */
+  public static String routingKey(String key) {
+    return Integer.toString(slot(key));
+  }
+
+  /** The shard (of {@code shards}) that slot {@code slot} is bound to. */
+  public static int shardOf(int slot, int shards) {
+    return slot % shards;
+  }
+
   /** Declares the durable fanout exchange of {@code topic}. */
   public static void declareExchange(Channel channel, String topic) {
     Objects.requireNonNull(topic, "topic");
-    declare(channel, exchange(topic), TOPIC_EXCHANGE_TYPE);
+    declare(channel, exchange(topic), TOPIC_EXCHANGE_TYPE, Map.of());
   }
 
-  private static void declare(Channel channel, String name, String type) {
+  private static void declare(
+      Channel channel, String name, String type, Map<String, Object> arguments) {
     try {
-      channel.exchangeDeclare(name, type, true, false, Map.of());
+      channel.exchangeDeclare(name, type, true, false, arguments);
     } catch (IOException | RuntimeException e) {
-      throw refusedOrTransient(
-          e,
-          "cannot declare exchange '"
-              + name
-              + "' of type "
-              + type
-              + " (is the rabbitmq_consistent_hash_exchange plugin enabled, and does no exchange of"
-              + " another type exist under that name?)");
+      throw refusedOrTransient(e, refusal(name, type, arguments, e));
     }
   }
 
+  private static String refusal(
+      String name, String type, Map<String, Object> arguments, Exception e) {
+    String reply = String.valueOf(replyText(e));
+    if (reply.contains(OLD_EXCHANGE_TYPE)) {
+      return "exchange '"
+          + name
+          + "' is an "
+          + OLD_EXCHANGE_TYPE
+          + " exchange of an older Postbox, whose routing moved keys to other shard queues when"
+          + " the node restarted (see RabbitTopology): let its shard queues drain, delete the"
+          + " exchange and start again ("
+          + reply
+          + ")";
+    }
+    if (reply.contains("alternate-exchange")) {
+      return "exchange '"
+          + name
+          + "' exists for another shard count (its alternate exchange is not "
+          + arguments.get("alternate-exchange")
+          + "): the shard count of a subscription is fixed ("
+          + reply
+          + ")";
+    }
+    return "cannot declare exchange '"
+        + name
+        + "' of type "
+        + type
+        + " with arguments "
+        + arguments
+        + " (does an exchange of another type exist under that name?)";
+  }
+
   /**
-   * Declares the durable quorum queue {@code queue} with single active consumer and binds it with
-   * weight 1 to the (existing) consistent-hash exchange {@code exchange}.
+   * Declares the durable quorum queue of shard {@code shard} (of {@code shards}) of {@code
+   * subscription} on {@code topic}, with single active consumer, and binds it to the subscription's
+   * (existing) direct exchange with the routing key of every slot {@code s} with {@code s % shards
+   * == shard}; shard 0 also to the (existing) alternate exchange. Returns the queue's name.
    */
-  public static void declareShard(Channel channel, String queue, String exchange) {
+  public static String declareShard(
+      Channel channel, String subscription, String topic, int shard, int shards) {
+    checkShards(shards);
+    if (shard < 0 || shard >= shards) {
+      throw new IllegalArgumentException("shard must be in [0, " + shards + "), was " + shard);
+    }
+    String queue = queue(subscription, topic, shard);
+    String exchange = subscriptionExchange(subscription, topic);
     try {
       channel.queueDeclare(
           queue,
@@ -92,7 +181,13 @@ public final class RabbitTopology {
           false,
           false,
           Map.of("x-queue-type", "quorum", "x-single-active-consumer", true));
-      channel.queueBind(queue, exchange, "1");
+      for (int slot = shard; slot < SLOTS; slot += shards) {
+        channel.queueBind(queue, exchange, Integer.toString(slot));
+      }
+      if (shard == 0) {
+        channel.queueBind(queue, unshardedExchange(subscription, topic, shards), "");
+      }
+      return queue;
     } catch (IOException | RuntimeException e) {
       throw refusedOrTransient(
           e,
@@ -101,6 +196,13 @@ public final class RabbitTopology {
               + "' (durable quorum queue with single active consumer) bound to exchange '"
               + exchange
               + "': does a queue with other arguments exist under that name?");
+    }
+  }
+
+  private static void checkShards(int shards) {
+    if (shards < 1 || shards > SLOTS) {
+      throw new IllegalArgumentException(
+          "shards must be between 1 and " + SLOTS + " (the slots), was " + shards);
     }
   }
 
@@ -130,46 +232,57 @@ public final class RabbitTopology {
         message + " (transient: " + e + ")", e instanceof IOException io ? io : new IOException(e));
   }
 
+  /** The reply text of the channel or connection close in {@code e}'s causes, or null. */
+  static String replyText(Throwable e) {
+    return switch (closeReason(e)) {
+      case com.rabbitmq.client.AMQP.Channel.Close c -> c.getReplyText();
+      case com.rabbitmq.client.AMQP.Connection.Close c -> c.getReplyText();
+      case null, default -> null;
+    };
+  }
+
   /** The reply code of the channel or connection close in {@code e}'s causes, or null. */
   static Integer replyCode(Throwable e) {
+    return switch (closeReason(e)) {
+      case com.rabbitmq.client.AMQP.Channel.Close c -> c.getReplyCode();
+      case com.rabbitmq.client.AMQP.Connection.Close c -> c.getReplyCode();
+      case null, default -> null;
+    };
+  }
+
+  /** The reason of the first shutdown signal in {@code e}'s causes, or null. */
+  private static com.rabbitmq.client.Method closeReason(Throwable e) {
     for (Throwable t = e; t != null; t = t.getCause()) {
       if (t instanceof com.rabbitmq.client.ShutdownSignalException s) {
-        if (s.getReason() instanceof com.rabbitmq.client.AMQP.Channel.Close c) {
-          return c.getReplyCode();
-        }
-        if (s.getReason() instanceof com.rabbitmq.client.AMQP.Connection.Close c) {
-          return c.getReplyCode();
-        }
-        return null;
+        return s.getReason();
       }
     }
     return null;
   }
 
   /**
-   * Declares the exchange of {@code topic}, the consistent-hash exchange of {@code subscription}
-   * bound to it and the {@code shards} quorum queues bound to that; returns the queue names, shard
-   * 0 first.
+   * Declares the exchange of {@code topic}, the direct exchange of {@code subscription} (with its
+   * alternate exchange) and the {@code shards} quorum queues bound to them, and last binds the
+   * direct exchange to the topic's (so no message reaches it before every slot has its queue);
+   * returns the queue names, shard 0 first.
    */
   public static List<String> declareShards(
       Channel channel, String subscription, String topic, int shards) {
-    if (shards < 1) {
-      throw new IllegalArgumentException("shards must be at least 1, was " + shards);
-    }
+    checkShards(shards);
     declareExchange(channel, topic);
-    String hash = subscriptionExchange(subscription, topic);
-    declare(channel, hash, EXCHANGE_TYPE);
-    try {
-      channel.exchangeBind(hash, exchange(topic), "");
-    } catch (IOException | RuntimeException e) {
-      throw refusedOrTransient(
-          e, "cannot bind exchange '" + hash + "' to exchange '" + exchange(topic) + "'");
-    }
+    String unsharded = unshardedExchange(subscription, topic, shards);
+    declare(channel, unsharded, TOPIC_EXCHANGE_TYPE, Map.of());
+    String direct = subscriptionExchange(subscription, topic);
+    declare(channel, direct, EXCHANGE_TYPE, Map.of("alternate-exchange", unsharded));
     List<String> queues = new ArrayList<>(shards);
     for (int i = 0; i < shards; i++) {
-      String q = queue(subscription, topic, i);
-      declareShard(channel, q, hash);
-      queues.add(q);
+      queues.add(declareShard(channel, subscription, topic, i, shards));
+    }
+    try {
+      channel.exchangeBind(direct, exchange(topic), "");
+    } catch (IOException | RuntimeException e) {
+      throw refusedOrTransient(
+          e, "cannot bind exchange '" + direct + "' to exchange '" + exchange(topic) + "'");
     }
     return List.copyOf(queues);
   }

@@ -17,6 +17,8 @@ import java.util.UUID;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BiConsumer;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -90,6 +92,67 @@ class RabbitRelayPipeliningIT {
       assertThat(drain(ch, topic, queue))
           .extracting(m -> m.header("seq").orElseThrow())
           .containsExactly("2", "3");
+    }
+  }
+
+  /**
+   * Issue 38: a nacked message is never overtaken by the next one of its key. The queue is full
+   * when seq 0 goes out (the broker nacks it: overflow reject-publish) and has room again before
+   * seq 1 would go out (the fault hook waits for seq 0's confirm on the relay's channel, then
+   * purges the queue): seq 1 must not be published before seq 0 is acknowledged, else the relay's
+   * resend of seq 0 would land behind it.
+   */
+  @Test
+  void aNackedMessageIsNotOvertakenByTheNextOfItsKey() throws Exception {
+    RabbitMqServer server = RabbitMqServer.sharedOrSkip();
+    String topic = "pipe-overtake-" + UUID.randomUUID();
+    String queue = topic + ".full";
+    try (Connection c = RabbitRelayPublisherIT.connect(server)) {
+      Channel ch = c.createChannel();
+      RabbitTopology.declareExchange(ch, topic);
+      ch.queueDeclare(
+          queue, false, false, true, Map.of("x-max-length", 2, "x-overflow", "reject-publish"));
+      ch.queueBind(queue, RabbitTopology.exchange(topic), "");
+      ch.confirmSelect();
+      ch.basicPublish("", queue, null, new byte[] {0});
+      ch.basicPublish("", queue, null, new byte[] {0});
+      ch.waitForConfirmsOrDie(30_000); // full
+      AtomicBoolean armed = new AtomicBoolean(true);
+      BiConsumer<Channel, Message> roomAfterTheNack =
+          (relayChannel, m) -> {
+            if (m.header("seq").orElseThrow().equals("1") && armed.getAndSet(false)) {
+              try {
+                relayChannel.waitForConfirms(30_000); // seq 0's nack has come
+                ch.queuePurge(queue);
+              } catch (Exception e) {
+                throw new IllegalStateException(e);
+              }
+            }
+          };
+      List<Message> all = messages(topic, 0, 2, 1); // one key: seq 0, 1
+      try (RabbitRelayPublisher publisher =
+          RabbitRelayPublisher.builder(server.uri()).beforePublish(roomAfterTheNack).build()) {
+        List<PublishOutcome> outcomes = publisher.send(all).outcomes();
+        assertThat(outcomes.get(0))
+            .as("seq 0, queue full")
+            .isInstanceOf(PublishOutcome.Failed.class);
+        assertThat(outcomes.get(1))
+            .as("seq 1, behind the nacked seq 0 of its key")
+            .isInstanceOfSatisfying(
+                PublishOutcome.Failed.class, f -> assertThat(f.unpublishable()).isFalse());
+        assertThat(ch.queueDeclarePassive(queue).getMessageCount())
+            .as("only the two that filled the queue")
+            .isEqualTo(2);
+
+        // the relay's resend, once there is room: the failed message first, then the one behind it
+        armed.set(false); // the fault was for the first send only
+        ch.queuePurge(queue);
+        assertThat(publisher.send(all).outcomes())
+            .allMatch(o -> o instanceof PublishOutcome.Acknowledged);
+        assertThat(drain(ch, topic, queue))
+            .extracting(m -> m.header("seq").orElseThrow())
+            .containsExactly("0", "1");
+      }
     }
   }
 

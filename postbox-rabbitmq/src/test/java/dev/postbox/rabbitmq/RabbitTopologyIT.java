@@ -77,4 +77,47 @@ class RabbitTopologyIT {
       await().atMost(Duration.ofSeconds(30)).until(() -> seen.contains(m.id()));
     }
   }
+
+  @Test
+  void anOlderConsistentHashExchangeOrAnotherShardCountFailsTheStartByName() throws Exception {
+    RabbitMqServer server = RabbitMqServer.sharedOrSkip();
+    String topic = "topo-" + UUID.randomUUID();
+    String old = "old-" + UUID.randomUUID().toString().substring(0, 8);
+    String resized = "resized-" + UUID.randomUUID().toString().substring(0, 8);
+    try (Connection c = connect(server)) {
+      Channel ch = c.createChannel();
+      ch.exchangeDeclare(
+          RabbitTopology.subscriptionExchange(old, topic), "x-consistent-hash", true);
+      assertThatThrownBy(() -> RabbitTopology.declareShards(c.createChannel(), old, topic, 2))
+          .isInstanceOf(RabbitTopologyException.class)
+          .hasMessageContaining("x-consistent-hash exchange of an older Postbox")
+          .hasMessageContaining("delete the exchange");
+      RabbitTopology.declareShards(c.createChannel(), resized, topic, 2);
+      assertThatThrownBy(() -> RabbitTopology.declareShards(c.createChannel(), resized, topic, 3))
+          .isInstanceOf(RabbitTopologyException.class)
+          .hasMessageContaining("exists for another shard count");
+    }
+  }
+
+  @Test
+  void aRoutingKeyThatIsNotASlotLandsOnShardZero() throws Exception {
+    RabbitMqServer server = RabbitMqServer.sharedOrSkip();
+    String topic = "topo-" + UUID.randomUUID();
+    String name = "any-" + UUID.randomUUID().toString().substring(0, 8);
+    try (Connection c = connect(server)) {
+      Channel ch = c.createChannel();
+      List<String> queues = RabbitTopology.declareShards(ch, name, topic, 3);
+      ch.confirmSelect();
+      ch.basicPublish(topic, "not-a-slot", true, null, new byte[] {1});
+      ch.basicPublish(topic, RabbitTopology.routingKey("k8"), true, null, new byte[] {2});
+      ch.waitForConfirmsOrDie(30_000);
+      int k8 = RabbitTopology.shardOf(RabbitTopology.slot("k8"), 3);
+      for (int i = 0; i < 3; i++) {
+        int expected = (i == 0 ? 1 : 0) + (i == k8 ? 1 : 0);
+        assertThat(ch.queueDeclarePassive(queues.get(i)).getMessageCount())
+            .as("messages in shard " + i)
+            .isEqualTo(expected);
+      }
+    }
+  }
 }

@@ -102,8 +102,11 @@ final class RabbitTransport extends AbstractTransport {
               while (true) {
                 for (GetResponse r : seen) {
                   if (id.toString().equals(r.getProps().getMessageId())) {
+                    // the key on the wire: the partitionkey header (the routing key is its slot)
+                    Object key = r.getProps().getHeaders().get(RabbitMessages.CE_PARTITIONKEY);
                     return new RawRecord(
-                        r.getEnvelope().getRoutingKey().getBytes(StandardCharsets.UTF_8),
+                        (key != null ? key.toString() : r.getEnvelope().getRoutingKey())
+                            .getBytes(StandardCharsets.UTF_8),
                         r.getBody(),
                         RabbitMessages.deadLetterHeaders(r.getProps()));
                   }

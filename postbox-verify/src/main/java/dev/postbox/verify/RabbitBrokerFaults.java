@@ -9,7 +9,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The RabbitMQ campaign's faults on the broker itself: every client connection closed by the node
- * ({@code rabbitmqctl close_all_connections}), and {@code kill -9} of the node, restarted. Only on
+ * ({@code rabbitmqctl close_all_connections}), and {@code kill -9} of the node, restarted (also
+ * with the consumers stopped first, so that every shard queue holds a backlog at the kill). Only on
  * the command's own node (an external broker has no lifecycle control).
  */
 final class RabbitBrokerFaults {
@@ -33,11 +34,21 @@ final class RabbitBrokerFaults {
 
   /** {@code kill -9} of the node, then starts it again; returns 1 if it fired. */
   static int killAndRestart(RabbitMqServer rabbit, FaultLog log) {
+    return killAndRestart(rabbit, log, RabbitCampaign.BROKER, "SIGKILL", () -> {});
+  }
+
+  /**
+   * {@code kill -9} of the node logged as {@code fault} with {@code detail}, {@code whileDown} run
+   * once it is down, then starts it again; returns 1 if it fired.
+   */
+  static int killAndRestart(
+      RabbitMqServer rabbit, FaultLog log, String fault, String detail, Runnable whileDown) {
     if (rabbit.isExternal() || !rabbit.isRunning()) {
       return 0;
     }
     rabbit.kill();
-    log.fired(RabbitCampaign.BROKER, "broker", "SIGKILL");
+    log.fired(fault, "broker", detail);
+    whileDown.run();
     Campaign.sleep(2_000);
     rabbit.start();
     Campaign.sleep(10_000); // quorum queues elect their leaders; the clients recover

@@ -35,7 +35,8 @@ import java.util.concurrent.TimeUnit;
  * kill -9} of consumers and relays; a consumer frozen (SIGSTOP) past its 2 s heartbeat, so that the
  * broker closes its connection and hands its shards and unacked deliveries to the other consumer
  * while the frozen one's handler may still commit and ack late; connections dropped by the broker
- * ({@code rabbitmqctl close_all_connections}); and {@code kill -9} of the broker, restarted.
+ * ({@code rabbitmqctl close_all_connections}); {@code kill -9} of the broker, restarted; and the
+ * same with every consumer stopped first, so that the shard queues hold a backlog of every key.
  *
  * <p>Not thread-safe; run one at a time.
  */
@@ -75,6 +76,11 @@ final class RabbitCampaign implements AutoCloseable {
   static final String PAUSE = "pause-consumer-past-heartbeat";
   static final String DROP = "connection-drop";
   static final String BROKER = "broker-kill-restart";
+  static final String BROKER_BACKLOG = "broker-kill-with-backlog";
+
+  /** How long the consumers stay stopped before a {@link #BROKER_BACKLOG} kill. */
+  static final long BACKLOG_MS = 4_000;
+
   static final int SHARDS = 4;
   static final int KEYS = 200;
   static final int HOT_KEYS = 4;
@@ -106,6 +112,8 @@ final class RabbitCampaign implements AutoCloseable {
         new RabbitScenario(PREFIX + "pauses", null, List.of(), List.of(PAUSE)),
         new RabbitScenario(PREFIX + "connection-drops", null, List.of(), List.of(DROP)),
         new RabbitScenario(PREFIX + "broker-kill", null, List.of(), List.of(BROKER)),
+        new RabbitScenario(
+            PREFIX + "broker-kill-backlog", null, List.of(), List.of(BROKER_BACKLOG)),
         new RabbitScenario(
             PREFIX + RabbitPartitions.SCENARIO,
             null,
@@ -476,6 +484,9 @@ final class RabbitCampaign implements AutoCloseable {
       case BROKER -> {
         return RabbitBrokerFaults.killAndRestart(rabbit, log);
       }
+      case BROKER_BACKLOG -> {
+        return killWithBacklog(consumers);
+      }
       case RabbitPartitions.RELAY_FAULT, RabbitPartitions.CONSUMER_FAULT -> {
         String name = RabbitPartitions.target(fault);
         Child c = workers.stream().filter(w -> w.name().equals(name)).findFirst().orElseThrow();
@@ -487,6 +498,33 @@ final class RabbitCampaign implements AutoCloseable {
       }
       default -> throw new IllegalArgumentException(fault);
     }
+  }
+
+  /**
+   * Stops (SIGSTOP) every consumer, lets the relays go on publishing for {@link #BACKLOG_MS} so
+   * that every shard queue holds older messages of its keys and batches wait for confirms, kills
+   * the node ({@code kill -9}), resumes the consumers and starts the node again: after the restart
+   * each key must still route to the queue that holds its older messages (issue 38: the
+   * consistent-hash exchange moved keys to other queues, and two consumers applied one key at
+   * once).
+   */
+  private int killWithBacklog(List<Child> consumers) {
+    if (rabbit.isExternal() || !rabbit.isRunning()) {
+      return 0;
+    }
+    List<Child> stopped = new ArrayList<>();
+    for (Child c : consumers) {
+      if (c.working() && fleet.pause(c)) {
+        stopped.add(c);
+      }
+    }
+    Campaign.sleep(BACKLOG_MS);
+    return RabbitBrokerFaults.killAndRestart(
+        rabbit,
+        log,
+        BROKER_BACKLOG,
+        "SIGKILL after " + stopped.size() + " consumers stopped for " + BACKLOG_MS + " ms",
+        () -> stopped.forEach(fleet::resume));
   }
 
   @Override

@@ -18,11 +18,11 @@ import java.util.UUID;
 
 /**
  * The RabbitMQ campaign's view of what was published: its own subscription ({@value #NAME}) of
- * shard queues on the topic's consistent-hash exchange, declared before anything is published and
- * consumed with automatic acks (and the client's automatic recovery after a broker restart), so it
- * receives one copy of every message the broker accepted, per key in the order of its shard queue.
- * A record's "offset" is its arrival index in its shard. The message id comes from the CloudEvents
- * header, key and sequence number from the payload, as {@link TopicReader} reads them.
+ * shard queues on the topic's exchange (sharded by key slot), declared before anything is published
+ * and consumed with automatic acks (and the client's automatic recovery after a broker restart), so
+ * it receives one copy of every message the broker accepted, per key in the order of its shard
+ * queue. A record's "offset" is its arrival index in its shard. The message id comes from the
+ * CloudEvents header, key and sequence number from the payload, as {@link TopicReader} reads them.
  *
  * <p>Thread-safe.
  */

@@ -39,11 +39,11 @@ import java.util.concurrent.TimeUnit;
  * RabbitSubscriber#DEFAULT_PREFETCH}; each request one inbox transaction that stores the reply, the
  * reply published after the commit, mandatory, its confirm awaited before the request is acked).
  * Beside it a bare amqp-client echo with the same settings and no database: requests with the same
- * properties and body published mandatory with confirms to the same topology (exchange, consistent
- * hash, {@value RabbitTopology#DEFAULT_SHARDS} quorum queues), an echo consumer per shard queue
- * (prefetch {@value RabbitSubscriber#DEFAULT_PREFETCH}, manual acks) publishing each body to the
- * request's {@code reply_to} queue, mandatory, and acking the request at the reply's confirm; the
- * client reads an exclusive auto-delete reply queue.
+ * properties and body published mandatory with confirms to the same topology (exchange, key slots,
+ * {@value RabbitTopology#DEFAULT_SHARDS} quorum queues), an echo consumer per shard queue (prefetch
+ * {@value RabbitSubscriber#DEFAULT_PREFETCH}, manual acks) publishing each body to the request's
+ * {@code reply_to} queue, mandatory, and acking the request at the reply's confirm; the client
+ * reads an exclusive auto-delete reply queue.
  */
 final class RrRabbit implements RoundTrips {
 

@@ -24,6 +24,7 @@ public final class ConfirmedBatch {
   private final Object channel;
   private final PublishOutcome[] outcomes;
   private final CountDownLatch done;
+  private final CountDownLatch[] each;
   private final NavigableMap<Long, Integer> outstanding = new ConcurrentSkipListMap<>();
   private final Map<Integer, String> ids = new ConcurrentHashMap<>();
   private final Map<String, String> returned = new ConcurrentHashMap<>();
@@ -34,6 +35,10 @@ public final class ConfirmedBatch {
     this.channel = channel;
     this.outcomes = new PublishOutcome[size];
     this.done = new CountDownLatch(size);
+    this.each = new CountDownLatch[size];
+    for (int i = 0; i < size; i++) {
+      each[i] = new CountDownLatch(1);
+    }
   }
 
   /** Whether this batch was published on {@code channel} (callbacks of older channels are not). */
@@ -110,6 +115,19 @@ public final class ConfirmedBatch {
     return done.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
   }
 
+  /**
+   * Waits up to {@code timeout} for the outcome of message {@code index}; null if it did not come
+   * in time.
+   */
+  public PublishOutcome outcomeOf(int index, Duration timeout) throws InterruptedException {
+    if (!each[index].await(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
+      return null;
+    }
+    synchronized (outcomes) {
+      return outcomes[index];
+    }
+  }
+
   /** The outcomes in send order; one that never came counts as a transient failure. */
   public List<PublishOutcome> outcomes() {
     PublishOutcome[] out = new PublishOutcome[outcomes.length];
@@ -143,6 +161,7 @@ public final class ConfirmedBatch {
       }
       outcomes[index] = outcome;
     }
+    each[index].countDown();
     if (outcome instanceof PublishOutcome.Failed) {
       failed = true;
     }

@@ -55,6 +55,7 @@ public final class ShardConsumer extends DefaultConsumer {
 
   private final String topic;
   private final int shard;
+  private final int shards;
   private final String queue;
   private final Subscription subscription;
   private final DeliveryProcessor processor;
@@ -66,11 +67,15 @@ public final class ShardConsumer extends DefaultConsumer {
   private final AtomicLong epoch = new AtomicLong();
   private final ArrayDeque<Buffered> buffer = new ArrayDeque<>();
 
-  /** A consumer of {@code queue} (shard {@code shard} of {@code topic}) on {@code channel}. */
+  /**
+   * A consumer of {@code queue} (shard {@code shard} of the {@code shards} of {@code topic}) on
+   * {@code channel}.
+   */
   public ShardConsumer(
       Channel channel,
       String topic,
       int shard,
+      int shards,
       String queue,
       Subscription subscription,
       DeliveryProcessor processor,
@@ -82,6 +87,7 @@ public final class ShardConsumer extends DefaultConsumer {
     super(channel);
     this.topic = topic;
     this.shard = shard;
+    this.shards = shards;
     this.queue = queue;
     this.subscription = subscription;
     this.processor = processor;
@@ -104,7 +110,7 @@ public final class ShardConsumer extends DefaultConsumer {
     long tag = envelope.getDeliveryTag();
     long mine = epoch.get();
     int tier = retries.tier(properties);
-    String routingKey = routingKey(envelope, properties, tier);
+    String routingKey = orderingKey(envelope, properties);
     List<DeadLetterStore.Header> headers = new ArrayList<>();
     for (DeadLetterStore.Header h : RabbitMessages.deadLetterHeaders(properties)) {
       if (!WaitQueues.added(h.name())) {
@@ -140,15 +146,17 @@ public final class ShardConsumer extends DefaultConsumer {
   private record Buffered(Incoming in, WaitQueues.Received received, long tag, long epoch) {}
 
   /**
-   * The routing key the message was published with: the envelope's, except for a copy back from a
-   * wait queue (routed there by queue name): its ordering key, else its id.
+   * The message's ordering key ({@value RabbitMessages#CE_PARTITIONKEY}), else its id, else the
+   * routing key it came with: what its lane, the engine and a dead-letter exchange copy key on.
+   * (The routing key a publisher sets is the key's slot, and a copy back from a wait queue is
+   * routed by queue name.)
    */
-  private static String routingKey(Envelope envelope, AMQP.BasicProperties properties, int tier) {
-    if (tier == 0 || properties.getHeaders() == null) {
-      return envelope.getRoutingKey();
-    }
-    Object key = properties.getHeaders().get(RabbitMessages.CE_PARTITIONKEY);
-    if (key != null) {
+  private static String orderingKey(Envelope envelope, AMQP.BasicProperties properties) {
+    Object key =
+        properties.getHeaders() == null
+            ? null
+            : properties.getHeaders().get(RabbitMessages.CE_PARTITIONKEY);
+    if (key != null && !key.toString().isEmpty()) {
       return key.toString();
     }
     return properties.getMessageId() != null ? properties.getMessageId() : envelope.getRoutingKey();
@@ -290,8 +298,7 @@ public final class ShardConsumer extends DefaultConsumer {
       Channel ch = getChannel();
       try {
         try (Channel setup = ch.getConnection().createChannel()) {
-          RabbitTopology.declareShard(
-              setup, queue, RabbitTopology.subscriptionExchange(subscription.name(), topic));
+          RabbitTopology.declareShard(setup, subscription.name(), topic, shard, shards);
         }
         ch.basicConsume(queue, false, this);
         log.info("{}: consuming {} again after a consumer cancel", subscription.name(), queue);

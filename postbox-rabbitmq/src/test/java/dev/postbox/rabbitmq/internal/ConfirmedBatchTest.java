@@ -27,6 +27,20 @@ class ConfirmedBatchTest {
   }
 
   @Test
+  void oneMessagesOutcomeIsKnownOnceItsConfirmCame() throws Exception {
+    ConfirmedBatch b = new ConfirmedBatch(channel, 2);
+    b.published(5, 0, "a");
+    b.published(6, 1, "b");
+    assertThat(b.outcomeOf(0, Duration.ZERO)).as("no confirm yet").isNull();
+    b.nacked(5, false);
+    assertThat(b.outcomeOf(0, Duration.ZERO)).isInstanceOf(PublishOutcome.Failed.class);
+    assertThat(b.outcomeOf(1, Duration.ZERO)).as("still unconfirmed").isNull();
+    b.acked(6, false);
+    assertThat(b.outcomeOf(1, Duration.ofSeconds(1)))
+        .isInstanceOf(PublishOutcome.Acknowledged.class);
+  }
+
+  @Test
   void aReturnBeforeItsAckIsATopicWideFailure() throws Exception {
     ConfirmedBatch b = new ConfirmedBatch(channel, 2);
     b.published(1, 0, "a");
