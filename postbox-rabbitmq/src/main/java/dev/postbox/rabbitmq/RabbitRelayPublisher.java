@@ -352,9 +352,9 @@ public final class RabbitRelayPublisher implements RelayPublisher {
 
   /**
    * The exchange {@code m} goes to: the topic's, or for a replay targeted at one consumer ({@link
-   * ReplayHeaders#TARGET}) that subscription's own exchange, so only its shard
-   * queue (by key) receives it. When that exchange does not exist (the subscription never ran on
-   * this broker) the topic's exchange, with a warning: the other subscriptions pass over the copy.
+   * ReplayHeaders#TARGET}) that subscription's own exchange, so only its shard queue (by key)
+   * receives it. When that exchange does not exist (the subscription never ran on this broker) the
+   * topic's exchange, with a warning: the other subscriptions pass over the copy.
    */
   private String exchangeOf(Message m) throws IOException, TimeoutException {
     Optional<String> target = ReplayHeaders.target(m);
