@@ -205,9 +205,32 @@ public class ConsoleProperties {
     }
   }
 
-  /** Login attempts allowed per minute for one user name, and for one client address. */
+  /**
+   * Login back-off ({@link LoginThrottle}): failed attempts allowed per account and per (address,
+   * account) before the back-off starts ({@code attempts-per-minute}, its historical name), the
+   * first wait ({@code backoff}, doubled at each further failure) and the longest ({@code
+   * max-backoff}, also how long failures are remembered).
+   */
   public static class Login {
     private int attemptsPerMinute = 5;
+    private java.time.Duration backoff = java.time.Duration.ofSeconds(1);
+    private java.time.Duration maxBackoff = java.time.Duration.ofMinutes(15);
+
+    public java.time.Duration getBackoff() {
+      return backoff;
+    }
+
+    public void setBackoff(java.time.Duration backoff) {
+      this.backoff = backoff;
+    }
+
+    public java.time.Duration getMaxBackoff() {
+      return maxBackoff;
+    }
+
+    public void setMaxBackoff(java.time.Duration maxBackoff) {
+      this.maxBackoff = maxBackoff;
+    }
 
     public int getAttemptsPerMinute() {
       return attemptsPerMinute;

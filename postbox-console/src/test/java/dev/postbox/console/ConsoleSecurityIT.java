@@ -42,6 +42,7 @@ class ConsoleSecurityIT {
   static void properties(DynamicPropertyRegistry registry) {
     DB.register(registry);
     registry.add("postbox.console.login.attempts-per-minute", () -> "3");
+    registry.add("postbox.console.login.backoff", () -> "PT10M");
   }
 
   @Autowired MockMvc mvc;
@@ -273,7 +274,8 @@ class ConsoleSecurityIT {
                 .param("username", "admin")
                 .param("password", ConsoleTestDatabase.ADMIN_PASSWORD))
         .andExpect(status().isForbidden());
-    // three attempts a minute for one name: wrong, wrong, wrong, then even the right one is refused
+    // three failures for one name, each from its own address: the account backs off for every
+    // address that failed for it (even with the right password); a clean address is still checked
     for (int attempt = 0; attempt < 3; attempt++) {
       String address = "10.0.0." + (attempt + 1);
       String guess = "guess" + attempt;
@@ -295,10 +297,21 @@ class ConsoleSecurityIT {
                 .param("password", ConsoleTestDatabase.VIEWER_PASSWORD)
                 .with(csrf())
                 .with(r -> {
-                  r.setRemoteAddr("10.0.0.9");
+                  r.setRemoteAddr("10.0.0.3");
                   return r;
                 }))
         .andExpect(status().isTooManyRequests())
-        .andExpect(header().string("Retry-After", "60"));
+        .andExpect(header().string("Retry-After", Matchers.matchesRegex("[0-9]+")));
+    mvc.perform(
+            post("/login")
+                .param("username", "victor")
+                .param("password", ConsoleTestDatabase.VIEWER_PASSWORD)
+                .with(csrf())
+                .with(r -> {
+                  r.setRemoteAddr("10.0.0.9");
+                  return r;
+                }))
+        .andExpect(status().isFound())
+        .andExpect(redirectedUrl("/"));
   }
 }

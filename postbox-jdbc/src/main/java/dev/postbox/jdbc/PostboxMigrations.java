@@ -47,7 +47,8 @@ public final class PostboxMigrations {
           "V12__operations.sql",
           "V13__cdc_slot_lease.sql",
           "V15__console_reveal_audit.sql",
-          "V16__inbox_keys_lead_with_id_and_time.sql");
+          "V16__inbox_keys_lead_with_id_and_time.sql",
+          "V17__console_security_audit.sql");
 
   private PostboxMigrations() {}
 
