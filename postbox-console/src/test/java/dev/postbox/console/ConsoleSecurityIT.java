@@ -243,6 +243,43 @@ class ConsoleSecurityIT {
         .andExpect(content().string(Matchers.containsString("REVEAL_PAYLOAD")));
   }
 
+  @Test
+  void malformedParametersAre400TheGroupsCardCountsEveryGroupAndTheAuditShowsWholeIds()
+      throws Exception {
+    var ds = DB.dataSource();
+    List<MockHttpServletRequestBuilder> bad =
+        List.of(
+            get("/dead-letters").param("after", "%%"),
+            get("/dead-letters").param("groupsAfter", "nope"),
+            get("/audit").param("after", "!!"),
+            get("/held").param("after", "x"),
+            get("/api/dead-letters").param("after", "%%"),
+            get("/dead-letters").param("consumer", "a\u0000b"),
+            get("/audit").param("actor", "\u0000"));
+    for (int i = 0; i < bad.size(); i++) {
+      int status = mvc.perform(bad.get(i).with(viewer())).andReturn().getResponse().getStatus();
+      assertThat(status).as("malformed request %d", i).isEqualTo(400);
+    }
+    for (char c = 'a'; c <= 'l'; c++) {
+      ConsoleFixtures.deadLetter(
+          ds, "cards", ConsoleFixtures.order("orders", "c-" + c, "{}"), "group " + c + c);
+    }
+    String groups =
+        ConsoleFixtures.query(ds, "SELECT count(DISTINCT fingerprint) FROM postbox_dead_letter")
+            .get(0);
+    assertThat(Integer.parseInt(groups)).isGreaterThan(10);
+    mvc.perform(get("/").with(viewer()))
+        .andExpect(status().isOk())
+        .andExpect(
+            content().string(Matchers.containsString("id=\"failure-groups\">" + groups + "<")));
+    Message m = ConsoleFixtures.order("orders", "w-1", "{}");
+    long id = ConsoleFixtures.deadLetter(ds, "whole-ids", m, "whole id");
+    mvc.perform(post("/actions/dead-letters/" + id + "/reveal").with(operator()).with(csrf()))
+        .andExpect(status().isOk());
+    mvc.perform(get("/audit").with(viewer()))
+        .andExpect(content().string(Matchers.containsString(">" + m.id() + "</a>")));
+  }
+
   private void expectRedirect(MockHttpServletRequestBuilder request) throws Exception {
     mvc.perform(request.with(csrf())).andExpect(status().isFound());
   }
