@@ -14,38 +14,24 @@ class ConsoleCommandTest {
 
   @Test
   void withoutAnAdminPasswordOrGenerateItExitsTwoWithOneLine() {
-    PrintStream err = System.err;
     ByteArrayOutputStream captured = new ByteArrayOutputStream();
-    int code;
-    try (PrintStream p = new PrintStream(captured, true, StandardCharsets.UTF_8)) {
-      System.setErr(p);
-      code =
-          new CommandLine(new ConsoleCommand(Map.<String, String>of()::get))
-              .execute("--pg-url", "jdbc:postgresql://127.0.0.1:1/none", "--port", "0");
-    } finally {
-      System.setErr(err);
-    }
+    int code =
+        run(Map.of(), captured, "--pg-url", "jdbc:postgresql://127.0.0.1:1/none", "--port", "0");
     assertThat(code).isEqualTo(2);
     assertThat(captured.toString(StandardCharsets.UTF_8).trim()).isEqualTo(ConsoleUsers.NO_ADMIN);
   }
 
   @Test
   void aPasswordVariableThatIsNotSetIsAUsageError() {
-    PrintStream err = System.err;
     ByteArrayOutputStream captured = new ByteArrayOutputStream();
-    int code;
-    try (PrintStream p = new PrintStream(captured, true, StandardCharsets.UTF_8)) {
-      System.setErr(p);
-      code =
-          new CommandLine(new ConsoleCommand(Map.of("POSTBOX_CONSOLE_ADMIN_PASSWORD", "pw")::get))
-              .execute(
-                  "--pg-url",
-                  "jdbc:postgresql://127.0.0.1:1/none",
-                  "--password-env",
-                  "NOT_SET_ANYWHERE");
-    } finally {
-      System.setErr(err);
-    }
+    int code =
+        run(
+            Map.of("POSTBOX_CONSOLE_ADMIN_PASSWORD", "pw"),
+            captured,
+            "--pg-url",
+            "jdbc:postgresql://127.0.0.1:1/none",
+            "--password-env",
+            "NOT_SET_ANYWHERE");
     assertThat(code).isEqualTo(2);
     assertThat(captured.toString(StandardCharsets.UTF_8)).contains("NOT_SET_ANYWHERE is not set");
   }
@@ -84,19 +70,27 @@ class ConsoleCommandTest {
     new CommandLine(command).parseArgs("--port", "0", SECURE_COOKIE);
     assertThat(command.springProperties).containsExactly(SECURE_COOKIE);
     assertThat(command.unknownArguments()).isEmpty();
-    PrintStream err = System.err;
     ByteArrayOutputStream captured = new ByteArrayOutputStream();
-    int code;
-    try (PrintStream p = new PrintStream(captured, true, StandardCharsets.UTF_8)) {
-      System.setErr(p);
-      code =
-          new CommandLine(new ConsoleCommand(Map.of("POSTBOX_CONSOLE_ADMIN_PASSWORD", "pw")::get))
-              .execute("--pg-url", "jdbc:postgresql://127.0.0.1:1/none", "--secure-cookies");
-    } finally {
-      System.setErr(err);
-    }
+    int code =
+        run(
+            Map.of("POSTBOX_CONSOLE_ADMIN_PASSWORD", "pw"),
+            captured,
+            "--pg-url",
+            "jdbc:postgresql://127.0.0.1:1/none",
+            "--secure-cookies");
     assertThat(code).isEqualTo(2);
     assertThat(captured.toString(StandardCharsets.UTF_8))
         .contains("unknown option --secure-cookies");
+  }
+
+  /** Runs the command on {@code env}, its standard error into {@code err}; its exit code. */
+  private static int run(Map<String, String> env, ByteArrayOutputStream err, String... args) {
+    PrintStream original = System.err;
+    try (PrintStream p = new PrintStream(err, true, StandardCharsets.UTF_8)) {
+      System.setErr(p);
+      return new CommandLine(new ConsoleCommand(env::get)).execute(args);
+    } finally {
+      System.setErr(original);
+    }
   }
 }

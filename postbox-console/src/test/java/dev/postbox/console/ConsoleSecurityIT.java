@@ -328,27 +328,23 @@ class ConsoleSecurityIT {
           .andExpect(status().isFound())
           .andExpect(redirectedUrl("/login?error"));
     }
-    mvc.perform(
-            post("/login")
-                .param("username", "victor")
-                .param("password", ConsoleTestDatabase.VIEWER_PASSWORD)
-                .with(csrf())
-                .with(r -> {
-                  r.setRemoteAddr("10.0.0.3");
-                  return r;
-                }))
+    victorFrom("10.0.0.3")
         .andExpect(status().isTooManyRequests())
         .andExpect(header().string("Retry-After", Matchers.matchesRegex("[0-9]+")));
-    mvc.perform(
-            post("/login")
-                .param("username", "victor")
-                .param("password", ConsoleTestDatabase.VIEWER_PASSWORD)
-                .with(csrf())
-                .with(r -> {
-                  r.setRemoteAddr("10.0.0.9");
-                  return r;
-                }))
-        .andExpect(status().isFound())
-        .andExpect(redirectedUrl("/"));
+    victorFrom("10.0.0.9").andExpect(status().isFound()).andExpect(redirectedUrl("/"));
+  }
+
+  /** Victor's login with his right password from {@code address}. */
+  private org.springframework.test.web.servlet.ResultActions victorFrom(String address)
+      throws Exception {
+    return mvc.perform(
+        post("/login")
+            .param("username", "victor")
+            .param("password", ConsoleTestDatabase.VIEWER_PASSWORD)
+            .with(csrf())
+            .with(r -> {
+              r.setRemoteAddr(address);
+              return r;
+            }));
   }
 }
