@@ -9,7 +9,9 @@ import java.util.UUID;
  * concerned (the columns of migration V12 are empty for rows written before it).
  *
  * @param action REPLAY, DISCARD, EDIT, RELEASE_PARKED, SKIP_PARKED, RETRY_BLOCKED, SKIP_BLOCKED or
- *     REVEAL_PAYLOAD (a payload shown unmasked, {@link OperatorActions#revealPayload})
+ *     REVEAL_PAYLOAD (a payload shown unmasked, {@link OperatorActions#revealPayload}); the web
+ *     console's security events (migration V17): LOGIN_FAILED, LOGIN_THROTTLED, ACCESS_DENIED,
+ *     REQUEST_REJECTED
  * @param what a readable description of the subject
  * @param newMessageId the corrected copy's id (EDIT)
  */

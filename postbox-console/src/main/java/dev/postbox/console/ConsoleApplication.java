@@ -2,7 +2,6 @@ package dev.postbox.console;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.postbox.admin.ConsumerLagSource;
 import dev.postbox.admin.PostboxAdmin;
 import dev.postbox.kafka.ConsumerLagProbe;
 import dev.postbox.kafka.KafkaDeadLetters;
@@ -28,8 +27,24 @@ public class ConsoleApplication {
     return SpringApplication.run(ConsoleApplication.class, args);
   }
 
+  /** The console's clock (ages, "unreachable since"). */
+  @Bean
+  java.time.Clock consoleClock() {
+    return java.time.Clock.systemUTC();
+  }
+
+  @Bean
+  Health health(ConsoleProperties settings, java.time.Clock consoleClock) {
+    java.time.Duration retry = settings.getRetryUnreachableAfter();
+    return new Health(
+        new Dependency("database", retry, consoleClock),
+        settings.getKafka().getBootstrapServers() == null
+            ? java.util.Optional.empty()
+            : java.util.Optional.of(new Dependency("kafka", retry, consoleClock)));
+  }
+
   @Bean(destroyMethod = "close")
-  DataSource consoleDataSource(ConsoleProperties settings) {
+  CircuitDataSource consoleDataSource(ConsoleProperties settings, Health health) {
     ConsoleProperties.Db db = settings.getDb();
     if (db.getUrl() == null || db.getUrl().isBlank()) {
       throw new IllegalStateException(
@@ -52,43 +67,55 @@ public class ConsoleApplication {
     }
     c.setMaximumPoolSize(5);
     c.setPoolName("postbox-console");
-    return new HikariDataSource(c);
+    // a page waits at most this for a database that does not answer; the console starts without one
+    c.setConnectionTimeout(db.getConnectionTimeout().toMillis());
+    c.setValidationTimeout(Math.min(db.getConnectionTimeout().toMillis() - 1, 5_000));
+    c.setInitializationFailTimeout(-1);
+    return new CircuitDataSource(new HikariDataSource(c), health.database());
   }
 
   @Bean
   PostboxAdmin postboxAdmin(
       DataSource consoleDataSource,
       ConsoleProperties settings,
-      org.springframework.beans.factory.ObjectProvider<ConsumerLagProbe> lagProbe) {
+      org.springframework.beans.factory.ObjectProvider<KafkaLag> kafkaLag) {
     PostboxAdmin.Builder b =
         PostboxAdmin.builder(consoleDataSource)
             .decoder(RabbitDeadLetters.decoderOr(KafkaDeadLetters.decoder()))
             .ratePerSecond(settings.getReplayRate());
-    ConsumerLagProbe probe = lagProbe.getIfAvailable();
-    if (probe != null) {
-      b.lagSource(() ->
-          probe.read().stream()
-              .map(p ->
-                  new ConsumerLagSource.PartitionLag(
-                      p.group(), p.topic(), p.partition(), p.offsetLag(), p.oldestUnprocessedAge()))
-              .toList());
+    KafkaLag lag = kafkaLag.getIfAvailable();
+    if (lag != null) {
+      b.lagSource(lag);
     }
     return b.build();
   }
 
-  /** The Kafka lag probe of the dashboard, when brokers and groups are configured. */
+  /**
+   * The Kafka lag of the dashboard, when brokers and groups are configured: probes with short
+   * timeouts behind the Kafka circuit.
+   */
   @Bean(destroyMethod = "close")
   @org.springframework.boot.autoconfigure.condition.ConditionalOnProperty(
       "postbox.console.kafka.bootstrap-servers")
-  ConsumerLagProbe consumerLagProbe(ConsoleProperties settings) {
+  KafkaLag kafkaLag(ConsoleProperties settings, Health health) {
     ConsoleProperties.Kafka k = settings.getKafka();
     if (!k.configured()) {
       throw new IllegalStateException(
           "postbox.console.kafka.bootstrap-servers is set but postbox.console.kafka.groups is"
               + " empty: name the consumer groups whose lag the dashboard shows");
     }
-    return ConsumerLagProbe.builder(k.getBootstrapServers())
-        .groups(k.getGroups().toArray(String[]::new))
-        .build();
+    String timeout = Long.toString(k.getTimeout().toMillis());
+    return new KafkaLag(
+        () ->
+            ConsumerLagProbe.builder(k.getBootstrapServers())
+                .groups(k.getGroups().toArray(String[]::new))
+                .fetchTimeout(k.getTimeout())
+                .clientProperty("request.timeout.ms", timeout)
+                .clientProperty("default.api.timeout.ms", timeout)
+                .clientProperty("socket.connection.setup.timeout.ms", timeout)
+                .clientProperty("socket.connection.setup.timeout.max.ms", timeout)
+                .build(),
+        health.kafka().orElseThrow(),
+        k.getTimeout());
   }
 }

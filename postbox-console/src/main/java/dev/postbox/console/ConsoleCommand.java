@@ -1,6 +1,7 @@
 package dev.postbox.console;
 
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import org.springframework.boot.SpringApplication;
@@ -22,7 +23,9 @@ import picocli.CommandLine.Option;
       "Login: user 'admin' with $POSTBOX_CONSOLE_ADMIN_PASSWORD; without it the console refuses to"
           + " start unless --generate-password (a one-time password printed once). More users:"
           + " postbox.console.users.<name>.password/.role (VIEWER, OPERATOR, ADMIN) in"
-          + " application.properties or the environment."
+          + " application.properties or the environment.",
+      "Any Spring Boot or console property may be given as --name=value (for example"
+          + " --server.servlet.session.cookie.secure=true behind TLS)."
     })
 public final class ConsoleCommand implements Callable<Integer> {
 
@@ -95,6 +98,21 @@ public final class ConsoleCommand implements Callable<Integer> {
               + " $POSTBOX_CONSOLE_ADMIN_PASSWORD is set.")
   boolean demo;
 
+  /**
+   * Spring Boot properties as {@code --name=value} (for example {@code
+   * --server.servlet.session.cookie.secure=true} behind TLS), passed on to the application as
+   * given.
+   */
+  @CommandLine.Unmatched List<String> springProperties = new java.util.ArrayList<>();
+
+  private static final java.util.regex.Pattern SPRING_PROPERTY =
+      java.util.regex.Pattern.compile("--[a-zA-Z][a-zA-Z0-9_.\\[\\]-]*=.*");
+
+  /** The arguments that are not Spring Boot properties ({@code --name=value}): usage errors. */
+  List<String> unknownArguments() {
+    return springProperties.stream().filter(a -> !SPRING_PROPERTY.matcher(a).matches()).toList();
+  }
+
   /** The environment (a map in tests). */
   private final java.util.function.Function<String, String> env;
 
@@ -116,6 +134,13 @@ public final class ConsoleCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
+    if (!unknownArguments().isEmpty()) {
+      System.err.println(
+          "postbox console: unknown option "
+              + unknownArguments().get(0)
+              + " (see --help; Spring Boot properties are given as --name=value)");
+      return 2;
+    }
     Map<String, Object> props = new LinkedHashMap<>();
     if (demo) {
       DemoDatabase db = DemoDatabase.start();
@@ -178,6 +203,9 @@ public final class ConsoleCommand implements Callable<Integer> {
     String[] args =
         props.entrySet().stream()
             .map(e -> "--" + e.getKey() + "=" + e.getValue())
+            .toArray(String[]::new);
+    args =
+        java.util.stream.Stream.concat(java.util.Arrays.stream(args), springProperties.stream())
             .toArray(String[]::new);
     new SpringApplication(ConsoleApplication.class).run(args);
     System.out.println("postbox console: http://" + bind + ":" + port + "/");

@@ -17,6 +17,19 @@ public class ConsoleProperties {
   private final Login login = new Login();
   private final Kafka kafka = new Kafka();
   private double replayRate = dev.postbox.jdbc.Replayer.DEFAULT_RATE_PER_SECOND;
+  private java.time.Duration retryUnreachableAfter = java.time.Duration.ofSeconds(5);
+
+  /**
+   * How long the console answers from what it knows, without trying, after the database or Kafka
+   * was found unreachable (then the next request tries again).
+   */
+  public java.time.Duration getRetryUnreachableAfter() {
+    return retryUnreachableAfter;
+  }
+
+  public void setRetryUnreachableAfter(java.time.Duration retryUnreachableAfter) {
+    this.retryUnreachableAfter = retryUnreachableAfter;
+  }
 
   public Db getDb() {
     return db;
@@ -44,6 +57,16 @@ public class ConsoleProperties {
   public static class Kafka {
     private String bootstrapServers;
     private java.util.List<String> groups = new java.util.ArrayList<>();
+    private java.time.Duration timeout = java.time.Duration.ofSeconds(1);
+
+    /** The admin client's request and default API timeouts (a dashboard waits at most this). */
+    public java.time.Duration getTimeout() {
+      return timeout;
+    }
+
+    public void setTimeout(java.time.Duration timeout) {
+      this.timeout = timeout;
+    }
 
     public String getBootstrapServers() {
       return bootstrapServers;
@@ -82,6 +105,16 @@ public class ConsoleProperties {
     private String user;
     private String password;
     private String schema;
+    private java.time.Duration connectionTimeout = java.time.Duration.ofSeconds(1);
+
+    /** HikariCP's connection timeout: how long a page waits for a database that does not answer. */
+    public java.time.Duration getConnectionTimeout() {
+      return connectionTimeout;
+    }
+
+    public void setConnectionTimeout(java.time.Duration connectionTimeout) {
+      this.connectionTimeout = connectionTimeout;
+    }
 
     public String getUrl() {
       return url;
@@ -172,9 +205,32 @@ public class ConsoleProperties {
     }
   }
 
-  /** Login attempts allowed per minute for one user name, and for one client address. */
+  /**
+   * Login back-off ({@link LoginThrottle}): failed attempts allowed per account and per (address,
+   * account) before the back-off starts ({@code attempts-per-minute}, its historical name), the
+   * first wait ({@code backoff}, doubled at each further failure) and the longest ({@code
+   * max-backoff}, also how long failures are remembered).
+   */
   public static class Login {
     private int attemptsPerMinute = 5;
+    private java.time.Duration backoff = java.time.Duration.ofSeconds(1);
+    private java.time.Duration maxBackoff = java.time.Duration.ofMinutes(15);
+
+    public java.time.Duration getBackoff() {
+      return backoff;
+    }
+
+    public void setBackoff(java.time.Duration backoff) {
+      this.backoff = backoff;
+    }
+
+    public java.time.Duration getMaxBackoff() {
+      return maxBackoff;
+    }
+
+    public void setMaxBackoff(java.time.Duration maxBackoff) {
+      this.maxBackoff = maxBackoff;
+    }
 
     public int getAttemptsPerMinute() {
       return attemptsPerMinute;

@@ -15,7 +15,9 @@ import org.springframework.security.provisioning.InMemoryUserDetailsManager;
 import org.springframework.security.web.SecurityFilterChain;
 import org.springframework.security.web.authentication.HttpStatusEntryPoint;
 import org.springframework.security.web.authentication.LoginUrlAuthenticationEntryPoint;
+import org.springframework.security.web.authentication.SavedRequestAwareAuthenticationSuccessHandler;
 import org.springframework.security.web.authentication.UsernamePasswordAuthenticationFilter;
+import org.springframework.security.web.csrf.CsrfFilter;
 import org.springframework.security.web.header.writers.ReferrerPolicyHeaderWriter.ReferrerPolicy;
 import org.springframework.security.web.util.matcher.AnyRequestMatcher;
 import org.springframework.security.web.util.matcher.RequestMatcher;
@@ -23,7 +25,9 @@ import org.springframework.security.web.util.matcher.RequestMatcher;
 /**
  * Security on by default: every page and API needs a login (pages redirect to /login, the JSON API
  * answers 401); roles are checked on the URL and again on each action method; session cookie with
- * Spring Security's CSRF token on every form; strict security headers; login attempts limited.
+ * Spring Security's CSRF token on every form and the Origin checked on every state-changing
+ * request; strict security headers; login attempts backed off ({@link LoginThrottle}); security
+ * events logged and audited ({@link SecurityEvents}).
  */
 @Configuration(proxyBeanMethods = false)
 @EnableMethodSecurity
@@ -44,8 +48,28 @@ class ConsoleSecurity {
   }
 
   @Bean
-  SecurityFilterChain consoleFilterChain(HttpSecurity http, ConsoleProperties settings)
-      throws Exception {
+  SecurityEvents securityEvents(javax.sql.DataSource consoleDataSource) {
+    return new SecurityEvents(consoleDataSource);
+  }
+
+  @Bean
+  LoginThrottle loginThrottle(
+      ConsoleProperties settings, InMemoryUserDetailsManager consoleUsers, java.time.Clock clock) {
+    ConsoleProperties.Login l = settings.getLogin();
+    return new LoginThrottle(
+        l.getAttemptsPerMinute(),
+        l.getBackoff(),
+        l.getMaxBackoff(),
+        consoleUsers::userExists,
+        clock);
+  }
+
+  @Bean
+  SecurityFilterChain consoleFilterChain(
+      HttpSecurity http, LoginThrottle throttle, SecurityEvents events) throws Exception {
+    SavedRequestAwareAuthenticationSuccessHandler toPage =
+        new SavedRequestAwareAuthenticationSuccessHandler();
+    toPage.setDefaultTargetUrl("/");
     http.authorizeHttpRequests(a ->
             a.requestMatchers("/login", "/css/**", "/error")
                 .permitAll()
@@ -55,10 +79,26 @@ class ConsoleSecurity {
                 .hasRole(Role.OPERATOR.name())
                 .anyRequest()
                 .hasRole(Role.VIEWER.name()))
-        .formLogin(f -> f.loginPage("/login").defaultSuccessUrl("/", false))
+        .formLogin(f ->
+            f.loginPage("/login")
+                .successHandler((request, response, authentication) -> {
+                  throttle.succeeded(request.getRemoteAddr(), authentication.getName());
+                  toPage.onAuthenticationSuccess(request, response, authentication);
+                })
+                .failureHandler((request, response, exception) -> {
+                  String user = String.valueOf(request.getParameter("username"));
+                  throttle.failed(request.getRemoteAddr(), user);
+                  events.record(
+                      SecurityEvents.Kind.LOGIN_FAILED,
+                      user,
+                      request.getRemoteAddr(),
+                      "wrong user name or password");
+                  response.sendRedirect(request.getContextPath() + "/login?error");
+                }))
         .logout(l -> l.logoutSuccessUrl("/login?logout"))
         .exceptionHandling(e ->
-            e.defaultAuthenticationEntryPointFor(
+            e.accessDeniedHandler(new ConsoleAccessDenied(events))
+                .defaultAuthenticationEntryPointFor(
                     new HttpStatusEntryPoint(HttpStatus.UNAUTHORIZED), API)
                 .defaultAuthenticationEntryPointFor(
                     new LoginUrlAuthenticationEntryPoint("/login"), AnyRequestMatcher.INSTANCE))
@@ -70,9 +110,9 @@ class ConsoleSecurity {
                             + " form-action 'self'; frame-ancestors 'none'"))
                 .frameOptions(f -> f.deny())
                 .referrerPolicy(r -> r.policy(ReferrerPolicy.NO_REFERRER)))
+        .addFilterBefore(new OriginCheck(events), CsrfFilter.class)
         .addFilterBefore(
-            new LoginThrottle(settings.getLogin().getAttemptsPerMinute()),
-            UsernamePasswordAuthenticationFilter.class);
+            new LoginThrottleFilter(throttle, events), UsernamePasswordAuthenticationFilter.class);
     return http.build();
   }
 

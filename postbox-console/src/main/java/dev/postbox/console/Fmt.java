@@ -38,7 +38,12 @@ public class Fmt {
   }
 
   public String at(Instant at) {
-    return at == null ? "" : AT.format(at);
+    return at == null ? "" : formatAt(at);
+  }
+
+  /** An instant as {@code 2026-12-04 19:20:01 UTC}. */
+  static String formatAt(Instant at) {
+    return AT.format(at);
   }
 
   /** The value or empty text. */

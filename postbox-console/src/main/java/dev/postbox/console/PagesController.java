@@ -31,11 +31,30 @@ class PagesController {
     model.addAttribute("status", admin.outboxStatus());
     model.addAttribute(
         "groups", admin.groups(DeadLetterFilter.all(), PageRequest.first(10)).items());
+    model.addAttribute("groupsTotal", countGroups());
     model.addAttribute("parked", admin.parkedKeys(Optional.empty(), PageRequest.first(10)).items());
     model.addAttribute("blocked", admin.blockedOutboxRows());
     model.addAttribute("lag", admin.lag());
     model.addAttribute("relays", admin.relays());
     return "dashboard";
+  }
+
+  /** Pages counted at most for the failure-groups card (past that it shows "10000+"). */
+  static final int MAX_GROUP_PAGES = 10;
+
+  /** Every failure group, counted a page of {@value PageRequest#MAX_LIMIT} at a time. */
+  private String countGroups() {
+    long n = 0;
+    PageRequest page = PageRequest.first(PageRequest.MAX_LIMIT);
+    for (int i = 0; i < MAX_GROUP_PAGES; i++) {
+      var groups = admin.groups(DeadLetterFilter.all(), page);
+      n += groups.items().size();
+      if (groups.next().isEmpty()) {
+        return Long.toString(n);
+      }
+      page = PageRequest.after(groups.next().get(), PageRequest.MAX_LIMIT);
+    }
+    return n + "+";
   }
 
   @GetMapping("/held")

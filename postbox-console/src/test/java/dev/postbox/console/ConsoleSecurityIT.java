@@ -42,6 +42,7 @@ class ConsoleSecurityIT {
   static void properties(DynamicPropertyRegistry registry) {
     DB.register(registry);
     registry.add("postbox.console.login.attempts-per-minute", () -> "3");
+    registry.add("postbox.console.login.backoff", () -> "PT10M");
   }
 
   @Autowired MockMvc mvc;
@@ -242,6 +243,43 @@ class ConsoleSecurityIT {
         .andExpect(content().string(Matchers.containsString("REVEAL_PAYLOAD")));
   }
 
+  @Test
+  void malformedParametersAre400TheGroupsCardCountsEveryGroupAndTheAuditShowsWholeIds()
+      throws Exception {
+    var ds = DB.dataSource();
+    List<MockHttpServletRequestBuilder> bad =
+        List.of(
+            get("/dead-letters").param("after", "%%"),
+            get("/dead-letters").param("groupsAfter", "nope"),
+            get("/audit").param("after", "!!"),
+            get("/held").param("after", "x"),
+            get("/api/dead-letters").param("after", "%%"),
+            get("/dead-letters").param("consumer", "a\u0000b"),
+            get("/audit").param("actor", "\u0000"));
+    for (int i = 0; i < bad.size(); i++) {
+      int status = mvc.perform(bad.get(i).with(viewer())).andReturn().getResponse().getStatus();
+      assertThat(status).as("malformed request %d", i).isEqualTo(400);
+    }
+    for (char c = 'a'; c <= 'l'; c++) {
+      ConsoleFixtures.deadLetter(
+          ds, "cards", ConsoleFixtures.order("orders", "c-" + c, "{}"), "group " + c + c);
+    }
+    String groups =
+        ConsoleFixtures.query(ds, "SELECT count(DISTINCT fingerprint) FROM postbox_dead_letter")
+            .get(0);
+    assertThat(Integer.parseInt(groups)).isGreaterThan(10);
+    mvc.perform(get("/").with(viewer()))
+        .andExpect(status().isOk())
+        .andExpect(
+            content().string(Matchers.containsString("id=\"failure-groups\">" + groups + "<")));
+    Message m = ConsoleFixtures.order("orders", "w-1", "{}");
+    long id = ConsoleFixtures.deadLetter(ds, "whole-ids", m, "whole id");
+    mvc.perform(post("/actions/dead-letters/" + id + "/reveal").with(operator()).with(csrf()))
+        .andExpect(status().isOk());
+    mvc.perform(get("/audit").with(viewer()))
+        .andExpect(content().string(Matchers.containsString(">" + m.id() + "</a>")));
+  }
+
   private void expectRedirect(MockHttpServletRequestBuilder request) throws Exception {
     mvc.perform(request.with(csrf())).andExpect(status().isFound());
   }
@@ -273,7 +311,8 @@ class ConsoleSecurityIT {
                 .param("username", "admin")
                 .param("password", ConsoleTestDatabase.ADMIN_PASSWORD))
         .andExpect(status().isForbidden());
-    // three attempts a minute for one name: wrong, wrong, wrong, then even the right one is refused
+    // three failures for one name, each from its own address: the account backs off for every
+    // address that failed for it (even with the right password); a clean address is still checked
     for (int attempt = 0; attempt < 3; attempt++) {
       String address = "10.0.0." + (attempt + 1);
       String guess = "guess" + attempt;
@@ -289,16 +328,23 @@ class ConsoleSecurityIT {
           .andExpect(status().isFound())
           .andExpect(redirectedUrl("/login?error"));
     }
-    mvc.perform(
-            post("/login")
-                .param("username", "victor")
-                .param("password", ConsoleTestDatabase.VIEWER_PASSWORD)
-                .with(csrf())
-                .with(r -> {
-                  r.setRemoteAddr("10.0.0.9");
-                  return r;
-                }))
+    victorFrom("10.0.0.3")
         .andExpect(status().isTooManyRequests())
-        .andExpect(header().string("Retry-After", "60"));
+        .andExpect(header().string("Retry-After", Matchers.matchesRegex("[0-9]+")));
+    victorFrom("10.0.0.9").andExpect(status().isFound()).andExpect(redirectedUrl("/"));
+  }
+
+  /** Victor's login with his right password from {@code address}. */
+  private org.springframework.test.web.servlet.ResultActions victorFrom(String address)
+      throws Exception {
+    return mvc.perform(
+        post("/login")
+            .param("username", "victor")
+            .param("password", ConsoleTestDatabase.VIEWER_PASSWORD)
+            .with(csrf())
+            .with(r -> {
+              r.setRemoteAddr(address);
+              return r;
+            }));
   }
 }

@@ -48,7 +48,8 @@ public final class PostboxMigrations {
           "V13__cdc_slot_lease.sql",
           "V15__console_reveal_audit.sql",
           "V16__inbox_keys_lead_with_id_and_time.sql",
-          "V17__header_text_never_fails.sql");
+          "V17__header_text_never_fails.sql",
+          "V18__console_security_audit.sql");
 
   private PostboxMigrations() {}
 

@@ -47,7 +47,8 @@ class PostboxMigrationsTest {
             "V13__cdc_slot_lease.sql",
             "V15__console_reveal_audit.sql",
             "V16__inbox_keys_lead_with_id_and_time.sql",
-            "V17__header_text_never_fails.sql");
+            "V17__header_text_never_fails.sql",
+            "V18__console_security_audit.sql");
   }
 
   @Test
@@ -66,7 +67,7 @@ class PostboxMigrationsTest {
     assertThat(exists(ds, "postbox_parked")).isFalse();
     assertThat(PostboxMigrations.migrateTo(ds, 2)).isZero();
     assertThat(PostboxMigrations.migrate(ds)).isEqualTo(PostboxMigrations.scripts().size() - 3);
-    assertThat(PostboxMigrations.latestVersion()).isEqualTo(17);
+    assertThat(PostboxMigrations.latestVersion()).isEqualTo(18);
   }
 
   @Test

@@ -1,6 +1,5 @@
 package dev.postbox.admin.internal;
 
-import dev.postbox.admin.AdminException;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.Base64;
@@ -33,7 +32,7 @@ final class Cursors {
               Math.floorDiv(micros, 1_000_000L), Math.floorMod(micros, 1_000_000L) * 1_000L);
       return new Key(at, s.substring(colon + 1));
     } catch (RuntimeException e) {
-      throw new AdminException("not a valid page cursor: '" + cursor + "'", e);
+      throw new IllegalArgumentException("not a valid page cursor: '" + cursor + "'", e);
     }
   }
 
@@ -51,7 +50,7 @@ final class Cursors {
       int n = Integer.parseInt(s.substring(0, colon));
       return new String[] {s.substring(colon + 1, colon + 1 + n), s.substring(colon + 1 + n)};
     } catch (RuntimeException e) {
-      throw new AdminException("not a valid page cursor: '" + cursor + "'", e);
+      throw new IllegalArgumentException("not a valid page cursor: '" + cursor + "'", e);
     }
   }
 
@@ -60,7 +59,7 @@ final class Cursors {
       return Long.parseLong(
           new String(Base64.getUrlDecoder().decode(cursor), StandardCharsets.UTF_8));
     } catch (RuntimeException e) {
-      throw new AdminException("not a valid page cursor: '" + cursor + "'", e);
+      throw new IllegalArgumentException("not a valid page cursor: '" + cursor + "'", e);
     }
   }
 

@@ -1,0 +1,30 @@
+package dev.postbox.console;
+
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
+
+/**
+ * The answer to a state-changing request the console does not accept (cross-site, or a stale or
+ * missing CSRF token): 403 with a page that says so, written without touching the session (the
+ * operator stays logged in).
+ */
+final class Rejections {
+
+  static final String NOT_ACCEPTED = "Request not accepted (cross-site or expired form).";
+
+  private Rejections() {}
+
+  static void notAccepted(HttpServletResponse response) throws IOException {
+    response.setStatus(HttpServletResponse.SC_FORBIDDEN);
+    response.setContentType("text/html;charset=UTF-8");
+    response
+        .getWriter()
+        .write(
+            "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>Not accepted · Postbox"
+                + " console</title><link rel=\"stylesheet\" href=\"/css/console.css\"></head><body>"
+                + "<main><h1>403</h1><p class=\"problem\" id=\"problem\">"
+                + NOT_ACCEPTED
+                + " Nothing was done; go back, reload the page and try again.</p>"
+                + "<p><a href=\"/\">Back to the dashboard</a></p></main></body></html>");
+  }
+}
