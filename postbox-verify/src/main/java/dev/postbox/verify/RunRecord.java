@@ -78,20 +78,42 @@ record RunRecord(
       return faults;
     }
     for (String line : Files.readAllLines(faultLog, StandardCharsets.UTF_8)) {
-      // <instant> <scenario> <kind> <target> <outcome> [detail] (FaultLog's format)
-      String[] f = line.split(" ", 6);
-      if (f.length < 5 || !List.of("fired", "not-fired", "observed").contains(f[4])) {
-        continue;
+      Map<String, String> fault = fault(line);
+      if (fault != null) {
+        faults.add(fault);
       }
-      Map<String, String> fault = new LinkedHashMap<>();
-      fault.put("time", f[0]);
-      fault.put("scenario", f[1]);
-      fault.put("kind", f[2]);
-      fault.put("target", f[3]);
-      fault.put("outcome", f[4]);
-      faults.add(fault);
     }
     return faults;
+  }
+
+  /** The outcomes of a fault line: the fault happened, did not, or a process exited unasked. */
+  private static final List<String> FAULT_OUTCOMES = List.of("fired", "not-fired", "observed");
+
+  /** The outcomes of the fault log's other lines. */
+  private static final List<String> OTHER_OUTCOMES = List.of("note", "begin");
+
+  /**
+   * One line of the fault log as a fault, or null if it is not one. The format is {@code <instant>
+   * <scenario> <kind> <target> <outcome> [detail]} (FaultLog's), where the target may hold spaces
+   * ({@code relay-a#16 (pid 25214)}): the outcome is the first word after the kind that is one.
+   */
+  static Map<String, String> fault(String line) {
+    String[] w = line.split(" ");
+    for (int i = 4; i < w.length; i++) {
+      if (FAULT_OUTCOMES.contains(w[i]) || OTHER_OUTCOMES.contains(w[i])) {
+        if (!FAULT_OUTCOMES.contains(w[i])) {
+          return null;
+        }
+        Map<String, String> fault = new LinkedHashMap<>();
+        fault.put("time", w[0]);
+        fault.put("scenario", w[1]);
+        fault.put("kind", w[2]);
+        fault.put("target", String.join(" ", java.util.Arrays.copyOfRange(w, 3, i)));
+        fault.put("outcome", w[i]);
+        return fault;
+      }
+    }
+    return null;
   }
 
   /** The output of {@code git args} in the working directory, or null if it failed. */

@@ -33,7 +33,7 @@ class LedgerTest {
     Path faults = run.resolve("faults.log");
     try (FaultLog log = new FaultLog(faults)) {
       log.beginScenario("kill-9");
-      log.fired("kill-9", "relay-1", "pid 17");
+      log.fired("kill-9", "relay-a#16 (pid 25214)", "SIGKILL; process gone");
       log.fired("kill-9", "consumer-2", "pid 18");
       log.notFired("pause-relay", "relay-2", "ended by the heal");
       log.fired("relay.after-send-before-mark", "relay-1", "exit 86");
@@ -89,6 +89,26 @@ class LedgerTest {
     assertThat(r.path("faults")).hasSize(4);
     assertThat(r.path("faults").get(2).path("outcome").asText()).isEqualTo("not-fired");
     assertThat(r.path("faults").get(0).path("kind").asText()).isEqualTo("kill-9");
+    // a target with spaces (a process and its pid), as the campaign writes them
+    assertThat(r.path("faults").get(0).path("target").asText()).isEqualTo("relay-a#16 (pid 25214)");
+    assertThat(r.path("faults").get(0).path("outcome").asText()).isEqualTo("fired");
+  }
+
+  @Test
+  void everyLineOfARealFaultLogIsReadWithItsOutcome() {
+    assertThat(
+            RunRecord.fault(
+                "2026-12-04T19:54:00.280Z kill-9#1 kill-9 relay-a#16 (pid 25214) fired SIGKILL;"
+                    + " process gone"))
+        .containsEntry("target", "relay-a#16 (pid 25214)")
+        .containsEntry("outcome", "fired");
+    assertThat(
+            RunRecord.fault(
+                "2026-12-04T19:54:00Z mixed#1 pause-relay relay-b not-fired ended by the heal"))
+        .containsEntry("target", "relay-b")
+        .containsEntry("outcome", "not-fired");
+    assertThat(RunRecord.fault("2026-12-04T19:54:00Z mixed#1 heal - note drained in 3 s")).isNull();
+    assertThat(RunRecord.fault("2026-12-04T19:54:00Z mixed#1 scenario - begin")).isNull();
   }
 
   @Test
