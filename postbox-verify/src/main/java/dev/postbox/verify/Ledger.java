@@ -19,9 +19,9 @@ import java.util.stream.Stream;
  * folder (by default {@code docs/proof/runs}), so that the totals the README quotes are the output
  * of this count, not hand-typed sums. A run counts only if its report says {@code OK}, was judged
  * by the current checker ({@link Report#CHECKER_VERSION}), ran committed code (a commit, no
- * uncommitted changes) and lists its faults; its injections are recounted from that list (faults
- * that fired). Every other report is listed with the reason it does not count; the same run (seed,
- * start, transport) committed twice counts once.
+ * uncommitted changes) and lists its faults, as many fired as its total says; its injections are
+ * recounted from that list (faults that fired). Every other report is listed with the reason it
+ * does not count; the same run (seed, start, transport) committed twice counts once.
  */
 final class Ledger {
 
@@ -118,6 +118,8 @@ final class Ledger {
       why = "ran with uncommitted changes";
     } else if (!r.path("faults").isArray() || fired == 0) {
       why = "no fault fired in its fault list";
+    } else if (fired != declared) {
+      why = "its fault list shows " + fired + " faults fired, its total says " + declared;
     } else if (!seen.add(
         r.path("seed").asText() + " " + r.path("started").asText() + " " + transport)) {
       why = "the same run as an earlier file";
@@ -135,14 +137,8 @@ final class Ledger {
           e.file(),
           e.counted()
               ? String.format(
-                  "counted: %s/%s/%s, %d faults fired%s",
-                  e.transport(),
-                  e.relay(),
-                  e.consumerMode(),
-                  e.injections(),
-                  e.injections() == e.declaredInjections()
-                      ? ""
-                      : " (its report's total says " + e.declaredInjections() + ")")
+                  "counted: %s/%s/%s, %d faults fired",
+                  e.transport(), e.relay(), e.consumerMode(), e.injections())
               : "not counted: " + e.why());
     }
     out.printf(

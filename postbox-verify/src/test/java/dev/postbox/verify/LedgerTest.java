@@ -130,13 +130,14 @@ class LedgerTest {
     edit(dir.resolve("runs/08-no-commit.json"), "commit", "unknown");
     edit(report("09-no-faults.json", 9, committed()), "faults", List.of());
     Files.writeString(dir.resolve("runs/10-broken.json"), "{ not json");
+    edit(report("12-total-disagrees.json", 12, committed()), "injections", 5);
     RunRecord rabbit =
         new RunRecord(List.of(), "rabbitmq", "cdc", "inbox", "8d9a95f", false, Map.of());
     report("11-rabbit.json", 11, rabbit);
 
     Ledger.Count c = Ledger.count(dir.resolve("runs"));
 
-    assertThat(c.entries()).hasSize(11);
+    assertThat(c.entries()).hasSize(12);
     assertThat(c.entries())
         .filteredOn(Ledger.Entry::counted)
         .extracting(Ledger.Entry::file)
@@ -156,11 +157,13 @@ class LedgerTest {
     assertThat(why.get("08-no-commit.json")).contains("no commit");
     assertThat(why.get("09-no-faults.json")).contains("no fault fired");
     assertThat(why.get("10-broken.json")).contains("not a JSON report");
+    assertThat(why.get("12-total-disagrees.json"))
+        .contains("shows 3 faults fired, its total says 5");
 
     ByteArrayOutputStream buffer = new ByteArrayOutputStream();
     Ledger.print(c, dir.resolve("runs"), new PrintStream(buffer, true, StandardCharsets.UTF_8));
     assertThat(buffer.toString(StandardCharsets.UTF_8))
-        .contains("counted runs: 2 of 11; injected faults that fired: 6");
+        .contains("counted runs: 2 of 12; injected faults that fired: 6");
   }
 
   @Test
