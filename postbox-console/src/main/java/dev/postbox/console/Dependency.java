@@ -87,6 +87,15 @@ final class Dependency {
     return circuit.executeCheckedSupplier(call);
   }
 
+  /**
+   * Records a failure seen outside {@link #call} (a query on a connection taken while the
+   * dependency still answered, failing because it went away): the circuit opens as if a call had
+   * failed, so the next pages answer at once with the banner.
+   */
+  void failed(Throwable cause) {
+    circuit.onError(0, java.util.concurrent.TimeUnit.NANOSECONDS, cause);
+  }
+
   private void wentDown() {
     Instant now = clock.instant();
     if (downSince.compareAndSet(null, now)) {

@@ -44,6 +44,11 @@ class ErrorAdvice {
 
   @ExceptionHandler(PostboxException.class)
   String failed(PostboxException e, HttpServletResponse response, Model model) {
+    if (lostTheDatabase(e)) {
+      // a connection handed out before the database went away failed mid-query: the pool did not
+      // see it, so the circuit learns it here
+      health.database().failed(e);
+    }
     if (health.isDatabaseDown()) {
       return page(
           503,
@@ -56,6 +61,23 @@ class ErrorAdvice {
           model);
     }
     return page(503, e, response, model);
+  }
+
+  /**
+   * Whether {@code e} was caused by losing the database: an SQLSTATE of class 08 (connection
+   * exception) or 57P (operator intervention: the server shutting down or crashed), or an I/O error
+   * reading from it.
+   */
+  static boolean lostTheDatabase(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof java.sql.SQLException s && s.getSQLState() != null) {
+        String state = s.getSQLState();
+        if (state.startsWith("08") || state.startsWith("57P")) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   private String page(int status, Exception e, HttpServletResponse response, Model model) {

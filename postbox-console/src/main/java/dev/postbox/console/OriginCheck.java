@@ -14,7 +14,10 @@ import org.springframework.web.filter.OncePerRequestFilter;
  * names another site than the one it was sent to (the request's server name and port, from {@code
  * Host}, or from {@code X-Forwarded-*} with {@code server.forward-headers-strategy}) is refused
  * with 403 before the CSRF check ({@link Rejections}) and recorded; requests without {@code Origin}
- * (scripts, old browsers) are left to the CSRF token.
+ * (scripts, old browsers) and with the opaque {@code Origin: null} are left to the CSRF token. A
+ * browser sends {@code null} for the console's own forms: the pages are served with {@code
+ * Referrer-Policy: no-referrer}, under which the Fetch standard serializes a form post's origin as
+ * {@code null}, so an opaque origin says nothing about the site that sent the request.
  */
 final class OriginCheck extends OncePerRequestFilter {
 
@@ -28,7 +31,8 @@ final class OriginCheck extends OncePerRequestFilter {
 
   @Override
   protected boolean shouldNotFilter(HttpServletRequest request) {
-    return SAFE.contains(request.getMethod()) || request.getHeader("Origin") == null;
+    String origin = request.getHeader("Origin");
+    return SAFE.contains(request.getMethod()) || origin == null || "null".equals(origin);
   }
 
   @Override
