@@ -65,6 +65,9 @@ class RabbitBadInputIT {
       f.setUri(server.uri());
       try (Connection c = f.newConnection();
           Channel ch = c.createChannel()) {
+        // confirms: a broker is free to drop a message published without them on a channel closed
+        // at once (a CI run lost one this way), which would fail the test as a timeout much later
+        ch.confirmSelect();
         byte[] plain = "just text".getBytes(StandardCharsets.UTF_8);
         ch.basicPublish(
             topic,
@@ -81,6 +84,7 @@ class RabbitBadInputIT {
         }
         bodies.put("malformed", malformed.payload().bytes());
         bodies.put("forged", forged.payload().bytes());
+        ch.waitForConfirmsOrDie(30_000);
       }
       // at least three, then exactly three: a fourth (one dead-lettered twice, or the good one)
       // fails below with what was stored, not as a timeout

@@ -147,11 +147,13 @@ class RabbitSubscriberIT {
     f.setUri(server.uri());
     try (Connection c = f.newConnection();
         Channel ch = c.createChannel()) {
+      ch.confirmSelect(); // without confirms the broker may drop it as the channel closes
       ch.basicPublish(
           topic,
           "k",
           new AMQP.BasicProperties.Builder().contentType("text/plain").build(),
           "not an envelope".getBytes(StandardCharsets.UTF_8));
+      ch.waitForConfirmsOrDie(30_000);
     }
     await()
         .atMost(Duration.ofSeconds(30))

@@ -92,6 +92,9 @@ class RabbitUnstorableTextIT {
       int sent = 0;
       try (Connection c = f.newConnection();
           Channel ch = c.createChannel()) {
+        // confirms: a broker is free to drop a message published without them on a channel closed
+        // at once (a CI run lost one this way), which would fail the test as a timeout much later
+        ch.confirmSelect();
         sent += publish(ch, topic, order(topic, "good-0"), h -> {});
         good.add("good-0");
         for (var bad : bads.entrySet()) {
@@ -104,6 +107,7 @@ class RabbitUnstorableTextIT {
           sent += publish(ch, topic, order(topic, after), h -> {});
           good.add(after);
         }
+        ch.waitForConfirmsOrDie(30_000);
       }
       int total = sent;
       await()
