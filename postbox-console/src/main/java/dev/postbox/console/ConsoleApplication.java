@@ -51,6 +51,10 @@ public class ConsoleApplication {
           "postbox console: no database: give --pg-url or $POSTBOX_PG_URL (postbox.console.db.url)");
     }
     HikariConfig c = new HikariConfig();
+    // PostgreSQL's default, named: left to detection, a pool whose first connection meets a
+    // database
+    // restart keeps isolation -1 and refuses every later connection (HikariCP #1944)
+    c.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
     String url = db.getUrl();
     c.setJdbcUrl(
         url.startsWith("postgres")

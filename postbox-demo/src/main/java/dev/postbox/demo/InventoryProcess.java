@@ -101,6 +101,10 @@ public final class InventoryProcess {
     ShopTransport.Kind transport =
         args.length == 7 ? ShopTransport.Kind.of(args[6]) : ShopTransport.Kind.KAFKA;
     HikariConfig hc = new HikariConfig();
+    // PostgreSQL's default, named: left to detection, a pool whose first connection meets a
+    // database
+    // restart keeps isolation -1 and refuses every later connection (HikariCP #1944)
+    hc.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
     hc.setJdbcUrl(args[0]);
     hc.setMaximumPoolSize(2 * CONCURRENCY + 2); // an inbox transaction + a warehouse call each
     hc.setPoolName("inventory-" + incarnation);

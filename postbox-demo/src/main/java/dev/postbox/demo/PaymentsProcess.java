@@ -61,6 +61,10 @@ public final class PaymentsProcess {
     int incarnation = Integer.parseInt(args[4]);
     ShopTransport.Kind transport = ShopTransport.Kind.of(args[5]);
     HikariConfig hc = new HikariConfig();
+    // PostgreSQL's default, named: left to detection, a pool whose first connection meets a
+    // database
+    // restart keeps isolation -1 and refuses every later connection (HikariCP #1944)
+    hc.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
     hc.setJdbcUrl(args[0]);
     hc.setMaximumPoolSize(2 * CONCURRENCY + 2); // an inbox transaction + a gate check each
     hc.setPoolName("payments-" + incarnation);

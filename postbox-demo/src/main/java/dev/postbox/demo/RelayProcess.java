@@ -68,6 +68,10 @@ public final class RelayProcess {
     Duration ttl =
         Duration.ofMillis(positional.size() > 3 ? Long.parseLong(positional.get(3)) : 10_000);
     HikariConfig hc = new HikariConfig();
+    // PostgreSQL's default, named: left to detection, a pool whose first connection meets a
+    // database
+    // restart keeps isolation -1 and refuses every later connection (HikariCP #1944)
+    hc.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
     hc.setJdbcUrl(positional.get(0));
     hc.setMaximumPoolSize(4);
     hc.setPoolName("relay-" + id);

@@ -18,6 +18,10 @@ final class ChildSupport {
    */
   static HikariDataSource dataSource(String jdbcUrl, String name, int size, String initSql) {
     HikariConfig hc = new HikariConfig();
+    // PostgreSQL's default, named: left to detection, a pool whose first connection meets a
+    // database
+    // restart keeps isolation -1 and refuses every later connection (HikariCP #1944)
+    hc.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
     hc.setJdbcUrl(jdbcUrl);
     hc.setMaximumPoolSize(size);
     hc.setMinimumIdle(1);

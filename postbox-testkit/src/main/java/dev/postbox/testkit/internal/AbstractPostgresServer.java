@@ -66,6 +66,10 @@ abstract class AbstractPostgresServer implements PostgresServer {
       throw new IllegalArgumentException("maxPoolSize must be >= 1, was " + maxPoolSize);
     }
     HikariConfig config = new HikariConfig();
+    // PostgreSQL's default, named: left to detection, a pool whose first connection meets a
+    // database
+    // restart keeps isolation -1 and refuses every later connection (HikariCP #1944)
+    config.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
     config.setJdbcUrl(jdbcUrl(schema));
     config.setPoolName("postbox-" + schema);
     config.setMaximumPoolSize(maxPoolSize);
