@@ -32,6 +32,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -95,7 +97,25 @@ class RabbitSubscriberIT {
     DataSource ds = prepare(ctx);
     String topic = "orders-" + UUID.randomUUID();
     Subscription sub = subscription("competing", topic, DeliveryGuarantee.EFFECTIVELY_ONCE);
-    RabbitSubscriber a = start(server, ds, sub, 4);
+    // The active instance applies 100 messages, then each of its workers holds its next delivery
+    // until its close has begun: it cannot drain the queue before the hand-over, whatever the
+    // machine's speed (a free-running one sometimes applied all 400 and left the standby nothing).
+    AtomicInteger appliedByA = new AtomicInteger();
+    CountDownLatch closing = new CountDownLatch(1);
+    RabbitSubscriber a =
+        RabbitSubscriber.builder(server.uri(), sub)
+            .shards(4)
+            .inbox(PostgresInboxStore.create(ds))
+            .handler(d -> {
+              if (appliedByA.get() >= 100) {
+                closing.await();
+              }
+              apply(d, sub);
+              appliedByA.incrementAndGet();
+            })
+            .build();
+    a.start();
+    open.add(a);
     RabbitSubscriber b = start(server, ds, sub, 4);
     List<Message> ms = new ArrayList<>();
     for (int i = 0; i < 400; i++) {
@@ -107,8 +127,14 @@ class RabbitSubscriberIT {
             .allMatch(o -> o instanceof PublishOutcome.Acknowledged);
       }
     }
-    await().atMost(Duration.ofSeconds(60)).until(() -> effects(ds, sub) >= 100);
-    a.close(); // single active consumer: the standby takes over every shard, unacked ones again
+    await().atMost(Duration.ofSeconds(60)).until(() -> appliedByA.get() >= 100);
+    // single active consumer: the standby takes over every shard, unacked ones again
+    Thread closer = Thread.ofPlatform().name("close-a").start(a::close);
+    await().atMost(Duration.ofSeconds(30)).until(() -> !a.connected());
+    closing.countDown(); // the held deliveries finish; the ones not started go back to the queue
+    closer.join(Duration.ofSeconds(60));
+    assertThat(closer.isAlive()).as("close of the active instance returned").isFalse();
+    assertThat(appliedByA.get()).as("the active one stopped short of the backlog").isLessThan(400);
     await().atMost(Duration.ofSeconds(60)).until(() -> effects(ds, sub) >= 400);
     assertThat(b.stats().received()).isPositive();
     assertThat(effects(ds, sub)).isEqualTo(400);
