@@ -1,21 +1,14 @@
 package dev.postbox.jdbc;
 
 import dev.postbox.core.Message;
-import dev.postbox.core.MessageId;
-import dev.postbox.core.Payload;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.DeadLetterStore.DeadLetter;
 import dev.postbox.core.spi.DeadLetterStore.Query;
 import dev.postbox.core.spi.DeadLetterStore.Status;
 import dev.postbox.core.time.Sleeper;
-import dev.postbox.jdbc.internal.OperatorAudit;
+import dev.postbox.jdbc.LetterActions.Outcome;
 import dev.postbox.jdbc.internal.Pacer;
 import dev.postbox.jdbc.internal.PostgresDeadLetterStoreImpl;
-import dev.postbox.jdbc.internal.PostgresDeadLetterStoreImpl.Locked;
-import dev.postbox.jdbc.internal.ReplayCopy;
-import dev.postbox.jdbc.internal.ReplayTracing;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -26,8 +19,6 @@ import java.util.Optional;
 import java.util.UUID;
 import java.util.function.Function;
 import javax.sql.DataSource;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Replays dead letters by writing their original message into the {@link Outbox} again: the relay
@@ -95,14 +86,6 @@ public final class Replayer {
   /** How many times a message is replayed at most, by default. */
   public static final int DEFAULT_MAX_REPLAYS = 3;
 
-  private static final Logger log = LoggerFactory.getLogger(Replayer.class);
-
-  // A row that holds its key (V9) is left alone: deleting it would release the key without an
-  // operator's retry or skip (and it was never published, so no dead letter should carry its id).
-  private static final String FREE_MESSAGE_ID =
-      "DELETE FROM postbox_outbox WHERE message_id = ?"
-          + " AND (published_at IS NOT NULL OR failed_at IS NOT NULL) AND hold IS NULL";
-
   private final DataSource dataSource;
   private final DeadLetterStore store;
   private final Function<DeadLetter, Message> decoder;
@@ -110,7 +93,7 @@ public final class Replayer {
   private final int maxReplays;
   private final String by;
   private final io.opentelemetry.api.OpenTelemetry openTelemetry;
-  private final Outbox outbox = Outbox.postgres();
+  private final LetterActions letters;
 
   private Replayer(Builder b) {
     this.dataSource = b.dataSource;
@@ -122,6 +105,7 @@ public final class Replayer {
     this.maxReplays = b.maxReplays;
     this.by = b.by.orElseThrow();
     this.openTelemetry = b.openTelemetry;
+    this.letters = new LetterActions(dataSource, decoder, maxReplays, by, openTelemetry);
   }
 
   private Replayer(Replayer shared, String by) {
@@ -132,6 +116,7 @@ public final class Replayer {
     this.maxReplays = shared.maxReplays;
     this.by = by;
     this.openTelemetry = shared.openTelemetry;
+    this.letters = new LetterActions(dataSource, decoder, maxReplays, by, openTelemetry);
   }
 
   /**
@@ -279,18 +264,9 @@ public final class Replayer {
     if (reason.isBlank()) {
       throw new IllegalArgumentException("reason must not be blank");
     }
-    DeadLetter letter =
-        store.find(id).orElseThrow(() -> new NoSuchElementException("no dead letter " + id));
-    String what = "dead letter " + id;
-    outbox.inTransaction(
-        dataSource,
-        tx -> {
-          PostgresDeadLetterStoreImpl.discard(tx.connection(), id, by, reason);
-          OperatorAudit.write(
-              tx.connection(),
-              subject(OperatorAudit.Entry.of(by, "DISCARD", what, 1), letter).reason(reason));
-          return null;
-        });
+    letters.discard(
+        store.find(id).orElseThrow(() -> new NoSuchElementException("no dead letter " + id)),
+        reason);
   }
 
   /**
@@ -313,45 +289,9 @@ public final class Replayer {
     requireReason(reason);
     DeadLetter letter =
         store.find(id).orElseThrow(() -> new NoSuchElementException("no dead letter " + id));
-    if (letter.status() != Status.PENDING) {
-      throw new IllegalStateException(
-          "dead letter " + id + " is " + letter.status() + ", so it cannot be edited");
-    }
-    Message original;
-    try {
-      original = Objects.requireNonNull(decoder.apply(letter), "the decoder returned no message");
-    } catch (RuntimeException e) {
-      throw new IllegalStateException(
-          "dead letter " + id + " cannot be edited: its message cannot be decoded (" + e + ")", e);
-    }
-    Message copy =
-        ReplayCopy.stamped(
-            original.toBuilder()
-                .id(MessageId.next())
-                .causationId(original.id().toString())
-                .header(COPY_OF_HEADER, original.id().toString())
-                .payload(new Payload(payload, contentType.orElse(original.payload().contentType())))
-                .build(),
-            id,
-            by,
-            Optional.of(letter.letter().consumer()));
+    Message copy = letters.correctedCopy(letter, payload, contentType);
     awaitTurn(new Progress());
-    String what = "dead letter " + id;
-    outbox.inTransaction(
-        dataSource,
-        tx -> {
-          Connection c = tx.connection();
-          PostgresDeadLetterStoreImpl.discard(
-              c, id, by, "replaced by corrected copy " + copy.id() + ": " + reason);
-          tx.write(ReplayTracing.traced(openTelemetry, "postbox edit", copy, letter, by));
-          OperatorAudit.write(
-              c,
-              subject(OperatorAudit.Entry.of(by, "EDIT", what, 1), letter)
-                  .reason(reason)
-                  .newMessage(copy.id()));
-          return null;
-        });
-    return copy.id();
+    return letters.replaceByCopy(letter, copy, reason);
   }
 
   /**
@@ -407,128 +347,12 @@ public final class Replayer {
   /** The header naming the message a corrected copy was made from. */
   public static final String COPY_OF_HEADER = "postbox-copy-of";
 
-  private static OperatorAudit.Entry subject(OperatorAudit.Entry e, DeadLetter letter) {
-    byte[] key = letter.letter().key();
-    return e.deadLetter(
-        letter.id(),
-        letter.letter().messageId(),
-        letter.letter().consumer(),
-        key == null ? null : new String(key, java.nio.charset.StandardCharsets.UTF_8));
-  }
-
   private static void requireReason(String reason) {
     HeldKeyActions.requireReason(reason);
   }
 
-  private enum Outcome {
-    REPLAYED,
-    SKIPPED,
-    FAILED
-  }
-
   private Outcome replayOne(DeadLetter letter, String what, ReplayRoute route, Progress p) {
-    if (letter.status() != Status.PENDING) {
-      return Outcome.SKIPPED;
-    }
-    if (letter.replays() >= maxReplays) {
-      log.warn(
-          "not replaying {}: it was replayed {} times already (maximum {})",
-          what,
-          letter.replays(),
-          maxReplays);
-      return Outcome.SKIPPED;
-    }
-    Optional<Message> decoded = decode(letter, what);
-    if (decoded.isEmpty()) {
-      return Outcome.FAILED;
-    }
-    boolean broadcast = route == ReplayRoute.BROADCAST;
-    String consumer = letter.letter().consumer();
-    Message message =
-        ReplayCopy.stamped(
-            decoded.get(), letter.id(), by, broadcast ? Optional.empty() : Optional.of(consumer));
-    awaitTurn(p);
-    try {
-      Outcome o = write(letter, what, message, broadcast);
-      if (broadcast && o == Outcome.REPLAYED) {
-        log.warn(
-            "{} by {} was a broadcast replay: every consumer of topic '{}' receives message {}"
-                + " again, and those without an inbox, or whose dedupe record expired, apply it"
-                + " twice (a targeted replay reaches consumer '{}' only)",
-            what,
-            by,
-            message.topic(),
-            message.id(),
-            consumer);
-      }
-      return o;
-    } catch (RuntimeException e) {
-      log.warn("replaying {} (message {}) failed; it stays PENDING", what, message.id(), e);
-      return Outcome.FAILED;
-    }
-  }
-
-  /** The letter's message, or empty (logged) when the decoder cannot give the letter's message. */
-  private Optional<Message> decode(DeadLetter letter, String what) {
-    Message message;
-    try {
-      message = decoder.apply(letter);
-    } catch (RuntimeException e) {
-      log.warn("not replaying {}: its message cannot be decoded", what, e);
-      return Optional.empty();
-    }
-    if (message == null) {
-      log.warn("not replaying {}: the decoder returned no message", what);
-      return Optional.empty();
-    }
-    Optional<java.util.UUID> expected = letter.letter().messageId();
-    if (expected.isPresent() && !expected.get().equals(message.id())) {
-      log.warn(
-          "not replaying {}: the decoder returned message {} instead of {}",
-          what,
-          message.id(),
-          expected.get());
-      return Optional.empty();
-    }
-    return Optional.of(message);
-  }
-
-  /**
-   * In one transaction: locks the letter, writes {@code message} to the outbox if the letter is
-   * still replayable, marks it replayed and audits it (a broadcast with its reason).
-   */
-  private Outcome write(DeadLetter letter, String what, Message message, boolean broadcast) {
-    return outbox.inTransaction(
-        dataSource,
-        tx -> {
-          Connection c = tx.connection();
-          Optional<Locked> locked = PostgresDeadLetterStoreImpl.lock(c, letter.id());
-          if (locked.isEmpty()
-              || locked.get().status() != Status.PENDING
-              || locked.get().replays() >= maxReplays) {
-            return Outcome.SKIPPED; // changed since it was read; nothing written
-          }
-          try (PreparedStatement ps = c.prepareStatement(FREE_MESSAGE_ID)) {
-            ps.setObject(1, message.id());
-            ps.executeUpdate();
-          }
-          // marked first, so the trace reads "replayed" before the row it wrote (same transaction)
-          PostgresDeadLetterStoreImpl.markReplayed(c, letter.id(), by);
-          tx.write(ReplayTracing.traced(openTelemetry, "postbox replay", message, letter, by));
-          OperatorAudit.Entry audit =
-              subject(OperatorAudit.Entry.of(by, "REPLAY", what, 1), letter);
-          OperatorAudit.write(c, broadcast ? audit.reason(broadcastReason(message)) : audit);
-          return Outcome.REPLAYED;
-        });
-  }
-
-  /** The audit reason of a broadcast replay of {@code message}. */
-  private static String broadcastReason(Message message) {
-    return "broadcast: every consumer of topic '"
-        + message.topic()
-        + "' receives message "
-        + message.id()
-        + " again";
+    return letters.replay(letter, what, route, () -> awaitTurn(p));
   }
 
   /** Waits for this write's turn under the rate shared by every replayer of this one. */
