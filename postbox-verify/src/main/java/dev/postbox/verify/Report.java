@@ -206,6 +206,7 @@ final class Report {
       s.put("offset_samples", f.offsetSamples());
       s.put("offset_records_checked", f.offsetRecordsChecked());
       s.put("offset_audit_failures", f.offsetAuditFailures());
+      s.put("final_offset_audit_failed", f.finalAuditFailed());
       s.put("parked", f.parked());
       s.put("unparked", f.unparked());
       s.put("zombie_applies", f.zombieApplies());

@@ -69,7 +69,7 @@ class CampaignSettingsTest {
   private static ScenarioResult fired(String name, int injections) {
     HistoryChecker.Findings none =
         new HistoryChecker.Findings(
-            10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, 0);
+            10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, 0, false);
     return new ScenarioResult(
         name, 1, injections, Map.of("kill-9", injections), Map.of(), none, 5, false, 0, List.of());
   }

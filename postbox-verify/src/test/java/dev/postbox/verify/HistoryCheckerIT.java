@@ -173,6 +173,25 @@ class HistoryCheckerIT {
         assertThat(o.duplicateEffects()).isEqualTo(5);
         exec(ds, "UPDATE verify_effect SET off = id"); // each effect at its own position
         assertThat(offsets.check(1).duplicateEffects()).as("copies at other positions").isZero();
+
+        // samples during the phase succeed, the final one at the check cannot be taken (the group
+        // committed past what the topic holds): what was committed since the last good sample is
+        // unchecked, so the scenario cannot pass, although every earlier sample was fine
+        HistoryChecker last = new HistoryChecker(ds, admin, reader, topic, 1, GROUP, log);
+        assertThat(last.auditOffsets()).isTrue();
+        admin
+            .alterConsumerGroupOffsets(
+                GROUP, Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata(20)))
+            .all()
+            .get();
+        Findings unchecked = last.check(1);
+        assertThat(unchecked.offsetSamples()).isEqualTo(1);
+        assertThat(unchecked.offsetRecordsChecked()).isEqualTo(9);
+        assertThat(unchecked.offsetAuditFailures()).isEqualTo(1);
+        assertThat(unchecked.inconclusiveReasons(false))
+            .singleElement()
+            .asString()
+            .contains("final offset audit failed");
       }
     }
   }

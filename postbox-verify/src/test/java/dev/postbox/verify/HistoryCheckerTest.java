@@ -56,7 +56,8 @@ class HistoryCheckerTest {
         parked,
         0,
         false,
-        0);
+        0,
+        false);
   }
 
   private static ScenarioResult result(String name, Findings f, boolean parking) {

@@ -41,7 +41,7 @@ class LedgerTest {
     }
     HistoryChecker.Findings f =
         new HistoryChecker.Findings(
-            50, 0, 0, 0, 0, 50, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, false, 0);
+            50, 0, 0, 0, 0, 50, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, false, 0, false);
     ScenarioResult r =
         new ScenarioResult(
             "kill-9",

@@ -57,7 +57,7 @@ class ScenarioSelectionTest {
   void unexpectedExitsAndUnstampedRecordsArePrintedUnderTheirScenario() {
     HistoryChecker.Findings f =
         new HistoryChecker.Findings(
-            10, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, false, 4);
+            10, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, false, 4, false);
     ScenarioResult r =
         new ScenarioResult(
             "kill-9",
