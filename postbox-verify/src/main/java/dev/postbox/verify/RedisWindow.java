@@ -7,6 +7,7 @@ import dev.postbox.kafka.KafkaRecords;
 import dev.postbox.testkit.ChildJvm;
 import dev.postbox.testkit.KafkaBroker;
 import dev.postbox.testkit.RedisServer;
+import dev.postbox.verify.RedisWindowCheck.Effect;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.net.InetSocketAddress;
@@ -61,20 +62,19 @@ final class RedisWindow {
       long windowDuplicates,
       long unexplainedDuplicates,
       long lost,
+      long unexpectedEffects,
       long leasesExpiredSeen,
       long duplicatesSuppressedSeen,
       boolean drained) {
 
     long violations() {
-      return lost + unexplainedDuplicates + (drained ? 0 : 1);
+      return lost + unexplainedDuplicates + unexpectedEffects + (drained ? 0 : 1);
     }
 
     boolean inconclusive() {
       return crashesFired == 0;
     }
   }
-
-  private record Effect(String messageId, int incarnation) {}
 
   static final int PARTITIONS = 3;
   static final long LEASE_MS = 2_000;
@@ -120,7 +120,7 @@ final class RedisWindow {
       String topic = "redis-window-" + Long.toUnsignedString(seed, 36);
       String group = "redis-window";
       kafka.createTopic(topic, PARTITIONS);
-      int records = publish(kafka.bootstrapServers(), topic, messages, random);
+      List<String> sent = publish(kafka.bootstrapServers(), topic, messages, random);
       HttpServer target = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
       target.createContext(
           "/effect",
@@ -190,51 +190,40 @@ final class RedisWindow {
       } finally {
         target.stop(0);
       }
-      return Optional.of(
-          check(messages, records, armed, crashed, leasesExpired, suppressed, drained));
+      return Optional.of(check(messages, sent, armed, crashed, leasesExpired, suppressed, drained));
     }
   }
 
   private Result check(
       int messages,
-      int records,
+      List<String> sent,
       int armed,
       Set<Integer> crashed,
       long leasesExpired,
       long suppressed,
       boolean drained) {
-    Map<String, List<Integer>> byId = new HashMap<>();
-    for (Effect e : effects) {
-      byId.computeIfAbsent(e.messageId(), k -> new ArrayList<>()).add(e.incarnation());
-    }
-    long window = 0;
-    long unexplained = 0;
-    for (List<Integer> incarnations : byId.values()) {
-      for (int i = 1; i < incarnations.size(); i++) {
-        if (crashed.contains(incarnations.get(i - 1))) {
-          window++;
-        } else {
-          unexplained++;
-        }
-      }
-    }
+    RedisWindowCheck.Tally t = RedisWindowCheck.check(Set.copyOf(sent), effects, crashed);
     return new Result(
         messages,
-        records,
+        sent.size(),
         armed,
         crashed.size(),
         effects.size(),
-        window,
-        unexplained,
-        messages - byId.size(),
+        t.windowDuplicates(),
+        t.unexplainedDuplicates(),
+        t.lost(),
+        t.unexpected(),
         leasesExpired,
         suppressed,
         drained);
   }
 
-  /** Publishes {@code messages} messages and republishes a tenth of them (same ids). */
-  private static int publish(String bootstrap, String topic, int messages, SplittableRandom random)
-      throws Exception {
+  /**
+   * Publishes {@code messages} messages and republishes a tenth of them (same ids); returns the id
+   * of each record sent.
+   */
+  private static List<String> publish(
+      String bootstrap, String topic, int messages, SplittableRandom random) throws Exception {
     Properties p = new Properties();
     p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     p.put(ProducerConfig.ACKS_CONFIG, "all");
@@ -262,7 +251,7 @@ final class RedisWindow {
         f.get();
       }
     }
-    return sent.size();
+    return sent.stream().map(m -> m.id().toString()).toList();
   }
 
   private static Admin admin(String bootstrap) {
@@ -323,10 +312,11 @@ final class RedisWindow {
         r.windowDuplicates(),
         r.crashesFired() == 0 ? 0.0 : (double) r.windowDuplicates() / r.crashesFired());
     out.printf(
-        "  lost %d, unexplained duplicates %d, drained %s; leases expired seen %d, duplicates"
-            + " suppressed seen %d%n",
+        "  lost %d, unexplained duplicates %d, effects of unpublished ids %d, drained %s; leases"
+            + " expired seen %d, duplicates suppressed seen %d%n",
         r.lost(),
         r.unexplainedDuplicates(),
+        r.unexpectedEffects(),
         r.drained(),
         r.leasesExpiredSeen(),
         r.duplicatesSuppressedSeen());

@@ -29,9 +29,10 @@ final class Report {
    * whenever a change could turn an earlier OK into a violation or an inconclusive run, so that
    * {@link Ledger} counts only runs judged by the current rules. 2: a run that checked no scenario,
    * a skipped redis-window and, with the transactional relay, records without the relay's epoch
-   * headers are inconclusive; unknown scenario names are refused. (Reports without the key: 1.)
+   * headers are inconclusive; unknown scenario names are refused. 3: a failed final offset audit
+   * makes its scenario inconclusive. (Reports without the key: 1.)
    */
-  static final int CHECKER_VERSION = 2;
+  static final int CHECKER_VERSION = 3;
 
   private final long seed;
   private final List<ScenarioResult> results;

@@ -10,6 +10,8 @@ import dev.postbox.testkit.KafkaBroker;
 import dev.postbox.testkit.PostgresServer;
 import dev.postbox.testkit.ProcessSupervisor;
 import dev.postbox.testkit.ProcessSupervisor.Supervised;
+import dev.postbox.verify.TransformCheck.Input;
+import dev.postbox.verify.TransformCheck.Output;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -75,6 +77,7 @@ final class TransformScenario {
       long outputsCommitted,
       long lost,
       long duplicateOutputs,
+      long unexpectedOutputs,
       long orderViolations,
       long poisonDeadLettered,
       long poisonWithOutput,
@@ -89,6 +92,7 @@ final class TransformScenario {
     long violations() {
       return lost
           + duplicateOutputs
+          + unexpectedOutputs
           + orderViolations
           + (poison - poisonDeadLettered)
           + poisonWithOutput
@@ -101,9 +105,6 @@ final class TransformScenario {
       return faultsFired.values().stream().anyMatch(n -> n == 0);
     }
   }
-
-  /** One input the harness wrote. */
-  private record Input(String key, long seq, boolean poison) {}
 
   private final long seed;
   private final Path dir;
@@ -289,9 +290,6 @@ final class TransformScenario {
     }
   }
 
-  /** One output read back. */
-  private record Output(int partition, long offset, String key, UUID input, long seq, int idx) {}
-
   private static List<Output> read(String bootstrap, String topic, String isolation) {
     Map<String, Object> p = new HashMap<>();
     p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -371,58 +369,23 @@ final class TransformScenario {
       throws Exception {
     List<Output> committed = read(bootstrap, topic, "read_committed");
     long uncommitted = read(bootstrap, topic, "read_uncommitted").size();
-    Map<String, Integer> copies = new HashMap<>();
-    long poisonWithOutput = 0;
-    long order = 0;
-    // per key, in each partition's offset order: (seq, idx) must rise
-    Map<String, long[]> last = new HashMap<>();
-    committed.sort(
-        java.util.Comparator.comparingInt(Output::partition).thenComparingLong(Output::offset));
-    for (Output o : committed) {
-      Input i = written.get(o.input());
-      if (i == null || i.poison()) {
-        poisonWithOutput++;
-        continue;
-      }
-      copies.merge(o.input() + "/" + o.idx(), 1, Integer::sum);
-      long[] l = last.get(o.key());
-      if (l != null && (o.seq() < l[0] || (o.seq() == l[0] && o.idx() < l[1]))) {
-        order++;
-      }
-      if (l == null || o.seq() > l[0] || (o.seq() == l[0] && o.idx() > l[1])) {
-        last.put(o.key(), new long[] {o.seq(), o.idx()});
-      }
-    }
-    long expected =
-        written.values().stream().filter(i -> !i.poison()).count() * TransformerMain.OUTPUTS;
-    long duplicates = copies.values().stream().mapToLong(n -> n - 1).sum();
-    long lost = expected - copies.size();
-    List<UUID> letters = deadLetters(ds);
-    Set<UUID> poisonLettered = new HashSet<>();
-    long duplicateLetters = 0;
-    long otherLetters = 0;
-    for (UUID id : letters) {
-      Input i = id == null ? null : written.get(id);
-      if (i == null || !i.poison()) {
-        otherLetters++;
-      } else if (!poisonLettered.add(id)) {
-        duplicateLetters++;
-      }
-    }
+    TransformCheck.Tally t =
+        TransformCheck.check(written, TransformerMain.OUTPUTS, committed, deadLetters(ds));
     Map<String, Integer> faults = new TreeMap<>();
     fired.forEach((k, v) -> faults.put(k, v.get()));
     return new Result(
         written.size(),
-        written.values().stream().filter(Input::poison).count(),
-        expected,
-        committed.size(),
-        lost,
-        duplicates,
-        order,
-        poisonLettered.size(),
-        poisonWithOutput,
-        duplicateLetters,
-        otherLetters,
+        t.poison(),
+        t.outputsExpected(),
+        t.outputsCommitted(),
+        t.lost(),
+        t.duplicateOutputs(),
+        t.unexpectedOutputs(),
+        t.orderViolations(),
+        t.poisonDeadLettered(),
+        t.poisonWithOutput(),
+        t.duplicateDeadLetters(),
+        t.otherDeadLetters(),
         uncommitted - committed.size(),
         faults,
         recoveryMs,
@@ -446,11 +409,13 @@ final class TransformScenario {
     out.printf(
         "  faults fired %s, %d s, recovery %d ms%n", r.faultsFired(), r.seconds(), r.recoveryMs());
     out.printf(
-        "  lost outputs %d, duplicate outputs %d, order violations %d, poison dead-lettered %d of"
+        "  lost outputs %d, duplicate outputs %d, unexpected outputs %d, order violations %d,"
+            + " poison dead-lettered %d of"
             + " %d, poison with output %d, duplicate dead letters %d, other dead letters %d,"
             + " drained %s%n",
         r.lost(),
         r.duplicateOutputs(),
+        r.unexpectedOutputs(),
         r.orderViolations(),
         r.poisonDeadLettered(),
         r.poison(),
