@@ -98,19 +98,34 @@ public final class RecordDispatcher {
 
   /** Whether a worker may (still) work on a record of {@code tracker}'s partition. */
   private BooleanSupplier owned(OffsetTracker tracker) {
-    if (subscription.guarantee() == DeliveryGuarantee.AT_MOST_ONCE) {
-      return () -> !closing && !tracker.revoked();
+    return ownership(subscription.guarantee(), fence, () -> closing, tracker::revoked);
+  }
+
+  /**
+   * A worker's hold on a record of a partition that {@code revoked} says this member lost, for a
+   * subscription with {@code guarantee}, fenced by {@code fence}.
+   *
+   * <p>May start: not closing, the membership fresh (waits while it is unverified), not revoked.
+   * May commit (asked inside the transaction, after the handler): the membership fresh, or waiting
+   * until it is verified; a record that passed the first check just before a pause longer than the
+   * session timeout must not commit after a successor took its partition. Not the start's
+   * conditions: a record in flight while its partition is revoked in a rebalance, or while the
+   * subscriber closes, still commits as before while the membership is fresh (the member still
+   * holds it then). At most once has no transaction to guard: only the start is checked.
+   */
+  static BooleanSupplier ownership(
+      DeliveryGuarantee guarantee,
+      MembershipFence fence,
+      BooleanSupplier closing,
+      BooleanSupplier revoked) {
+    if (guarantee == DeliveryGuarantee.AT_MOST_ONCE) {
+      return () -> !closing.getAsBoolean() && !revoked.getAsBoolean();
     }
-    // May start: not closing, the membership fresh (waits while it is unverified), not revoked.
-    // May commit (asked inside the transaction, after the handler): the membership fresh, or
-    // waiting until it is verified; a record that passed the first check just before a pause longer
-    // than the session timeout must not commit after a successor took its partition. Not the
-    // start's conditions: a record in flight while its partition is revoked in a rebalance, or
-    // while the subscriber closes, still commits as before while the membership is fresh (the
-    // member still holds it then).
-    BooleanSupplier membershipFresh = () -> fence.awaitFresh(() -> closing || tracker.revoked());
+    BooleanSupplier membershipFresh =
+        () -> fence.awaitFresh(() -> closing.getAsBoolean() || revoked.getAsBoolean());
     return Ownership.of(
-        () -> !closing && membershipFresh.getAsBoolean() && !tracker.revoked(), membershipFresh);
+        () -> !closing.getAsBoolean() && membershipFresh.getAsBoolean() && !revoked.getAsBoolean(),
+        membershipFresh);
   }
 
   private void runOne(
