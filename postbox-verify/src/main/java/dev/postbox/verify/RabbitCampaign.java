@@ -78,6 +78,14 @@ final class RabbitCampaign implements AutoCloseable {
   static final String BROKER = "broker-kill-restart";
   static final String BROKER_BACKLOG = "broker-kill-with-backlog";
 
+  /**
+   * The faults that wait at the round's {@link ProgressGate} until a business transaction of the
+   * phase committed since the previous one let through, as the Kafka campaign's kills and database
+   * faults do: kills spaced for a fast machine would otherwise be counted over a phase in which
+   * nothing was written between them.
+   */
+  static final java.util.Set<String> GATED = java.util.Set.of(KILL_9, BROKER, BROKER_BACKLOG);
+
   /** How long the consumers stay stopped before a {@link #BROKER_BACKLOG} kill. */
   static final long BACKLOG_MS = 4_000;
 
@@ -371,12 +379,17 @@ final class RabbitCampaign implements AutoCloseable {
     // others got a fifth of it: `phase * (points ? 1 : 8) / 5`)
     long phaseMs = settings.phase().toMillis() * (s.points().isEmpty() ? 5 : 8) / 5;
     long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(phaseMs);
+    long latest = end + TimeUnit.MILLISECONDS.toNanos(5 * phaseMs);
+    ProgressGate gate = new ProgressGate(() -> checker.committedIn(p), Thread::sleep);
     int injections = 0;
     while (System.nanoTime() < end || !enoughFired(s)) {
-      if (System.nanoTime() > end + TimeUnit.MILLISECONDS.toNanos(5 * phaseMs)) {
+      if (System.nanoTime() > latest) {
         break; // up to 6 times the phase, as the Kafka campaign's quick rounds
       }
       for (String fault : s.external()) {
+        if (GATED.contains(fault) && !gate.await(() -> System.nanoTime() > latest)) {
+          break; // no progress until the phase's end: the fault is not injected
+        }
         injections += inject(fault);
       }
       Campaign.sleep(s.external().isEmpty() ? 500 : settings.spaced(3_000));
