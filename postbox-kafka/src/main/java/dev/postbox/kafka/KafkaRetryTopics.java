@@ -4,6 +4,7 @@ import dev.postbox.core.engine.DeliveryProcessor;
 import dev.postbox.core.engine.DeliveryProcessor.Incoming;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.time.Sleeper;
+import dev.postbox.kafka.RetryTopicNames.Source;
 import dev.postbox.kafka.internal.AckedSend;
 import dev.postbox.kafka.internal.StoredRecords;
 import java.nio.charset.StandardCharsets;
@@ -47,9 +48,16 @@ import org.slf4j.LoggerFactory;
 /**
  * Retry topics, the alternative to ordered parking: a record whose in-place retries of a transient
  * failure ran out is produced, byte-identical (key, value, headers) with retry headers added, to
- * {@code <topic>.retry.1} before its offset may be committed; an internal consumer (group {@code
- * <subscription>.retry}) applies it again once due, then moves it to {@code .retry.2}... and after
- * the last tier to {@code <topic>.dlt} (and the dead-letter store, if any).
+ * {@code <topic>.<subscription>.retry.1} before its offset may be committed; an internal consumer
+ * (group {@code <subscription>.retry}) applies it again once due, then moves it to {@code
+ * .retry.2}... and after the last tier to {@code <topic>.<subscription>.dlt} (and the dead-letter
+ * store, if any).
+ *
+ * <p><b>One subscription's topics</b>: the subscription is in the name ({@link RetryTopicNames}
+ * says why), so another consumer group of the topic never applies this one's failures. Records also
+ * carry the subscription ({@value #SUBSCRIPTION}); one naming another subscription (two names that
+ * read alike, say topic {@code a.b} of {@code c} and topic {@code a} of {@code b.c}) is passed
+ * over. The shared topics of the earlier naming are drained on upgrade ({@link LegacyRetryTopics}).
  *
  * <p><b>Order is lost</b>: a retried message is applied after later messages of its key. Use
  * ordered parking when that matters.
@@ -68,11 +76,15 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
   static final String ERROR = "pb_retry_error";
   static final String ORIGIN = "pb_retry_origin";
   static final String DUE = "pb_retry_due";
-  private static final Set<String> OURS = Set.of(ATTEMPT, FIRST_FAILURE, ERROR, ORIGIN, DUE);
+  static final String SUBSCRIPTION = "pb_retry_subscription";
+  private static final Set<String> OURS =
+      Set.of(ATTEMPT, FIRST_FAILURE, ERROR, ORIGIN, DUE, SUBSCRIPTION);
 
   private final String name;
   private final Collection<String> topics;
   private final List<Duration> tiers;
+  private final Map<String, Source> sources = new HashMap<>(); // retry topic → topic, tier
+  private LegacyRetryTopics legacy = LegacyRetryTopics.NONE;
   private final Map<String, Object> consumerConfig;
   private final Clock clock;
   private final Sleeper sleeper;
@@ -98,17 +110,13 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
     this.consumerConfig = consumerConfig;
     this.clock = clock;
     this.sleeper = sleeper;
+    sources.putAll(RetryTopicNames.retryTopics(this.topics, name, this.tiers.size()));
   }
 
-  static String retryTopic(String topic, int tier) {
-    return topic + ".retry." + tier;
-  }
-
-  static String deadLetterTopic(String topic) {
-    return topic + ".dlt";
-  }
-
-  /** Creates missing retry and dead-letter topics, opens the producer. Before the main consumer. */
+  /**
+   * Creates missing retry and dead-letter topics, finds the earlier shared retry topics, opens the
+   * producer. Before the main consumer.
+   */
   void open(DeliveryProcessor processor) {
     this.processor = processor;
     createTopics();
@@ -127,6 +135,7 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
     c.put(ConsumerConfig.CLIENT_ID_CONFIG, "postbox-" + name + "-retry");
     c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
     c.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 50);
+    c.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, false); // never recreate a deleted one
     c.remove(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG); // eager: pauses reset cleanly
     consumer = new KafkaConsumer<>(c, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     running = true;
@@ -172,9 +181,17 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
       for (String t : topics) {
         int partitions = described.get(t).partitions().size();
         for (int i = 1; i <= tiers.size(); i++) {
-          wanted.add(new NewTopic(retryTopic(t, i), Optional.of(partitions), Optional.empty()));
+          wanted.add(
+              new NewTopic(
+                  RetryTopicNames.retryTopic(t, name, i),
+                  Optional.of(partitions),
+                  Optional.empty()));
         }
-        wanted.add(new NewTopic(deadLetterTopic(t), Optional.of(partitions), Optional.empty()));
+        wanted.add(
+            new NewTopic(
+                RetryTopicNames.deadLetterTopic(t, name),
+                Optional.of(partitions),
+                Optional.empty()));
       }
       admin
           .createTopics(wanted)
@@ -193,6 +210,10 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
               throw new IllegalStateException("interrupted creating " + topic, e);
             }
           });
+      legacy =
+          LegacyRetryTopics.find(
+              admin, name, name + ".retry", topics, tiers.size(), Set.copyOf(sources.keySet()));
+      sources.putAll(legacy.topics());
     } catch (ExecutionException | TimeoutException e) {
       throw new IllegalStateException("cannot describe " + topics, e);
     } catch (InterruptedException e) {
@@ -234,10 +255,14 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
     headers.add(FIRST_FAILURE, utf8(firstFailure.toString()));
     headers.add(ERROR, utf8(truncate(String.valueOf(error), 2_000)));
     headers.add(ORIGIN, utf8(origin));
+    headers.add(SUBSCRIPTION, utf8(name));
     if (!dlt) {
       headers.add(DUE, utf8(now.plus(tiers.get(tier - 1)).toString()));
     }
-    String target = dlt ? deadLetterTopic(topic) : retryTopic(topic, tier);
+    String target =
+        dlt
+            ? RetryTopicNames.deadLetterTopic(topic, name)
+            : RetryTopicNames.retryTopic(topic, name, tier);
     ProducerRecord<byte[], byte[]> r =
         new ProducerRecord<>(target, null, null, in.key(), in.value(), headers);
     return sender.send(r, origin, owned);
@@ -246,12 +271,7 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
   // ---------------------------------------------------------------- the retry consumer
 
   private void loop() {
-    List<String> retryTopics = new ArrayList<>();
-    for (String t : topics) {
-      for (int i = 1; i <= tiers.size(); i++) {
-        retryTopics.add(retryTopic(t, i));
-      }
-    }
+    List<String> retryTopics = new ArrayList<>(sources.keySet());
     try {
       consumer.subscribe(
           retryTopics,
@@ -263,7 +283,9 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
             }
 
             @Override
-            public void onPartitionsAssigned(Collection<TopicPartition> partitions) {}
+            public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+              legacy.onAssigned(consumer, partitions);
+            }
           });
       while (running) {
         resumeDue();
@@ -301,13 +323,23 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
   }
 
   private void handlePartition(TopicPartition tp, List<ConsumerRecord<byte[], byte[]>> rs) {
-    String retryTopic = tp.topic();
-    int dot = retryTopic.lastIndexOf(".retry.");
-    String topic = retryTopic.substring(0, dot);
-    int tier = Integer.parseInt(retryTopic.substring(dot + ".retry.".length()));
+    Source source = sources.get(tp.topic()); // subscribed to these names only
+    String topic = source.topic();
+    int tier = source.tier();
     for (ConsumerRecord<byte[], byte[]> r : rs) {
       if (!running) {
         return;
+      }
+      String owner = last(r, SUBSCRIPTION);
+      if (owner != null && !owner.equals(name)) {
+        log.warn(
+            "{}: {} in {} is a failure of subscription '{}'; passed over",
+            name,
+            Optional.ofNullable(last(r, ORIGIN)).orElse(position(r)),
+            tp,
+            owner);
+        consumer.commitSync(Map.of(tp, new OffsetAndMetadata(r.offset() + 1)));
+        continue;
       }
       Instant now = clock.instant();
       // the record we paused for has waited its (clamped) time: due now, whatever it says
@@ -359,7 +391,10 @@ final class KafkaRetryTopics implements DeliveryProcessor.RetriesExhausted {
     if (next > tiers.size()) {
       processor.giveUpDelayed(in, error, tier + 1, firstFailure);
       log.warn(
-          "{}: {} failed after the last retry tier; to {}", name, origin, deadLetterTopic(topic));
+          "{}: {} failed after the last retry tier; to {}",
+          name,
+          origin,
+          RetryTopicNames.deadLetterTopic(topic, name));
     } else {
       processor.retried(in);
     }

@@ -358,12 +358,18 @@ public final class KafkaSubscriber implements AutoCloseable {
     /**
      * Turns on retry topics, the alternative to {@link #parking ordered parking} (default: off): a
      * message whose in-place retries ran out for a transient failure is produced, byte-identical
-     * with {@code pb_retry_*} headers (attempt, first failure, error, origin, due time), to {@code
-     * <topic>.retry.1} before its offset may be committed, and retried from there by an internal
-     * consumer (group {@code <subscription>.retry}) after {@code tiers[0]}, then from {@code
-     * .retry.2} after {@code tiers[1]}...; after the last tier it goes to {@code <topic>.dlt} (and
-     * to the dead-letter store, if any). Missing retry and dead-letter topics are created at start
-     * with the partition count of their topic.
+     * with {@code pb_retry_*} headers (attempt, first failure, error, origin, due time,
+     * subscription), to {@code <topic>.<subscription>.retry.1} before its offset may be committed,
+     * and retried from there by an internal consumer (group {@code <subscription>.retry}) after
+     * {@code tiers[0]}, then from {@code .retry.2} after {@code tiers[1]}...; after the last tier
+     * it goes to {@code <topic>.<subscription>.dlt} (and to the dead-letter store, if any). The
+     * topics are the subscription's own: another subscription of the topic never retries its
+     * failures. Missing retry and dead-letter topics are created at start with the partition count
+     * of their topic; the shared {@code <topic>.retry.<n>} topics of earlier versions are drained
+     * if they exist (docs: Failures, "Upgrading").
+     *
+     * <p>{@code build()} fails when the subscription name is not legal in a topic name ({@code
+     * [a-zA-Z0-9._-]}) or a retry topic's name would be longer than 249 characters.
      *
      * <p><b>Order is not kept:</b> a retried message is applied after later messages of its key,
      * which flow on meanwhile. Use {@link #parking} when order matters.

@@ -256,6 +256,13 @@ record KafkaSubscriberSettings(
         throw new IllegalArgumentException(
             name + ": parking and retryTopics are alternatives; choose one");
       }
+      if (retryTiers != null) {
+        Optional<String> problem =
+            RetryTopicNames.problem(subscription.name(), subscription.topics(), retryTiers.size());
+        if (problem.isPresent()) {
+          throw new IllegalArgumentException(name + ": " + problem.get());
+        }
+      }
       return new KafkaSubscriberSettings(
           subscription,
           Map.copyOf(dev.postbox.kafka.internal.ClientSettings.withSecurity(config, security)),

@@ -22,6 +22,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
@@ -62,6 +63,11 @@ final class Effects implements AutoCloseable {
   /** Sends a raw record (not necessarily a Postbox message) and waits for the ack. */
   void sendRaw(String topic, byte[] key, byte[] value) throws Exception {
     producer.send(new ProducerRecord<>(topic, key, value)).get();
+  }
+
+  /** Sends a raw record with headers and waits for the ack. */
+  void sendRaw(String topic, byte[] key, byte[] value, Iterable<Header> headers) throws Exception {
+    producer.send(new ProducerRecord<>(topic, null, key, value, headers)).get();
   }
 
   /** Publishes {@code m} (to {@code partition} if not null) and waits for the ack. */

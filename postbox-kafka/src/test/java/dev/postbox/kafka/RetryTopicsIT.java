@@ -89,13 +89,14 @@ class RetryTopicsIT extends Subscribers {
       ProducerRecord<byte[], byte[]> original = KafkaRecords.toRecord(flaky);
       for (int tier = 1; tier <= 2; tier++) {
         List<ConsumerRecord<byte[], byte[]>> rs =
-            read(ctx, KafkaRetryTopics.retryTopic(topic, tier), 1);
+            read(ctx, RetryTopicNames.retryTopic(topic, "rt", tier), 1);
         assertThat(rs).hasSize(1);
         ConsumerRecord<byte[], byte[]> r = rs.get(0);
         assertThat(r.key()).isEqualTo(original.key());
         assertThat(r.value()).isEqualTo(original.value());
         assertThat(header(r, KafkaRetryTopics.ATTEMPT)).isEqualTo(Integer.toString(tier));
         assertThat(header(r, KafkaRetryTopics.ORIGIN)).matches(topic + "-[01]@0");
+        assertThat(header(r, KafkaRetryTopics.SUBSCRIPTION)).isEqualTo("rt");
         assertThat(header(r, KafkaRetryTopics.ERROR)).contains("dependency timed out");
         Instant.parse(header(r, KafkaRetryTopics.FIRST_FAILURE));
         Instant.parse(header(r, KafkaRetryTopics.DUE));
@@ -128,7 +129,7 @@ class RetryTopicsIT extends Subscribers {
                 fx.applyAutoCommit("doom", d);
               }));
       List<ConsumerRecord<byte[], byte[]>> dlt =
-          read(ctx, KafkaRetryTopics.deadLetterTopic(topic), 1);
+          read(ctx, RetryTopicNames.deadLetterTopic(topic, "doom"), 1);
       assertThat(dlt).hasSize(1);
       ConsumerRecord<byte[], byte[]> r = dlt.get(0);
       ProducerRecord<byte[], byte[]> original = KafkaRecords.toRecord(doomed);
@@ -179,7 +180,7 @@ class RetryTopicsIT extends Subscribers {
                 fx.applyAutoCommit("forged", d);
               }));
       // the subscriber created its retry topics at start
-      String retry1 = KafkaRetryTopics.retryTopic(topic, 1);
+      String retry1 = RetryTopicNames.retryTopic(topic, "forged", 1);
       send(ctx, retry1, Effects.message(topic, "forged-ok", 1), "-1", "3000-01-01T00:00:00Z");
       send(
           ctx,
@@ -199,7 +200,7 @@ class RetryTopicsIT extends Subscribers {
           .atMost(Duration.ofSeconds(30))
           .until(() -> fx.count("SELECT count(*) FROM effect WHERE msg_key = 'main'") == 1);
       List<ConsumerRecord<byte[], byte[]>> dlt =
-          read(ctx, KafkaRetryTopics.deadLetterTopic(topic), 1);
+          read(ctx, RetryTopicNames.deadLetterTopic(topic, "forged"), 1);
       assertThat(dlt).hasSize(1);
       assertThat(header(dlt.get(0), KafkaRetryTopics.ATTEMPT)).isEqualTo("2");
       assertThat(headers(dlt.get(0), KafkaRetryTopics.ATTEMPT))

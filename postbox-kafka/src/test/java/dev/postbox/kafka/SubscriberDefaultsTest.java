@@ -116,6 +116,38 @@ class SubscriberDefaultsTest {
         .hasMessageContaining("EFFECTIVELY_ONCE");
   }
 
+  /** Retry topics are named after the subscription: its name must make legal topic names. */
+  @Test
+  void retryTopicsNeedASubscriptionNameThatMakesLegalTopicNames() {
+    assertThatThrownBy(() ->
+            KafkaSubscriber.builder(
+                    "127.0.0.1:1", Subscription.builder("billing team").topics("t").build())
+                .retryTopics(Duration.ofSeconds(1))
+                .handler(d -> {})
+                .build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("subscription 'billing team'")
+        .hasMessageContaining("retryTopics")
+        .hasMessageContaining("'<topic>.billing team.retry.<n>'");
+    String longest = "t".repeat(233); // + ".billing.retry.1": 249, Kafka's limit
+    assertThat(
+            KafkaSubscriber.builder(
+                    "127.0.0.1:1", Subscription.builder("billing").topics(longest).build())
+                .retryTopics(Duration.ofSeconds(1))
+                .handler(d -> {})
+                .build())
+        .isNotNull();
+    assertThatThrownBy(() ->
+            KafkaSubscriber.builder(
+                    "127.0.0.1:1", Subscription.builder("billing").topics(longest + "t").build())
+                .retryTopics(Duration.ofSeconds(1))
+                .handler(d -> {})
+                .build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("subscription 'billing': retryTopics")
+        .hasMessageContaining("'" + longest + "t.billing.retry.1' (250 characters)");
+  }
+
   @Test
   void theConsumerGroupProtocolDropsTheClientSideAssignor() {
     KafkaSubscriber s =
