@@ -54,6 +54,10 @@ class TestClassNamesTest {
               || source.contains("abstract class " + name + " ")) {
             continue; // no tests, or run through its concrete subclasses (checked by their names)
           }
+          if (name.endsWith("Snippets")) {
+            continue; // the documentation's sample test classes: compiled, compared with the pages
+            // by DocSnippetsTest (postbox-demo), never run
+          }
           classes++;
           if (suffixes.stream().noneMatch(name::endsWith)) {
             unrun.add(root.relativize(f).toString());

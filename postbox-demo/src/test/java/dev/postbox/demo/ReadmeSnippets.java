@@ -23,9 +23,10 @@ import java.time.Duration;
 import javax.sql.DataSource;
 
 /**
- * The code snippets of the README and the documentation site (docs/), kept here so that the build
- * fails when they stop compiling. Keep both in step: the bodies below are the pages' text, with the
- * helpers they assume stubbed at the bottom. outbox, relay and consumer: README.md and
+ * The plain-Java code samples of the README, docs/getting-started/java.md and the concepts pages,
+ * kept here so that the build fails when they stop compiling: each method's body is a page's block
+ * (DocSnippetsTest compares them, ignoring layout and comments), with the helpers they assume
+ * stubbed at the bottom. outbox, relay and consumer: README.md, docs/getting-started/java.md and
  * docs/concepts/outbox.md, relays.md, inbox.md; failures and replay: docs/concepts/failures.md;
  * deduplicated: docs/guides/redis.md.
  */
@@ -86,13 +87,16 @@ final class ReadmeSnippets {
             .retryOn(PaymentGatewayBusy.class)
             .abortOn(InvalidOrder.class)
             .build();
-    Subscription.builder("inventory")
-        .failureHandler(
-            FailureHandlers.builder()
-                .retryPolicy(policy)
-                .onDeadLetter(event -> alerting.notify(event))
-                .retryBudget(50)
-                .build());
+    Subscription inventory =
+        Subscription.builder("inventory")
+            .topics("shop.orders")
+            .failureHandler(
+                FailureHandlers.builder()
+                    .retryPolicy(policy)
+                    .onDeadLetter(event -> alerting.notify(event))
+                    .retryBudget(50)
+                    .build())
+            .build();
   }
 
   void deduplicated() {
