@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.postbox.core.CrashPoints;
 import dev.postbox.core.Message;
+import dev.postbox.jdbc.Outbox;
 import dev.postbox.jdbc.OutboxException;
 import dev.postbox.jdbc.OutboxTransaction;
 import dev.postbox.jdbc.TransactionRequiredException;
@@ -55,10 +56,10 @@ import javax.sql.DataSource;
  * outbox gauges, no {@code MessageTracer} row), no per-key advisory lock (the WAL's commit order is
  * the order; two transactions writing one key commit in some order and are published in it), and no
  * recovery from the table after a lost slot: the messages of the gap are gone with the WAL. Keep
- * {@code max_slot_wal_keep_size} generous and alert on slot lag. Needs PostgreSQL 14 or newer.
- * Thread-safe (stateless).
+ * {@code max_slot_wal_keep_size} generous and alert on slot lag. Needs PostgreSQL 14 or newer. It
+ * is an {@link Outbox}: code written against that interface takes either. Thread-safe (stateless).
  */
-public final class EmitMessageOutbox {
+public final class EmitMessageOutbox implements Outbox {
 
   /** The default logical message prefix, shared with {@link CdcRelay.Builder#messagePrefix}. */
   public static final String DEFAULT_PREFIX = "postbox.outbox";
@@ -101,6 +102,7 @@ public final class EmitMessageOutbox {
    * Emits {@code message} in the transaction open on {@code connection} (auto-commit off, else
    * {@link TransactionRequiredException}).
    */
+  @Override
   public void write(Connection connection, Message message) {
     requireTransaction(connection);
     try (PreparedStatement ps = connection.prepareStatement(EMIT)) {
@@ -113,6 +115,7 @@ public final class EmitMessageOutbox {
   }
 
   /** Emits {@code messages}, in list order, in one statement, in the open transaction. */
+  @Override
   public void writeAll(Connection connection, List<Message> messages) {
     requireTransaction(connection);
     if (messages.isEmpty()) {
@@ -141,6 +144,7 @@ public final class EmitMessageOutbox {
    *     work} left the transaction aborted
    * @throws IllegalStateException if {@code work} committed or rolled back the transaction itself
    */
+  @Override
   public <T> T inTransaction(DataSource dataSource, TransactionWork<T> work) {
     Objects.requireNonNull(dataSource, "dataSource");
     Objects.requireNonNull(work, "work");

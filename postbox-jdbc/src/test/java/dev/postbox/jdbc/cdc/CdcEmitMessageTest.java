@@ -82,7 +82,7 @@ class CdcEmitMessageTest {
     RecordingPublisher publisher = new RecordingPublisher();
     CdcRelay relay = startRelay(publisher);
 
-    EmitMessageOutbox emit = EmitMessageOutbox.create();
+    Outbox emit = EmitMessageOutbox.create(); // used through the Outbox interface
     Outbox rows = Outbox.postgres();
     List<Message> expected = new ArrayList<>();
     try (Connection c = ds.getConnection()) {
