@@ -13,6 +13,7 @@ import dev.postbox.core.consumer.MessageHandler;
 import dev.postbox.core.consumer.Ordering;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.spi.RelayPublisher.PublishOutcome;
+import dev.postbox.core.spi.ShardLeaseStore;
 import dev.postbox.jdbc.PostboxMigrations;
 import dev.postbox.jdbc.PostgresInboxStore;
 import dev.postbox.jdbc.PostgresShardLeaseStore;
@@ -25,6 +26,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -163,6 +165,96 @@ class RabbitShardLeasesIT {
     assertAppliedOnceInKeyOrder(ds, sub);
   }
 
+  @Test
+  void anInstanceCutOffFromTheDatabaseLosesItsLeasesButStaysTheOnlyActiveConsumerOfItsShards(
+      PostboxTestContext ctx) throws Exception {
+    RabbitMqServer server = RabbitMqServer.sharedOrSkip();
+    DataSource ds = prepare(ctx);
+    String topic = "orders-" + UUID.randomUUID();
+    Subscription sub = subscription("cut-off", topic);
+    CutOff leases = new CutOff(PostgresShardLeaseStore.create(ctx.newDataSource(2)));
+    RabbitSubscriber a = start(server, ctx, sub, leases, d -> apply(d, sub, "a"));
+    RabbitSubscriber b = start(server, ctx, sub, d -> apply(d, sub, "b"));
+    RabbitSubscriber c = start(server, ctx, sub, d -> apply(d, sub, "c"));
+    await().atMost(Duration.ofSeconds(60)).until(() -> settled(List.of(a, b, c), 4));
+    Set<Integer> aShards = a.heldShards();
+
+    leases.down = true; // a renews nothing: its leases expire, the others take its shards
+    await().atMost(Duration.ofSeconds(60)).until(() -> settled(List.of(b, c), 6));
+    assertThat(a.heldShards()).as("a does not know").isEqualTo(aShards);
+    publish(server, topic);
+    await().atMost(Duration.ofSeconds(60)).until(() -> effects(ds, sub) >= TOTAL);
+    assertThat(appliedBy(ds, sub, topic, aShards))
+        .as("the broker kept a active on its shards while the leases said otherwise")
+        .containsOnly("a");
+
+    leases.down = false; // a sees its shards taken, hands them over, and gets its share back
+    await().atMost(Duration.ofSeconds(60)).until(() -> settled(List.of(a, b, c), 4));
+    assertThat(consumers(server, sub, topic)).containsOnly(1);
+    assertAppliedOnceInKeyOrder(ds, sub);
+  }
+
+  /** A lease store that fails while {@link #down}, as one cut off from its database. */
+  private static final class CutOff implements ShardLeaseStore {
+    private final ShardLeaseStore store;
+    volatile boolean down;
+
+    CutOff(ShardLeaseStore store) {
+      this.store = store;
+    }
+
+    private void check() {
+      if (down) {
+        throw new IllegalStateException("database unreachable");
+      }
+    }
+
+    @Override
+    public Group heartbeat(String group, String member, Duration ttl) {
+      check();
+      return store.heartbeat(group, member, ttl);
+    }
+
+    @Override
+    public Set<Integer> acquire(
+        String group, String member, Collection<Integer> shards, Duration ttl) {
+      check();
+      return store.acquire(group, member, shards, ttl);
+    }
+
+    @Override
+    public void release(String group, String member, Collection<Integer> shards) {
+      check();
+      store.release(group, member, shards);
+    }
+
+    @Override
+    public void unregister(String group, String member) {
+      check();
+      store.unregister(group, member);
+    }
+  }
+
+  /** Who applied the messages of {@code shards}. */
+  private static Set<String> appliedBy(
+      DataSource ds, Subscription sub, String topic, Set<Integer> shards) throws SQLException {
+    Set<String> by = new TreeSet<>();
+    try (var c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement("SELECT msg_key, applied_by FROM effect WHERE consumer = ?")) {
+      ps.setString(1, sub.name());
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          if (shards.contains(
+              RabbitTopology.shardOf(RabbitTopology.slot(rs.getString(1)), SHARDS))) {
+            by.add(rs.getString(2));
+          }
+        }
+      }
+    }
+    return by;
+  }
+
   /** Whether each instance holds {@code each} shards, together all of them, none handing over. */
   private static boolean settled(List<RabbitSubscriber> all, int each) {
     Set<Integer> union = new TreeSet<>();
@@ -189,11 +281,20 @@ class RabbitShardLeasesIT {
 
   private RabbitSubscriber start(
       RabbitMqServer server, PostboxTestContext ctx, Subscription sub, MessageHandler handler) {
+    return start(server, ctx, sub, PostgresShardLeaseStore.create(ctx.newDataSource(2)), handler);
+  }
+
+  private RabbitSubscriber start(
+      RabbitMqServer server,
+      PostboxTestContext ctx,
+      Subscription sub,
+      ShardLeaseStore leases,
+      MessageHandler handler) {
     RabbitSubscriber s =
         RabbitSubscriber.builder(server.uri(), sub)
             .shards(SHARDS)
             .inbox(PostgresInboxStore.create(ctx.newDataSource(12)))
-            .shardLeases(PostgresShardLeaseStore.create(ctx.newDataSource(2)))
+            .shardLeases(leases)
             .shardLeaseTtl(TTL)
             .handler(handler)
             .build();
@@ -286,21 +387,27 @@ class RabbitShardLeasesIT {
         Statement s = c.createStatement()) {
       s.execute(
           "CREATE TABLE IF NOT EXISTS effect (n bigserial PRIMARY KEY, consumer text NOT NULL,"
-              + " message_id uuid NOT NULL, msg_key text, seq bigint)");
+              + " message_id uuid NOT NULL, msg_key text, seq bigint, applied_by text)");
     }
     return ds;
   }
 
   private static void apply(Delivery d, Subscription sub) throws SQLException {
+    apply(d, sub, "");
+  }
+
+  private static void apply(Delivery d, Subscription sub, String by) throws SQLException {
     try (PreparedStatement ps =
         d.connection()
             .orElseThrow()
             .prepareStatement(
-                "INSERT INTO effect (consumer, message_id, msg_key, seq) VALUES (?, ?, ?, ?)")) {
+                "INSERT INTO effect (consumer, message_id, msg_key, seq, applied_by)"
+                    + " VALUES (?, ?, ?, ?, ?)")) {
       ps.setString(1, sub.name());
       ps.setObject(2, d.message().id());
       ps.setString(3, d.message().key().orElse(null));
       ps.setLong(4, Long.parseLong(d.message().header("seq").orElse("0")));
+      ps.setString(5, by);
       ps.executeUpdate();
     }
   }
