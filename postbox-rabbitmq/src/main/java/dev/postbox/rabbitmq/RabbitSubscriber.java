@@ -220,63 +220,7 @@ public final class RabbitSubscriber implements AutoCloseable {
       if (deadLetterExchange.isPresent()) {
         RabbitTopology.checkExchangeExists(connection, deadLetterExchange.get());
       }
-      Channel setup = connection.createChannel();
-      Map<String, List<String>> queues = new LinkedHashMap<>();
-      for (String topic : subscription.topics()) {
-        List<String> declared =
-            RabbitTopology.declareShards(setup, subscription.name(), topic, shards);
-        for (String queue : declared) {
-          RabbitTopology.declareWaitQueues(setup, queue, retryTiers);
-        }
-        queues.put(topic, declared);
-      }
-      shardSet =
-          new ShardSet(
-              subscription.name(),
-              connection,
-              queues,
-              prefetch,
-              (ch, topic, shard, queue) ->
-                  new ShardConsumer(
-                      ch,
-                      topic,
-                      shard,
-                      shards,
-                      queue,
-                      subscription,
-                      processor,
-                      executor,
-                      inFlight,
-                      () -> running,
-                      sleeper,
-                      waitQueues),
-              () -> running,
-              ticker);
-      if (shardLeases.isPresent()) {
-        ShardSet set = shardSet;
-        balancer =
-            new ShardBalancer(
-                shardLeases.get(),
-                subscription.name(),
-                member,
-                shards,
-                shardLeaseTtl,
-                sleeper,
-                new ShardBalancer.Shards() {
-                  @Override
-                  public void start(int shard) throws IOException {
-                    set.start(shard);
-                  }
-
-                  @Override
-                  public void stop(int shard) {
-                    set.stop(shard);
-                  }
-                });
-        balancer.start();
-      } else {
-        shardSet.startAll(shards);
-      }
+      consume(declare());
     } catch (IOException | RuntimeException e) {
       close();
       if (e instanceof RabbitTopologyException t) {
@@ -313,6 +257,61 @@ public final class RabbitSubscriber implements AutoCloseable {
         subscription.topics(),
         prefetch,
         balancer == null ? "" : ", shards " + shardSet.shards() + " as member " + member);
+  }
+
+  /** Declares the topology; returns each topic's shard queues, by shard. */
+  private Map<String, List<String>> declare() throws IOException {
+    Channel setup = connection.createChannel();
+    Map<String, List<String>> queues = new LinkedHashMap<>();
+    for (String topic : subscription.topics()) {
+      List<String> declared =
+          RabbitTopology.declareShards(setup, subscription.name(), topic, shards);
+      for (String queue : declared) {
+        RabbitTopology.declareWaitQueues(setup, queue, retryTiers);
+      }
+      queues.put(topic, declared);
+    }
+    return queues;
+  }
+
+  /** Consumes every shard, or with shard leases this instance's share of them. */
+  private void consume(Map<String, List<String>> queues) throws IOException {
+    shardSet =
+        new ShardSet(
+            subscription.name(),
+            connection,
+            queues,
+            prefetch,
+            (ch, topic, shard, queue) ->
+                new ShardConsumer(
+                    ch,
+                    topic,
+                    shard,
+                    shards,
+                    queue,
+                    subscription,
+                    processor,
+                    executor,
+                    inFlight,
+                    () -> running,
+                    sleeper,
+                    waitQueues),
+            () -> running,
+            ticker);
+    if (shardLeases.isEmpty()) {
+      shardSet.startAll(shards);
+      return;
+    }
+    balancer =
+        new ShardBalancer(
+            shardLeases.get(),
+            subscription.name(),
+            member,
+            shards,
+            shardLeaseTtl,
+            sleeper,
+            shardSet);
+    balancer.start();
   }
 
   private synchronized Connection connection() {

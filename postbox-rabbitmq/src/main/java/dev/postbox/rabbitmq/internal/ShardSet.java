@@ -4,6 +4,7 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.Recoverable;
 import com.rabbitmq.client.RecoveryListener;
+import dev.postbox.core.engine.ShardBalancer;
 import dev.postbox.core.time.Ticker;
 import java.io.IOException;
 import java.time.Duration;
@@ -25,7 +26,7 @@ import org.slf4j.LoggerFactory;
  * finished, then the channels closed, so what is unacked goes back to the queue in order and the
  * broker's single active consumer moves to the next subscriber). Thread-safe.
  */
-public final class ShardSet {
+public final class ShardSet implements ShardBalancer.Shards {
 
   /** Opens the consumer of one shard queue on a channel it was given. */
   @FunctionalInterface
@@ -70,6 +71,7 @@ public final class ShardSet {
   }
 
   /** Consumes {@code shard} of every topic; idempotent. */
+  @Override
   public void start(int shard) throws IOException {
     synchronized (started) {
       if (started.containsKey(shard)) {
@@ -117,6 +119,7 @@ public final class ShardSet {
    * basic.cancel} first: the next consumer would get later messages of a key while earlier ones are
    * still unacked here.
    */
+  @Override
   public void stop(int shard) {
     List<ShardConsumer> mine;
     synchronized (started) {
