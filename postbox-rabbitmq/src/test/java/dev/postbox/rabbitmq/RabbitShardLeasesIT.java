@@ -51,7 +51,7 @@ import org.junit.jupiter.api.Test;
 class RabbitShardLeasesIT {
 
   private static final int SHARDS = 12;
-  private static final Duration TTL = Duration.ofSeconds(2);
+  private static final Duration TTL = Duration.ofSeconds(8);
   private static final int KEYS_PER_SHARD = 3;
   private static final int PER_KEY = 20;
   private static final int TOTAL = SHARDS * KEYS_PER_SHARD * PER_KEY;
