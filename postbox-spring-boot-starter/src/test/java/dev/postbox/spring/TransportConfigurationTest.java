@@ -119,6 +119,9 @@ class TransportConfigurationTest {
     assertThat(p.getRabbitmq().getPrefetch()).isEqualTo(RabbitSubscriber.DEFAULT_PREFETCH);
     assertThat(p.getRabbitmq().getConfirmTimeout())
         .isEqualTo(RabbitRelayPublisher.DEFAULT_CONFIRM_TIMEOUT);
+    assertThat(p.getRabbitmq().isShardLeases()).isFalse();
+    assertThat(p.getRabbitmq().getShardLeaseTtl())
+        .isEqualTo(RabbitSubscriber.DEFAULT_SHARD_LEASE_TTL);
   }
 
   /**
