@@ -79,8 +79,10 @@ class ShardBalancerTest {
         .containsExactly(0, 1, 2, 3);
     assertThat(ta.started).containsExactly(0, 1);
 
+    ta.stopGate = new CountDownLatch(1); // holds the stops, so the test sees them under way
     a.beat(); // a wakes up
     assertThat(a.handingOver()).containsExactly(0, 1);
+    ta.stopGate.countDown();
     await().until(() -> a.handingOver().isEmpty());
     assertThat(a.consuming()).isEmpty();
     assertThat(store.holders()).as("no release of b's leases").containsEntry(0, "b");
