@@ -49,7 +49,8 @@ public final class PostboxMigrations {
           "V15__console_reveal_audit.sql",
           "V16__inbox_keys_lead_with_id_and_time.sql",
           "V17__header_text_never_fails.sql",
-          "V18__console_security_audit.sql");
+          "V18__console_security_audit.sql",
+          "V19__shard_leases.sql");
 
   private PostboxMigrations() {}
 

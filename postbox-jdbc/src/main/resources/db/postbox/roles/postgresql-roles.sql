@@ -60,7 +60,8 @@ $owner$;
 -- Start from nothing, so that a rerun after a change of this script takes privileges away too.
 REVOKE ALL ON postbox_outbox, postbox_relay_lane, postbox_relay_instance, postbox_outbox_resolution,
               postbox_inbox, postbox_entity_version, postbox_dead_letter, postbox_replay_audit, postbox_parked,
-              postbox_consumer_offset, postbox_dead_letter_group, postbox_cdc_slot
+              postbox_consumer_offset, postbox_dead_letter_group, postbox_cdc_slot, postbox_shard_member,
+              postbox_shard_lease
     FROM postbox_app, postbox_relay, postbox_consumer, postbox_operator;
 REVOKE ALL ON postbox_schema_history FROM postbox_app, postbox_relay, postbox_consumer, postbox_operator;
 
@@ -88,6 +89,8 @@ GRANT SELECT, INSERT, UPDATE ON postbox_entity_version TO postbox_consumer;
 GRANT SELECT, INSERT, UPDATE, DELETE ON postbox_parked TO postbox_consumer;
 GRANT INSERT ON postbox_dead_letter TO postbox_consumer;
 GRANT SELECT (id, consumer, message_id, replays) ON postbox_dead_letter TO postbox_consumer;
+-- Shard leases (V19): the instances of a subscription heartbeat and share its shards.
+GRANT SELECT, INSERT, UPDATE, DELETE ON postbox_shard_member, postbox_shard_lease TO postbox_consumer;
 
 -- The operator: dead letters and their replay (written to the outbox again, an earlier unpublished copy of the
 -- same id replaced), the audit of replays, parked keys, unpublishable rows retried or skipped.

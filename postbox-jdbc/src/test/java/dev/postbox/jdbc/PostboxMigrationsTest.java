@@ -48,7 +48,8 @@ class PostboxMigrationsTest {
             "V15__console_reveal_audit.sql",
             "V16__inbox_keys_lead_with_id_and_time.sql",
             "V17__header_text_never_fails.sql",
-            "V18__console_security_audit.sql");
+            "V18__console_security_audit.sql",
+            "V19__shard_leases.sql");
   }
 
   @Test
@@ -67,7 +68,7 @@ class PostboxMigrationsTest {
     assertThat(exists(ds, "postbox_parked")).isFalse();
     assertThat(PostboxMigrations.migrateTo(ds, 2)).isZero();
     assertThat(PostboxMigrations.migrate(ds)).isEqualTo(PostboxMigrations.scripts().size() - 3);
-    assertThat(PostboxMigrations.latestVersion()).isEqualTo(18);
+    assertThat(PostboxMigrations.latestVersion()).isEqualTo(19);
   }
 
   @Test

@@ -10,6 +10,7 @@ import dev.postbox.core.relay.Relay;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.RelayPublisher;
+import dev.postbox.core.spi.ShardLeaseStore;
 import dev.postbox.testkit.PostboxTest;
 import dev.postbox.testkit.PostboxTestContext;
 import java.io.IOException;
@@ -136,6 +137,12 @@ class RolesIT {
     denied(consumer, "SELECT value FROM postbox_dead_letter");
     denied(consumer, "SELECT count(*) FROM postbox_outbox");
     denied(consumer, "DELETE FROM postbox_relay_lane");
+    // its instances share the subscription's shards
+    ShardLeaseStore shards = PostgresShardLeaseStore.create(consumer);
+    shards.heartbeat("billing", "i1", Duration.ofMinutes(1));
+    assertThat(shards.acquire("billing", "i1", List.of(0, 1), Duration.ofMinutes(1)))
+        .containsExactly(0, 1);
+    shards.unregister("billing", "i1");
 
     // the operator: reads, replays and discards dead letters; no business table, no inbox
     DeadLetterStore operatorLetters = PostgresDeadLetterStore.create(operator);

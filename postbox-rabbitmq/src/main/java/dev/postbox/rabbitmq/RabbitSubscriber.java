@@ -3,8 +3,6 @@ package dev.postbox.rabbitmq;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
-import com.rabbitmq.client.Recoverable;
-import com.rabbitmq.client.RecoveryListener;
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.consumer.BatchHandler;
 import dev.postbox.core.consumer.ConsumerStats;
@@ -14,10 +12,12 @@ import dev.postbox.core.engine.DeliveryProcessor;
 import dev.postbox.core.engine.InboxJanitor;
 import dev.postbox.core.engine.KeyedExecutor;
 import dev.postbox.core.engine.ParkedDrainer;
+import dev.postbox.core.engine.ShardBalancer;
 import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.ParkingStore;
+import dev.postbox.core.spi.ShardLeaseStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
 import dev.postbox.rabbitmq.internal.BrokerDeadLetters;
@@ -25,14 +25,18 @@ import dev.postbox.rabbitmq.internal.InFlight;
 import dev.postbox.rabbitmq.internal.ParkedDeliveries;
 import dev.postbox.rabbitmq.internal.RecoveryRetries;
 import dev.postbox.rabbitmq.internal.ShardConsumer;
+import dev.postbox.rabbitmq.internal.ShardSet;
 import dev.postbox.rabbitmq.internal.WaitQueues;
 import java.io.IOException;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -46,7 +50,9 @@ import org.slf4j.LoggerFactory;
  *       subscription's direct exchange and shard queues ({@link RabbitTopology}: quorum queues with
  *       single active consumer), and consumes every shard queue on a channel of its own. Any number
  *       of instances can run: each shard is consumed by one of them at a time (the first to
- *       subscribe; the others stand by).
+ *       subscribe; the others stand by). With {@link Builder#shardLeases} the instances share the
+ *       shards instead (about shards/instances each, handed over in order when one joins or
+ *       leaves); {@link #heldShards()} says which this one consumes.
  *   <li><b>Acks.</b> Manual: a delivery is acked when the engine finished it (applied, suppressed,
  *       ignored or dead-lettered); {@code AT_MOST_ONCE} acks before handling; for {@code
  *       EFFECTIVELY_ONCE} the inbox row commits with the effect, before the ack, so a redelivery
@@ -103,6 +109,9 @@ public final class RabbitSubscriber implements AutoCloseable {
   /** Default interval between purges of inbox records older than the inbox retention. */
   public static final Duration DEFAULT_INBOX_PURGE_INTERVAL = Duration.ofMinutes(10);
 
+  /** Default time a shard lease lasts without renewal (with {@link Builder#shardLeases}). */
+  public static final Duration DEFAULT_SHARD_LEASE_TTL = Duration.ofSeconds(10);
+
   /** Default client-provided connection name prefix (the subscription name follows). */
   public static final String CONNECTION_NAME_PREFIX = "postbox-";
 
@@ -122,7 +131,11 @@ public final class RabbitSubscriber implements AutoCloseable {
   private final List<Duration> retryTiers;
   private final Optional<String> deadLetterExchange;
   private final WaitQueues waitQueues;
-  private final List<ShardConsumer> consumers = new ArrayList<>();
+  private final Optional<ShardLeaseStore> shardLeases;
+  private final Duration shardLeaseTtl;
+  private final String member;
+  private volatile ShardSet shardSet;
+  private volatile ShardBalancer balancer;
   private final boolean parked;
   private volatile boolean running;
   private Connection connection;
@@ -138,6 +151,9 @@ public final class RabbitSubscriber implements AutoCloseable {
     this.sleeper = b.sleeper;
     this.inbox = Optional.ofNullable(b.inbox);
     this.inboxPurgeInterval = b.inboxPurgeInterval;
+    this.shardLeases = Optional.ofNullable(b.shardLeases);
+    this.shardLeaseTtl = b.shardLeaseTtl;
+    this.member = "pid" + ProcessHandle.current().pid() + "-" + UUID.randomUUID();
     this.retryTiers = b.retryTiers;
     this.deadLetterExchange = Optional.ofNullable(b.deadLetterExchange);
     b.factory.setTopologyRecoveryRetryHandler(
@@ -204,50 +220,7 @@ public final class RabbitSubscriber implements AutoCloseable {
       if (deadLetterExchange.isPresent()) {
         RabbitTopology.checkExchangeExists(connection, deadLetterExchange.get());
       }
-      Channel setup = connection.createChannel();
-      for (String topic : subscription.topics()) {
-        List<String> queues =
-            RabbitTopology.declareShards(setup, subscription.name(), topic, shards);
-        for (String queue : queues) {
-          RabbitTopology.declareWaitQueues(setup, queue, retryTiers);
-        }
-        for (int i = 0; i < queues.size(); i++) {
-          Channel ch = connection.createChannel();
-          ch.basicQos(prefetch);
-          ShardConsumer consumer =
-              new ShardConsumer(
-                  ch,
-                  topic,
-                  i,
-                  shards,
-                  queues.get(i),
-                  subscription,
-                  processor,
-                  executor,
-                  inFlight,
-                  () -> running,
-                  sleeper,
-                  waitQueues);
-          ch.basicConsume(queues.get(i), false, consumer); // manual acks, even AT_MOST_ONCE
-          if (ch instanceof Recoverable r) {
-            // only logged: the epoch moves on the channel's shutdown signal, which the client
-            // dispatches after the lost channel's last delivery; a recovery that re-ran later
-            // (a retried consumer recovery) must not disown deliveries of the live channel
-            String queue = queues.get(i);
-            r.addRecoveryListener(
-                new RecoveryListener() {
-                  @Override
-                  public void handleRecovery(Recoverable recoverable) {
-                    log.info("{}: consuming {} again after recovery", subscription.name(), queue);
-                  }
-
-                  @Override
-                  public void handleRecoveryStarted(Recoverable recoverable) {}
-                });
-          }
-          consumers.add(consumer);
-        }
-      }
+      consume(declare());
     } catch (IOException | RuntimeException e) {
       close();
       if (e instanceof RabbitTopologyException t) {
@@ -278,11 +251,67 @@ public final class RabbitSubscriber implements AutoCloseable {
                       subscription.name(), processor::drainParked, sleeper, () -> running));
     }
     log.info(
-        "{} consuming {} shard queue(s) of {} (prefetch {})",
+        "{} consuming {} shard queue(s) of {} (prefetch {}){}",
         subscription.name(),
-        consumers.size(),
+        shardSet.queues(),
         subscription.topics(),
-        prefetch);
+        prefetch,
+        balancer == null ? "" : ", shards " + shardSet.shards() + " as member " + member);
+  }
+
+  /** Declares the topology; returns each topic's shard queues, by shard. */
+  private Map<String, List<String>> declare() throws IOException {
+    Channel setup = connection.createChannel();
+    Map<String, List<String>> queues = new LinkedHashMap<>();
+    for (String topic : subscription.topics()) {
+      List<String> declared =
+          RabbitTopology.declareShards(setup, subscription.name(), topic, shards);
+      for (String queue : declared) {
+        RabbitTopology.declareWaitQueues(setup, queue, retryTiers);
+      }
+      queues.put(topic, declared);
+    }
+    return queues;
+  }
+
+  /** Consumes every shard, or with shard leases this instance's share of them. */
+  private void consume(Map<String, List<String>> queues) throws IOException {
+    shardSet =
+        new ShardSet(
+            subscription.name(),
+            connection,
+            queues,
+            prefetch,
+            (ch, topic, shard, queue) ->
+                new ShardConsumer(
+                    ch,
+                    topic,
+                    shard,
+                    shards,
+                    queue,
+                    subscription,
+                    processor,
+                    executor,
+                    inFlight,
+                    () -> running,
+                    sleeper,
+                    waitQueues),
+            () -> running,
+            ticker);
+    if (shardLeases.isEmpty()) {
+      shardSet.startAll(shards);
+      return;
+    }
+    balancer =
+        new ShardBalancer(
+            shardLeases.get(),
+            subscription.name(),
+            member,
+            shards,
+            shardLeaseTtl,
+            sleeper,
+            shardSet);
+    balancer.start();
   }
 
   private synchronized Connection connection() {
@@ -309,6 +338,33 @@ public final class RabbitSubscriber implements AutoCloseable {
     return running && c != null && c.isOpen();
   }
 
+  /**
+   * The shards this instance consumes now (shard {@code s}: shard queue {@code s} of every topic),
+   * sorted: every shard without {@link Builder#shardLeases}, its share with them (including shards
+   * being handed over); none before {@link #start()} and after {@link #close()}. The broker's
+   * single active consumer decides which subscriber of a shard is active: with shard leases, once
+   * the instances agree, each shard has one.
+   */
+  public Set<Integer> heldShards() {
+    ShardSet set = shardSet;
+    return set == null || !running ? Set.of() : set.shards();
+  }
+
+  /**
+   * The shards this instance is handing over now (with {@link Builder#shardLeases}): it starts none
+   * of their deliveries, waits for the running ones, then closes their channels and releases their
+   * leases. Empty without shard leases.
+   */
+  public Set<Integer> shardsHandingOver() {
+    ShardBalancer b = balancer;
+    return b == null ? Set.of() : b.handingOver();
+  }
+
+  /** This instance's id in the shard leases (with {@link Builder#shardLeases}). */
+  public String member() {
+    return member;
+  }
+
   /** Deliveries handed to the workers and not yet done. */
   public int inFlight() {
     return inFlight.get();
@@ -327,6 +383,10 @@ public final class RabbitSubscriber implements AutoCloseable {
         return;
       }
       running = false;
+    }
+    ShardBalancer shardBalancer = balancer;
+    if (shardBalancer != null) {
+      shardBalancer.stop(); // takes and gives up no more shards
     }
     // No basic.cancel first: with single active consumer the standby would get later messages of a
     // shard while this one still holds earlier unacked ones. Deliveries not started are abandoned
@@ -353,6 +413,9 @@ public final class RabbitSubscriber implements AutoCloseable {
     } catch (IOException | RuntimeException e) {
       c.abort();
     }
+    if (shardBalancer != null) {
+      shardBalancer.leave(); // after the close returned the deliveries: the others take over
+    }
     log.info("{} closed: {}", subscription.name(), stats());
   }
 
@@ -378,6 +441,8 @@ public final class RabbitSubscriber implements AutoCloseable {
     private Sleeper sleeper = Sleeper.SYSTEM;
     private List<Duration> retryTiers = DEFAULT_RETRY_TIERS;
     private String deadLetterExchange;
+    private ShardLeaseStore shardLeases;
+    private Duration shardLeaseTtl = DEFAULT_SHARD_LEASE_TTL;
 
     private Builder(String uri, Subscription subscription) {
       Objects.requireNonNull(uri, "uri");
@@ -520,6 +585,37 @@ public final class RabbitSubscriber implements AutoCloseable {
       }
       this.prefetch = prefetch;
       this.prefetchSet = true;
+      return this;
+    }
+
+    /**
+     * Shares the subscription's shards among its running instances through leases in {@code store}
+     * (default: none; every instance subscribes to every shard and the first is active on all of
+     * them, the others standing by). Each instance then consumes about shards/instances; when one
+     * joins, leaves or stops renewing its leases (dies, freezes), the shards move: the old holder
+     * starts no more of a shard's deliveries, lets the running ones finish and closes the shard's
+     * channels (the rest goes back to the queue in order) before it releases the lease. Single
+     * active consumer stays on, so a key is never handled by two instances at once, even while
+     * instances disagree about the leases. PostgreSQL: {@code
+     * PostgresShardLeaseStore.create(dataSource)}.
+     */
+    public Builder shardLeases(ShardLeaseStore store) {
+      this.shardLeases = Objects.requireNonNull(store, "store");
+      return this;
+    }
+
+    /**
+     * How long a shard lease lasts without renewal (default 10 s; renewed every quarter of it): an
+     * instance that stops renewing (killed, frozen) loses its shards after about this long (a
+     * frozen one stays the shard's active consumer until the broker closes its connection, see
+     * {@link #heartbeat}).
+     */
+    public Builder shardLeaseTtl(Duration ttl) {
+      Objects.requireNonNull(ttl, "ttl");
+      if (ttl.compareTo(Duration.ofMillis(100)) < 0) {
+        throw new IllegalArgumentException("shardLeaseTtl must be at least 100 ms, was " + ttl);
+      }
+      this.shardLeaseTtl = ttl;
       return this;
     }
 

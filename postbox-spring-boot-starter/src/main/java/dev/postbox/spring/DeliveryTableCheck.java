@@ -72,6 +72,10 @@ final class DeliveryTableCheck {
           "postbox.rabbitmq.prefetch must be in [1, " + MAX_PREFETCH + "], was " + r.getPrefetch());
     }
     positive("postbox.rabbitmq.confirm-timeout", r.getConfirmTimeout(), problems);
+    if (r.getShardLeaseTtl().compareTo(Duration.ofMillis(100)) < 0) {
+      problems.add(
+          "postbox.rabbitmq.shard-lease-ttl must be at least 100ms, was " + r.getShardLeaseTtl());
+    }
     for (Map.Entry<String, TopicProperties> e : properties.getTopics().entrySet()) {
       if (e.getValue().getGuarantee() == DeliveryGuarantee.DEDUPLICATED) {
         problems.add(

@@ -10,6 +10,7 @@ import dev.postbox.core.spi.InboxStore;
 import dev.postbox.jdbc.PostgresDeadLetterStore;
 import dev.postbox.jdbc.PostgresInboxStore;
 import dev.postbox.jdbc.PostgresParkingStore;
+import dev.postbox.jdbc.PostgresShardLeaseStore;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -197,7 +198,11 @@ public final class PostboxConsumers implements SmartLifecycle {
         row.isDeadLetters()
             ? Optional.of(PostgresDeadLetterStore.create(dataSource))
             : Optional.empty(),
-        row.isParking() ? Optional.of(PostgresParkingStore.create(dataSource)) : Optional.empty());
+        row.isParking() ? Optional.of(PostgresParkingStore.create(dataSource)) : Optional.empty(),
+        properties.getTransport() == PostboxProperties.Transport.RABBITMQ
+                && properties.getRabbitmq().isShardLeases()
+            ? Optional.of(PostgresShardLeaseStore.create(dataSource))
+            : Optional.empty());
   }
 
   /**

@@ -181,6 +181,16 @@ public class PostboxProperties {
     /** How long the relay waits for a batch's publisher confirms before it counts as failed. */
     private Duration confirmTimeout = DEFAULT_CONFIRM_TIMEOUT;
 
+    /**
+     * Whether the application's instances share each subscription's shards through leases in
+     * PostgreSQL (postbox_shard_lease), about shards/instances each; otherwise the first instance
+     * is active on every shard and the others stand by.
+     */
+    private boolean shardLeases = DEFAULT_SHARD_LEASES;
+
+    /** How long a shard lease lasts without renewal (a stopped instance's shards move after it). */
+    private Duration shardLeaseTtl = DEFAULT_SHARD_LEASE_TTL;
+
     /** {@code RabbitSubscriber.DEFAULT_SHARDS} (a compile-time constant: no class is loaded). */
     static final int DEFAULT_SHARDS = 4;
 
@@ -189,6 +199,12 @@ public class PostboxProperties {
 
     /** {@code RabbitRelayPublisher.DEFAULT_CONFIRM_TIMEOUT} (RabbitWiringTest checks all three). */
     static final Duration DEFAULT_CONFIRM_TIMEOUT = Duration.ofSeconds(30);
+
+    /** Default: no shard leases (every instance subscribes to every shard). */
+    static final boolean DEFAULT_SHARD_LEASES = false;
+
+    /** {@code RabbitSubscriber.DEFAULT_SHARD_LEASE_TTL} (TransportConfigurationTest checks it). */
+    static final Duration DEFAULT_SHARD_LEASE_TTL = Duration.ofSeconds(10);
 
     public String getUri() {
       return uri;
@@ -220,6 +236,22 @@ public class PostboxProperties {
 
     public void setConfirmTimeout(Duration confirmTimeout) {
       this.confirmTimeout = confirmTimeout;
+    }
+
+    public boolean isShardLeases() {
+      return shardLeases;
+    }
+
+    public void setShardLeases(boolean shardLeases) {
+      this.shardLeases = shardLeases;
+    }
+
+    public Duration getShardLeaseTtl() {
+      return shardLeaseTtl;
+    }
+
+    public void setShardLeaseTtl(Duration shardLeaseTtl) {
+      this.shardLeaseTtl = shardLeaseTtl;
     }
   }
 

@@ -24,9 +24,9 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * The RabbitMQ transport ({@code postbox.transport: rabbitmq}): {@link RabbitRelayPublisher}
  * (publisher confirms), {@link RabbitSubscriber} (shard quorum queues, {@code
- * postbox.rabbitmq.shards} and {@code prefetch}), a direct at-most-once sender (no confirms, no
- * retries) and the consumers' lag as the messages waiting in their shard queues, all on {@code
- * postbox.rabbitmq.uri}.
+ * postbox.rabbitmq.shards} and {@code prefetch}; shared among instances with {@code shard-leases}),
+ * a direct at-most-once sender (no confirms, no retries) and the consumers' lag as the messages
+ * waiting in their shard queues, all on {@code postbox.rabbitmq.uri}.
  */
 final class RabbitWiring implements TransportWiring {
 
@@ -66,6 +66,9 @@ final class RabbitWiring implements TransportWiring {
     stores.inbox().ifPresent(b::inbox);
     stores.deadLetters().ifPresent(b::deadLetters);
     stores.parking().ifPresent(b::parking);
+    stores
+        .shardLeases()
+        .ifPresent(l -> b.shardLeases(l).shardLeaseTtl(rabbit().getShardLeaseTtl()));
     RabbitSubscriber subscriber = b.build();
     int shards = rabbit().getShards() * c.subscription().topics().size();
     return new Consumer() {
@@ -80,6 +83,9 @@ final class RabbitWiring implements TransportWiring {
         Map<String, Object> detail = new LinkedHashMap<>();
         detail.put("connected", subscriber.connected());
         detail.put("shards", shards);
+        if (stores.shardLeases().isPresent()) {
+          detail.put("heldShards", subscriber.heldShards().toString());
+        }
         detail.put("inFlight", subscriber.inFlight());
         // a lost connection is recovered by the client: reported, not DOWN (as Kafka's consumer
         // that cannot reach its broker)

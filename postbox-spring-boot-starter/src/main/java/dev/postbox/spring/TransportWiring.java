@@ -7,6 +7,7 @@ import dev.postbox.core.spi.IdempotencyStore;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.ParkingStore;
 import dev.postbox.core.spi.RelayPublisher;
+import dev.postbox.core.spi.ShardLeaseStore;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -19,12 +20,16 @@ import java.util.Optional;
  */
 interface TransportWiring extends AutoCloseable {
 
-  /** The PostgreSQL stores a consumer gets from the delivery table. */
+  /**
+   * The PostgreSQL stores a consumer gets from the delivery table (shard leases: with {@code
+   * postbox.rabbitmq.shard-leases}).
+   */
   record Stores(
       Optional<InboxStore> inbox,
       Optional<IdempotencyStore> idempotency,
       Optional<DeadLetterStore> deadLetters,
-      Optional<ParkingStore> parking) {}
+      Optional<ParkingStore> parking,
+      Optional<ShardLeaseStore> shardLeases) {}
 
   /** A new publisher for the relay. */
   RelayPublisher relayPublisher();

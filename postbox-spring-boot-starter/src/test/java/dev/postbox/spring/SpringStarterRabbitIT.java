@@ -76,6 +76,7 @@ class SpringStarterRabbitIT {
     registry.add("postbox.transport", () -> "rabbitmq");
     registry.add("postbox.rabbitmq.uri", () -> RabbitMqServer.sharedOrSkip().uri());
     registry.add("postbox.rabbitmq.shards", () -> "2");
+    registry.add("postbox.rabbitmq.shard-leases", () -> "true");
     registry.add("postbox.topics[" + ORDERS + "].guarantee", () -> "effectively-once");
     registry.add(
         "postbox.topics[" + ORDERS + "].concurrency", () -> "2"); // the pool of 8 (PoolCheck)
@@ -263,6 +264,7 @@ class SpringStarterRabbitIT {
           assertThat(consumer)
               .containsEntry("connected", true)
               .containsEntry("shards", 2)
+              .containsEntry("heldShards", "[0, 1]") // the only instance leases both
               .containsKeys("inFlight", "queued");
           assertThat(health.getDetails()).containsKeys("outbox", "deadLetters", "parked");
         });

@@ -67,8 +67,9 @@ class TransportConfigurationTest {
         .contains("postbox.topics[payments].guarantee: deduplicated is not offered on RabbitMQ")
         .contains("postbox.rabbitmq.uri: 'http://localhost:5672' is not an AMQP URI")
         .contains("postbox.rabbitmq.shards must be at least 1, was 0")
-        .contains("postbox.rabbitmq.prefetch must be in [1, 65535], was 70000");
-    assertThat(e.problems()).hasSize(6);
+        .contains("postbox.rabbitmq.prefetch must be in [1, 65535], was 70000")
+        .contains("postbox.rabbitmq.shard-lease-ttl must be at least 100ms, was PT0.05S");
+    assertThat(e.problems()).hasSize(7);
   }
 
   @Test
@@ -119,6 +120,9 @@ class TransportConfigurationTest {
     assertThat(p.getRabbitmq().getPrefetch()).isEqualTo(RabbitSubscriber.DEFAULT_PREFETCH);
     assertThat(p.getRabbitmq().getConfirmTimeout())
         .isEqualTo(RabbitRelayPublisher.DEFAULT_CONFIRM_TIMEOUT);
+    assertThat(p.getRabbitmq().isShardLeases()).isFalse();
+    assertThat(p.getRabbitmq().getShardLeaseTtl())
+        .isEqualTo(RabbitSubscriber.DEFAULT_SHARD_LEASE_TTL);
   }
 
   /**

@@ -12,6 +12,7 @@ import dev.postbox.core.engine.DeliveryProcessor.Incoming;
 import dev.postbox.core.engine.KeyedExecutor;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.time.Sleeper;
+import dev.postbox.core.time.Ticker;
 import dev.postbox.rabbitmq.RabbitMessages;
 import dev.postbox.rabbitmq.RabbitTopology;
 import java.io.IOException;
@@ -65,6 +66,8 @@ public final class ShardConsumer extends DefaultConsumer {
   private final Sleeper sleeper;
   private final WaitQueues retries;
   private final AtomicLong epoch = new AtomicLong();
+  private final InFlight own = new InFlight();
+  private volatile boolean stopping;
   private final ArrayDeque<Buffered> buffer = new ArrayDeque<>();
 
   /**
@@ -96,6 +99,29 @@ public final class ShardConsumer extends DefaultConsumer {
     this.running = running;
     this.sleeper = sleeper;
     this.retries = retries;
+  }
+
+  /**
+   * Starts no delivery any more (the shard is handed over): deliveries not started are abandoned,
+   * to be returned when the channel closes; the running ones finish.
+   */
+  public void stop() {
+    stopping = true;
+  }
+
+  /** Waits until none of this shard queue's deliveries runs, up to {@code timeout}. */
+  public boolean awaitIdle(Duration timeout, Ticker ticker) throws InterruptedException {
+    return own.awaitZero(timeout, ticker);
+  }
+
+  /** This shard queue's deliveries handed to the workers and not yet done. */
+  public int inFlight() {
+    return own.get();
+  }
+
+  /** Whether the subscriber runs and this shard is not being handed over. */
+  private boolean live() {
+    return running.getAsBoolean() && !stopping;
   }
 
   /** The channel or its connection was lost: earlier deliveries are not ours any more. */
@@ -131,6 +157,7 @@ public final class ShardConsumer extends DefaultConsumer {
       ack(tag, mine); // before handling: a crash now loses the message, never repeats it
     }
     inFlight.started();
+    own.started();
     WaitQueues.Received received = new WaitQueues.Received(properties, routingKey, queue);
     if (subscription.batchSize() > 1) {
       synchronized (buffer) {
@@ -181,7 +208,7 @@ public final class ShardConsumer extends DefaultConsumer {
       boolean atMostOnce) {
     retries.remember(in, received);
     try {
-      if (!running.getAsBoolean() || epoch.get() != mine) {
+      if (!live() || epoch.get() != mine) {
         processor.abandoned(1);
         return;
       }
@@ -201,6 +228,7 @@ public final class ShardConsumer extends DefaultConsumer {
     } finally {
       retries.forget(in);
       inFlight.finished();
+      own.finished();
     }
   }
 
@@ -222,7 +250,7 @@ public final class ShardConsumer extends DefaultConsumer {
     try {
       long mine = epoch.get();
       List<Buffered> live = taken.stream().filter(b -> b.epoch() == mine).toList();
-      if (!running.getAsBoolean()) {
+      if (!live()) {
         processor.abandoned(taken.size());
         return;
       }
@@ -249,6 +277,7 @@ public final class ShardConsumer extends DefaultConsumer {
       for (Buffered b : taken) {
         retries.forget(b.in());
         inFlight.finished();
+        own.finished();
       }
     }
   }
@@ -294,7 +323,7 @@ public final class ShardConsumer extends DefaultConsumer {
   }
 
   private void resubscribe() {
-    while (running.getAsBoolean()) {
+    while (live()) {
       Channel ch = getChannel();
       try {
         try (Channel setup = ch.getConnection().createChannel()) {
@@ -317,7 +346,7 @@ public final class ShardConsumer extends DefaultConsumer {
   @Override
   public void handleShutdownSignal(String consumerTag, ShutdownSignalException sig) {
     newEpoch();
-    if (running.getAsBoolean()) {
+    if (live()) { // not the close of a hand-over
       log.warn("{}: channel of {} lost: {}", subscription.name(), queue, sig.getMessage());
     }
   }
