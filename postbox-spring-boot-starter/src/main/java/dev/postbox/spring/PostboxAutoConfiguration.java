@@ -188,7 +188,11 @@ public class PostboxAutoConfiguration {
         metrics,
         Optional.ofNullable(openTelemetry.getIfAvailable()),
         new SpringTransactionRunner(
-            ListenerTransactionManager.choose(properties, beanFactory, dataSource), dataSource));
+            ListenerTransactionManager.choose(properties, beanFactory, dataSource),
+            dataSource,
+            new EscapedWrites(
+                properties.getConsumers().getEscapedWrites(),
+                org.slf4j.LoggerFactory.getLogger(EscapedWrites.class)::warn)));
   }
 
   /** Postbox's meters in the application's Micrometer registry, when both are on the class path. */

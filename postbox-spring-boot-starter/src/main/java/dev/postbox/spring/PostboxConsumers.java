@@ -177,7 +177,7 @@ public final class PostboxConsumers implements SmartLifecycle {
     TopicProperties row = properties.topic(s.topics().get(0));
     Optional<InboxStore> inbox =
         s.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE
-            ? Optional.of(PostgresInboxStore.create(dataSource, transactions))
+            ? Optional.of(PostgresInboxStore.create(dataSource, transactions.forConsumer(s.name())))
             : Optional.empty();
     Optional<IdempotencyStore> idempotency = Optional.empty();
     if (s.guarantee() == DeliveryGuarantee.DEDUPLICATED) {

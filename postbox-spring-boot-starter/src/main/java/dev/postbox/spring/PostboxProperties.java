@@ -397,6 +397,17 @@ public class PostboxProperties {
     }
 
     /**
+     * What to do when an effectively-once listener writes outside its transaction (REQUIRES_NEW,
+     * another DataSource).
+     */
+    public enum EscapedWrites {
+      /** Log it once per listener (and kind), naming the listener; the message is applied. */
+      WARN,
+      /** Fail the attempt, permanently (not retried): the message goes to the failure path. */
+      FAIL
+    }
+
+    /**
      * The bean name of the PlatformTransactionManager that runs the effectively-once listeners'
      * transactions (blank: the application's only one, or its primary one).
      */
@@ -413,6 +424,13 @@ public class PostboxProperties {
      * group): latest (the default) or earliest. Kafka only.
      */
     private StartFrom startFrom = StartFrom.LATEST;
+
+    /**
+     * What to do when an effectively-once listener writes outside its transaction (a REQUIRES_NEW
+     * or NOT_SUPPORTED transaction, another DataSource through Spring): warn (the default: logged
+     * once per listener) or fail (the attempt fails permanently; for tests and strict services).
+     */
+    private EscapedWrites escapedWrites = EscapedWrites.WARN;
 
     /** Two connections for the application's own requests while every listener is busy. */
     static final int DEFAULT_POOL_HEADROOM = 2;
@@ -439,6 +457,14 @@ public class PostboxProperties {
 
     public void setStartFrom(StartFrom startFrom) {
       this.startFrom = startFrom;
+    }
+
+    public EscapedWrites getEscapedWrites() {
+      return escapedWrites;
+    }
+
+    public void setEscapedWrites(EscapedWrites escapedWrites) {
+      this.escapedWrites = escapedWrites;
     }
   }
 
