@@ -101,8 +101,10 @@ public class PostboxAutoConfiguration {
   static class RabbitmqTransport {
     @Bean
     @ConditionalOnMissingBean
-    TransportWiring postboxTransport(PostboxProperties properties) {
-      return new RabbitWiring(properties);
+    TransportWiring postboxTransport(
+        PostboxProperties properties,
+        ObjectProvider<org.springframework.boot.ssl.SslBundles> sslBundles) {
+      return new RabbitWiring(properties, Optional.ofNullable(sslBundles.getIfAvailable()));
     }
   }
 

@@ -169,7 +169,10 @@ public class PostboxProperties {
    * RabbitSubscriber.Builder} and {@code RabbitRelayPublisher.Builder}).
    */
   public static class Rabbitmq {
-    /** AMQP URI of the broker: amqp://user:password@host:port/vhost (the vhost "/" is %2F). */
+    /**
+     * AMQP URI of the broker: amqp://user:password@host:port/vhost (the vhost "/" is %2F); blank:
+     * from spring.rabbitmq.host (or addresses), port, username, password and virtual-host.
+     */
     private String uri = "";
 
     /** Shard queues per subscription and topic; fixed once messages flow (keys hash onto them). */
@@ -220,6 +223,18 @@ public class PostboxProperties {
 
     public void setConfirmTimeout(Duration confirmTimeout) {
       this.confirmTimeout = confirmTimeout;
+    }
+
+    /** What {@code spring.rabbitmq.*} adds: further addresses and TLS. */
+    private RabbitClientSettings fromSpring = RabbitClientSettings.NONE;
+
+    void fromSpring(RabbitClientSettings settings) {
+      this.fromSpring = java.util.Objects.requireNonNull(settings, "settings");
+    }
+
+    /** What {@code spring.rabbitmq.*} adds to {@link #getUri()}: further addresses and TLS. */
+    RabbitClientSettings fromSpring() {
+      return fromSpring;
     }
   }
 
