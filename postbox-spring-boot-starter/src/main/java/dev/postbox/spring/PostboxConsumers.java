@@ -39,6 +39,7 @@ public final class PostboxConsumers implements SmartLifecycle {
   private final Optional<io.opentelemetry.api.OpenTelemetry> openTelemetry;
   private final TransportWiring transport;
   private final SpringTransactionRunner transactions;
+  private final PostboxObservations observations;
   private final Map<String, Running> running = new LinkedHashMap<>();
 
   PostboxConsumers(
@@ -50,8 +51,10 @@ public final class PostboxConsumers implements SmartLifecycle {
       Optional<IdempotencyStore> idempotencyStore,
       PostboxMetrics metrics,
       Optional<io.opentelemetry.api.OpenTelemetry> openTelemetry,
-      SpringTransactionRunner transactions) {
+      SpringTransactionRunner transactions,
+      PostboxObservations observations) {
     this.transport = transport;
+    this.observations = observations;
     this.transactions = transactions;
     this.properties = properties;
     this.dataSource = dataSource;
@@ -91,6 +94,8 @@ public final class PostboxConsumers implements SmartLifecycle {
           new PostboxConsumer(
               fromTable(group(e.id()), e.topic(), properties.topic(e.topic())), e.handler()));
     }
+    consumers.replaceAll(c ->
+        new PostboxConsumer(c.subscription(), observations.handler(c.subscription(), c.handler())));
     if (!consumers.isEmpty() && properties.brokerAddress().isBlank()) {
       throw new PostboxConfigurationException(
           List.of(
