@@ -28,6 +28,12 @@ public class PostboxProperties {
   /** The broker the relay publishes to and the consumers read from. */
   private Transport transport = Transport.KAFKA;
 
+  /**
+   * Refuse to start when kafka-clients or flyway-core on the class path is older than the version
+   * Postbox is built and tested with (Spring Boot's dependency management brings older ones).
+   */
+  private boolean dependencyCheck = true;
+
   private final Kafka kafka = new Kafka();
   private final Rabbitmq rabbitmq = new Rabbitmq();
   private final RelaySettings relay = new RelaySettings();
@@ -55,6 +61,14 @@ public class PostboxProperties {
 
   public void setTransport(Transport transport) {
     this.transport = transport;
+  }
+
+  public boolean isDependencyCheck() {
+    return dependencyCheck;
+  }
+
+  public void setDependencyCheck(boolean dependencyCheck) {
+    this.dependencyCheck = dependencyCheck;
   }
 
   public Kafka getKafka() {

@@ -71,6 +71,11 @@ final class PostboxSettingsBinder {
       properties.getRabbitmq().fromSpring(rabbit);
       problems.addAll(rabbit.problems());
     }
+    if (properties.isDependencyCheck()) {
+      problems.addAll(
+          DependencyVersions.problems(
+              PostboxSettingsBinder.class.getClassLoader(), DependencyVersions.builtWith()));
+    }
     problems.addAll(unknownKeys(environment, properties.getTransport()));
     problems.addAll(DeliveryTableCheck.problems(properties));
     if (!problems.isEmpty()) {
