@@ -85,6 +85,7 @@ public final class RabbitRelayPublisher implements RelayPublisher {
   private final ConnectionFactory factory;
   private final Duration confirmTimeout;
   private final String connectionName;
+  private final List<com.rabbitmq.client.Address> addresses;
   private final Set<String> declared = ConcurrentHashMap.newKeySet();
   // subscription exchanges found to exist, for targeted replays
   private final Set<String> routes = ConcurrentHashMap.newKeySet();
@@ -104,6 +105,7 @@ public final class RabbitRelayPublisher implements RelayPublisher {
     this.confirmTimeout = b.confirmTimeout;
     this.connectionName = b.connectionName;
     this.beforePublish = b.beforePublish;
+    this.addresses = b.addresses;
   }
 
   /** Message {@code index} (id {@code id}) of {@code batch}. */
@@ -425,7 +427,7 @@ public final class RabbitRelayPublisher implements RelayPublisher {
         return channel;
       }
       closeConnection();
-      connection = factory.newConnection(connectionName);
+      connection = RabbitConnect.open(factory, addresses, connectionName);
       connection.addBlockedListener(
           reason -> log.warn("the broker blocks publishing: {}", reason),
           () -> log.info("the broker unblocked publishing"));
@@ -503,6 +505,7 @@ public final class RabbitRelayPublisher implements RelayPublisher {
     private Duration confirmTimeout = DEFAULT_CONFIRM_TIMEOUT;
     private String connectionName = DEFAULT_CONNECTION_NAME;
     private BiConsumer<Channel, Message> beforePublish = (ch, m) -> {};
+    private List<com.rabbitmq.client.Address> addresses = List.of();
 
     private Builder(String uri) {
       Objects.requireNonNull(uri, "uri");
@@ -521,6 +524,26 @@ public final class RabbitRelayPublisher implements RelayPublisher {
         throw new IllegalArgumentException("confirmTimeout must be positive");
       }
       this.confirmTimeout = timeout;
+      return this;
+    }
+
+    /**
+     * The brokers to connect to, tried in the order given ({@code host} or {@code host:port};
+     * without a port the protocol's), instead of the URI's host and port; the URI still gives the
+     * user, password and vhost (default: the URI's host and port only).
+     */
+    public Builder addresses(List<String> hostPorts) {
+      this.addresses = RabbitConnect.addresses(hostPorts);
+      return this;
+    }
+
+    /**
+     * TLS with {@code context} (the trust and key material, e.g. from a Spring Boot SSL bundle),
+     * verifying the broker's host name (default: as the URI says; an {@code amqps://} URI alone
+     * encrypts without checking the broker's certificate).
+     */
+    public Builder sslContext(javax.net.ssl.SSLContext context) {
+      RabbitConnect.useTls(factory, context);
       return this;
     }
 

@@ -119,6 +119,7 @@ public final class RabbitSubscriber implements AutoCloseable {
 
   private final Subscription subscription;
   private final ConnectionFactory factory;
+  private final List<com.rabbitmq.client.Address> addresses;
   private final int shards;
   private final int prefetch;
   private final Ticker ticker;
@@ -145,6 +146,7 @@ public final class RabbitSubscriber implements AutoCloseable {
   private RabbitSubscriber(Builder b) {
     this.subscription = b.subscription;
     this.factory = b.factory;
+    this.addresses = b.addresses;
     this.shards = b.shards;
     this.prefetch = b.prefetch;
     this.ticker = b.ticker;
@@ -210,7 +212,8 @@ public final class RabbitSubscriber implements AutoCloseable {
       throw new IllegalStateException("already started");
     }
     try {
-      connection = factory.newConnection(CONNECTION_NAME_PREFIX + subscription.name());
+      connection =
+          RabbitConnect.open(factory, addresses, CONNECTION_NAME_PREFIX + subscription.name());
     } catch (IOException | TimeoutException e) {
       throw RabbitConnect.refused("subscription '" + subscription.name() + "'", factory, e);
     }
@@ -443,6 +446,7 @@ public final class RabbitSubscriber implements AutoCloseable {
     private String deadLetterExchange;
     private ShardLeaseStore shardLeases;
     private Duration shardLeaseTtl = DEFAULT_SHARD_LEASE_TTL;
+    private List<com.rabbitmq.client.Address> addresses = List.of();
 
     private Builder(String uri, Subscription subscription) {
       Objects.requireNonNull(uri, "uri");
@@ -657,6 +661,26 @@ public final class RabbitSubscriber implements AutoCloseable {
      */
     public Builder heartbeat(Duration timeout) {
       factory.setRequestedHeartbeat((int) Math.max(1, timeout.toSeconds()));
+      return this;
+    }
+
+    /**
+     * The brokers to connect to, tried in the order given ({@code host} or {@code host:port};
+     * without a port the protocol's), instead of the URI's host and port; the URI still gives the
+     * user, password and vhost (default: the URI's host and port only).
+     */
+    public Builder addresses(List<String> hostPorts) {
+      this.addresses = RabbitConnect.addresses(hostPorts);
+      return this;
+    }
+
+    /**
+     * TLS with {@code context} (the trust and key material, e.g. from a Spring Boot SSL bundle),
+     * verifying the broker's host name (default: as the URI says; an {@code amqps://} URI alone
+     * encrypts without checking the broker's certificate).
+     */
+    public Builder sslContext(javax.net.ssl.SSLContext context) {
+      RabbitConnect.useTls(factory, context);
       return this;
     }
 

@@ -101,8 +101,10 @@ public class PostboxAutoConfiguration {
   static class RabbitmqTransport {
     @Bean
     @ConditionalOnMissingBean
-    TransportWiring postboxTransport(PostboxProperties properties) {
-      return new RabbitWiring(properties);
+    TransportWiring postboxTransport(
+        PostboxProperties properties,
+        ObjectProvider<org.springframework.boot.ssl.SslBundles> sslBundles) {
+      return new RabbitWiring(properties, Optional.ofNullable(sslBundles.getIfAvailable()));
     }
   }
 
@@ -162,8 +164,18 @@ public class PostboxAutoConfiguration {
       TransportWiring transport,
       DataSource dataSource,
       PostboxMetrics metrics,
-      PostboxSchema schema) {
-    return new PostboxRelayLifecycle(properties, transport, dataSource, metrics);
+      PostboxSchema schema,
+      PostboxObservations observations) {
+    return new PostboxRelayLifecycle(properties, transport, dataSource, metrics, observations);
+  }
+
+  /** Observations of deliveries and relay batches, when the application has a registry. */
+  @Bean
+  PostboxObservations postboxObservations(
+      PostboxProperties properties,
+      ObjectProvider<io.micrometer.observation.ObservationRegistry> registry) {
+    return new PostboxObservations(
+        Optional.ofNullable(registry.getIfAvailable()), properties.getTransport());
   }
 
   @Bean
@@ -177,7 +189,8 @@ public class PostboxAutoConfiguration {
       PostboxMetrics metrics,
       ObjectProvider<io.opentelemetry.api.OpenTelemetry> openTelemetry,
       PostboxSchema schema,
-      org.springframework.beans.factory.ListableBeanFactory beanFactory) {
+      org.springframework.beans.factory.ListableBeanFactory beanFactory,
+      PostboxObservations observations) {
     return new PostboxConsumers(
         transport,
         properties,
@@ -188,7 +201,12 @@ public class PostboxAutoConfiguration {
         metrics,
         Optional.ofNullable(openTelemetry.getIfAvailable()),
         new SpringTransactionRunner(
-            ListenerTransactionManager.choose(properties, beanFactory, dataSource), dataSource));
+            ListenerTransactionManager.choose(properties, beanFactory, dataSource),
+            dataSource,
+            new EscapedWrites(
+                properties.getConsumers().getEscapedWrites(),
+                org.slf4j.LoggerFactory.getLogger(EscapedWrites.class)::warn)),
+        observations);
   }
 
   /** Postbox's meters in the application's Micrometer registry, when both are on the class path. */

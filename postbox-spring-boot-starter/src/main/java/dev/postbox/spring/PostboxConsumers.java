@@ -40,6 +40,7 @@ public final class PostboxConsumers implements SmartLifecycle {
   private final Optional<io.opentelemetry.api.OpenTelemetry> openTelemetry;
   private final TransportWiring transport;
   private final SpringTransactionRunner transactions;
+  private final PostboxObservations observations;
   private final Map<String, Running> running = new LinkedHashMap<>();
 
   PostboxConsumers(
@@ -51,8 +52,10 @@ public final class PostboxConsumers implements SmartLifecycle {
       Optional<IdempotencyStore> idempotencyStore,
       PostboxMetrics metrics,
       Optional<io.opentelemetry.api.OpenTelemetry> openTelemetry,
-      SpringTransactionRunner transactions) {
+      SpringTransactionRunner transactions,
+      PostboxObservations observations) {
     this.transport = transport;
+    this.observations = observations;
     this.transactions = transactions;
     this.properties = properties;
     this.dataSource = dataSource;
@@ -92,6 +95,8 @@ public final class PostboxConsumers implements SmartLifecycle {
           new PostboxConsumer(
               fromTable(group(e.id()), e.topic(), properties.topic(e.topic())), e.handler()));
     }
+    consumers.replaceAll(c ->
+        new PostboxConsumer(c.subscription(), observations.handler(c.subscription(), c.handler())));
     if (!consumers.isEmpty() && properties.brokerAddress().isBlank()) {
       throw new PostboxConfigurationException(
           List.of(
@@ -178,7 +183,7 @@ public final class PostboxConsumers implements SmartLifecycle {
     TopicProperties row = properties.topic(s.topics().get(0));
     Optional<InboxStore> inbox =
         s.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE
-            ? Optional.of(PostgresInboxStore.create(dataSource, transactions))
+            ? Optional.of(PostgresInboxStore.create(dataSource, transactions.forConsumer(s.name())))
             : Optional.empty();
     Optional<IdempotencyStore> idempotency = Optional.empty();
     if (s.guarantee() == DeliveryGuarantee.DEDUPLICATED) {

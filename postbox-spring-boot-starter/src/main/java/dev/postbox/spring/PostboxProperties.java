@@ -28,6 +28,12 @@ public class PostboxProperties {
   /** The broker the relay publishes to and the consumers read from. */
   private Transport transport = Transport.KAFKA;
 
+  /**
+   * Refuse to start when kafka-clients or flyway-core on the class path is older than the version
+   * Postbox is built and tested with (Spring Boot's dependency management brings older ones).
+   */
+  private boolean dependencyCheck = true;
+
   private final Kafka kafka = new Kafka();
   private final Rabbitmq rabbitmq = new Rabbitmq();
   private final RelaySettings relay = new RelaySettings();
@@ -55,6 +61,14 @@ public class PostboxProperties {
 
   public void setTransport(Transport transport) {
     this.transport = transport;
+  }
+
+  public boolean isDependencyCheck() {
+    return dependencyCheck;
+  }
+
+  public void setDependencyCheck(boolean dependencyCheck) {
+    this.dependencyCheck = dependencyCheck;
   }
 
   public Kafka getKafka() {
@@ -169,7 +183,10 @@ public class PostboxProperties {
    * RabbitSubscriber.Builder} and {@code RabbitRelayPublisher.Builder}).
    */
   public static class Rabbitmq {
-    /** AMQP URI of the broker: amqp://user:password@host:port/vhost (the vhost "/" is %2F). */
+    /**
+     * AMQP URI of the broker: amqp://user:password@host:port/vhost (the vhost "/" is %2F); blank:
+     * from spring.rabbitmq.host (or addresses), port, username, password and virtual-host.
+     */
     private String uri = "";
 
     /** Shard queues per subscription and topic; fixed once messages flow (keys hash onto them). */
@@ -252,6 +269,18 @@ public class PostboxProperties {
 
     public void setShardLeaseTtl(Duration shardLeaseTtl) {
       this.shardLeaseTtl = shardLeaseTtl;
+    }
+
+    /** What {@code spring.rabbitmq.*} adds: further addresses and TLS. */
+    private RabbitClientSettings fromSpring = RabbitClientSettings.NONE;
+
+    void fromSpring(RabbitClientSettings settings) {
+      this.fromSpring = java.util.Objects.requireNonNull(settings, "settings");
+    }
+
+    /** What {@code spring.rabbitmq.*} adds to {@link #getUri()}: further addresses and TLS. */
+    RabbitClientSettings fromSpring() {
+      return fromSpring;
     }
   }
 
@@ -429,6 +458,17 @@ public class PostboxProperties {
     }
 
     /**
+     * What to do when an effectively-once listener writes outside its transaction (REQUIRES_NEW,
+     * another DataSource).
+     */
+    public enum EscapedWrites {
+      /** Log it once per listener (and kind), naming the listener; the message is applied. */
+      WARN,
+      /** Fail the attempt, permanently (not retried): the message goes to the failure path. */
+      FAIL
+    }
+
+    /**
      * The bean name of the PlatformTransactionManager that runs the effectively-once listeners'
      * transactions (blank: the application's only one, or its primary one).
      */
@@ -445,6 +485,13 @@ public class PostboxProperties {
      * group): latest (the default) or earliest. Kafka only.
      */
     private StartFrom startFrom = StartFrom.LATEST;
+
+    /**
+     * What to do when an effectively-once listener writes outside its transaction (a REQUIRES_NEW
+     * or NOT_SUPPORTED transaction, another DataSource through Spring): warn (the default: logged
+     * once per listener) or fail (the attempt fails permanently; for tests and strict services).
+     */
+    private EscapedWrites escapedWrites = EscapedWrites.WARN;
 
     /** Two connections for the application's own requests while every listener is busy. */
     static final int DEFAULT_POOL_HEADROOM = 2;
@@ -471,6 +518,14 @@ public class PostboxProperties {
 
     public void setStartFrom(StartFrom startFrom) {
       this.startFrom = startFrom;
+    }
+
+    public EscapedWrites getEscapedWrites() {
+      return escapedWrites;
+    }
+
+    public void setEscapedWrites(EscapedWrites escapedWrites) {
+      this.escapedWrites = escapedWrites;
     }
   }
 

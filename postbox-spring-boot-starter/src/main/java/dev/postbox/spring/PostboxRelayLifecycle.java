@@ -20,17 +20,20 @@ public final class PostboxRelayLifecycle implements SmartLifecycle {
   private final TransportWiring transport;
   private final DataSource dataSource;
   private final PostboxMetrics metrics;
+  private final PostboxObservations observations;
   private Optional<Relay> relay = Optional.empty();
 
   PostboxRelayLifecycle(
       PostboxProperties properties,
       TransportWiring transport,
       DataSource dataSource,
-      PostboxMetrics metrics) {
+      PostboxMetrics metrics,
+      PostboxObservations observations) {
     this.properties = properties;
     this.transport = transport;
     this.dataSource = dataSource;
     this.metrics = metrics;
+    this.observations = observations;
   }
 
   @Override
@@ -42,7 +45,7 @@ public final class PostboxRelayLifecycle implements SmartLifecycle {
     Relay.Builder b =
         Relay.builder(
                 PostgresRelayStore.builder(dataSource).notifications(r.isNotifications()).build(),
-                transport.relayPublisher())
+                observations.relayPublisher(transport.relayPublisher()))
             .batchSize(r.getBatchSize())
             .leaseTtl(r.getLeaseTtl())
             .pollInterval(r.getPollInterval())

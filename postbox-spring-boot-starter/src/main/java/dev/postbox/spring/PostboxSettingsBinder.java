@@ -60,6 +60,22 @@ final class PostboxSettingsBinder {
           .setBootstrapServers(KafkaClientSettings.springBootstrapServers(environment));
     }
     properties.getKafka().fromSpring(KafkaClientSettings.fromSpring(environment));
+    if (properties.getTransport() == PostboxProperties.Transport.RABBITMQ) {
+      RabbitClientSettings rabbit = RabbitClientSettings.fromSpring(environment);
+      if (properties.getRabbitmq().getUri().isBlank()) {
+        properties.getRabbitmq().setUri(rabbit.uri());
+      } else {
+        // postbox.rabbitmq.uri names the broker; spring.rabbitmq.ssl.* still applies
+        rabbit = rabbit.withoutAddresses();
+      }
+      properties.getRabbitmq().fromSpring(rabbit);
+      problems.addAll(rabbit.problems());
+    }
+    if (properties.isDependencyCheck()) {
+      problems.addAll(
+          DependencyVersions.problems(
+              PostboxSettingsBinder.class.getClassLoader(), DependencyVersions.builtWith()));
+    }
     problems.addAll(unknownKeys(environment, properties.getTransport()));
     problems.addAll(DeliveryTableCheck.problems(properties));
     if (!problems.isEmpty()) {

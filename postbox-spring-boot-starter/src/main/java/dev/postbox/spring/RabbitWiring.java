@@ -1,5 +1,6 @@
 package dev.postbox.spring;
 
+import com.rabbitmq.client.Address;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
@@ -20,22 +21,87 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import javax.net.ssl.SSLContext;
+import org.springframework.boot.ssl.SslBundles;
 
 /**
  * The RabbitMQ transport ({@code postbox.transport: rabbitmq}): {@link RabbitRelayPublisher}
  * (publisher confirms), {@link RabbitSubscriber} (shard quorum queues, {@code
  * postbox.rabbitmq.shards} and {@code prefetch}; shared among instances with {@code shard-leases}),
  * a direct at-most-once sender (no confirms, no retries) and the consumers' lag as the messages
- * waiting in their shard queues, all on {@code postbox.rabbitmq.uri}.
+ * waiting in their shard queues, all on {@code postbox.rabbitmq.uri} (or {@code spring.rabbitmq.*}:
+ * {@link RabbitClientSettings}, with TLS).
  */
 final class RabbitWiring implements TransportWiring {
 
   private final PostboxProperties properties;
+  private final Endpoint endpoint;
   private final Object lock = new Object();
   private Connection admin; // guarded by lock: reads the queue depths
 
-  RabbitWiring(PostboxProperties properties) {
+  /**
+   * The wiring of {@code properties}; TLS from {@code spring.rabbitmq.ssl.*} (an SSL bundle of
+   * {@code sslBundles}).
+   *
+   * @throws PostboxConfigurationException if the TLS context cannot be made
+   */
+  RabbitWiring(PostboxProperties properties, Optional<SslBundles> sslBundles) {
     this.properties = properties;
+    RabbitClientSettings spring = properties.getRabbitmq().fromSpring();
+    this.endpoint =
+        new Endpoint(
+            properties.getRabbitmq().getUri(), spring.addresses(), spring.sslContext(sslBundles));
+  }
+
+  /**
+   * Where and how every client connects: the URI, further addresses, TLS.
+   *
+   * @param uri {@code postbox.rabbitmq.uri}, or the one of {@code spring.rabbitmq.*}
+   * @param addresses the brokers to try in order, {@code host:port} (empty: the URI's)
+   * @param tls the TLS context (empty: as the URI says)
+   */
+  private record Endpoint(String uri, List<String> addresses, Optional<SSLContext> tls) {
+
+    RabbitRelayPublisher.Builder publisher() {
+      RabbitRelayPublisher.Builder b = RabbitRelayPublisher.builder(uri);
+      if (!addresses.isEmpty()) {
+        b.addresses(addresses);
+      }
+      tls.ifPresent(b::sslContext);
+      return b;
+    }
+
+    RabbitSubscriber.Builder subscriber(Subscription s) {
+      RabbitSubscriber.Builder b = RabbitSubscriber.builder(uri, s);
+      if (!addresses.isEmpty()) {
+        b.addresses(addresses);
+      }
+      tls.ifPresent(b::sslContext);
+      return b;
+    }
+
+    /** A connection of the starter's own (queue depths, at-most-once sends). */
+    Connection connect(String name) throws IOException, TimeoutException {
+      ConnectionFactory f = factory(uri);
+      tls.ifPresent(context -> {
+        f.useSslProtocol(context);
+        f.enableHostnameVerification();
+      });
+      if (addresses.isEmpty()) {
+        return f.newConnection(name);
+      }
+      // in the order given, as the adapters connect (the client would shuffle them)
+      List<Address> inOrder = addresses.stream().map(Address::parseAddress).toList();
+      return f.newConnection(
+          null, // the factory's executor
+          new com.rabbitmq.client.ListAddressResolver(inOrder) {
+            @Override
+            public List<Address> maybeShuffle(List<Address> input) {
+              return input;
+            }
+          },
+          name);
+    }
   }
 
   private PostboxProperties.Rabbitmq rabbit() {
@@ -44,9 +110,7 @@ final class RabbitWiring implements TransportWiring {
 
   @Override
   public RelayPublisher relayPublisher() {
-    return RabbitRelayPublisher.builder(rabbit().getUri())
-        .confirmTimeout(rabbit().getConfirmTimeout())
-        .build();
+    return endpoint.publisher().confirmTimeout(rabbit().getConfirmTimeout()).build();
   }
 
   @Override
@@ -57,7 +121,8 @@ final class RabbitWiring implements TransportWiring {
       PostboxMetrics metrics,
       Optional<io.opentelemetry.api.OpenTelemetry> openTelemetry) {
     RabbitSubscriber.Builder b =
-        RabbitSubscriber.builder(rabbit().getUri(), c.subscription())
+        endpoint
+            .subscriber(c.subscription())
             .handler(c.handler())
             .metrics(metrics)
             .shards(rabbit().getShards())
@@ -101,7 +166,7 @@ final class RabbitWiring implements TransportWiring {
 
   @Override
   public PostboxPublisher.DirectSender directSender() {
-    return new DirectSender(rabbit().getUri());
+    return new DirectSender(endpoint);
   }
 
   /**
@@ -132,8 +197,7 @@ final class RabbitWiring implements TransportWiring {
 
   private long depth(String queue) throws IOException, TimeoutException {
     if (admin == null || !admin.isOpen()) {
-      ConnectionFactory f = factory(rabbit().getUri());
-      admin = f.newConnection("postbox-health");
+      admin = endpoint.connect("postbox-health");
     }
     // a channel per read: a missing queue closes it
     Channel ch = admin.createChannel();
@@ -180,14 +244,14 @@ final class RabbitWiring implements TransportWiring {
    * opened at the first send and after a failure.
    */
   private static final class DirectSender implements PostboxPublisher.DirectSender {
-    private final String uri;
+    private final Endpoint endpoint;
     private final Set<String> declared = ConcurrentHashMap.newKeySet();
     private final AtomicLong dropped = new AtomicLong();
     private Connection connection; // guarded by this
     private Channel channel; // guarded by this
 
-    DirectSender(String uri) {
-      this.uri = uri;
+    DirectSender(Endpoint endpoint) {
+      this.endpoint = endpoint;
     }
 
     @Override
@@ -195,7 +259,7 @@ final class RabbitWiring implements TransportWiring {
       try {
         if (channel == null || !channel.isOpen()) {
           discard();
-          connection = factory(uri).newConnection("postbox-at-most-once");
+          connection = endpoint.connect("postbox-at-most-once");
           channel = connection.createChannel();
         }
         if (!declared.contains(message.topic())) {

@@ -27,40 +27,62 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * <p>Each message gets a new transaction ({@code REQUIRES_NEW}: a listener's thread has none). A
  * manager that binds no connection for the inbox's {@code DataSource} (it manages another one) is
  * refused, at start-up by {@link #requireSharedDataSource()} and again in every transaction, since
- * the handler's writes would escape the dedupe transaction.
+ * the handler's writes would escape the dedupe transaction. Writes that escape it inside the
+ * handler ({@code REQUIRES_NEW}, another {@code DataSource}) are reported by {@link EscapedWrites}
+ * under the consumer's name ({@link #forConsumer}).
  */
-final class SpringTransactionRunner implements TransactionRunner {
+final class SpringTransactionRunner {
 
   private static final Logger log = LoggerFactory.getLogger(SpringTransactionRunner.class);
 
   private final PlatformTransactionManager transactionManager;
   private final DataSource dataSource;
   private final DefaultTransactionDefinition definition;
+  private final EscapedWrites escapes;
 
-  SpringTransactionRunner(PlatformTransactionManager transactionManager, DataSource dataSource) {
+  SpringTransactionRunner(
+      PlatformTransactionManager transactionManager, DataSource dataSource, EscapedWrites escapes) {
     this.transactionManager = Objects.requireNonNull(transactionManager, "transactionManager");
     this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+    this.escapes = Objects.requireNonNull(escapes, "escapes");
     this.definition =
         new DefaultTransactionDefinition(TransactionDefinition.PROPAGATION_REQUIRES_NEW);
     definition.setName("postbox inbox");
   }
 
-  @Override
-  public <T> T inTransaction(String what, Body<T> body) throws Exception {
+  /**
+   * The inbox's transaction runner for {@code consumer}'s messages: writes that escape the
+   * transaction ({@link EscapedWrites}) are reported under its name.
+   */
+  TransactionRunner forConsumer(String consumer) {
+    Objects.requireNonNull(consumer, "consumer");
+    return new TransactionRunner() {
+      @Override
+      public <T> T inTransaction(String what, Body<T> body) throws Exception {
+        return run(consumer, what, body);
+      }
+    };
+  }
+
+  private <T> T run(String consumer, String what, TransactionRunner.Body<T> body) throws Exception {
     TransactionStatus status;
     try {
       status = transactionManager.getTransaction(definition);
     } catch (RuntimeException e) {
       throw new InboxException("cannot begin the transaction to process " + what, e);
     }
-    Step<T> step;
+    TransactionRunner.Step<T> step;
     try {
       requireBoundConnection();
+      EscapedWrites.Watch watch = escapes.watch(dataSource);
       Connection c = DataSourceUtils.getConnection(dataSource);
       try {
         step = body.run(c);
       } finally {
         DataSourceUtils.releaseConnection(c, dataSource);
+      }
+      if (step.commit()) {
+        escapes.check(consumer, watch); // with fail: throws, and the transaction rolls back
       }
     } catch (Throwable t) {
       rollback(status, t);

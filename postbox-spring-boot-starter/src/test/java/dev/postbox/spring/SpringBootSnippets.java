@@ -3,8 +3,11 @@ package dev.postbox.spring;
 import dev.postbox.core.Message;
 import dev.postbox.core.consumer.Delivery;
 import dev.postbox.testkit.PostboxTestContext;
+import dev.postbox.testkit.spring.PostboxSpringBootTest;
 import java.sql.Connection;
 import java.sql.SQLException;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Service;
@@ -115,6 +118,20 @@ final class SpringBootSnippets {
         registry.add(
             "shop.order-topic",
             () -> ORDERS); // a listener reads it: @PostboxListener(topic = "${shop.order-topic}")
+      }
+    }
+  }
+
+  /** docs/spring-boot.md, "@PostboxSpringBootTest". */
+  class SliceTesting {
+    @PostboxSpringBootTest(properties = "postbox.topics[order.placed].concurrency=2")
+    class ShippingIT {
+      @Autowired TransactionalOutbox outbox;
+      @Autowired PostboxTestContext kit; // the test kit's context, if the test wants more topics
+
+      @Test
+      void shipsAnOrder() {
+        // the application's own topic names: no suffix, no @DynamicPropertySource
       }
     }
   }

@@ -89,7 +89,12 @@ public final class RabbitMqServer implements AutoCloseable {
 
   /** A private node's fixed parts: script, ports, directory. */
   private record Node(
-      Path script, int amqpPort, int distPort, Path dir, List<String> alsoListenOn) {
+      Path script,
+      int amqpPort,
+      int distPort,
+      Path dir,
+      List<String> alsoListenOn,
+      Optional<RabbitTlsListener> tls) {
     String name() {
       return "postbox-" + amqpPort + "@localhost";
     }
@@ -175,11 +180,50 @@ public final class RabbitMqServer implements AutoCloseable {
     RabbitMqServer server =
         new RabbitMqServer(
             "amqp://guest:guest@127.0.0.1:" + ports[0] + "/%2F",
-            Optional.of(new Node(script, ports[0], ports[1], dir, List.copyOf(alsoListenOn))));
+            Optional.of(
+                new Node(
+                    script, ports[0], ports[1], dir, List.copyOf(alsoListenOn), Optional.empty())));
     Shutdown.runOnExit(server.onExit);
     server.writeConfiguration();
     server.start();
     return server;
+  }
+
+  /**
+   * {@link #startPrivate(Path)} with a TLS listener on 127.0.0.1 as well ({@link #tlsListener()}):
+   * a throwaway self-signed certificate naming {@code localhost} and {@code 127.0.0.1}, no client
+   * certificate asked for. A node of its own: the shared one has no TLS listener.
+   *
+   * @throws InfrastructureStartupException if it did not come up within {@link #STARTUP_TIMEOUT}
+   */
+  public static RabbitMqServer startPrivateWithTls(Path script) {
+    int[] ports = FreePorts.pick(3);
+    Path dir = OwnedDirectories.create("rabbitmq-tls-");
+    dev.postbox.testkit.internal.TlsMaterial material =
+        dev.postbox.testkit.internal.TlsMaterial.inDirectory(dir.resolve("tls"), "127.0.0.1");
+    RabbitTlsListener tls =
+        new RabbitTlsListener("127.0.0.1", ports[2], material.trustStore(), material.password());
+    RabbitMqServer server =
+        new RabbitMqServer(
+            "amqp://guest:guest@127.0.0.1:" + ports[0] + "/%2F",
+            Optional.of(new Node(script, ports[0], ports[1], dir, List.of(), Optional.of(tls))));
+    Shutdown.runOnExit(server.onExit);
+    List<Path> pem = material.pemFiles();
+    server.writeConfiguration(
+        List.of(
+            "listeners.ssl.default = 127.0.0.1:" + tls.port(),
+            "ssl_options.cacertfile = " + pem.get(0),
+            "ssl_options.certfile = " + pem.get(0),
+            "ssl_options.keyfile = " + pem.get(1),
+            "ssl_options.verify = verify_none",
+            "ssl_options.fail_if_no_peer_cert = false"));
+    server.start();
+    return server;
+  }
+
+  /** The TLS listener of a node started with {@link #startPrivateWithTls}; empty otherwise. */
+  public Optional<RabbitTlsListener> tlsListener() {
+    return node.flatMap(Node::tls);
   }
 
   /** The broker's URI, {@code amqp://user:password@host:port/vhost}. */
@@ -443,6 +487,10 @@ public final class RabbitMqServer implements AutoCloseable {
   }
 
   private void writeConfiguration() {
+    writeConfiguration(List.of());
+  }
+
+  private void writeConfiguration(List<String> more) {
     Node n = node.orElseThrow();
     try {
       Files.createDirectories(n.dir().resolve("mnesia"));
@@ -460,6 +508,7 @@ public final class RabbitMqServer implements AutoCloseable {
         }
         conf.add("loopback_users = none");
       }
+      conf.addAll(more);
       conf.addAll(
           List.of(
               "log.file.level = warning",

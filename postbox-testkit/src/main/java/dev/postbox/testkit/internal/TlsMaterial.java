@@ -102,6 +102,37 @@ public record TlsMaterial(Path keyStore, Path trustStore, String password) {
     }
   }
 
+  /**
+   * The server's certificate and private key as PEM files next to the key store ({@code
+   * server.crt}, written by {@code keytool}, and {@code server.key}, PKCS#8), for servers that do
+   * not read PKCS#12 (RabbitMQ).
+   *
+   * @return the certificate's and the key's paths
+   */
+  public List<Path> pemFiles() {
+    Path cert = keyStore.resolveSibling("server.crt");
+    Path key = keyStore.resolveSibling("server.key");
+    try {
+      if (!Files.exists(key)) {
+        java.security.KeyStore ks = java.security.KeyStore.getInstance("PKCS12");
+        try (java.io.InputStream in = Files.newInputStream(keyStore)) {
+          ks.load(in, password.toCharArray());
+        }
+        byte[] der = ks.getKey("server", password.toCharArray()).getEncoded();
+        String pem =
+            "-----BEGIN PRIVATE KEY-----\n"
+                + java.util.Base64.getMimeEncoder(64, new byte[] {'\n'}).encodeToString(der)
+                + "\n-----END PRIVATE KEY-----\n";
+        Files.writeString(key, pem, StandardCharsets.US_ASCII);
+      }
+      return List.of(cert, key);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write the PEM key in " + key.getParent(), e);
+    } catch (java.security.GeneralSecurityException e) {
+      throw new InfrastructureStartupException("cannot read the key store " + keyStore, e);
+    }
+  }
+
   private static boolean isIp(String host) {
     return host.matches("[0-9.]+") || host.contains(":");
   }
