@@ -12,7 +12,9 @@ import picocli.CommandLine.Option;
  * {@code ./postbox bench [--quick] [--report-json FILE] [--report-md FILE]}: runs the side-by-side
  * benchmarks and prints the Markdown table (figure, baseline measured in the same run, ratio,
  * target, met). {@code --jmh} runs the JMH micro-benchmarks (codec, envelope mapping) instead. Exit
- * code 0 after a complete run (targets missed do not change it), 1 if a benchmark failed.
+ * code 0 after a complete run (targets missed do not change it), 1 if a benchmark failed, 3 if a
+ * full run's relay figure fell, against its baseline in the run, below the committed previous
+ * report by more than the run's spread ({@link RelayRegressionCheck}).
  */
 @Command(
     name = "bench",
@@ -55,6 +57,14 @@ public final class BenchCli implements Callable<Integer> {
   java.util.List<String> only = BenchRunner.GROUPS;
 
   @Option(
+      names = "--previous-report",
+      paramLabel = "FILE",
+      description =
+          "The committed previous full report that a full run's relay figures are checked against"
+              + " (default: ${DEFAULT-VALUE}); the run exits 3 if one fell beyond its spread.")
+  Path previousReport = Path.of("docs/benchmarks-full.json");
+
+  @Option(
       names = "--jmh",
       description =
           "Run the JMH micro-benchmarks (codec, envelope mapping; 1 fork, 3 x 1 s warm-up, 5 x 1 s).")
@@ -89,6 +99,35 @@ public final class BenchCli implements Callable<Integer> {
     if (reportMd.isPresent()) {
       Files.writeString(reportMd.get(), md);
     }
-    return 0;
+    return checkRelay(report);
+  }
+
+  /** Prints the relay check's lines; the exit code: 3 if a relay figure regressed, else 0. */
+  private int checkRelay(BenchReport report) throws java.io.IOException {
+    if (report.quick() || report.get(RelayRegressionCheck.FIGURES.get(0)).isEmpty()) {
+      return 0;
+    }
+    Optional<RelayRegressionCheck> check = RelayRegressionCheck.read(previousReport);
+    if (check.isEmpty()) {
+      System.err.println(
+          "relay check: no previous report at " + previousReport + "; relay figures not compared");
+      return 0;
+    }
+    java.util.List<String> regressed = new java.util.ArrayList<>();
+    for (RelayRegressionCheck.Finding f : check.get().compare(report)) {
+      System.err.println(f.line(previousReport));
+      if (f.regressed()) {
+        regressed.add(f.figure());
+      }
+    }
+    if (regressed.isEmpty()) {
+      return 0;
+    }
+    System.err.println(
+        "BENCH FAILED: relay throughput regressed beyond this run's spread against "
+            + previousReport
+            + ": "
+            + String.join(", ", regressed));
+    return RelayRegressionCheck.EXIT_REGRESSED;
   }
 }

@@ -13,7 +13,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Runs the opt-in {@code ackrounds} group in quick mode: the CDC relay and Debezium in three
  * alternating rounds. Checks that every figure is present and finite, that each p99's note lists
- * three rounds and that the progress log shows the alternation; never asserts on performance.
+ * three rounds, that the progress log shows the alternation and that the rounds fit PostgreSQL's
+ * default {@code max_connections}; never asserts on performance.
  */
 class AckRoundsQuickIT {
 
@@ -39,6 +40,7 @@ class AckRoundsQuickIT {
       expected.add("cdc_rounds_latency_" + r + "_p99_vs_debezium");
     }
     expected.add("cdc_rounds_latency_phases_within_target");
+    expected.add("cdc_rounds_server_connections");
     assertThat(report.measurements())
         .extracting(Measurement::name)
         .containsExactlyInAnyOrderElementsOf(expected);
@@ -50,6 +52,9 @@ class AckRoundsQuickIT {
       }
     }
     assertThat(value(report, "cdc_rounds_latency_phases_within_target")).isBetween(0.0, 9.0);
+    assertThat(value(report, "cdc_rounds_server_connections"))
+        .as("fits PostgreSQL's default max_connections (100): no round's pool outlives it")
+        .isBetween(1.0, 99.0);
     String log = progress.toString(StandardCharsets.UTF_8);
     assertThat(log)
         .containsSubsequence(

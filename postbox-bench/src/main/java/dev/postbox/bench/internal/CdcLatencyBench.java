@@ -10,6 +10,7 @@ import dev.postbox.jdbc.PostgresRelayStore;
 import dev.postbox.jdbc.cdc.CdcRelay;
 import dev.postbox.kafka.KafkaRelayPublisher;
 import dev.postbox.testkit.ChildJvm;
+import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -84,6 +85,7 @@ public final class CdcLatencyBench {
   private final Clock clock = Clock.systemUTC();
   private final List<Measurement> idle = new ArrayList<>();
   private final boolean measureIdle;
+  private int peakConnections;
 
   public CdcLatencyBench(BenchEnv env, BenchConfig config) {
     this(env, config, true);
@@ -220,20 +222,38 @@ public final class CdcLatencyBench {
    */
   List<Phase> debeziumPhases(String schema, double writerMax, int[] rates) throws Exception {
     Db dbzDb = env.database(schema, LatencyBench.WRITERS + 4);
-    String dbzSlot = slotName(dbzDb, "dbz");
-    List<Phase> dbz;
-    try (ChildJvm child = new DebeziumPeer(env, config).startStreaming(dbzDb, dbzSlot)) {
-      warmUp(dbzDb);
-      if (measureIdle) {
-        idle.add(idleCpu(dbzDb, "cdc_debezium_latency_", "Debezium"));
+    try {
+      String dbzSlot = slotName(dbzDb, "dbz");
+      List<Phase> dbz;
+      try (ChildJvm child = new DebeziumPeer(env, config).startStreaming(dbzDb, dbzSlot)) {
+        warmUp(dbzDb);
+        if (measureIdle) {
+          idle.add(idleCpu(dbzDb, "cdc_debezium_latency_", "Debezium"));
+        }
+        dbz = phases(dbzDb, writerMax, rates);
+        countConnections(dbzDb);
+        if (!child.isAlive()) {
+          throw new IllegalStateException("the Debezium child exited:\n" + child.logTail(40));
+        }
       }
-      dbz = phases(dbzDb, writerMax, rates);
-      if (!child.isAlive()) {
-        throw new IllegalStateException("the Debezium child exited:\n" + child.logTail(40));
-      }
+      Slots.drop(dbzDb, dbzSlot);
+      return dbz;
+    } finally {
+      dbzDb.dataSource().close(); // its connections are not needed by the next streamer's run
     }
-    Slots.drop(dbzDb, dbzSlot);
-    return dbz;
+  }
+
+  /**
+   * The most connections (client backends and WAL senders, both counted against {@code
+   * max_connections}) open on the server at the end of a streamer's phases so far: what the runs
+   * need of the server.
+   */
+  int peakConnections() {
+    return peakConnections;
+  }
+
+  private void countConnections(Db db) throws SQLException {
+    peakConnections = Math.max(peakConnections, ServerConnections.count(db.dataSource()));
   }
 
   /** The CDC relay's phases, and the writers' maximum measured with it streaming. */
@@ -254,6 +274,23 @@ public final class CdcLatencyBench {
       int[] rates)
       throws Exception {
     Db db = env.database(schema, LatencyBench.WRITERS + 8);
+    try {
+      return cdcPhases(db, schema, slotTag, prefix, batchLinger, binaryValues, writerMax, rates);
+    } finally {
+      db.dataSource().close(); // its connections are not needed by the next streamer's run
+    }
+  }
+
+  private CdcRun cdcPhases(
+      Db db,
+      String schema,
+      String slotTag,
+      String prefix,
+      Duration batchLinger,
+      boolean binaryValues,
+      double writerMax,
+      int[] rates)
+      throws Exception {
     String slot = slotName(db, slotTag);
     CdcRun run;
     try (CdcRelay r =
@@ -291,6 +328,7 @@ public final class CdcLatencyBench {
         warmUp(db);
       }
       run = new CdcRun(max, phases(db, max, rates));
+      countConnections(db);
     }
     Slots.drop(db, slot);
     return run;
@@ -317,7 +355,11 @@ public final class CdcLatencyBench {
       r.start();
       warmUp(pollDb);
       idle.add(idleCpu(pollDb, prefix, "polling relay, idleGrace " + idleGrace.toMillis() + " ms"));
-      return phases(pollDb, writerMax, RATES);
+      List<Phase> phases = phases(pollDb, writerMax, RATES);
+      countConnections(pollDb);
+      return phases;
+    } finally {
+      pollDb.dataSource().close(); // after the relay's close (try-with-resources closes it first)
     }
   }
 

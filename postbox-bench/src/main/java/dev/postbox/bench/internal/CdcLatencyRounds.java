@@ -77,7 +77,17 @@ public final class CdcLatencyRounds {
         dbz.add(debezium(r, writerMax));
       }
     }
-    return measurements(writerMax, relay, dbz);
+    List<Measurement> out = new ArrayList<>(measurements(writerMax, relay, dbz));
+    out.add(
+        Measurement.of("cdc_rounds_server_connections", bench.peakConnections(), "connections")
+            .note(
+                "the most connections (client backends and WAL senders, both counted against"
+                    + " max_connections) open on the PostgreSQL server at the end of a streamer's"
+                    + " phases, over every round: each streamer's pool ("
+                    + (LatencyBench.WRITERS + 8)
+                    + " connections at most) is closed after its run, so the rounds need no more"
+                    + " than one streamer's"));
+    return out;
   }
 
   private List<Phase> debezium(int round, double writerMax) throws Exception {

@@ -20,7 +20,22 @@ public final class Repeated {
     Run run(int round) throws Exception;
   }
 
+  // How a note states the spread of its runs; read back by spread(String).
+  private static final java.util.regex.Pattern SPREAD =
+      java.util.regex.Pattern.compile("warm runs \\[[^]]*], spread (\\d+)%");
+
   private Repeated() {}
+
+  /**
+   * The spread ({@code (max - min) / median}, as a fraction) that a note written here states, if it
+   * states one (a figure of several runs; not a single run's).
+   */
+  public static java.util.OptionalDouble spread(String note) {
+    java.util.regex.Matcher m = SPREAD.matcher(note);
+    return m.find()
+        ? java.util.OptionalDouble.of(Integer.parseInt(m.group(1)) / 100.0)
+        : java.util.OptionalDouble.empty();
+  }
 
   /**
    * Like {@link #median} for several figures whose runs take turns (a warm-up of each, then round 1

@@ -34,4 +34,22 @@ class RepeatedTest {
     assertThat(m.get(0).note()).contains("[20, 30, 40]", "interleaved with b");
     assertThat(m.get(1).note()).contains("[99, 98, 97]", "interleaved with a");
   }
+
+  @Test
+  void theSpreadANoteStatesReadsBackAndASingleRunHasNone() throws Exception {
+    double[] rates = {80, 100, 90, 60};
+    Measurement m =
+        Repeated.median("r", "events/s", 3, round -> new Repeated.Run(rates[round], "drained"));
+    assertThat(m.value()).isEqualTo(90.0);
+    assertThat(Repeated.spread(m.note())).hasValue(0.44); // (100 - 60) / 90, as the note rounds it
+    assertThat(
+            Repeated.interleaved(
+                    List.of("a"), "x", 3, List.of(round -> new Repeated.Run(rates[round], "a")))
+                .get(0)
+                .note())
+        .satisfies(note -> assertThat(Repeated.spread(note)).hasValue(0.44));
+    Measurement one =
+        Repeated.median("r", "events/s", 1, round -> new Repeated.Run(rates[round], "drained"));
+    assertThat(Repeated.spread(one.note())).isEmpty();
+  }
 }

@@ -155,7 +155,12 @@ public interface Relay extends AutoCloseable {
       return this;
     }
 
-    /** Sets how often leases are renewed and lanes rebalanced (default: lease TTL / 4). */
+    /**
+     * Sets how often leases are renewed and lanes rebalanced (default: lease TTL / 4). For two
+     * intervals after the number of live instances changes (this one's start included) the
+     * heartbeat beats 20 times as often, so a joining instance gets its share of the lanes within a
+     * fraction of an interval.
+     */
     public Builder heartbeatInterval(Duration heartbeatInterval) {
       this.heartbeatInterval = heartbeatInterval;
       return this;

@@ -78,23 +78,47 @@ class LaneOwnershipTest {
   }
 
   @Test
-  void theHeartbeatBeatsOnceEveryIntervalAndTheLeasesNeverLapseBetweenBeats() {
+  void afterStartTheHeartbeatBeatsOftenWhileTheShareSettlesThenOnceEveryInterval() {
     LaneOwnership lanes = ownership();
-    lanes.heartbeat(); // at start
+    lanes.heartbeat(); // at start: the live instances changed (none known before)
     store.beforeBeat =
         () -> assertThat(lanes.valid()).as("valid when the next beat comes").isTrue();
 
-    lanes.heartbeatLoop(() -> store.beats.size() < 5);
+    lanes.heartbeatLoop(() -> store.beats.size() < 44);
 
-    assertThat(store.beats)
-        .containsExactly(
-            Duration.ZERO,
-            Duration.ofMillis(2_500),
-            Duration.ofMillis(5_000),
-            Duration.ofMillis(7_500),
-            Duration.ofMillis(10_000));
-    assertThat(time.sleeps()).containsExactly(INTERVAL, INTERVAL, INTERVAL, INTERVAL);
-    assertThat(samples).as("the backlog is sampled after each heartbeat").isEqualTo(5);
+    Duration step = INTERVAL.dividedBy(LaneOwnership.SETTLING_BEATS_PER_INTERVAL);
+    List<Duration> expected = new ArrayList<>();
+    for (int i = 0; i <= 2 * LaneOwnership.SETTLING_BEATS_PER_INTERVAL; i++) {
+      expected.add(step.multipliedBy(i)); // 0 to 5 s every 125 ms
+    }
+    expected.addAll(
+        List.of(Duration.ofMillis(7_500), Duration.ofMillis(10_000), Duration.ofMillis(12_500)));
+    assertThat(store.beats).containsExactlyElementsOf(expected);
+    assertThat(time.sleeps()).endsWith(INTERVAL, INTERVAL, INTERVAL);
+    assertThat(samples)
+        .as("the backlog is sampled once per interval (0, 2.5, 5, 7.5, 10, 12.5 s)")
+        .isEqualTo(6);
+  }
+
+  @Test
+  void aChangeInTheLiveInstancesStartsAnotherSettlingThenTheIntervalAgain() {
+    LaneOwnership lanes = ownership();
+    lanes.heartbeat();
+    time.advance(Duration.ofSeconds(20));
+    lanes.heartbeat();
+    assertThat(lanes.nextBeatIn()).as("settled: same live count").isEqualTo(INTERVAL);
+
+    store.live = 2;
+    time.advance(INTERVAL);
+    lanes.heartbeat();
+    Duration step = INTERVAL.dividedBy(LaneOwnership.SETTLING_BEATS_PER_INTERVAL);
+    assertThat(lanes.nextBeatIn()).isEqualTo(step);
+    time.advance(INTERVAL.multipliedBy(LaneOwnership.SETTLING_INTERVALS).minus(step));
+    lanes.heartbeat();
+    assertThat(lanes.nextBeatIn()).as("the last settling step").isEqualTo(step);
+    time.advance(step);
+    lanes.heartbeat();
+    assertThat(lanes.nextBeatIn()).isEqualTo(INTERVAL);
   }
 
   @Test
