@@ -39,25 +39,22 @@ class TenantBoundInboxIT {
   private final AtomicLong offsets = new AtomicLong();
 
   private DeliveryProcessor processor(DataSource ds, boolean batch) {
-    return new DeliveryProcessor(
-        TRANSPORT,
-        Subscription.builder("billing")
-            .topics("payments")
-            .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
-            .batchSize(batch ? 10 : 1)
-            .build(),
-        batch ? null : d -> applied.add(d.message().tenant().orElse("-")),
-        batch ? ds2 -> ds2.forEach(d -> applied.add(d.message().tenant().orElse("-"))) : null,
-        Optional.of(PostgresInboxStore.create(ds)),
-        Optional.empty(),
-        Optional.empty(),
-        Optional.empty(),
-        Optional.empty(),
-        Clock.systemUTC(),
-        Ticker.SYSTEM,
-        Sleeper.SYSTEM,
-        PostboxMetrics.noop(),
-        OpenTelemetry.noop());
+    DeliveryProcessor.Builder b =
+        DeliveryProcessor.builder(
+                TRANSPORT,
+                Subscription.builder("billing")
+                    .topics("payments")
+                    .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
+                    .batchSize(batch ? 10 : 1)
+                    .build())
+            .inbox(Optional.of(PostgresInboxStore.create(ds)))
+            .time(Clock.systemUTC(), Ticker.SYSTEM, Sleeper.SYSTEM)
+            .metrics(PostboxMetrics.noop())
+            .openTelemetry(OpenTelemetry.noop());
+    return batch
+        ? b.batchHandler(ds2 -> ds2.forEach(d -> applied.add(d.message().tenant().orElse("-"))))
+            .build()
+        : b.handler(d -> applied.add(d.message().tenant().orElse("-"))).build();
   }
 
   private Incoming incoming(Message m) {

@@ -119,21 +119,14 @@ public final class KafkaShareSubscriber implements AutoCloseable {
     this.ticker = b.ticker;
     this.sleeper = b.sleeper;
     this.processor =
-        new DeliveryProcessor(
-            KafkaBinding.TRANSPORT,
-            b.subscription,
-            b.handler,
-            null,
-            inbox,
-            Optional.empty(),
-            Optional.ofNullable(b.deadLetters),
-            Optional.empty(),
-            Optional.empty(),
-            b.clock,
-            b.ticker,
-            b.sleeper,
-            b.metrics,
-            b.openTelemetry);
+        DeliveryProcessor.builder(KafkaBinding.TRANSPORT, b.subscription)
+            .handler(b.handler)
+            .inbox(inbox)
+            .deadLetters(Optional.ofNullable(b.deadLetters))
+            .time(b.clock, b.ticker, b.sleeper)
+            .metrics(b.metrics)
+            .openTelemetry(b.openTelemetry)
+            .build();
     this.executor =
         new KeyedExecutor("postbox-share-" + subscription.name(), subscription.concurrency());
   }

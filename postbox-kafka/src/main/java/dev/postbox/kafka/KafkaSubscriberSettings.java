@@ -76,24 +76,23 @@ record KafkaSubscriberSettings(
 
   /** The engine's processor for these settings: the one place it is constructed. */
   DeliveryProcessor deliveryProcessor(Optional<DeliveryProcessor.RetriesExhausted> retryTopics) {
-    return new DeliveryProcessor(
-        KafkaBinding.TRANSPORT,
-        subscription,
-        handler,
-        batchHandler,
-        inbox,
-        offsetStore,
-        idempotencyStore.map(s -> new DeliveryProcessor.Idempotency(s, onDuplicate, sleeper)),
-        deadLetters,
-        parking.map(p ->
-            new DeliveryProcessor.Parking(
-                p, parkingTiers, blockKeyAfterDeadLetter, IncomingRecords::of)),
-        retryTopics,
-        clock,
-        ticker,
-        sleeper,
-        metrics,
-        openTelemetry);
+    return DeliveryProcessor.builder(KafkaBinding.TRANSPORT, subscription)
+        .handler(handler)
+        .batchHandler(batchHandler)
+        .inbox(inbox)
+        .offsets(offsetStore)
+        .idempotency(
+            idempotencyStore.map(s -> new DeliveryProcessor.Idempotency(s, onDuplicate, sleeper)))
+        .deadLetters(deadLetters)
+        .parking(
+            parking.map(p ->
+                new DeliveryProcessor.Parking(
+                    p, parkingTiers, blockKeyAfterDeadLetter, IncomingRecords::of)))
+        .retriesExhausted(retryTopics)
+        .time(clock, ticker, sleeper)
+        .metrics(metrics)
+        .openTelemetry(openTelemetry)
+        .build();
   }
 
   /** Collects the settings one at a time and validates them at {@link #build()}. */

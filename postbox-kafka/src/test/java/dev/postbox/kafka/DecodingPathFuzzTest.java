@@ -188,24 +188,16 @@ class DecodingPathFuzzTest {
               .allowedTenants(Set.of(BadInputCorpus.TENANT))
               .build();
       processor =
-          new DeliveryProcessor(
-              KafkaBinding.TRANSPORT,
-              subscription,
-              d -> {
+          DeliveryProcessor.builder(KafkaBinding.TRANSPORT, subscription)
+              .handler(d -> {
                 d.event(Item.class);
                 applied.incrementAndGet();
-              },
-              null,
-              Optional.empty(),
-              Optional.empty(),
-              Optional.of(new ListDeadLetters(letters, store)),
-              Optional.empty(),
-              Optional.empty(),
-              Clock.systemUTC(),
-              Ticker.SYSTEM,
-              Sleeper.SYSTEM,
-              PostboxMetrics.noop(),
-              OpenTelemetry.noop());
+              })
+              .deadLetters(Optional.of(new ListDeadLetters(letters, store)))
+              .time(Clock.systemUTC(), Ticker.SYSTEM, Sleeper.SYSTEM)
+              .metrics(PostboxMetrics.noop())
+              .openTelemetry(OpenTelemetry.noop())
+              .build();
     }
   }
 

@@ -170,26 +170,25 @@ public final class RabbitSubscriber implements AutoCloseable {
             b.clock,
             b.sleeper);
     this.processor =
-        new DeliveryProcessor(
-            RabbitBinding.TRANSPORT,
-            b.subscription,
-            b.handler,
-            b.batchHandler,
-            Optional.ofNullable(b.inbox),
-            Optional.empty(),
-            deadLetterExchange.isPresent()
-                ? Optional.of(new BrokerDeadLetters(Optional.ofNullable(b.deadLetters), waitQueues))
-                : Optional.ofNullable(b.deadLetters),
-            Optional.ofNullable(b.parking)
-                .map(p ->
-                    new DeliveryProcessor.Parking(
-                        p, b.parkingTiers, b.blockKeyAfterDeadLetter, ParkedDeliveries::of)),
-            waitQueues.enabled() ? Optional.of(waitQueues) : Optional.empty(),
-            b.clock,
-            b.ticker,
-            b.sleeper,
-            b.metrics,
-            b.openTelemetry);
+        DeliveryProcessor.builder(RabbitBinding.TRANSPORT, b.subscription)
+            .handler(b.handler)
+            .batchHandler(b.batchHandler)
+            .inbox(Optional.ofNullable(b.inbox))
+            .deadLetters(
+                deadLetterExchange.isPresent()
+                    ? Optional.of(
+                        new BrokerDeadLetters(Optional.ofNullable(b.deadLetters), waitQueues))
+                    : Optional.ofNullable(b.deadLetters))
+            .parking(
+                Optional.ofNullable(b.parking)
+                    .map(p ->
+                        new DeliveryProcessor.Parking(
+                            p, b.parkingTiers, b.blockKeyAfterDeadLetter, ParkedDeliveries::of)))
+            .retriesExhausted(waitQueues.enabled() ? Optional.of(waitQueues) : Optional.empty())
+            .time(b.clock, b.ticker, b.sleeper)
+            .metrics(b.metrics)
+            .openTelemetry(b.openTelemetry)
+            .build();
     waitQueues.attach(processor);
     this.executor = new KeyedExecutor("postbox-" + subscription.name(), subscription.concurrency());
     this.parked = b.parking != null;

@@ -106,75 +106,32 @@ public final class DeliveryProcessor {
   private final Optional<ParkingDrainer> drainer;
 
   /**
-   * A processor for {@code subscription} read through {@code transport}: {@code idempotency} is
-   * required for a {@code DEDUPLICATED} subscription, {@code inbox} for {@code EFFECTIVELY_ONCE};
-   * {@code parking} and {@code retriesExhausted} are alternatives. {@code clock} is wall time
-   * (first failures, due times, end-to-end latency), {@code ticker} and {@code sleeper} measure and
-   * wait (handler time, backoff, store retries): {@link Ticker#SYSTEM} and {@link Sleeper#SYSTEM}
-   * in production. {@code metrics} receives the consumer metrics, {@code openTelemetry} (null:
-   * {@link GlobalOpenTelemetry}, looked up at the first attempt) makes one span per processing
-   * attempt.
-   *
-   * @throws IllegalArgumentException if the parts do not fit the subscription
+   * A builder of a processor for {@code subscription} read through {@code transport}: {@link
+   * Builder#idempotency} is required for a {@code DEDUPLICATED} subscription, {@link Builder#inbox}
+   * or {@link Builder#offsets} for {@code EFFECTIVELY_ONCE}; {@link Builder#parking} and {@link
+   * Builder#retriesExhausted} are alternatives. The parts are checked against the subscription at
+   * {@link Builder#build()}.
    */
-  public DeliveryProcessor(
-      TransportBinding transport,
-      Subscription subscription,
-      MessageHandler handler,
-      BatchHandler batchHandler,
-      Optional<InboxStore> inbox,
-      Optional<Idempotency> idempotency,
-      Optional<DeadLetterStore> deadLetters,
-      Optional<Parking> parking,
-      Optional<RetriesExhausted> retriesExhausted,
-      Clock clock,
-      Ticker ticker,
-      Sleeper sleeper,
-      PostboxMetrics metrics,
-      OpenTelemetry openTelemetry) {
-    this(
-        transport,
-        subscription,
-        handler,
-        batchHandler,
-        inbox,
-        Optional.empty(),
-        idempotency,
-        deadLetters,
-        parking,
-        retriesExhausted,
-        clock,
-        ticker,
-        sleeper,
-        metrics,
-        openTelemetry);
+  public static Builder builder(TransportBinding transport, Subscription subscription) {
+    return new Builder(transport, subscription);
   }
 
-  /**
-   * As above, for an {@code EFFECTIVELY_ONCE} subscription that keeps its positions in {@code
-   * offsets} (instead of an inbox): each record's effect commits with its partition's next offset,
-   * and a record below the stored offset is skipped as a duplicate. Needs {@code PARTITION}
-   * ordering, a batch size of 1 and neither parking nor retry topics (they apply records out of
-   * offset order).
-   *
-   * @throws IllegalArgumentException if the parts do not fit the subscription
-   */
-  public DeliveryProcessor(
-      TransportBinding transport,
-      Subscription subscription,
-      MessageHandler handler,
-      BatchHandler batchHandler,
-      Optional<InboxStore> inbox,
-      Optional<OffsetStore> offsets,
-      Optional<Idempotency> idempotency,
-      Optional<DeadLetterStore> deadLetters,
-      Optional<Parking> parking,
-      Optional<RetriesExhausted> retriesExhausted,
-      Clock clock,
-      Ticker ticker,
-      Sleeper sleeper,
-      PostboxMetrics metrics,
-      OpenTelemetry openTelemetry) {
+  private DeliveryProcessor(Builder b) {
+    TransportBinding transport = b.transport;
+    Subscription subscription = b.subscription;
+    MessageHandler handler = b.handler;
+    BatchHandler batchHandler = b.batchHandler;
+    Optional<InboxStore> inbox = b.inbox;
+    Optional<OffsetStore> offsets = b.offsets;
+    Optional<Idempotency> idempotency = b.idempotency;
+    Optional<DeadLetterStore> deadLetters = b.deadLetters;
+    Optional<Parking> parking = b.parking;
+    Optional<RetriesExhausted> retriesExhausted = b.retriesExhausted;
+    Clock clock = b.clock;
+    Ticker ticker = b.ticker;
+    Sleeper sleeper = b.sleeper;
+    PostboxMetrics metrics = b.metrics;
+    OpenTelemetry openTelemetry = b.openTelemetry;
     ProcessorChecks.check(
         subscription,
         handler,
@@ -370,5 +327,121 @@ public final class DeliveryProcessor {
   /** A record's position for log lines: {@code topic-partition@offset}. */
   static String position(Incoming in) {
     return in.topic() + "-" + in.partition() + "@" + in.offset();
+  }
+
+  /**
+   * Builds a {@link DeliveryProcessor}: the transport and the subscription, a handler (or a batch
+   * handler for a subscription with a batch size above 1), the stores the guarantee needs, and
+   * time, metrics and tracing (defaults: the system UTC clock, {@link Ticker#SYSTEM}, {@link
+   * Sleeper#SYSTEM}, {@link PostboxMetrics#noop()}, and {@link GlobalOpenTelemetry}, looked up at
+   * the first attempt). {@code clock} is wall time (first failures, due times, end-to-end latency);
+   * the ticker and the sleeper measure and wait (handler time, backoff, store retries). Not
+   * thread-safe.
+   */
+  public static final class Builder {
+    private final TransportBinding transport;
+    private final Subscription subscription;
+    private MessageHandler handler;
+    private BatchHandler batchHandler;
+    private Optional<InboxStore> inbox = Optional.empty();
+    private Optional<OffsetStore> offsets = Optional.empty();
+    private Optional<Idempotency> idempotency = Optional.empty();
+    private Optional<DeadLetterStore> deadLetters = Optional.empty();
+    private Optional<Parking> parking = Optional.empty();
+    private Optional<RetriesExhausted> retriesExhausted = Optional.empty();
+    private Clock clock = Clock.systemUTC();
+    private Ticker ticker = Ticker.SYSTEM;
+    private Sleeper sleeper = Sleeper.SYSTEM;
+    private PostboxMetrics metrics = PostboxMetrics.noop();
+    private OpenTelemetry openTelemetry;
+
+    private Builder(TransportBinding transport, Subscription subscription) {
+      this.transport = java.util.Objects.requireNonNull(transport, "transport");
+      this.subscription = java.util.Objects.requireNonNull(subscription, "subscription");
+    }
+
+    /**
+     * The handler of one message at a time (null: none; adapters pass what their own builder was
+     * given, and {@link #build()} checks that the subscription has the handler it needs).
+     */
+    public Builder handler(MessageHandler handler) {
+      this.handler = handler;
+      return this;
+    }
+
+    /** The handler of batches (a subscription with a batch size above 1; null: none, as above). */
+    public Builder batchHandler(BatchHandler batchHandler) {
+      this.batchHandler = batchHandler;
+      return this;
+    }
+
+    /** The inbox of an {@code EFFECTIVELY_ONCE} subscription (or none). */
+    public Builder inbox(Optional<InboxStore> inbox) {
+      this.inbox = java.util.Objects.requireNonNull(inbox, "inbox");
+      return this;
+    }
+
+    /** The stored positions of an {@code EFFECTIVELY_ONCE} subscription instead of an inbox. */
+    public Builder offsets(Optional<OffsetStore> offsets) {
+      this.offsets = java.util.Objects.requireNonNull(offsets, "offsets");
+      return this;
+    }
+
+    /** The idempotency store of a {@code DEDUPLICATED} subscription (or none). */
+    public Builder idempotency(Optional<Idempotency> idempotency) {
+      this.idempotency = java.util.Objects.requireNonNull(idempotency, "idempotency");
+      return this;
+    }
+
+    /** Where given-up messages are kept (or none). */
+    public Builder deadLetters(Optional<DeadLetterStore> deadLetters) {
+      this.deadLetters = java.util.Objects.requireNonNull(deadLetters, "deadLetters");
+      return this;
+    }
+
+    /** Ordered parking of keys whose retries ran out (or none). */
+    public Builder parking(Optional<Parking> parking) {
+      this.parking = java.util.Objects.requireNonNull(parking, "parking");
+      return this;
+    }
+
+    /** What takes a message whose in-place retries ran out instead (retry topics; or none). */
+    public Builder retriesExhausted(Optional<RetriesExhausted> retriesExhausted) {
+      this.retriesExhausted =
+          java.util.Objects.requireNonNull(retriesExhausted, "retriesExhausted");
+      return this;
+    }
+
+    /** Wall time, and how time is measured and waited. */
+    public Builder time(Clock clock, Ticker ticker, Sleeper sleeper) {
+      this.clock = java.util.Objects.requireNonNull(clock, "clock");
+      this.ticker = java.util.Objects.requireNonNull(ticker, "ticker");
+      this.sleeper = java.util.Objects.requireNonNull(sleeper, "sleeper");
+      return this;
+    }
+
+    /** Where the consumer metrics go. */
+    public Builder metrics(PostboxMetrics metrics) {
+      this.metrics = java.util.Objects.requireNonNull(metrics, "metrics");
+      return this;
+    }
+
+    /**
+     * What makes one span per processing attempt (null: {@link GlobalOpenTelemetry}, looked up at
+     * the first attempt).
+     */
+    public Builder openTelemetry(OpenTelemetry openTelemetry) {
+      this.openTelemetry = openTelemetry;
+      return this;
+    }
+
+    /**
+     * The processor.
+     *
+     * @throws IllegalArgumentException if the parts do not fit the subscription
+     */
+    public DeliveryProcessor build() {
+      return new DeliveryProcessor(this);
+    }
   }
 }

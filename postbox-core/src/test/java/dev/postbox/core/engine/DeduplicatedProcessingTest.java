@@ -106,25 +106,21 @@ class DeduplicatedProcessingTest {
   }
 
   private DeliveryProcessor processor(Subscription sub, MessageHandler handler) {
-    return new DeliveryProcessor(
-        EngineTesting.TRANSPORT,
-        sub,
-        handler,
-        null,
-        Optional.empty(),
-        Optional.of(
-            new DeliveryProcessor.Idempotency(
-                store,
-                (d, stored) -> duplicates.put(d.message().id().toString(), stored),
-                slept::add)),
-        Optional.empty(),
-        Optional.empty(),
-        Optional.empty(),
-        Clock.systemUTC(),
-        dev.postbox.core.time.Ticker.SYSTEM,
-        dev.postbox.core.time.Sleeper.SYSTEM,
-        PostboxMetrics.noop(),
-        io.opentelemetry.api.OpenTelemetry.noop());
+    return DeliveryProcessor.builder(EngineTesting.TRANSPORT, sub)
+        .handler(handler)
+        .idempotency(
+            Optional.of(
+                new DeliveryProcessor.Idempotency(
+                    store,
+                    (d, stored) -> duplicates.put(d.message().id().toString(), stored),
+                    slept::add)))
+        .time(
+            Clock.systemUTC(),
+            dev.postbox.core.time.Ticker.SYSTEM,
+            dev.postbox.core.time.Sleeper.SYSTEM)
+        .metrics(PostboxMetrics.noop())
+        .openTelemetry(io.opentelemetry.api.OpenTelemetry.noop())
+        .build();
   }
 
   private static final Message M = Message.builder("orders", "order.created").key("o-1").build();
@@ -242,27 +238,22 @@ class DeduplicatedProcessingTest {
   void recordResultIsRefusedOutsideDeduplicated() {
     List<Throwable> seen = new CopyOnWriteArrayList<>();
     DeliveryProcessor p =
-        new DeliveryProcessor(
-            EngineTesting.TRANSPORT,
-            subscription(DeliveryGuarantee.AT_LEAST_ONCE),
-            d -> {
+        DeliveryProcessor.builder(
+                EngineTesting.TRANSPORT, subscription(DeliveryGuarantee.AT_LEAST_ONCE))
+            .handler(d -> {
               try {
                 d.recordResult("x");
               } catch (IllegalStateException e) {
                 seen.add(e);
               }
-            },
-            null,
-            Optional.empty(),
-            Optional.empty(),
-            Optional.empty(),
-            Optional.empty(),
-            Optional.empty(),
-            Clock.systemUTC(),
-            dev.postbox.core.time.Ticker.SYSTEM,
-            dev.postbox.core.time.Sleeper.SYSTEM,
-            PostboxMetrics.noop(),
-            io.opentelemetry.api.OpenTelemetry.noop());
+            })
+            .time(
+                Clock.systemUTC(),
+                dev.postbox.core.time.Ticker.SYSTEM,
+                dev.postbox.core.time.Sleeper.SYSTEM)
+            .metrics(PostboxMetrics.noop())
+            .openTelemetry(io.opentelemetry.api.OpenTelemetry.noop())
+            .build();
     p.process(incoming(M), () -> true);
     assertThat(seen)
         .singleElement()
@@ -274,21 +265,16 @@ class DeduplicatedProcessingTest {
   @Test
   void aDeduplicatedSubscriptionNeedsAStoreAndValidSettings() {
     assertThatThrownBy(() ->
-            new DeliveryProcessor(
-                EngineTesting.TRANSPORT,
-                subscription(DeliveryGuarantee.DEDUPLICATED),
-                d -> {},
-                null,
-                Optional.empty(),
-                Optional.empty(),
-                Optional.empty(),
-                Optional.empty(),
-                Optional.empty(),
-                Clock.systemUTC(),
-                dev.postbox.core.time.Ticker.SYSTEM,
-                dev.postbox.core.time.Sleeper.SYSTEM,
-                PostboxMetrics.noop(),
-                io.opentelemetry.api.OpenTelemetry.noop()))
+            DeliveryProcessor.builder(
+                    EngineTesting.TRANSPORT, subscription(DeliveryGuarantee.DEDUPLICATED))
+                .handler(d -> {})
+                .time(
+                    Clock.systemUTC(),
+                    dev.postbox.core.time.Ticker.SYSTEM,
+                    dev.postbox.core.time.Sleeper.SYSTEM)
+                .metrics(PostboxMetrics.noop())
+                .openTelemetry(io.opentelemetry.api.OpenTelemetry.noop())
+                .build())
         .hasMessageContaining("needs an IdempotencyStore");
     assertThatThrownBy(() ->
             Subscription.builder("s")

@@ -25,7 +25,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
@@ -89,21 +88,15 @@ class ProcessingObservabilityTest {
                         .backoff(new Backoff(Duration.ofMillis(1), Duration.ofMillis(2), 2, 0))
                         .build()))
             .build();
-    return new DeliveryProcessor(
-        EngineTesting.TRANSPORT,
-        sub,
-        handler,
-        null,
-        Optional.empty(),
-        Optional.empty(),
-        Optional.empty(),
-        Optional.empty(),
-        Optional.empty(),
-        Clock.systemUTC(),
-        dev.postbox.core.time.Ticker.SYSTEM,
-        dev.postbox.core.time.Sleeper.SYSTEM,
-        metrics,
-        otel);
+    return DeliveryProcessor.builder(EngineTesting.TRANSPORT, sub)
+        .handler(handler)
+        .time(
+            Clock.systemUTC(),
+            dev.postbox.core.time.Ticker.SYSTEM,
+            dev.postbox.core.time.Sleeper.SYSTEM)
+        .metrics(metrics)
+        .openTelemetry(otel)
+        .build();
   }
 
   private static DeliveryProcessor.Incoming incoming(Message m) {

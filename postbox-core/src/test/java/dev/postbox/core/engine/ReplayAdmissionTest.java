@@ -12,7 +12,6 @@ import dev.postbox.core.metrics.Tags;
 import dev.postbox.core.time.FakeTime;
 import io.opentelemetry.api.OpenTelemetry;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.DoubleSupplier;
@@ -46,24 +45,18 @@ class ReplayAdmissionTest {
       };
 
   private final DeliveryProcessor ledger =
-      new DeliveryProcessor(
-          EngineTesting.TRANSPORT,
-          Subscription.builder("ledger")
-              .topics("orders")
-              .guarantee(DeliveryGuarantee.AT_LEAST_ONCE)
-              .build(),
-          d -> applied.add(d.message()),
-          ds -> ds.forEach(d -> applied.add(d.message())),
-          Optional.empty(),
-          Optional.empty(),
-          Optional.empty(),
-          Optional.empty(),
-          Optional.empty(),
-          time.clock(),
-          time,
-          time,
-          metrics,
-          OpenTelemetry.noop());
+      DeliveryProcessor.builder(
+              EngineTesting.TRANSPORT,
+              Subscription.builder("ledger")
+                  .topics("orders")
+                  .guarantee(DeliveryGuarantee.AT_LEAST_ONCE)
+                  .build())
+          .handler(d -> applied.add(d.message()))
+          .batchHandler(ds -> ds.forEach(d -> applied.add(d.message())))
+          .time(time.clock(), time, time)
+          .metrics(metrics)
+          .openTelemetry(OpenTelemetry.noop())
+          .build();
 
   private static Message replayFor(String target) {
     return Message.builder("orders", "order.created")

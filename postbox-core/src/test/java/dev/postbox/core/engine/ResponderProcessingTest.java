@@ -72,35 +72,33 @@ class ResponderProcessingTest {
                   }
                   throw new UnsupportedOperationException(method.getName());
                 });
-    return new DeliveryProcessor(
-        EngineTesting.TRANSPORT,
-        Subscription.builder("payments-service")
-            .topics("payments")
-            .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
-            .failureHandler(
-                FailureHandlers.of(
-                    RetryPolicy.builder()
-                        .maxAttempts(3)
-                        .backoff(new Backoff(Duration.ofMillis(1), Duration.ofMillis(2), 2, 0))
-                        .build()))
-            .build(),
-        new ResponderHandler(
-            d -> Payload.json("{\"authorised\":true,\"charge\":" + charges.incrementAndGet() + "}"),
-            sender,
-            "charge.authorised",
-            "/payments",
-            time.clock()),
-        null,
-        Optional.of(inbox),
-        Optional.empty(),
-        Optional.of(store),
-        Optional.empty(),
-        Optional.empty(),
-        time.clock(),
-        time,
-        time,
-        PostboxMetrics.noop(),
-        io.opentelemetry.api.OpenTelemetry.noop());
+    return DeliveryProcessor.builder(
+            EngineTesting.TRANSPORT,
+            Subscription.builder("payments-service")
+                .topics("payments")
+                .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
+                .failureHandler(
+                    FailureHandlers.of(
+                        RetryPolicy.builder()
+                            .maxAttempts(3)
+                            .backoff(new Backoff(Duration.ofMillis(1), Duration.ofMillis(2), 2, 0))
+                            .build()))
+                .build())
+        .handler(
+            new ResponderHandler(
+                d ->
+                    Payload.json(
+                        "{\"authorised\":true,\"charge\":" + charges.incrementAndGet() + "}"),
+                sender,
+                "charge.authorised",
+                "/payments",
+                time.clock()))
+        .inbox(Optional.of(inbox))
+        .deadLetters(Optional.of(store))
+        .time(time.clock(), time, time)
+        .metrics(PostboxMetrics.noop())
+        .openTelemetry(io.opentelemetry.api.OpenTelemetry.noop())
+        .build();
   }
 
   private static Message request() {

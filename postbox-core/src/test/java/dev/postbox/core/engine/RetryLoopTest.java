@@ -73,28 +73,23 @@ class RetryLoopTest {
       MessageHandler handler,
       Optional<ParkingStore> parking,
       Optional<DeliveryProcessor.RetriesExhausted> retriesExhausted) {
-    return new DeliveryProcessor(
-        EngineTesting.TRANSPORT,
-        subscription,
-        handler,
-        null,
-        Optional.empty(),
-        Optional.empty(),
-        Optional.of(deadLetterStore()),
-        parking.map(p ->
-            new DeliveryProcessor.Parking(
-                p,
-                List.of(Duration.ofMinutes(1)),
-                true,
-                r -> {
-                  throw new UnsupportedOperationException();
-                })),
-        retriesExhausted,
-        time.clock(),
-        time,
-        time,
-        PostboxMetrics.noop(),
-        OpenTelemetry.noop());
+    return DeliveryProcessor.builder(EngineTesting.TRANSPORT, subscription)
+        .handler(handler)
+        .deadLetters(Optional.of(deadLetterStore()))
+        .parking(
+            parking.map(p ->
+                new DeliveryProcessor.Parking(
+                    p,
+                    List.of(Duration.ofMinutes(1)),
+                    true,
+                    r -> {
+                      throw new UnsupportedOperationException();
+                    })))
+        .retriesExhausted(retriesExhausted)
+        .time(time.clock(), time, time)
+        .metrics(PostboxMetrics.noop())
+        .openTelemetry(OpenTelemetry.noop())
+        .build();
   }
 
   private static DeliveryProcessor.Incoming incoming() {

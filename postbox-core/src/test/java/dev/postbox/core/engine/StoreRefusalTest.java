@@ -98,31 +98,25 @@ class StoreRefusalTest {
                         .clock(time.clock())
                         .build()))
             .build();
-    return new DeliveryProcessor(
-        EngineTesting.TRANSPORT,
-        sub,
-        d -> {
+    return DeliveryProcessor.builder(EngineTesting.TRANSPORT, sub)
+        .handler(d -> {
           handled.incrementAndGet();
           throw new IllegalStateException("payments down");
-        },
-        null,
-        Optional.empty(),
-        Optional.empty(),
-        Optional.of(deadLetters),
-        parking.map(p ->
-            new DeliveryProcessor.Parking(
-                p,
-                List.of(Duration.ofMinutes(1)),
-                true,
-                r -> {
-                  throw new UnsupportedOperationException();
-                })),
-        Optional.empty(),
-        time.clock(),
-        time,
-        time,
-        metrics(),
-        OpenTelemetry.noop());
+        })
+        .deadLetters(Optional.of(deadLetters))
+        .parking(
+            parking.map(p ->
+                new DeliveryProcessor.Parking(
+                    p,
+                    List.of(Duration.ofMinutes(1)),
+                    true,
+                    r -> {
+                      throw new UnsupportedOperationException();
+                    })))
+        .time(time.clock(), time, time)
+        .metrics(metrics())
+        .openTelemetry(OpenTelemetry.noop())
+        .build();
   }
 
   /** Counts {@code postbox.consumer.store.refused} of partition 0 only. */

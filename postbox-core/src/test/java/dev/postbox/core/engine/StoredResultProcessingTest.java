@@ -104,21 +104,16 @@ class StoredResultProcessingTest {
                         .backoff(new Backoff(Duration.ofMillis(1), Duration.ofMillis(2), 2, 0))
                         .build()))
             .build();
-    return new DeliveryProcessor(
-        EngineTesting.TRANSPORT,
-        sub,
-        handler,
-        null,
-        Optional.of(inbox),
-        Optional.empty(),
-        Optional.empty(),
-        Optional.empty(),
-        Optional.empty(),
-        Clock.systemUTC(),
-        dev.postbox.core.time.Ticker.SYSTEM,
-        dev.postbox.core.time.FakeTime.create(),
-        PostboxMetrics.noop(),
-        io.opentelemetry.api.OpenTelemetry.noop());
+    return DeliveryProcessor.builder(EngineTesting.TRANSPORT, sub)
+        .handler(handler)
+        .inbox(Optional.of(inbox))
+        .time(
+            Clock.systemUTC(),
+            dev.postbox.core.time.Ticker.SYSTEM,
+            dev.postbox.core.time.FakeTime.create())
+        .metrics(PostboxMetrics.noop())
+        .openTelemetry(io.opentelemetry.api.OpenTelemetry.noop())
+        .build();
   }
 
   /** Charges once, records the receipt, and reports what {@code completed} heard. */

@@ -102,24 +102,18 @@ class CommitTimeFenceIT {
   }
 
   private DeliveryProcessor processor(DataSource ds, String instance) {
-    return new DeliveryProcessor(
-        TRANSPORT,
-        Subscription.builder("fence-it")
-            .topics("orders")
-            .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
-            .build(),
-        d -> apply(d, instance),
-        null,
-        Optional.of(PostgresInboxStore.create(ds)),
-        Optional.empty(),
-        Optional.empty(),
-        Optional.empty(),
-        Optional.empty(),
-        Clock.systemUTC(),
-        Ticker.SYSTEM,
-        Sleeper.SYSTEM,
-        PostboxMetrics.noop(),
-        OpenTelemetry.noop());
+    return DeliveryProcessor.builder(
+            TRANSPORT,
+            Subscription.builder("fence-it")
+                .topics("orders")
+                .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
+                .build())
+        .handler(d -> apply(d, instance))
+        .inbox(Optional.of(PostgresInboxStore.create(ds)))
+        .time(Clock.systemUTC(), Ticker.SYSTEM, Sleeper.SYSTEM)
+        .metrics(PostboxMetrics.noop())
+        .openTelemetry(OpenTelemetry.noop())
+        .build();
   }
 
   private void apply(Delivery d, String instance) throws SQLException {
