@@ -38,9 +38,11 @@ class ActionsController {
   }
 
   @PostMapping("/dead-letters/{id}/reveal")
-  String reveal(@PathVariable long id, Principal who, Model model) {
+  @PreAuthorize("hasAuthority('" + Masking.REVEAL + "')")
+  String reveal(
+      @PathVariable long id, org.springframework.security.core.Authentication who, Model model) {
     as(who).revealPayload(id);
-    return DeadLetterPages.show(admin, id, true, model);
+    return DeadLetterPages.show(admin, id, Masking.of(who), true, model);
   }
 
   /**

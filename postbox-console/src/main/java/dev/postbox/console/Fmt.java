@@ -46,6 +46,20 @@ public class Fmt {
     return AT.format(at);
   }
 
+  /**
+   * A user's role in lower case, with ", reveals" when they hold the reveal permission ({@link
+   * Masking}).
+   */
+  public String role(org.springframework.security.core.Authentication who) {
+    String role = "";
+    for (var a : who.getAuthorities()) {
+      if (a.getAuthority().startsWith("ROLE_")) {
+        role = a.getAuthority().substring("ROLE_".length()).toLowerCase(java.util.Locale.ROOT);
+      }
+    }
+    return Masking.of(who).reveals() ? role + ", reveals" : role;
+  }
+
   /** The value or empty text. */
   public String opt(Optional<?> value) {
     return value == null ? "" : value.map(String::valueOf).orElse("");

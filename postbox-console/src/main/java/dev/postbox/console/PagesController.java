@@ -6,6 +6,7 @@ import dev.postbox.admin.PageRequest;
 import dev.postbox.admin.PostboxAdmin;
 import java.util.Optional;
 import java.util.UUID;
+import org.springframework.security.core.Authentication;
 import org.springframework.stereotype.Controller;
 import org.springframework.ui.Model;
 import org.springframework.web.bind.annotation.GetMapping;
@@ -27,13 +28,19 @@ class PagesController {
   }
 
   @GetMapping("/")
-  String dashboard(Model model) {
+  String dashboard(Authentication who, Model model) {
+    Masking masking = Masking.of(who);
     model.addAttribute("status", admin.outboxStatus());
     model.addAttribute(
-        "groups", admin.groups(DeadLetterFilter.all(), PageRequest.first(10)).items());
+        "groups",
+        masking.list(
+            admin.groups(DeadLetterFilter.all(), PageRequest.first(10)).items(), masking::group));
     model.addAttribute("groupsTotal", countGroups());
-    model.addAttribute("parked", admin.parkedKeys(Optional.empty(), PageRequest.first(10)).items());
-    model.addAttribute("blocked", admin.blockedOutboxRows());
+    model.addAttribute(
+        "parked",
+        masking.list(
+            admin.parkedKeys(Optional.empty(), PageRequest.first(10)).items(), masking::parked));
+    model.addAttribute("blocked", masking.list(admin.blockedOutboxRows(), masking::holding));
     model.addAttribute("lag", admin.lag());
     model.addAttribute("relays", admin.relays());
     return "dashboard";
@@ -61,29 +68,39 @@ class PagesController {
   String held(
       @RequestParam(required = false) String consumer,
       @RequestParam(required = false) String after,
+      Authentication who,
       Model model) {
+    Masking masking = Masking.of(who);
     model.addAttribute(
         "parked",
-        admin.parkedKeys(
-            Optional.ofNullable(consumer).filter(c -> !c.isBlank()),
-            new PageRequest(PageRequest.DEFAULT_LIMIT, Optional.ofNullable(after))));
-    model.addAttribute("blocked", admin.blockedOutboxRows());
-    model.addAttribute("failed", admin.failedOutboxRows(PageRequest.first(20)).items());
+        masking.page(
+            admin.parkedKeys(
+                Optional.ofNullable(consumer).filter(c -> !c.isBlank()),
+                new PageRequest(PageRequest.DEFAULT_LIMIT, Optional.ofNullable(after))),
+            masking::parked));
+    model.addAttribute("blocked", masking.list(admin.blockedOutboxRows(), masking::holding));
+    model.addAttribute(
+        "failed",
+        masking.list(admin.failedOutboxRows(PageRequest.first(20)).items(), masking::failed));
     model.addAttribute("consumer", consumer);
     return "held";
   }
 
   @GetMapping("/trace")
-  String trace(@RequestParam(required = false) String id, Model model) {
+  String trace(@RequestParam(required = false) String id, Authentication who, Model model) {
+    Masking masking = Masking.of(who);
     if (id != null && !id.isBlank()) {
       UUID messageId = Web.uuid(id.trim());
-      model.addAttribute("trace", admin.trace(messageId));
+      model.addAttribute("trace", masking.trace(admin.trace(messageId)));
       model.addAttribute(
           "letters",
-          admin
-              .deadLetters(
-                  DeadLetterFilter.builder().messageId(messageId).build(), PageRequest.first(20))
-              .items());
+          masking.list(
+              admin
+                  .deadLetters(
+                      DeadLetterFilter.builder().messageId(messageId).build(),
+                      PageRequest.first(20))
+                  .items(),
+              masking::summary));
       model.addAttribute(
           "audit",
           admin
