@@ -35,7 +35,15 @@ class PagesController {
         "groups",
         masking.list(
             admin.groups(DeadLetterFilter.all(), PageRequest.first(10)).items(), masking::group));
-    model.addAttribute("groupsTotal", countGroups());
+    String groups = countGroups();
+    model.addAttribute("groupsTotal", groups);
+    model.addAttribute(
+        "groupsTitle",
+        groups.endsWith("+")
+            ? "more than "
+                + groups.substring(0, groups.length() - 1)
+                + " groups: counting stops there"
+            : groups + " groups");
     model.addAttribute(
         "parked",
         masking.list(
@@ -46,7 +54,7 @@ class PagesController {
     return "dashboard";
   }
 
-  /** Pages counted at most for the failure-groups card (past that it shows "10000+"). */
+  /** Pages counted at most for the failure-groups card (past that it shows "10,000+"). */
   static final int MAX_GROUP_PAGES = 10;
 
   /** Every failure group, counted a page of {@value PageRequest#MAX_LIMIT} at a time. */
@@ -57,11 +65,11 @@ class PagesController {
       var groups = admin.groups(DeadLetterFilter.all(), page);
       n += groups.items().size();
       if (groups.next().isEmpty()) {
-        return Long.toString(n);
+        return Fmt.count(n);
       }
       page = PageRequest.after(groups.next().get(), PageRequest.MAX_LIMIT);
     }
-    return n + "+";
+    return Fmt.count(n) + "+";
   }
 
   @GetMapping("/held")
@@ -86,11 +94,24 @@ class PagesController {
     return "held";
   }
 
+  /**
+   * The trace of a message id, and the dead letters whose business key (the record key) is the text
+   * given: one field finds a message by either.
+   */
   @GetMapping("/trace")
   String trace(@RequestParam(required = false) String id, Authentication who, Model model) {
     Masking masking = Masking.of(who);
-    if (id != null && !id.isBlank()) {
-      UUID messageId = Web.uuid(id.trim());
+    Optional<String> given = Web.text(id);
+    given.ifPresent(key ->
+        model.addAttribute(
+            "byKey",
+            masking.page(
+                admin.deadLetters(
+                    DeadLetterFilter.builder().key(key).build(), PageRequest.first(20)),
+                masking::summary)));
+    Optional<UUID> asId = given.flatMap(Web::uuidOrEmpty);
+    if (asId.isPresent()) {
+      UUID messageId = asId.get();
       model.addAttribute("trace", masking.trace(admin.trace(messageId)));
       model.addAttribute(
           "letters",
