@@ -237,4 +237,56 @@ class ConsoleBrowserIT {
     browser.get(url("/"));
     assertThat(browser.getCurrentUrl()).endsWith("/login");
   }
+
+  /**
+   * A viewer finds a message by its business key on the trace page, sees its letter masked (no
+   * reveal button) and copies its whole id with the copy button. The letter is planted as already
+   * discarded, so the operator's test sees the same pending count and audit in either order.
+   */
+  @Test
+  void aViewerFindsAMessageByKeySeesItMaskedAndCopiesItsId() throws Exception {
+    var ds = DB.dataSource();
+    Message m =
+        Message.builder("shop.orders", "order.placed")
+            .key("cust-7781")
+            .header("x-customer", "jane@example.com")
+            .jsonPayload("{\"order\":7781,\"card\":\"4111\"}")
+            .build();
+    // a fingerprint as consumers write it: a hash, which carries nothing of the message
+    long id =
+        ConsoleFixtures.deadLetter(
+            ds, "shipping", m, "card 4111 declined for jane", "5e0c2b7a9d13f468");
+    ConsoleFixtures.exec(
+        ds,
+        "UPDATE postbox_dead_letter SET status = 'DISCARDED', discarded_at = now(),"
+            + " discarded_by = 'setup', discard_reason = 'test' WHERE id = "
+            + id);
+
+    browser.get(url("/trace"));
+    find("username").sendKeys("victor");
+    find("password").sendKeys(ConsoleTestDatabase.VIEWER_PASSWORD);
+    find("login").click();
+    find("trace-id").sendKeys("cust-7781");
+    find("trace-go").click();
+    new WebDriverWait(browser, Duration.ofSeconds(30))
+        .until(ExpectedConditions.urlContains("id=cust-7781"));
+    find("by-key").findElement(By.linkText(Long.toString(id))).click();
+
+    assertThat(find("error-message").getText()).isEqualTo("message hidden");
+    assertThat(find("stack-trace").getText()).isEqualTo("stack trace hidden");
+    assertThat(find("payload-masked").getText()).contains("bytes, application/json, hidden");
+    assertThat(browser.findElements(By.id("reveal"))).isEmpty();
+    assertThat(browser.getPageSource()).doesNotContain("4111").doesNotContain("jane");
+    assertThat(find("message-id").getText()).isEqualTo(m.id().toString());
+    WebElement copy = browser.findElement(By.cssSelector("button.copy"));
+    assertThat(copy.getAttribute("data-copy")).isEqualTo(m.id().toString());
+    copy.click();
+    new WebDriverWait(browser, Duration.ofSeconds(30))
+        .until(ExpectedConditions.textToBePresentInElement(copy, "copied"));
+    screenshot("dead-letter-masked");
+
+    find("logout").click();
+    new WebDriverWait(browser, Duration.ofSeconds(30))
+        .until(ExpectedConditions.urlContains("/login?logout"));
+  }
 }
