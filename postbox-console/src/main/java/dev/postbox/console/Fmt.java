@@ -52,6 +52,9 @@ public class Fmt {
    */
   public String role(org.springframework.security.core.Authentication who) {
     String role = "";
+    if (who == null) {
+      return role;
+    }
     for (var a : who.getAuthorities()) {
       if (a.getAuthority().startsWith("ROLE_")) {
         role = a.getAuthority().substring("ROLE_".length()).toLowerCase(java.util.Locale.ROOT);
