@@ -31,9 +31,10 @@ import org.springframework.test.context.DynamicPropertySource;
 /**
  * End to end in headless Chromium: an operator logs in, finds the failed message by its id, reads
  * its error, reveals and fixes the payload, writes the corrected copy (it lands in the outbox, the
- * letter is replaced), replays another letter, and finds both in the audit. Screenshots of the main
- * pages go to target/console-screenshots (and to docs/console with -Dconsole.screenshots=docs).
- * Runs whenever CI=true; elsewhere it is skipped, with one line, if Chromium is not installed.
+ * letter is replaced), replays another letter, and finds both in the audit; a viewer finds a
+ * message by its business key, sees it masked and copies its id. Screenshots of the main pages go
+ * to target/console-screenshots (and to docs/console with -Dconsole.screenshots=docs). Runs
+ * whenever CI=true; elsewhere it is skipped, with one line, if Chromium is not installed.
  */
 @SpringBootTest(
     classes = ConsoleApplication.class,
