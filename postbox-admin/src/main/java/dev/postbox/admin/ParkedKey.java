@@ -10,6 +10,8 @@ import java.util.Optional;
  * @param headTopic where the head was read
  * @param attempts the head's failed parked retries
  * @param dueAt when the head is retried next
+ * @param due the head is due now (its time has come, or an operator released the key): the consumer
+ *     retries it at its next poll
  * @param blocked the head's predecessor was dead-lettered and the key waits for an operator
  *     (release or skip)
  * @param leased a consumer is retrying it right now
@@ -25,6 +27,7 @@ public record ParkedKey(
     long headOffset,
     int attempts,
     Instant dueAt,
+    boolean due,
     boolean blocked,
     boolean leased,
     Optional<String> lastError,

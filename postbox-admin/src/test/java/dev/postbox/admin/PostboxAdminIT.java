@@ -251,6 +251,7 @@ class PostboxAdminIT {
     assertThat(keys).extracting(ParkedKey::key).containsExactly("p1", "p2");
     assertThat(keys.get(1).messages()).isEqualTo(2);
     assertThat(keys).allSatisfy(k -> assertThat(k.blocked()).isTrue());
+    assertThat(keys).allSatisfy(k -> assertThat(k.due()).isFalse());
     assertThat(admin.as("frank").releaseParked("billing", "p1")).isEqualTo(1);
     long skipped = admin.as("grace").skipParked("billing", "p2", "bad head");
     assertThat(admin.deadLetter(skipped).orElseThrow().summary().status())
@@ -259,6 +260,8 @@ class PostboxAdminIT {
         .contains(UUID.fromString("0b8d5d3e-7a36-4a0e-9a40-3b1f4c7e9a11"));
     List<ParkedKey> after = admin.parkedKeys(Optional.of("billing"), PageRequest.first(10)).items();
     assertThat(after).allSatisfy(k -> assertThat(k.blocked()).isFalse());
+    // released, and skipped past its head: due now (read with the database's clock)
+    assertThat(after).allSatisfy(k -> assertThat(k.due()).isTrue());
     assertThat(after.get(1).messages()).isEqualTo(1);
     assertThatThrownBy(() -> admin.as("grace").releaseParked("billing", "nope"))
         .isInstanceOf(NoSuchElementException.class);

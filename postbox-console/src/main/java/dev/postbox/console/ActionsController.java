@@ -38,9 +38,11 @@ class ActionsController {
   }
 
   @PostMapping("/dead-letters/{id}/reveal")
-  String reveal(@PathVariable long id, Principal who, Model model) {
+  @PreAuthorize("hasAuthority('" + Masking.REVEAL + "')")
+  String reveal(
+      @PathVariable long id, org.springframework.security.core.Authentication who, Model model) {
     as(who).revealPayload(id);
-    return DeadLetterPages.show(admin, id, true, model);
+    return DeadLetterPages.show(admin, id, Masking.of(who), true, model);
   }
 
   /**
@@ -64,14 +66,32 @@ class ActionsController {
     return "redirect:/dead-letters/" + id;
   }
 
+  /**
+   * Writes the corrected copy; a payload that is not valid for its content type (the one given, or
+   * the letter's) is refused with 400 and the page again, the form keeping what was typed.
+   */
   @PostMapping("/dead-letters/{id}/edit")
   String edit(
       @PathVariable long id,
       @RequestParam String payload,
       @RequestParam(required = false) String contentType,
       @RequestParam String reason,
-      Principal who,
-      RedirectAttributes flash) {
+      org.springframework.security.core.Authentication who,
+      RedirectAttributes flash,
+      Model model,
+      jakarta.servlet.http.HttpServletResponse response) {
+    java.util.Optional<String> type =
+        Web.text(contentType).or(() -> admin.deadLetter(id).flatMap(d -> d.contentType()));
+    java.util.Optional<String> invalid = BodyCheck.problem(payload, type);
+    if (invalid.isPresent()) {
+      response.setStatus(400);
+      DeadLetterPages.show(admin, id, Masking.of(who), false, model);
+      model.addAttribute("editError", invalid.get());
+      model.addAttribute("editPayload", payload);
+      model.addAttribute("editContentType", contentType == null ? "" : contentType);
+      model.addAttribute("editReason", reason);
+      return "dead-letter";
+    }
     UUID copy =
         as(who)
             .edit(

@@ -1,5 +1,6 @@
 package dev.postbox.console;
 
+import dev.postbox.admin.DeadLetterDetail;
 import dev.postbox.admin.DeadLetterFilter;
 import dev.postbox.admin.DeadLetterSummary;
 import dev.postbox.admin.Page;
@@ -7,15 +8,21 @@ import dev.postbox.admin.PageRequest;
 import dev.postbox.admin.PostboxAdmin;
 import dev.postbox.jdbc.OperationsProbe;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.Optional;
+import org.springframework.security.core.Authentication;
 import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 
 /**
  * A small read-only JSON API for scripts and monitors, behind the same login (401 without a
- * session). Payloads are never part of it.
+ * session), masked as the pages are ({@link Masking}). Payloads are never part of it (only their
+ * size and content type): a payload is shown only through the page's audited reveal.
  */
 @RestController
 @RequestMapping("/api")
@@ -45,9 +52,46 @@ class ApiController {
   @GetMapping("/dead-letters")
   Page<DeadLetterSummary> deadLetters(
       @RequestParam(required = false) String consumer,
-      @RequestParam(required = false) String after) {
-    return admin.deadLetters(
-        DeadLetterFilter.builder().consumer(consumer).build(),
-        new PageRequest(PageRequest.DEFAULT_LIMIT, Web.text(after)));
+      @RequestParam(required = false) String key,
+      @RequestParam(required = false) String after,
+      Authentication who) {
+    Masking masking = Masking.of(who);
+    return masking.page(
+        admin.deadLetters(
+            DeadLetterFilter.builder().consumer(consumer).key(key).build(),
+            new PageRequest(PageRequest.DEFAULT_LIMIT, Web.text(after))),
+        masking::summary);
+  }
+
+  /**
+   * One dead letter for a script: its summary, headers, stack trace and attempt history (masked
+   * unless the caller holds the reveal permission) and its payload's size and content type.
+   *
+   * @param payload the payload as its size and content type, always ("412 bytes, application/json,
+   *     hidden")
+   */
+  record DeadLetterJson(
+      DeadLetterSummary summary,
+      List<DeadLetterDetail.Header> headers,
+      String payload,
+      int payloadBytes,
+      Optional<String> contentType,
+      Optional<String> stackTrace,
+      List<DeadLetterDetail.Attempt> history) {}
+
+  @GetMapping("/dead-letters/{id}")
+  DeadLetterJson deadLetter(@PathVariable long id, Authentication who) {
+    DeadLetterDetail original =
+        admin.deadLetter(id).orElseThrow(() -> new NoSuchElementException("no dead letter " + id));
+    DeadLetterDetail d = Masking.of(who).detail(original);
+    int size = original.payload().length;
+    return new DeadLetterJson(
+        d.summary(),
+        d.headers(),
+        Masking.payload(size, original.contentType()),
+        size,
+        d.contentType(),
+        d.stackTrace(),
+        d.history());
   }
 }

@@ -24,6 +24,9 @@ import picocli.CommandLine.Option;
           + " start unless --generate-password (a one-time password printed once). More users:"
           + " postbox.console.users.<name>.password/.role (VIEWER, OPERATOR, ADMIN) in"
           + " application.properties or the environment.",
+      "Masking: error messages, headers and stack traces are masked, payloads shown only by an"
+          + " audited reveal, except for the roles of postbox.console.reveal-roles (default ADMIN)"
+          + " or users with postbox.console.users.<name>.reveal=true.",
       "Any Spring Boot or console property may be given as --name=value (for example"
           + " --server.servlet.session.cookie.secure=true behind TLS)."
     })

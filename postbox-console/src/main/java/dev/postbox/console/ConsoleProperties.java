@@ -18,6 +18,26 @@ public class ConsoleProperties {
   private final Kafka kafka = new Kafka();
   private double replayRate = dev.postbox.jdbc.Replayer.DEFAULT_RATE_PER_SECOND;
   private java.time.Duration retryUnreachableAfter = java.time.Duration.ofSeconds(5);
+  private java.util.List<Role> revealRoles =
+      new java.util.ArrayList<>(java.util.List.of(Role.ADMIN));
+
+  /**
+   * The roles whose users hold the reveal permission ({@link Masking}): they see error messages,
+   * headers and stack traces unmasked and may reveal a payload (audited). Exactly these roles (no
+   * hierarchy): ADMIN by default. A user's own {@code reveal} setting overrides it.
+   */
+  public java.util.List<Role> getRevealRoles() {
+    return revealRoles;
+  }
+
+  public void setRevealRoles(java.util.List<Role> revealRoles) {
+    this.revealRoles = revealRoles;
+  }
+
+  /** Whether a user of {@code role} with the setting {@code own} (null: by role) may reveal. */
+  boolean reveals(Role role, Boolean own) {
+    return own != null ? own : revealRoles.contains(role);
+  }
 
   /**
    * How long the console answers from what it knows, without trying, after the database or Kafka
@@ -157,6 +177,16 @@ public class ConsoleProperties {
     private String username = "admin";
     private String password;
     private boolean generatePassword;
+    private Boolean reveal;
+
+    /** Whether the admin holds the reveal permission; unset: by {@code reveal-roles}. */
+    public Boolean getReveal() {
+      return reveal;
+    }
+
+    public void setReveal(Boolean reveal) {
+      this.reveal = reveal;
+    }
 
     public String getUsername() {
       return username;
@@ -187,6 +217,16 @@ public class ConsoleProperties {
   public static class User {
     private String password;
     private Role role = Role.VIEWER;
+    private Boolean reveal;
+
+    /** Whether the user holds the reveal permission; unset: by {@code reveal-roles}. */
+    public Boolean getReveal() {
+      return reveal;
+    }
+
+    public void setReveal(Boolean reveal) {
+      this.reveal = reveal;
+    }
 
     public String getPassword() {
       return password;

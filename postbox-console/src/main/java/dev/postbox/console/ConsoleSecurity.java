@@ -24,10 +24,10 @@ import org.springframework.security.web.util.matcher.RequestMatcher;
 
 /**
  * Security on by default: every page and API needs a login (pages redirect to /login, the JSON API
- * answers 401); roles are checked on the URL and again on each action method; session cookie with
- * Spring Security's CSRF token on every form and the Origin checked on every state-changing
- * request; strict security headers; login attempts backed off ({@link LoginThrottle}); security
- * events logged and audited ({@link SecurityEvents}).
+ * answers 401); roles (and the reveal permission, {@link Masking}) are checked on the URL and again
+ * on each action method; session cookie with Spring Security's CSRF token on every form and the
+ * Origin checked on every state-changing request; strict security headers; login attempts backed
+ * off ({@link LoginThrottle}); security events logged and audited ({@link SecurityEvents}).
  */
 @Configuration(proxyBeanMethods = false)
 @EnableMethodSecurity
@@ -71,8 +71,10 @@ class ConsoleSecurity {
         new SavedRequestAwareAuthenticationSuccessHandler();
     toPage.setDefaultTargetUrl("/");
     http.authorizeHttpRequests(a ->
-            a.requestMatchers("/login", "/css/**", "/error")
+            a.requestMatchers("/login", "/css/**", "/js/**", "/error")
                 .permitAll()
+                .requestMatchers(HttpMethod.POST, "/actions/dead-letters/*/reveal")
+                .hasAuthority(Masking.REVEAL)
                 .requestMatchers(HttpMethod.POST, "/actions/group/**")
                 .hasRole(Role.ADMIN.name())
                 .requestMatchers(HttpMethod.POST, "/actions/**")

@@ -43,22 +43,42 @@ final class ConsoleUsers {
       out.flush();
     }
     List<UserDetails> users = new ArrayList<>();
-    users.add(user(admin.getUsername(), adminPassword, Role.ADMIN, encoder));
+    users.add(
+        user(
+            admin.getUsername(),
+            adminPassword,
+            Role.ADMIN,
+            settings.reveals(Role.ADMIN, admin.getReveal()),
+            encoder));
     for (Map.Entry<String, ConsoleProperties.User> e : settings.getUsers().entrySet()) {
       String password = e.getValue().getPassword();
       if (password == null || password.isBlank()) {
         throw new IllegalStateException(
             "postbox console: user '" + e.getKey() + "' has no password");
       }
-      users.add(user(e.getKey(), password, e.getValue().getRole(), encoder));
+      Role role = e.getValue().getRole();
+      users.add(
+          user(
+              e.getKey(),
+              password,
+              role,
+              settings.reveals(role, e.getValue().getReveal()),
+              encoder));
     }
     return new InMemoryUserDetailsManager(users);
   }
 
   private static UserDetails user(
-      String name, String password, Role role, PasswordEncoder encoder) {
+      String name, String password, Role role, boolean reveals, PasswordEncoder encoder) {
     String stored = password.startsWith("{") ? password : encoder.encode(password);
-    return User.withUsername(name).password(stored).roles(role.name()).build();
+    List<String> authorities = new ArrayList<>(List.of("ROLE_" + role.name()));
+    if (reveals) {
+      authorities.add(Masking.REVEAL);
+    }
+    return User.withUsername(name)
+        .password(stored)
+        .authorities(authorities.toArray(String[]::new))
+        .build();
   }
 
   private static String oneTimePassword() {

@@ -46,6 +46,43 @@ public class Fmt {
     return AT.format(at);
   }
 
+  /**
+   * A user's role in lower case, with ", reveals" when they hold the reveal permission ({@link
+   * Masking}).
+   */
+  public String role(org.springframework.security.core.Authentication who) {
+    String role = "";
+    if (who == null) {
+      return role;
+    }
+    for (var a : who.getAuthorities()) {
+      if (a.getAuthority().startsWith("ROLE_")) {
+        role = a.getAuthority().substring("ROLE_".length()).toLowerCase(java.util.Locale.ROOT);
+      }
+    }
+    return Masking.of(who).reveals() ? role + ", reveals" : role;
+  }
+
+  /**
+   * A parked key's state: blocked behind a dead letter (until an operator acts), retrying now, due
+   * now (its time has come or an operator released it: the consumer retries it at its next poll),
+   * or parked until its next try.
+   */
+  public String parkedState(dev.postbox.admin.ParkedKey k) {
+    if (k.blocked()) {
+      return "blocked by a dead letter";
+    }
+    if (k.leased()) {
+      return "retrying now";
+    }
+    return k.due() ? "due now: the consumer retries it next" : "parked until its next try";
+  }
+
+  /** A count with thousands separators ({@code 10,000}). */
+  public static String count(long n) {
+    return String.format(java.util.Locale.ROOT, "%,d", n);
+  }
+
   /** The value or empty text. */
   public String opt(Optional<?> value) {
     return value == null ? "" : value.map(String::valueOf).orElse("");

@@ -6,6 +6,7 @@ import dev.postbox.admin.PageRequest;
 import dev.postbox.admin.PostboxAdmin;
 import java.util.Optional;
 import java.util.UUID;
+import org.springframework.security.core.Authentication;
 import org.springframework.stereotype.Controller;
 import org.springframework.ui.Model;
 import org.springframework.web.bind.annotation.GetMapping;
@@ -27,19 +28,33 @@ class PagesController {
   }
 
   @GetMapping("/")
-  String dashboard(Model model) {
+  String dashboard(Authentication who, Model model) {
+    Masking masking = Masking.of(who);
     model.addAttribute("status", admin.outboxStatus());
     model.addAttribute(
-        "groups", admin.groups(DeadLetterFilter.all(), PageRequest.first(10)).items());
-    model.addAttribute("groupsTotal", countGroups());
-    model.addAttribute("parked", admin.parkedKeys(Optional.empty(), PageRequest.first(10)).items());
-    model.addAttribute("blocked", admin.blockedOutboxRows());
+        "groups",
+        masking.list(
+            admin.groups(DeadLetterFilter.all(), PageRequest.first(10)).items(), masking::group));
+    String groups = countGroups();
+    model.addAttribute("groupsTotal", groups);
+    model.addAttribute(
+        "groupsTitle",
+        groups.endsWith("+")
+            ? "more than "
+                + groups.substring(0, groups.length() - 1)
+                + " groups: counting stops there"
+            : groups + " groups");
+    model.addAttribute(
+        "parked",
+        masking.list(
+            admin.parkedKeys(Optional.empty(), PageRequest.first(10)).items(), masking::parked));
+    model.addAttribute("blocked", masking.list(admin.blockedOutboxRows(), masking::holding));
     model.addAttribute("lag", admin.lag());
     model.addAttribute("relays", admin.relays());
     return "dashboard";
   }
 
-  /** Pages counted at most for the failure-groups card (past that it shows "10000+"). */
+  /** Pages counted at most for the failure-groups card (past that it shows "10,000+"). */
   static final int MAX_GROUP_PAGES = 10;
 
   /** Every failure group, counted a page of {@value PageRequest#MAX_LIMIT} at a time. */
@@ -50,40 +65,63 @@ class PagesController {
       var groups = admin.groups(DeadLetterFilter.all(), page);
       n += groups.items().size();
       if (groups.next().isEmpty()) {
-        return Long.toString(n);
+        return Fmt.count(n);
       }
       page = PageRequest.after(groups.next().get(), PageRequest.MAX_LIMIT);
     }
-    return n + "+";
+    return Fmt.count(n) + "+";
   }
 
   @GetMapping("/held")
   String held(
       @RequestParam(required = false) String consumer,
       @RequestParam(required = false) String after,
+      Authentication who,
       Model model) {
+    Masking masking = Masking.of(who);
     model.addAttribute(
         "parked",
-        admin.parkedKeys(
-            Optional.ofNullable(consumer).filter(c -> !c.isBlank()),
-            new PageRequest(PageRequest.DEFAULT_LIMIT, Optional.ofNullable(after))));
-    model.addAttribute("blocked", admin.blockedOutboxRows());
-    model.addAttribute("failed", admin.failedOutboxRows(PageRequest.first(20)).items());
+        masking.page(
+            admin.parkedKeys(
+                Optional.ofNullable(consumer).filter(c -> !c.isBlank()),
+                new PageRequest(PageRequest.DEFAULT_LIMIT, Optional.ofNullable(after))),
+            masking::parked));
+    model.addAttribute("blocked", masking.list(admin.blockedOutboxRows(), masking::holding));
+    model.addAttribute(
+        "failed",
+        masking.list(admin.failedOutboxRows(PageRequest.first(20)).items(), masking::failed));
     model.addAttribute("consumer", consumer);
     return "held";
   }
 
+  /**
+   * The trace of a message id, and the dead letters whose business key (the record key) is the text
+   * given: one field finds a message by either.
+   */
   @GetMapping("/trace")
-  String trace(@RequestParam(required = false) String id, Model model) {
-    if (id != null && !id.isBlank()) {
-      UUID messageId = Web.uuid(id.trim());
-      model.addAttribute("trace", admin.trace(messageId));
+  String trace(@RequestParam(required = false) String id, Authentication who, Model model) {
+    Masking masking = Masking.of(who);
+    Optional<String> given = Web.text(id);
+    given.ifPresent(key ->
+        model.addAttribute(
+            "byKey",
+            masking.page(
+                admin.deadLetters(
+                    DeadLetterFilter.builder().key(key).build(), PageRequest.first(20)),
+                masking::summary)));
+    Optional<UUID> asId = given.flatMap(Web::uuidOrEmpty);
+    if (asId.isPresent()) {
+      UUID messageId = asId.get();
+      model.addAttribute("trace", masking.trace(admin.trace(messageId)));
       model.addAttribute(
           "letters",
-          admin
-              .deadLetters(
-                  DeadLetterFilter.builder().messageId(messageId).build(), PageRequest.first(20))
-              .items());
+          masking.list(
+              admin
+                  .deadLetters(
+                      DeadLetterFilter.builder().messageId(messageId).build(),
+                      PageRequest.first(20))
+                  .items(),
+              masking::summary));
       model.addAttribute(
           "audit",
           admin

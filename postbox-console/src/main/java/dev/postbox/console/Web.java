@@ -20,6 +20,15 @@ final class Web {
     }
   }
 
+  /** The text as a UUID, or empty when it is not one. */
+  static Optional<UUID> uuidOrEmpty(String v) {
+    try {
+      return Optional.of(UUID.fromString(v));
+    } catch (IllegalArgumentException e) {
+      return Optional.empty();
+    }
+  }
+
   static String reason(String v) {
     return text(v).orElseThrow(() -> new IllegalArgumentException("give a reason"));
   }

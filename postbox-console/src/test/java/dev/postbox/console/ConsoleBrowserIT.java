@@ -31,9 +31,10 @@ import org.springframework.test.context.DynamicPropertySource;
 /**
  * End to end in headless Chromium: an operator logs in, finds the failed message by its id, reads
  * its error, reveals and fixes the payload, writes the corrected copy (it lands in the outbox, the
- * letter is replaced), replays another letter, and finds both in the audit. Screenshots of the main
- * pages go to target/console-screenshots (and to docs/console with -Dconsole.screenshots=docs).
- * Runs whenever CI=true; elsewhere it is skipped, with one line, if Chromium is not installed.
+ * letter is replaced), replays another letter, and finds both in the audit; a viewer finds a
+ * message by its business key, sees it masked and copies its id. Screenshots of the main pages go
+ * to target/console-screenshots (and to docs/console with -Dconsole.screenshots=docs). Runs
+ * whenever CI=true; elsewhere it is skipped, with one line, if Chromium is not installed.
  */
 @SpringBootTest(
     classes = ConsoleApplication.class,
@@ -48,6 +49,8 @@ class ConsoleBrowserIT {
   @DynamicPropertySource
   static void properties(DynamicPropertyRegistry registry) {
     DB.register(registry);
+    // the operator reveals and edits a payload: given the reveal permission in the settings
+    registry.add("postbox.console.users.olivia.reveal", () -> "true");
   }
 
   static WebDriver browser;
@@ -168,7 +171,7 @@ class ConsoleBrowserIT {
     // 3. read its error; the payload is masked until revealed
     assertThat(find("error-message").getText()).isEqualTo("order 1001 has no sku");
     assertThat(find("stack-trace").getText()).contains("Shipping.java:42");
-    assertThat(find("payload-masked").getText()).contains("masked");
+    assertThat(find("payload-masked").getText()).contains("bytes, application/json, hidden");
     assertThat(browser.getPageSource()).doesNotContain("\"qty\"");
     find("reveal").click();
     assertThat(find("payload").getText()).contains("\"qty\":2");
@@ -234,5 +237,57 @@ class ConsoleBrowserIT {
         .until(ExpectedConditions.urlContains("/login?logout"));
     browser.get(url("/"));
     assertThat(browser.getCurrentUrl()).endsWith("/login");
+  }
+
+  /**
+   * A viewer finds a message by its business key on the trace page, sees its letter masked (no
+   * reveal button) and copies its whole id with the copy button. The letter is planted as already
+   * discarded, so the operator's test sees the same pending count and audit in either order.
+   */
+  @Test
+  void aViewerFindsAMessageByKeySeesItMaskedAndCopiesItsId() throws Exception {
+    var ds = DB.dataSource();
+    Message m =
+        Message.builder("shop.orders", "order.placed")
+            .key("cust-7781")
+            .header("x-customer", "jane@example.com")
+            .jsonPayload("{\"order\":7781,\"card\":\"4111\"}")
+            .build();
+    // a fingerprint as consumers write it: a hash, which carries nothing of the message
+    long id =
+        ConsoleFixtures.deadLetter(
+            ds, "shipping", m, "card 4111 declined for jane", "5e0c2b7a9d13f468");
+    ConsoleFixtures.exec(
+        ds,
+        "UPDATE postbox_dead_letter SET status = 'DISCARDED', discarded_at = now(),"
+            + " discarded_by = 'setup', discard_reason = 'test' WHERE id = "
+            + id);
+
+    browser.get(url("/trace"));
+    find("username").sendKeys("victor");
+    find("password").sendKeys(ConsoleTestDatabase.VIEWER_PASSWORD);
+    find("login").click();
+    find("trace-id").sendKeys("cust-7781");
+    find("trace-go").click();
+    new WebDriverWait(browser, Duration.ofSeconds(30))
+        .until(ExpectedConditions.urlContains("id=cust-7781"));
+    find("by-key").findElement(By.linkText(Long.toString(id))).click();
+
+    assertThat(find("error-message").getText()).isEqualTo("message hidden");
+    assertThat(find("stack-trace").getText()).isEqualTo("stack trace hidden");
+    assertThat(find("payload-masked").getText()).contains("bytes, application/json, hidden");
+    assertThat(browser.findElements(By.id("reveal"))).isEmpty();
+    assertThat(browser.getPageSource()).doesNotContain("4111").doesNotContain("jane");
+    assertThat(find("message-id").getText()).isEqualTo(m.id().toString());
+    WebElement copy = browser.findElement(By.cssSelector("button.copy"));
+    assertThat(copy.getAttribute("data-copy")).isEqualTo(m.id().toString());
+    copy.click();
+    new WebDriverWait(browser, Duration.ofSeconds(30))
+        .until(ExpectedConditions.textToBePresentInElement(copy, "copied"));
+    screenshot("dead-letter-masked");
+
+    find("logout").click();
+    new WebDriverWait(browser, Duration.ofSeconds(30))
+        .until(ExpectedConditions.urlContains("/login?logout"));
   }
 }

@@ -34,6 +34,17 @@ final class ConsoleFixtures {
 
   /** A dead letter of {@code message} for {@code consumer}; returns its id. */
   static long deadLetter(DataSource ds, String consumer, Message message, String error) {
+    return deadLetter(
+        ds,
+        consumer,
+        message,
+        error,
+        "com.shop.WarehouseMissing|" + error.replaceAll("[0-9]", "#") + "|" + message.topic());
+  }
+
+  /** A dead letter with the given failure fingerprint (as a consumer writes it: a hash). */
+  static long deadLetter(
+      DataSource ds, String consumer, Message message, String error, String fingerprint) {
     ProducerRecord<byte[], byte[]> r = KafkaRecords.toRecord(message);
     List<DeadLetterStore.Header> headers = new ArrayList<>();
     for (Header h : r.headers()) {
@@ -61,7 +72,7 @@ final class ConsoleFixtures {
                     + error
                     + "\n\tat com.shop.Shipping.handle(Shipping.java:42)"
                     + "\n\tat dev.postbox.core.consumer.Dispatcher.dispatch(Dispatcher.java:88)",
-                errorClass + "|" + error.replaceAll("[0-9]", "#") + "|" + message.topic(),
+                fingerprint,
                 3,
                 now.minusSeconds(90),
                 now.minusSeconds(60)));
@@ -73,6 +84,11 @@ final class ConsoleFixtures {
 
   /** A parked key of {@code consumer}, blocked behind a dead letter. */
   static void parked(DataSource ds, String consumer, String key) {
+    parked(ds, consumer, key, UUID.randomUUID(), "boom");
+  }
+
+  /** A parked key whose head is message {@code id} and failed last with {@code error}. */
+  static void parked(DataSource ds, String consumer, String key, UUID id, String error) {
     ParkingStore parking = PostgresParkingStore.create(ds);
     ParkingStore.ParkedRecord rec =
         new ParkingStore.ParkedRecord(
@@ -83,24 +99,27 @@ final class ConsoleFixtures {
             "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8),
             List.of(
                 new DeadLetterStore.Header(
-                    "ce_id",
-                    UUID.randomUUID()
-                        .toString()
-                        .getBytes(java.nio.charset.StandardCharsets.UTF_8))));
-    parking.park(consumer, key, rec, 1, Instant.parse("9999-01-01T00:00:00Z"), "boom");
+                    "ce_id", id.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8))));
+    parking.park(consumer, key, rec, 1, Instant.parse("9999-01-01T00:00:00Z"), error);
   }
 
   /** An outbox row the relay gave up on that holds its key; returns its position. */
   static long blocked(DataSource ds, String key) {
+    return blocked(ds, key, UUID.randomUUID(), "record too large");
+  }
+
+  /** An outbox row of message {@code id} that holds its key, failed with {@code error}. */
+  static long blocked(DataSource ds, String key, UUID id, String error) {
     exec(
         ds,
         "INSERT INTO postbox_outbox (message_id, topic, msg_key, lane, type, schema_version,"
             + " occurred_at, source, content_type, payload, failed_at, hold, last_error) VALUES ('"
-            + UUID.randomUUID()
+            + id
             + "', 'orders', '"
             + key
-            + "', 1, 't', 1, now(), '/x', 'application/json', '\\x7b7d', now(), 'KEY',"
-            + " 'record too large')");
+            + "', 1, 't', 1, now(), '/x', 'application/json', '\\x7b7d', now(), 'KEY', '"
+            + error
+            + "')");
     return Long.parseLong(
         query(ds, "SELECT max(position) FROM postbox_outbox WHERE msg_key = '" + key + "'").get(0));
   }

@@ -20,6 +20,7 @@ import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.webmvc.test.autoconfigure.AutoConfigureMockMvc;
 import org.springframework.http.MediaType;
 import org.springframework.mock.web.MockHttpSession;
+import org.springframework.security.core.authority.SimpleGrantedAuthority;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.test.web.servlet.MockMvc;
@@ -82,6 +83,17 @@ class ConsoleSecurityIT {
     return user("admin").roles("ADMIN");
   }
 
+  private static final RequestPostProcessor REVEALER =
+      user("olivia")
+          .authorities(
+              new SimpleGrantedAuthority("ROLE_OPERATOR"),
+              new SimpleGrantedAuthority(Masking.REVEAL));
+
+  /** An operator given the reveal permission. */
+  private static RequestPostProcessor revealer() {
+    return REVEALER;
+  }
+
   @Test
   void withoutASessionPagesRedirectToLoginAndTheApiAnswers401() throws Exception {
     for (String page : PAGES) {
@@ -117,11 +129,18 @@ class ConsoleSecurityIT {
       mvc.perform(get(page.replace("/dead-letters/1", "/dead-letters/" + id)).with(viewer()))
           .andExpect(status().isOk());
     }
-    // masked by default, for every role
-    for (RequestPostProcessor who : List.of(viewer(), operator(), admin())) {
+    // the payload is masked for every role (until the audited reveal); the error message for
+    // every role without the reveal permission (ConsoleMaskingIT has the whole policy)
+    for (RequestPostProcessor who : List.of(viewer(), operator(), admin(), revealer())) {
+      boolean reveals = who == revealer();
       mvc.perform(get("/dead-letters/" + id).with(who))
           .andExpect(status().isOk())
-          .andExpect(content().string(Matchers.containsString("no warehouse for W-1")))
+          .andExpect(
+              content()
+                  .string(
+                      reveals
+                          ? Matchers.containsString("no warehouse for W-1")
+                          : Matchers.not(Matchers.containsString("no warehouse for W-1"))))
           .andExpect(content().string(Matchers.not(Matchers.containsString("card-4111"))));
     }
     for (String action : ACTIONS) {
@@ -170,7 +189,7 @@ class ConsoleSecurityIT {
 
     MvcResult shown =
         mvc.perform(
-                post("/actions/dead-letters/" + revealed + "/reveal").with(operator()).with(csrf()))
+                post("/actions/dead-letters/" + revealed + "/reveal").with(revealer()).with(csrf()))
             .andExpect(status().isOk())
             .andReturn();
     assertThat(shown.getResponse().getContentAsString()).contains("{&quot;n&quot;:1}");
@@ -238,7 +257,8 @@ class ConsoleSecurityIT {
                 .with(csrf()))
         .andExpect(status().isConflict());
     mvc.perform(get("/dead-letters/999999").with(viewer())).andExpect(status().isNotFound());
-    mvc.perform(get("/trace?id=nope").with(viewer())).andExpect(status().isBadRequest());
+    // text that is no message id is searched as a business key (ConsoleScaleIT)
+    mvc.perform(get("/trace?id=nope").with(viewer())).andExpect(status().isOk());
     mvc.perform(get("/audit").with(viewer()))
         .andExpect(content().string(Matchers.containsString("REVEAL_PAYLOAD")));
   }
@@ -271,10 +291,12 @@ class ConsoleSecurityIT {
     mvc.perform(get("/").with(viewer()))
         .andExpect(status().isOk())
         .andExpect(
-            content().string(Matchers.containsString("id=\"failure-groups\">" + groups + "<")));
+            content()
+                .string(
+                    Matchers.matchesRegex("(?s).*id=\"failure-groups\"[^>]*>" + groups + "<.*")));
     Message m = ConsoleFixtures.order("orders", "w-1", "{}");
     long id = ConsoleFixtures.deadLetter(ds, "whole-ids", m, "whole id");
-    mvc.perform(post("/actions/dead-letters/" + id + "/reveal").with(operator()).with(csrf()))
+    mvc.perform(post("/actions/dead-letters/" + id + "/reveal").with(revealer()).with(csrf()))
         .andExpect(status().isOk());
     mvc.perform(get("/audit").with(viewer()))
         .andExpect(content().string(Matchers.containsString(">" + m.id() + "</a>")));

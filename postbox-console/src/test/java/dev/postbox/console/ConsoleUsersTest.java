@@ -46,7 +46,40 @@ class ConsoleUsersTest {
     assertThat(encoder.matches(password, stored)).isTrue();
     assertThat(users.loadUserByUsername("admin").getAuthorities())
         .extracting(Object::toString)
-        .containsExactly("ROLE_ADMIN");
+        .containsExactlyInAnyOrder("ROLE_ADMIN", Masking.REVEAL);
+  }
+
+  @Test
+  void theRevealPermissionGoesToTheConfiguredRolesUnlessAnAccountSaysOtherwise() {
+    ConsoleProperties settings = new ConsoleProperties();
+    settings.getAdmin().setPassword("s3cret");
+    settings.getUsers().put("olivia", user(Role.OPERATOR, null));
+    settings.getUsers().put("rita", user(Role.OPERATOR, true));
+    settings.getUsers().put("victor", user(Role.VIEWER, null));
+    assertThat(revealers(settings)).containsExactly("admin", "rita");
+    settings.setRevealRoles(java.util.List.of(Role.OPERATOR));
+    settings.getAdmin().setReveal(false);
+    settings.getUsers().put("otto", user(Role.OPERATOR, false));
+    assertThat(revealers(settings)).containsExactly("olivia", "rita");
+  }
+
+  private static ConsoleProperties.User user(Role role, Boolean reveal) {
+    ConsoleProperties.User u = new ConsoleProperties.User();
+    u.setPassword("pw-" + role);
+    u.setRole(role);
+    u.setReveal(reveal);
+    return u;
+  }
+
+  private java.util.List<String> revealers(ConsoleProperties settings) {
+    InMemoryUserDetailsManager users =
+        ConsoleUsers.from(settings, encoder, new PrintStream(new ByteArrayOutputStream()));
+    return java.util.stream.Stream.of("admin", "olivia", "otto", "rita", "victor")
+        .filter(users::userExists)
+        .filter(name ->
+            users.loadUserByUsername(name).getAuthorities().stream()
+                .anyMatch(a -> a.getAuthority().equals(Masking.REVEAL)))
+        .toList();
   }
 
   @Test

@@ -32,7 +32,7 @@ public final class OperationsQueries {
         new Statement(
                 "SELECT h.*, c.n, c.parked_since FROM (SELECT DISTINCT ON (consumer, msg_key)"
                     + " consumer, msg_key, topic, partition, \"offset\", attempts, due_at,"
-                    + " leased_until IS NOT NULL AND leased_until > now() AS leased, last_error"
+                    + " due_at <= now() AS due, leased_until IS NOT NULL AND leased_until > now() AS leased, last_error"
                     + " FROM postbox_parked")
             .where("consumer = ?", consumer);
     if (page.after().isPresent()) {
@@ -59,6 +59,7 @@ public final class OperationsQueries {
                     rs.getLong("offset"),
                     rs.getInt("attempts"),
                     Statement.instant(rs, "due_at"),
+                    rs.getBoolean("due"),
                     !Statement.instant(rs, "due_at").isBefore(NEVER),
                     rs.getBoolean("leased"),
                     Optional.ofNullable(rs.getString("last_error")),
