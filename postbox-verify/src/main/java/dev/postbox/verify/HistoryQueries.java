@@ -53,15 +53,32 @@ final class HistoryQueries {
   /**
    * Per key, effects in the order they committed must carry increasing sequence numbers (the commit
    * order of the business transactions); counts effects of {@code phase} that came after a later
-   * one of their key.
+   * one of their key. With {@code firstEffectsOnly} only each message's first effect is judged: the
+   * offsets mode applies a copy the relay published again (same id, another offset) again by
+   * design, so a stale copy's second effect is that measured duplicate, not an order violation
+   * ({@link #reappliedOutOfOrder} counts those).
    */
-  static long orderViolations(Connection c, int phase) throws SQLException {
+  static long orderViolations(Connection c, int phase, boolean firstEffectsOnly)
+      throws SQLException {
+    return outOfOrder(c, phase, firstEffectsOnly ? "rn = 1" : "true");
+  }
+
+  /** Second and later effects of a message (republished copies) that came after a later one. */
+  static long reappliedOutOfOrder(Connection c, int phase) throws SQLException {
+    return outOfOrder(c, phase, "true") - outOfOrder(c, phase, "rn = 1");
+  }
+
+  private static long outOfOrder(Connection c, int phase, String which) throws SQLException {
     long violations = 0;
     try (PreparedStatement ps =
             c.prepareStatement(
-                "SELECT e.key, e.seq, b.phase FROM verify_effect e LEFT JOIN verify_business b ON"
-                    + " b.message_id = e.message_id ORDER BY e.key,"
-                    + " pg_xact_commit_timestamp(e.xmin), e.id");
+                "SELECT key, seq, phase, rn FROM (SELECT e.key, e.seq, b.phase, e.id,"
+                    + " pg_xact_commit_timestamp(e.xmin) AS committed, row_number() OVER"
+                    + " (PARTITION BY e.message_id ORDER BY pg_xact_commit_timestamp(e.xmin),"
+                    + " e.id) AS rn FROM verify_effect e LEFT JOIN verify_business b ON"
+                    + " b.message_id = e.message_id) x WHERE "
+                    + which
+                    + " ORDER BY key, committed, id");
         ResultSet rs = ps.executeQuery()) {
       String key = null;
       long max = 0;
