@@ -25,8 +25,9 @@ import java.util.Set;
  * min.insync.replicas=2}, {@code unclean.leader.election.enable=false}; plus the test kit's usual
  * ones (no automatic topic creation, no initial rebalance delay, short broker session timeouts so
  * that a killed broker is fenced and can register again within seconds), heap {@code -Xmx320m} per
- * JVM, a new temporary data directory (a subdirectory per node, deleted by {@link #close()}), and
- * listeners on {@code 127.0.0.1} on free ports chosen at the first start and kept across restarts.
+ * JVM, a start-up timeout of 180 s, a new temporary data directory (a subdirectory per node,
+ * deleted by {@link #close()}), and listeners on {@code 127.0.0.1} on free ports chosen at the
+ * first start and kept across restarts.
  *
  * <p>Every JVM dies with this JVM, even if this one is killed with {@code kill -9}. Thread-safe.
  */
@@ -127,7 +128,7 @@ public interface KafkaCluster extends AutoCloseable {
     private boolean dedicatedController;
     private Optional<Path> dataDirectory = Optional.empty();
     private String maxHeap = "320m";
-    private Duration startupTimeout = Duration.ofSeconds(120);
+    private Duration startupTimeout = Duration.ofSeconds(180);
     private final Map<String, String> brokerProperties = new LinkedHashMap<>();
     private Optional<String> classPath = Optional.empty();
 
@@ -163,7 +164,11 @@ public interface KafkaCluster extends AutoCloseable {
       return this;
     }
 
-    /** How long {@link KafkaCluster#start()} waits for the cluster; default 120 s. */
+    /**
+     * How long {@link KafkaCluster#start()} (and {@link KafkaCluster#start(int)}) waits for the
+     * cluster; default 180 s (four JVMs starting at once took 115 s on a 2-core machine at load
+     * 27).
+     */
     public Builder startupTimeout(Duration timeout) {
       this.startupTimeout = Objects.requireNonNull(timeout, "startupTimeout");
       return this;

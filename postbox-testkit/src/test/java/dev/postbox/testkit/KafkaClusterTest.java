@@ -34,7 +34,7 @@ class KafkaClusterTest {
   }
 
   @Test
-  void aKilledLeaderIsReplacedAndAcknowledgedRecordsSurviveItsRestart() throws Exception {
+  void aKilledOrFrozenLeaderIsReplacedAndAcknowledgedRecordsSurviveItsRestart() throws Exception {
     try (KafkaCluster cluster = KafkaCluster.embedded()) {
       assertThatThrownBy(cluster::bootstrapServers).isInstanceOf(IllegalStateException.class);
       cluster.start();
@@ -63,6 +63,22 @@ class KafkaClusterTest {
       cluster.heal();
       assertThat(cluster.isRunning(successor)).isTrue();
       assertThat(Files.readString(cluster.log(leader))).contains("Kafka Server started");
+
+      // a frozen leader keeps its sockets but misses its heartbeats: the controller moves the lead
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> cluster.inSyncReplicas("durable", 0).equals(Set.of(0, 1, 2)));
+      int frozen = cluster.leaderOf("durable", 0).orElseThrow();
+      cluster.freeze(frozen);
+      assertThat(cluster.isRunning(frozen)).isTrue();
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .ignoreExceptions()
+          .until(() -> cluster.leaderOf("durable", 0).orElse(frozen) != frozen);
+      cluster.thaw(frozen);
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> cluster.inSyncReplicas("durable", 0).equals(Set.of(0, 1, 2)));
     }
   }
 

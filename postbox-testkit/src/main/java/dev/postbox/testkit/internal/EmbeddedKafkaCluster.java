@@ -293,9 +293,11 @@ public final class EmbeddedKafkaCluster implements KafkaCluster {
     return brokers.get(node);
   }
 
+  /** The dedicated controller first (brokers register with it), then the brokers. */
   private List<KraftNode> allNodes() {
-    List<KraftNode> all = new ArrayList<>(brokers);
+    List<KraftNode> all = new ArrayList<>();
     controller.ifPresent(all::add);
+    all.addAll(brokers);
     return all;
   }
 
