@@ -404,6 +404,8 @@ public final class EmbeddedKafkaCluster implements KafkaCluster {
               "controller", controllerId(0), voters, nodeDir("controller"), REPLICATION, MIN_ISR);
       p.put("listeners", "CONTROLLER://" + HOST + ":" + ports[n]);
       p.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
+      // topic defaults are the controller's to apply (Kafka 4.x warns when only brokers set them)
+      p.put("default.replication.factor", Integer.toString(REPLICATION));
       p.put("min.insync.replicas", Integer.toString(MIN_ISR));
       p.put("unclean.leader.election.enable", "false");
       p.putAll(settings.brokerProperties());
