@@ -14,9 +14,6 @@ import dev.postbox.kafka.BadInputCorpus.Item;
 import dev.postbox.kafka.BadInputCorpus.Rec;
 import dev.postbox.testkit.PostboxTest;
 import dev.postbox.testkit.PostboxTestContext;
-import java.io.ByteArrayOutputStream;
-import java.io.OutputStream;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -68,10 +65,8 @@ class LogRedactionIT extends Subscribers {
             .value("{\"sku\":\"" + MARK + "12\",\"quantity\":7}")
             .add("note", utf8(MARK + "13")));
 
-    PrintStream original = System.err;
-    ByteArrayOutputStream captured = new ByteArrayOutputStream();
-    System.setErr(new PrintStream(new Tee(original, captured), true, StandardCharsets.UTF_8));
-    try {
+    CapturedStderr captured = new CapturedStderr();
+    try (captured) {
       send(ctx.bootstrapServers(), topic, records);
       KafkaSubscriber s =
           start(
@@ -100,10 +95,8 @@ class LogRedactionIT extends Subscribers {
           .until(() -> s.stats().deadLettered() == records.size() && s.inFlight() == 0);
       assertThat(s.stats().retries()).as("the retried message was retried").isEqualTo(2);
       s.close();
-    } finally {
-      System.setErr(original);
     }
-    String log = captured.toString(StandardCharsets.UTF_8);
+    String log = captured.text();
     assertThat(log).as("the run logged its failures").contains("giving up on");
     assertThat(log.lines().filter(l -> l.contains(MARK)).toList())
         .as("log lines holding a payload or header value")
@@ -127,28 +120,5 @@ class LogRedactionIT extends Subscribers {
 
   private static byte[] utf8(String s) {
     return s.getBytes(StandardCharsets.UTF_8);
-  }
-
-  /** Writes to both streams. */
-  private static final class Tee extends OutputStream {
-    private final OutputStream a;
-    private final OutputStream b;
-
-    Tee(OutputStream a, OutputStream b) {
-      this.a = a;
-      this.b = b;
-    }
-
-    @Override
-    public synchronized void write(int x) throws java.io.IOException {
-      a.write(x);
-      b.write(x);
-    }
-
-    @Override
-    public synchronized void write(byte[] buf, int off, int len) throws java.io.IOException {
-      a.write(buf, off, len);
-      b.write(buf, off, len);
-    }
   }
 }

@@ -4,6 +4,9 @@
  * <ul>
  *   <li>{@link dev.postbox.testkit.KafkaBroker}: a single-node KRaft Kafka broker in its own JVM,
  *       which tests can kill with {@code kill -9}, freeze and restart.
+ *   <li>{@link dev.postbox.testkit.KafkaCluster}: three KRaft brokers in their own JVMs
+ *       (replication factor 3, {@code min.insync.replicas=2}), each killable, freezable and
+ *       restartable on its own.
  *   <li>{@link dev.postbox.testkit.PostgresServer}: embedded PostgreSQL with honest durability and
  *       logical decoding enabled, isolated per test by schema.
  *   <li>{@link dev.postbox.testkit.ChildJvm}: runs a relay, a consumer or any main class as a

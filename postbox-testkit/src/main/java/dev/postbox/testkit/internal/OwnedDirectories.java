@@ -94,6 +94,21 @@ public final class OwnedDirectories {
     return create(root(), prefix);
   }
 
+  /**
+   * The given directory (created if missing, kept), or, if none is given, a new owned one as {@link
+   * #create(String)} makes.
+   */
+  public static Path createOrUse(Optional<Path> given, String prefix) {
+    if (given.isEmpty()) {
+      return create(prefix);
+    }
+    try {
+      return Files.createDirectories(given.get());
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot create the data directory " + given.get(), e);
+    }
+  }
+
   /** {@link #create(String)} under {@code rootDir}. */
   static Path create(Path rootDir, String prefix) {
     try {

@@ -1,18 +1,26 @@
 package dev.postbox.testkit.internal;
 
 import java.time.Duration;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.DescribeClusterOptions;
+import org.apache.kafka.clients.admin.DescribeMetadataQuorumOptions;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.QuorumInfo;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.common.KafkaFuture;
+import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartitionInfo;
 
 /** An admin client for one cluster, created on first use. Thread-safe. */
@@ -47,10 +55,18 @@ public final class TopicAdmin implements AutoCloseable {
 
   /** Creates a topic with replication factor 1 and waits until all partitions have a leader. */
   public void createTopic(String name, int partitions, Map<String, String> config) {
+    createTopic(name, partitions, 1, config);
+  }
+
+  /**
+   * Creates a topic with the given replication factor and waits until all partitions have a leader.
+   */
+  public void createTopic(
+      String name, int partitions, int replication, Map<String, String> config) {
     if (partitions < 1) {
       throw new IllegalArgumentException("partitions must be >= 1, was " + partitions);
     }
-    NewTopic topic = new NewTopic(name, partitions, (short) 1).configs(config);
+    NewTopic topic = new NewTopic(name, partitions, (short) replication).configs(config);
     get(admin().createTopics(List.of(topic)).all(), "create topic " + name);
     long deadline = System.nanoTime() + TOPIC_TIMEOUT.toNanos();
     while (true) {
@@ -78,6 +94,64 @@ public final class TopicAdmin implements AutoCloseable {
       }
       sleep();
     }
+  }
+
+  /** The ids of the brokers registered and not fenced, or empty if the cluster did not answer. */
+  public Optional<Set<Integer>> liveBrokers(Duration timeout) {
+    try {
+      Collection<Node> nodes =
+          admin()
+              .describeCluster(new DescribeClusterOptions().timeoutMs((int) timeout.toMillis()))
+              .nodes()
+              .get(timeout.toMillis() + 1000, TimeUnit.MILLISECONDS);
+      Set<Integer> ids = new TreeSet<>();
+      nodes.forEach(n -> ids.add(n.id()));
+      return Optional.of(ids);
+    } catch (ExecutionException | TimeoutException e) {
+      return Optional.empty();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
+    }
+  }
+
+  /** Whether the controller quorum has a leader, as {@code describeMetadataQuorum} says. */
+  public boolean quorumHasLeader(Duration timeout) {
+    try {
+      QuorumInfo q =
+          admin()
+              .describeMetadataQuorum(
+                  new DescribeMetadataQuorumOptions().timeoutMs((int) timeout.toMillis()))
+              .quorumInfo()
+              .get(timeout.toMillis() + 1000, TimeUnit.MILLISECONDS);
+      return q.leaderId() >= 0;
+    } catch (ExecutionException | TimeoutException e) {
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
+    }
+  }
+
+  /** One partition's description as the cluster sees it now. */
+  public TopicPartitionInfo partition(String topic, int partition) {
+    TopicDescription d =
+        get(admin().describeTopics(List.of(topic)).allTopicNames(), "describe topic " + topic)
+            .get(topic);
+    return d.partitions().stream()
+        .filter(p -> p.partition() == partition)
+        .findFirst()
+        .orElseThrow(() -> new IllegalArgumentException("no partition " + topic + "-" + partition));
+  }
+
+  /** The id of the broker that coordinates the consumer group {@code groupId}. */
+  public int groupCoordinator(String groupId) {
+    ConsumerGroupDescription d =
+        get(
+                admin().describeConsumerGroups(List.of(groupId)).all(),
+                "describe consumer group " + groupId)
+            .get(groupId);
+    return d.coordinator().id();
   }
 
   private static boolean hasLeader(TopicPartitionInfo p) {

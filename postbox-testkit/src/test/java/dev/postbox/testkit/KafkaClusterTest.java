@@ -1,0 +1,147 @@
+package dev.postbox.testkit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/** A dedicated three-broker cluster per test, since the tests kill its brokers. */
+@Tag("integration")
+class KafkaClusterTest {
+
+  @Test
+  void theBuilderRefusesFewerThanThreeBrokers() {
+    assertThatThrownBy(() -> KafkaCluster.builder().brokers(2).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("brokers");
+  }
+
+  @Test
+  void aKilledOrFrozenLeaderIsReplacedAndAcknowledgedRecordsSurviveItsRestart() throws Exception {
+    try (KafkaCluster cluster = KafkaCluster.embedded()) {
+      assertThatThrownBy(cluster::bootstrapServers).isInstanceOf(IllegalStateException.class);
+      cluster.start();
+      assertThat(cluster.bootstrapServers().split(",")).hasSize(3);
+      cluster.createTopic("durable", 1);
+      assertThat(cluster.inSyncReplicas("durable", 0)).containsExactlyInAnyOrder(0, 1, 2);
+      int leader = cluster.leaderOf("durable", 0).orElseThrow();
+
+      try (KafkaProducer<String, String> producer = producer(cluster.bootstrapServers())) {
+        producer.send(new ProducerRecord<>("durable", "k", "one")).get(30, TimeUnit.SECONDS);
+        cluster.kill(leader);
+        assertThat(cluster.isRunning(leader)).isFalse();
+        // acks=all with two of three replicas left: min.insync.replicas=2 is still met
+        producer.send(new ProducerRecord<>("durable", "k", "two")).get(60, TimeUnit.SECONDS);
+      }
+      int successor = cluster.leaderOf("durable", 0).orElseThrow();
+      assertThat(successor).isNotEqualTo(leader);
+      assertThat(cluster.inSyncReplicas("durable", 0)).doesNotContain(leader).hasSize(2);
+
+      cluster.start(leader);
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> cluster.inSyncReplicas("durable", 0).equals(Set.of(0, 1, 2)));
+      cluster.kill(successor); // the restarted broker must hold both records to lead or follow
+      assertThat(readAll(cluster.bootstrapServers(), "durable")).containsExactly("one", "two");
+      cluster.heal();
+      assertThat(cluster.isRunning(successor)).isTrue();
+      assertThat(Files.readString(cluster.log(leader))).contains("Kafka Server started");
+
+      // a frozen leader keeps its sockets but misses its heartbeats: the controller moves the lead
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> cluster.inSyncReplicas("durable", 0).equals(Set.of(0, 1, 2)));
+      int frozen = cluster.leaderOf("durable", 0).orElseThrow();
+      cluster.freeze(frozen);
+      assertThat(cluster.isRunning(frozen)).isTrue();
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .ignoreExceptions()
+          .until(() -> cluster.leaderOf("durable", 0).orElse(frozen) != frozen);
+      cluster.thaw(frozen);
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> cluster.inSyncReplicas("durable", 0).equals(Set.of(0, 1, 2)));
+    }
+  }
+
+  @Test
+  void withADedicatedControllerTwoKilledBrokersShrinkTheIsrBelowTheMinimum() throws Exception {
+    try (KafkaCluster cluster = KafkaCluster.builder().dedicatedController(true).build()) {
+      cluster.start();
+      cluster.createTopic("narrow", 1);
+      int leader = cluster.leaderOf("narrow", 0).orElseThrow();
+      List<Integer> others = new ArrayList<>(List.of(0, 1, 2));
+      others.remove(Integer.valueOf(leader));
+      others.forEach(cluster::kill);
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> cluster.inSyncReplicas("narrow", 0).equals(Set.of(leader)));
+      // no retries (so no idempotence): the broker's own answer reaches the callback, instead of
+      // the TimeoutException of a record that expired while the producer retried it
+      Properties once = new Properties();
+      once.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, false);
+      once.put(ProducerConfig.RETRIES_CONFIG, 0);
+      try (KafkaProducer<String, String> producer = producer(cluster.bootstrapServers(), once)) {
+        assertThatThrownBy(() ->
+                producer.send(new ProducerRecord<>("narrow", "k", "v")).get(60, TimeUnit.SECONDS))
+            .hasRootCauseInstanceOf(
+                org.apache.kafka.common.errors.NotEnoughReplicasException.class);
+      }
+      cluster.heal();
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> cluster.inSyncReplicas("narrow", 0).equals(Set.of(0, 1, 2)));
+    }
+  }
+
+  private static KafkaProducer<String, String> producer(String bootstrap) {
+    return producer(bootstrap, new Properties());
+  }
+
+  private static KafkaProducer<String, String> producer(String bootstrap, Properties extra) {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    p.put(ProducerConfig.ACKS_CONFIG, "all");
+    p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 10_000);
+    p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 5_000);
+    p.put(ProducerConfig.LINGER_MS_CONFIG, 0);
+    p.putAll(extra);
+    return new KafkaProducer<>(p, new StringSerializer(), new StringSerializer());
+  }
+
+  private static List<String> readAll(String bootstrap, String topic) {
+    Properties p = new Properties();
+    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+    List<String> out = new ArrayList<>();
+    try (KafkaConsumer<String, String> consumer =
+        new KafkaConsumer<>(p, new StringDeserializer(), new StringDeserializer())) {
+      TopicPartition tp = new TopicPartition(topic, 0);
+      consumer.assign(List.of(tp));
+      consumer.seekToBeginning(List.of(tp));
+      long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      while (out.size() < 2 && System.nanoTime() < deadline) {
+        consumer.poll(Duration.ofMillis(200)).forEach(r -> out.add(r.value()));
+      }
+    }
+    return out;
+  }
+}
