@@ -174,6 +174,23 @@ class HistoryCheckerTest {
         .containsExactly("parking");
   }
 
+  @Test
+  void onRabbitMqTheOffsetAndZombieColumnsSayNotCheckedInsteadOfZero(@TempDir Path dir)
+      throws Exception {
+    Report kafka = report(result("kill-9", clean(), false));
+    Report rabbit =
+        kafka.withRecord(
+            RunRecord.of(List.of("--transport", "rabbitmq"), "rabbitmq", "idempotent", "inbox"),
+            dir.resolve("faults.log"));
+    assertThat(text(kafka)).doesNotContain("n/a");
+    assertThat(text(rabbit)).contains("n/a").contains("on RabbitMQ, offset and zombie are n/a");
+    rabbit.writeJson(dir.resolve("r.json"));
+    JsonNode json = new ObjectMapper().readTree(dir.resolve("r.json").toFile());
+    assertThat(json.path("not_checked").has("zombie")).isTrue();
+    assertThat(json.path("not_checked").has("offset")).isTrue();
+    assertThat(json.path("result").asText()).isEqualTo("OK");
+  }
+
   private static Report report(ScenarioResult... results) {
     return new Report(42, List.of(results), Instant.EPOCH, Duration.ofSeconds(60));
   }
