@@ -7,7 +7,6 @@ import dev.postbox.testkit.PostgresServer;
 import dev.postbox.testkit.RabbitMqServer;
 import dev.postbox.verify.Fleet.Child;
 import dev.postbox.verify.Fleet.Role;
-import dev.postbox.verify.HistoryChecker.Findings;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Duration;

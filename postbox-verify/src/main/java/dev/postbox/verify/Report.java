@@ -2,7 +2,6 @@ package dev.postbox.verify;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
-import dev.postbox.verify.HistoryChecker.Findings;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;

@@ -1,6 +1,5 @@
 package dev.postbox.verify;
 
-import dev.postbox.verify.HistoryChecker.Findings;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;

@@ -2,7 +2,6 @@ package dev.postbox.verify;
 
 import dev.postbox.verify.Fleet.Child;
 import dev.postbox.verify.Fleet.Role;
-import dev.postbox.verify.HistoryChecker.Findings;
 import dev.postbox.verify.Scenario.Fault;
 import java.io.PrintStream;
 import java.nio.file.Path;

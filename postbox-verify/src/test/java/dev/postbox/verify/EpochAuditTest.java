@@ -45,13 +45,11 @@ class EpochAuditTest {
 
   @Test
   void unstampedRecordsMakeAScenarioInconclusiveWhereStalePublishesAreViolations() {
-    HistoryChecker.Findings measuredOnly =
-        new HistoryChecker.Findings(
-            10, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, false, 4, false);
+    Findings measuredOnly =
+        new Findings(10, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, false, 4, false);
     assertThat(measuredOnly.inconclusiveReasons(false)).isEmpty();
-    HistoryChecker.Findings transactional =
-        new HistoryChecker.Findings(
-            10, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, true, 4, false);
+    Findings transactional =
+        new Findings(10, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, true, 4, false);
     assertThat(transactional.inconclusiveReasons(false))
         .singleElement(org.assertj.core.api.InstanceOfAssertFactories.STRING)
         .contains("4 records carry no relay lane/epoch header");

@@ -8,7 +8,6 @@ import dev.postbox.kafka.KafkaRecords;
 import dev.postbox.testkit.PostboxTest;
 import dev.postbox.testkit.PostboxTestContext;
 import dev.postbox.testkit.PostgresServer;
-import dev.postbox.verify.HistoryChecker.Findings;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;

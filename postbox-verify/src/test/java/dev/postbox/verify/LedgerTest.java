@@ -39,9 +39,8 @@ class LedgerTest {
       log.fired("relay.after-send-before-mark", "relay-1", "exit 86");
       log.note("heal", "");
     }
-    HistoryChecker.Findings f =
-        new HistoryChecker.Findings(
-            50, 0, 0, 0, 0, 50, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, false, 0, false);
+    Findings f =
+        new Findings(50, 0, 0, 0, 0, 50, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, false, 0, false);
     ScenarioResult r =
         new ScenarioResult(
             "kill-9",

@@ -55,9 +55,8 @@ class ScenarioSelectionTest {
 
   @Test
   void unexpectedExitsAndUnstampedRecordsArePrintedUnderTheirScenario() {
-    HistoryChecker.Findings f =
-        new HistoryChecker.Findings(
-            10, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, false, 4, false);
+    Findings f =
+        new Findings(10, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, false, 4, false);
     ScenarioResult r =
         new ScenarioResult(
             "kill-9",

@@ -1,0 +1,130 @@
+package dev.postbox.verify;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * What one {@link HistoryChecker} check of one phase (a scenario round) found, or its sum over
+ * rounds ({@link #plus}).
+ *
+ * @param deadLettered dead letters written since the previous check (any message, applied or not):
+ *     the harness's consumers never mean to dead-letter, so each is a violation (a false conflict
+ *     or a decoding bug must not pass as "not lost")
+ * @param offsetAuditFailures offset samples that could not be taken (broker or database down, topic
+ *     not read up to the committed offsets in time)
+ * @param parked rows written into {@code postbox_parked} (a message parked, or appended behind its
+ *     parked key), counted by a trigger
+ * @param unparked rows that left {@code postbox_parked} (applied from there, or dead-lettered)
+ * @param stalePublishes records of the phase whose relay epoch ({@code pb_relay_epoch}) is lower
+ *     than an epoch of their lane seen earlier in their partition: published by a relay that had
+ *     lost the lane ({@link EpochAudit})
+ * @param staleIsViolation whether a stale publish is a violation (the transactional relay) or only
+ *     measured (the idempotent relay)
+ * @param unstampedRecords records of the phase without the relay's lane or epoch header, which the
+ *     stale-publish audit cannot judge: reported, and with {@code staleIsViolation} they make the
+ *     scenario inconclusive
+ * @param finalAuditFailed whether the offset audit at the check itself (the sample after the
+ *     phase's faults) could not be taken: the scenario is then inconclusive, since the offsets
+ *     committed after the previous sample were never checked
+ */
+record Findings(
+    long messages,
+    long rolledBack,
+    long lost,
+    long deadLettered,
+    long duplicateEffects,
+    long topicRecords,
+    long topicDuplicates,
+    long staleRepublishes,
+    long orderViolations,
+    long zombieApplies,
+    long rolledBackPublished,
+    long rolledBackApplied,
+    long offsetViolations,
+    long offsetSamples,
+    long offsetRecordsChecked,
+    long offsetAuditFailures,
+    long parked,
+    long unparked,
+    long stalePublishes,
+    boolean staleIsViolation,
+    long unstampedRecords,
+    boolean finalAuditFailed) {
+
+  long violations() {
+    return (staleIsViolation ? stalePublishes : 0)
+        + lost
+        + deadLettered
+        + duplicateEffects
+        + orderViolations
+        + zombieApplies
+        + rolledBackPublished
+        + rolledBackApplied
+        + offsetViolations;
+  }
+
+  /**
+   * Why these findings cannot count as a pass even without a violation (empty when they can): no
+   * business transaction, an offset audit that never sampled or never checked a record, or (for a
+   * scenario that exercises parking) nothing parked.
+   */
+  List<String> inconclusiveReasons(boolean parkingExpected) {
+    List<String> reasons = new ArrayList<>();
+    if (messages == 0) {
+      reasons.add("no business transaction committed during the faults");
+    }
+    if (offsetSamples == 0) {
+      reasons.add(
+          "the offset audit took no sample ("
+              + offsetAuditFailures
+              + " attempts failed; see offset-audit-failed in faults.log)");
+    } else if (offsetRecordsChecked == 0) {
+      reasons.add(
+          "the offset audit checked no record ("
+              + offsetSamples
+              + " samples; no committed offset moved)");
+    }
+    if (parkingExpected && parked == 0) {
+      reasons.add("nothing was parked: the parking path was not exercised");
+    }
+    if (finalAuditFailed) {
+      reasons.add(
+          "the final offset audit failed (see offset-audit-failed in faults.log): offsets"
+              + " committed after its last sample were not checked");
+    }
+    if (staleIsViolation && unstampedRecords > 0) {
+      reasons.add(
+          unstampedRecords
+              + " records carry no relay lane/epoch header: the stale-publish check could not"
+              + " judge them");
+    }
+    return reasons;
+  }
+
+  /** The sum of two checks (rounds of one scenario). */
+  Findings plus(Findings o) {
+    return new Findings(
+        messages + o.messages,
+        rolledBack + o.rolledBack,
+        lost + o.lost,
+        deadLettered + o.deadLettered,
+        duplicateEffects + o.duplicateEffects,
+        topicRecords + o.topicRecords,
+        topicDuplicates + o.topicDuplicates,
+        staleRepublishes + o.staleRepublishes,
+        orderViolations + o.orderViolations,
+        zombieApplies + o.zombieApplies,
+        rolledBackPublished + o.rolledBackPublished,
+        rolledBackApplied + o.rolledBackApplied,
+        offsetViolations + o.offsetViolations,
+        offsetSamples + o.offsetSamples,
+        offsetRecordsChecked + o.offsetRecordsChecked,
+        offsetAuditFailures + o.offsetAuditFailures,
+        parked + o.parked,
+        unparked + o.unparked,
+        stalePublishes + o.stalePublishes,
+        staleIsViolation || o.staleIsViolation,
+        unstampedRecords + o.unstampedRecords,
+        finalAuditFailed || o.finalAuditFailed);
+  }
+}
