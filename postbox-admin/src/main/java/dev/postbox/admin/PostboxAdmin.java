@@ -56,6 +56,7 @@ public final class PostboxAdmin {
   private final DataSource dataSource;
   private final Replayer replayer;
   private final Optional<ConsumerLagSource> lagSource;
+  private final Optional<QueueLagSource> queueLagSource;
   private final AuditQueries audit;
   private final DeadLetterQueries deadLetters;
   private final OperationsQueries operations;
@@ -66,6 +67,7 @@ public final class PostboxAdmin {
     this.dataSource = b.dataSource;
     this.replayer = replayer;
     this.lagSource = b.lagSource;
+    this.queueLagSource = b.queueLagSource;
     this.audit = new AuditQueries(dataSource);
     this.deadLetters = new DeadLetterQueries(dataSource, audit);
     this.operations = new OperationsQueries(dataSource);
@@ -126,10 +128,15 @@ public final class PostboxAdmin {
     return operations.relays();
   }
 
-  /** Consumer lag as age (from the lag source, if any) and what waits per consumer. */
+  /**
+   * Consumer lag as age (from the lag source, if any), the queues' backlog (from the queue lag
+   * source, if any) and what waits per consumer.
+   */
   public LagReport lag() {
     return new LagReport(
-        lagSource.map(ConsumerLagSource::read).orElse(List.of()), operations.backlogs());
+        lagSource.map(ConsumerLagSource::read).orElse(List.of()),
+        operations.backlogs(),
+        queueLagSource.map(QueueLagSource::read).orElse(List.of()));
   }
 
   /** The operator actions, newest first. */
@@ -161,6 +168,7 @@ public final class PostboxAdmin {
     private Clock clock = Clock.systemUTC();
     private Sleeper sleeper = Sleeper.SYSTEM;
     private Optional<ConsumerLagSource> lagSource = Optional.empty();
+    private Optional<QueueLagSource> queueLagSource = Optional.empty();
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -199,6 +207,15 @@ public final class PostboxAdmin {
     /** Where consumer lag as age is measured (default: none; {@link #lag()} then has none). */
     public Builder lagSource(ConsumerLagSource lagSource) {
       this.lagSource = Optional.of(Objects.requireNonNull(lagSource, "lagSource"));
+      return this;
+    }
+
+    /**
+     * Where the backlog of queue-based subscriptions (RabbitMQ) is measured (default: none; {@link
+     * #lag()} then has no queues).
+     */
+    public Builder queueLagSource(QueueLagSource queueLagSource) {
+      this.queueLagSource = Optional.of(Objects.requireNonNull(queueLagSource, "queueLagSource"));
       return this;
     }
 

@@ -3,7 +3,10 @@ package dev.postbox.cli;
 import dev.postbox.admin.ConsumerLagSource;
 import dev.postbox.admin.LagReport;
 import dev.postbox.admin.PostboxAdmin;
+import dev.postbox.admin.QueueLagSource;
 import dev.postbox.kafka.ConsumerLagProbe;
+import dev.postbox.rabbitmq.RabbitLagProbe;
+import dev.postbox.rabbitmq.RabbitTopology;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -16,7 +19,10 @@ import picocli.CommandLine.Option;
     mixinStandardHelpOptions = true,
     description = {
       "Consumer lag as age: with --bootstrap-servers and --group, the age of the oldest record each"
-          + " group has not finished per partition (Kafka, from committed offsets); always, per"
+          + " group has not finished per partition (Kafka, from committed offsets); with"
+          + " --transport rabbitmq, --rabbitmq-uri, --subscription and --topic, the messages ready"
+          + " and the consumers of each shard queue (RabbitMQ, from a passive queue.declare: no"
+          + " message age, which RabbitMQ 3.10 does not report for quorum queues); always, per"
           + " consumer, the pending dead letters and parked keys with their oldest ages.",
       "Exit code: 0."
     })
@@ -33,11 +39,55 @@ final class LagCommand implements Callable<Integer> {
   @Option(names = "--group", split = ",", description = "Consumer groups to measure in Kafka.")
   List<String> groups = List.of();
 
-  @Option(names = "--json", description = "Print JSON: {partitions: [...], consumers: [...]}.")
+  /** Where the transport's lag is measured. */
+  enum Transport {
+    kafka,
+    rabbitmq
+  }
+
+  @picocli.CommandLine.Spec picocli.CommandLine.Model.CommandSpec spec;
+
+  @Option(
+      names = "--transport",
+      defaultValue = "kafka",
+      description = "kafka (default) or rabbitmq: where --group or --subscription is measured.")
+  Transport transport;
+
+  @Option(
+      names = "--rabbitmq-uri",
+      defaultValue = "${env:POSTBOX_RABBITMQ_URL}",
+      description =
+          "RabbitMQ broker, amqp://user:pass@host:5672/vhost (default: $POSTBOX_RABBITMQ_URL).")
+  String rabbitUri;
+
+  @Option(
+      names = "--subscription",
+      split = ",",
+      description = "RabbitMQ subscriptions to measure (with --transport rabbitmq).")
+  List<String> subscriptions = List.of();
+
+  @Option(
+      names = "--topic",
+      split = ",",
+      description = "Topics of those subscriptions (with --transport rabbitmq).")
+  List<String> topics = List.of();
+
+  @Option(
+      names = "--shards",
+      defaultValue = "" + RabbitTopology.DEFAULT_SHARDS,
+      description = "Shard queues per topic of those subscriptions (default: ${DEFAULT-VALUE}).")
+  int shards;
+
+  @Option(
+      names = "--json",
+      description = "Print JSON: {partitions: [...], consumers: [...], queues: [...]}.")
   boolean json;
 
   @Override
   public Integer call() {
+    if (transport == Transport.rabbitmq) {
+      return rabbit();
+    }
     if (bootstrap == null || groups.isEmpty()) {
       return print(db.admin().lag());
     }
@@ -59,6 +109,33 @@ final class LagCommand implements Callable<Integer> {
     }
   }
 
+  private int rabbit() {
+    if (rabbitUri == null || subscriptions.isEmpty() || topics.isEmpty()) {
+      throw new picocli.CommandLine.ParameterException(
+          spec.commandLine(),
+          "--transport rabbitmq needs --rabbitmq-uri (or $POSTBOX_RABBITMQ_URL), --subscription"
+              + " and --topic");
+    }
+    RabbitLagProbe.Builder b = RabbitLagProbe.builder(rabbitUri);
+    subscriptions.forEach(s -> b.subscription(s, shards, topics.toArray(String[]::new)));
+    try (RabbitLagProbe probe = b.build()) {
+      QueueLagSource source =
+          () ->
+              probe.read().stream()
+                  .map(q ->
+                      new QueueLagSource.QueueLag(
+                          q.subscription(),
+                          q.topic(),
+                          q.shard(),
+                          q.queue(),
+                          q.messagesReady(),
+                          q.consumers()))
+                  .toList();
+      PostboxAdmin admin = PostboxAdmin.builder(db.dataSource()).queueLagSource(source).build();
+      return print(admin.lag());
+    }
+  }
+
   private int print(LagReport r) {
     if (json) {
       Json.print(r, System.out);
@@ -76,6 +153,21 @@ final class LagCommand implements Callable<Integer> {
             p.partition(),
             p.offsetLag(),
             OutboxCommand.age(p.oldestUnprocessedAge()));
+      }
+    }
+    if (!r.queues().isEmpty()) {
+      System.out.printf(
+          "%-20s %-20s %5s %8s %9s %s%n",
+          "SUBSCRIPTION", "TOPIC", "SHARD", "READY", "CONSUMERS", "");
+      for (QueueLagSource.QueueLag q : r.queues()) {
+        System.out.printf(
+            "%-20s %-20s %5d %8d %9d %s%n",
+            q.subscription(),
+            q.topic(),
+            q.shard(),
+            q.messagesReady(),
+            q.consumers(),
+            q.stalled() ? "STALLED" : "");
       }
     }
     System.out.printf(

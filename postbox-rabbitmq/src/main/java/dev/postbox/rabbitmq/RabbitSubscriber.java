@@ -48,11 +48,14 @@ import org.slf4j.LoggerFactory;
  * <ul>
  *   <li><b>Topology.</b> At {@link #start()} it declares, for each topic, the topic's exchange, the
  *       subscription's direct exchange and shard queues ({@link RabbitTopology}: quorum queues with
- *       single active consumer), and consumes every shard queue on a channel of its own. Any number
- *       of instances can run: each shard is consumed by one of them at a time (the first to
- *       subscribe; the others stand by). With {@link Builder#shardLeases} the instances share the
- *       shards instead (about shards/instances each, handed over in order when one joins or
- *       leaves); {@link #heldShards()} says which this one consumes.
+ *       single active consumer, or for {@code UNORDERED} without it), and consumes every shard
+ *       queue on a channel of its own. Any number of instances can run: for a key-ordered
+ *       subscription each shard is consumed by one of them at a time (the first to subscribe; the
+ *       others stand by), and with {@link Builder#shardLeases} the instances share the shards
+ *       instead (about shards/instances each, handed over in order when one joins or leaves);
+ *       {@link #heldShards()} says which this one consumes. The instances of an {@code UNORDERED}
+ *       subscription are competing consumers of every shard queue (each up to its prefetch), so
+ *       each added instance takes a share of the work; shard leases are not used for them.
  *   <li><b>Acks.</b> Manual: a delivery is acked when the engine finished it (applied, suppressed,
  *       ignored or dead-lettered); {@code AT_MOST_ONCE} acks before handling; for {@code
  *       EFFECTIVELY_ONCE} the inbox row commits with the effect, before the ack, so a redelivery
@@ -267,7 +270,12 @@ public final class RabbitSubscriber implements AutoCloseable {
     Map<String, List<String>> queues = new LinkedHashMap<>();
     for (String topic : subscription.topics()) {
       List<String> declared =
-          RabbitTopology.declareShards(setup, subscription.name(), topic, shards);
+          RabbitTopology.declareShards(
+              setup,
+              subscription.name(),
+              topic,
+              shards,
+              RabbitTopology.Consumers.of(subscription.ordering()));
       for (String queue : declared) {
         RabbitTopology.declareWaitQueues(setup, queue, retryTiers);
       }
@@ -300,7 +308,12 @@ public final class RabbitSubscriber implements AutoCloseable {
                     waitQueues),
             () -> running,
             ticker);
-    if (shardLeases.isEmpty()) {
+    if (shardLeases.isEmpty() || competing()) {
+      if (shardLeases.isPresent()) {
+        log.info(
+            "{} is UNORDERED: its instances compete on every shard queue, shard leases unused",
+            subscription.name());
+      }
       shardSet.startAll(shards);
       return;
     }
@@ -314,6 +327,12 @@ public final class RabbitSubscriber implements AutoCloseable {
             sleeper,
             shardSet);
     balancer.start();
+  }
+
+  /** Whether the instances compete on every shard queue ({@code UNORDERED}). */
+  private boolean competing() {
+    return RabbitTopology.Consumers.of(subscription.ordering())
+        == RabbitTopology.Consumers.COMPETING;
   }
 
   private synchronized Connection connection() {
@@ -600,7 +619,8 @@ public final class RabbitSubscriber implements AutoCloseable {
      * channels (the rest goes back to the queue in order) before it releases the lease. Single
      * active consumer stays on, so a key is never handled by two instances at once, even while
      * instances disagree about the leases. PostgreSQL: {@code
-     * PostgresShardLeaseStore.create(dataSource)}.
+     * PostgresShardLeaseStore.create(dataSource)}. Not used by an {@code UNORDERED} subscription,
+     * whose instances all compete on every shard queue.
      */
     public Builder shardLeases(ShardLeaseStore store) {
       this.shardLeases = Objects.requireNonNull(store, "store");

@@ -11,14 +11,15 @@ import java.util.Objects;
  * The RabbitMQ topology Postbox uses, declared idempotently: per topic one durable <b>fanout
  * exchange</b> (named as the topic), which the relay publishes to; per subscription and topic one
  * durable <b>direct exchange</b> ({@code <subscription>.<topic>}) bound to the topic's exchange,
- * and {@code shards} durable <b>quorum queues</b> with <b>single active consumer</b> ({@code
- * <subscription>.<topic>.<i>}). The routing key of a message is its <b>slot</b> ({@link
- * #routingKey(String)}: the CRC-32 of the ordering key's UTF-8 bytes modulo {@value #SLOTS}, as a
- * decimal string), and slot {@code s} is bound to shard queue {@code s % shards}; each subscription
- * has its own exchange so that every subscription gets every message, whatever its shard count. A
- * message whose routing key is not a slot (published by hand or by an older relay) goes, through
- * the exchange's alternate exchange ({@code <subscription>.<topic>.unsharded}, a fanout), to shard
- * 0, never nowhere.
+ * and {@code shards} durable <b>quorum queues</b> ({@code <subscription>.<topic>.<i>}), with
+ * <b>single active consumer</b> for a key-ordered subscription and without it (competing consumers,
+ * {@link Consumers#COMPETING}) for an {@code UNORDERED} one. The routing key of a message is its
+ * <b>slot</b> ({@link #routingKey(String)}: the CRC-32 of the ordering key's UTF-8 bytes modulo
+ * {@value #SLOTS}, as a decimal string), and slot {@code s} is bound to shard queue {@code s %
+ * shards}; each subscription has its own exchange so that every subscription gets every message,
+ * whatever its shard count. A message whose routing key is not a slot (published by hand or by an
+ * older relay) goes, through the exchange's alternate exchange ({@code
+ * <subscription>.<topic>.unsharded}, a fanout), to shard 0, never nowhere.
  *
  * <p>Why: all messages of a key land in one queue, in publish order; single active consumer lets
  * any number of instances subscribe to every shard while one instance at a time consumes each, so a
@@ -161,14 +162,58 @@ public final class RabbitTopology {
   }
 
   /**
+   * How the instances of a subscription consume a shard queue, fixed when the queue is declared
+   * ({@code x-single-active-consumer} is a queue argument, which the broker cannot change in
+   * place).
+   */
+  public enum Consumers {
+    /**
+     * Single active consumer: one consumer at a time gets the queue's messages, the others stand
+     * by. Key-ordered subscriptions ({@code KEY}, {@code PARTITION}): a key is handled by one
+     * instance at a time, in order.
+     */
+    SINGLE_ACTIVE,
+    /**
+     * Competing consumers: every consumer of the queue gets messages, as far as its prefetch
+     * allows. {@code UNORDERED} subscriptions: any number of instances share the work.
+     */
+    COMPETING;
+
+    /** How a subscription with {@code ordering} consumes its shard queues. */
+    public static Consumers of(dev.postbox.core.consumer.Ordering ordering) {
+      return ordering == dev.postbox.core.consumer.Ordering.UNORDERED ? COMPETING : SINGLE_ACTIVE;
+    }
+  }
+
+  /**
    * Declares the durable quorum queue of shard {@code shard} (of {@code shards}) of {@code
-   * subscription} on {@code topic}, with single active consumer, and binds it to the subscription's
-   * (existing) direct exchange with the routing key of every slot {@code s} with {@code s % shards
-   * == shard}; shard 0 also to the (existing) alternate exchange. Returns the queue's name.
+   * subscription} on {@code topic}, with single active consumer; see {@link #declareShard(Channel,
+   * String, String, int, int, Consumers)}.
    */
   public static String declareShard(
       Channel channel, String subscription, String topic, int shard, int shards) {
+    return declareShard(channel, subscription, topic, shard, shards, Consumers.SINGLE_ACTIVE);
+  }
+
+  /**
+   * Declares the durable quorum queue of shard {@code shard} (of {@code shards}) of {@code
+   * subscription} on {@code topic}, with single active consumer or for competing consumers as
+   * {@code consumers} says, and binds it to the subscription's (existing) direct exchange with the
+   * routing key of every slot {@code s} with {@code s % shards == shard}; shard 0 also to the
+   * (existing) alternate exchange. Returns the queue's name.
+   *
+   * @throws RabbitTopologyException if the queue exists with other arguments; for a queue declared
+   *     with the other {@link Consumers} mode the message names the queue and how to migrate it
+   */
+  public static String declareShard(
+      Channel channel,
+      String subscription,
+      String topic,
+      int shard,
+      int shards,
+      Consumers consumers) {
     checkShards(shards);
+    Objects.requireNonNull(consumers, "consumers");
     if (shard < 0 || shard >= shards) {
       throw new IllegalArgumentException("shard must be in [0, " + shards + "), was " + shard);
     }
@@ -180,7 +225,9 @@ public final class RabbitTopology {
           true,
           false,
           false,
-          Map.of("x-queue-type", "quorum", "x-single-active-consumer", true));
+          consumers == Consumers.SINGLE_ACTIVE
+              ? Map.of("x-queue-type", "quorum", "x-single-active-consumer", true)
+              : Map.of("x-queue-type", "quorum"));
       for (int slot = shard; slot < SLOTS; slot += shards) {
         channel.queueBind(queue, exchange, Integer.toString(slot));
       }
@@ -189,14 +236,49 @@ public final class RabbitTopology {
       }
       return queue;
     } catch (IOException | RuntimeException e) {
-      throw refusedOrTransient(
-          e,
-          "cannot declare queue '"
-              + queue
-              + "' (durable quorum queue with single active consumer) bound to exchange '"
-              + exchange
-              + "': does a queue with other arguments exist under that name?");
+      throw refusedOrTransient(e, queueRefusal(queue, exchange, consumers, e));
     }
+  }
+
+  private static String queueRefusal(
+      String queue, String exchange, Consumers consumers, Exception e) {
+    String reply = String.valueOf(replyText(e));
+    if (reply.contains("x-single-active-consumer")) {
+      return consumers == Consumers.COMPETING
+          ? "queue '"
+              + queue
+              + "' exists with other arguments: with single active consumer (declared by a"
+              + " key-ordered subscription,"
+              + " or by an UNORDERED one before UNORDERED subscriptions consumed with competing"
+              + " consumers), and a queue's arguments cannot change in place. To migrate: stop the"
+              + " relays publishing to its topic and every instance of the subscription, let the"
+              + " queue drain (consume it with the earlier version or the ordered subscription"
+              + " until it is empty), delete it (rabbitmqctl delete_queue "
+              + queue
+              + "), start the subscription (it declares the queue anew), then the relays. Or keep"
+              + " the subscription key-ordered ("
+              + reply
+              + ")"
+          : "queue '"
+              + queue
+              + "' exists with other arguments: without single active consumer (declared by an"
+              + " UNORDERED subscription for competing consumers, or not by Postbox), and a"
+              + " key-ordered subscription needs it: a queue's"
+              + " arguments cannot change in place. To migrate: stop the relays publishing to its"
+              + " topic and every instance of the subscription, let the queue drain, delete it"
+              + " (rabbitmqctl delete_queue "
+              + queue
+              + "), start the subscription, then the relays ("
+              + reply
+              + ")";
+    }
+    return "cannot declare queue '"
+        + queue
+        + "' (durable quorum queue"
+        + (consumers == Consumers.SINGLE_ACTIVE ? " with single active consumer" : "")
+        + ") bound to exchange '"
+        + exchange
+        + "': does a queue with other arguments exist under that name?";
   }
 
   private static void checkShards(int shards) {
@@ -261,13 +343,23 @@ public final class RabbitTopology {
   }
 
   /**
-   * Declares the exchange of {@code topic}, the direct exchange of {@code subscription} (with its
-   * alternate exchange) and the {@code shards} quorum queues bound to them, and last binds the
-   * direct exchange to the topic's (so no message reaches it before every slot has its queue);
-   * returns the queue names, shard 0 first.
+   * Declares the exchange of {@code topic}, the direct exchange of {@code subscription} and its
+   * {@code shards} quorum queues with single active consumer; see {@link #declareShards(Channel,
+   * String, String, int, Consumers)}.
    */
   public static List<String> declareShards(
       Channel channel, String subscription, String topic, int shards) {
+    return declareShards(channel, subscription, topic, shards, Consumers.SINGLE_ACTIVE);
+  }
+
+  /**
+   * Declares the exchange of {@code topic}, the direct exchange of {@code subscription} (with its
+   * alternate exchange) and the {@code shards} quorum queues bound to them (consumed as {@code
+   * consumers} says), and last binds the direct exchange to the topic's (so no message reaches it
+   * before every slot has its queue); returns the queue names, shard 0 first.
+   */
+  public static List<String> declareShards(
+      Channel channel, String subscription, String topic, int shards, Consumers consumers) {
     checkShards(shards);
     declareExchange(channel, topic);
     String unsharded = unshardedExchange(subscription, topic, shards);
@@ -276,7 +368,7 @@ public final class RabbitTopology {
     declare(channel, direct, EXCHANGE_TYPE, Map.of("alternate-exchange", unsharded));
     List<String> queues = new ArrayList<>(shards);
     for (int i = 0; i < shards; i++) {
-      queues.add(declareShard(channel, subscription, topic, i, shards));
+      queues.add(declareShard(channel, subscription, topic, i, shards, consumers));
     }
     try {
       channel.exchangeBind(direct, exchange(topic), "");

@@ -327,7 +327,13 @@ public final class ShardConsumer extends DefaultConsumer {
       Channel ch = getChannel();
       try {
         try (Channel setup = ch.getConnection().createChannel()) {
-          RabbitTopology.declareShard(setup, subscription.name(), topic, shard, shards);
+          RabbitTopology.declareShard(
+              setup,
+              subscription.name(),
+              topic,
+              shard,
+              shards,
+              RabbitTopology.Consumers.of(subscription.ordering()));
         }
         ch.basicConsume(queue, false, this);
         log.info("{}: consuming {} again after a consumer cancel", subscription.name(), queue);
