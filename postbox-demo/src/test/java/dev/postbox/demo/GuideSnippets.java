@@ -135,6 +135,16 @@ final class GuideSnippets {
     relay.start(); // one instance streams, the others stand by
   }
 
+  void cdcFailover(DataSource dataSource, RelayPublisher publisher) {
+    CdcRelay relay =
+        CdcRelay.builder(
+                dataSource,
+                "jdbc:postgresql://db1:5432,db2:5432/shop?targetServerType=primary",
+                publisher)
+            .failoverSlot(true)
+            .build();
+  }
+
   void cdcRelay(DataSource dataSource) {
     CdcRelay relay =
         CdcRelay.builder(

@@ -194,6 +194,9 @@ public final class CdcRelay implements AutoCloseable {
   /** Default for {@link Builder#logicalMessages(boolean)}: only outbox rows. */
   public static final boolean DEFAULT_LOGICAL_MESSAGES = false;
 
+  /** Default for {@link Builder#failoverSlot(boolean)}: an ordinary slot. */
+  public static final boolean DEFAULT_FAILOVER_SLOT = false;
+
   /** Default for {@link Builder#messagePrefix(String)}. */
   public static final String DEFAULT_MESSAGE_PREFIX = EmitMessageOutbox.DEFAULT_PREFIX;
 
@@ -235,6 +238,7 @@ public final class CdcRelay implements AutoCloseable {
     private Duration batchLinger = DEFAULT_BATCH_LINGER;
     private boolean binaryValues = DEFAULT_BINARY_VALUES;
     private boolean logicalMessages = DEFAULT_LOGICAL_MESSAGES;
+    private boolean failoverSlot = DEFAULT_FAILOVER_SLOT;
     private String messagePrefix = DEFAULT_MESSAGE_PREFIX;
     private Duration statusInterval = DEFAULT_STATUS_INTERVAL;
     private Duration standbyRetryInterval = DEFAULT_STANDBY_RETRY_INTERVAL;
@@ -328,6 +332,20 @@ public final class CdcRelay implements AutoCloseable {
      */
     public Builder logicalMessages(boolean logicalMessages) {
       this.logicalMessages = logicalMessages;
+      return this;
+    }
+
+    /**
+     * Creates the slot as a failover slot ({@code failover => true}, PostgreSQL 17+), which a
+     * standby running with {@code sync_replication_slots = on} keeps a copy of, so that the relay
+     * resumes from it on the standby after a promote (default false: an ordinary slot, which a
+     * failover loses; the relay then creates it again and republishes the pending rows). The slot
+     * is only synchronised when the standby is configured for it (see docs/guides/cdc.md); at
+     * start-up the relay warns when the primary's {@code synchronized_standby_slots} is empty. A
+     * slot that exists already is kept as it is (warned about when it is not a failover slot).
+     */
+    public Builder failoverSlot(boolean failoverSlot) {
+      this.failoverSlot = failoverSlot;
       return this;
     }
 
@@ -463,6 +481,7 @@ public final class CdcRelay implements AutoCloseable {
               maxInFlightBatches,
               batchLinger,
               binaryValues,
+              failoverSlot,
               logicalMessages ? EmitMessageOutbox.create(messagePrefix).prefix() : null,
               statusInterval,
               standbyRetryInterval,

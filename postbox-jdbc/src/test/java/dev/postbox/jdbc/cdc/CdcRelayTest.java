@@ -272,6 +272,33 @@ class CdcRelayTest {
     assertThat(CdcRelay.Builder.defaultName("App")).startsWith("postbox_cdc_app_").hasSize(24);
   }
 
+  /**
+   * {@code failoverSlot(true)} on a server with no standby: the slot is created as a failover slot,
+   * and the relay warns that nothing synchronises it ({@code synchronized_standby_slots} empty).
+   */
+  @Test
+  void aFailoverSlotIsCreatedAsOneAndWarnedAboutWithoutAStandby() throws Exception {
+    CdcRelay r =
+        CdcRelay.builder(ds, ctx.jdbcUrl(), new RecordingPublisher())
+            .instanceId("r1")
+            .failoverSlot(true)
+            .build();
+    relays.add(r);
+    r.start();
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT failover FROM pg_replication_slots WHERE slot_name = '"
+                    + r.slotName()
+                    + "'")) {
+      assertThat(rs.next()).isTrue();
+      assertThat(rs.getBoolean(1)).isTrue();
+    }
+    assertThat(r.startupWarnings())
+        .anyMatch(w -> w.contains("synchronized_standby_slots is empty"));
+  }
+
   private long count(String where) throws SQLException {
     try (Connection c = ds.getConnection();
         Statement s = c.createStatement();

@@ -285,6 +285,11 @@ public final class EmbeddedPostgresServer extends AbstractPostgresServer {
     return "jdbc:postgresql://127.0.0.1:" + port + "/" + DATABASE;
   }
 
+  /** The port, 0 before the first start. */
+  synchronized int port() {
+    return port;
+  }
+
   @Override
   public String user() {
     return USER;

@@ -48,6 +48,7 @@ public final class CdcEngine {
       int maxInFlightBatches,
       Duration batchLinger,
       boolean binaryValues,
+      boolean failoverSlot,
       String messagePrefix,
       Duration statusInterval,
       Duration standbyRetryInterval,
@@ -100,7 +101,8 @@ public final class CdcEngine {
                 config.publicationName(),
                 config.statusInterval())
             .withLogicalMessages(config.messagePrefix() != null)
-            .withBinaryValues(config.binaryValues());
+            .withBinaryValues(config.binaryValues())
+            .withFailoverSlot(config.failoverSlot());
   }
 
   /** Prepares the publication and slot, then starts the threads. */

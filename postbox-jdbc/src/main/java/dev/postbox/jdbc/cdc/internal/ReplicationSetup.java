@@ -43,6 +43,7 @@ public final class ReplicationSetup {
   private final Duration statusInterval;
   private volatile boolean logicalMessages;
   private volatile boolean binaryValues;
+  private volatile boolean failoverSlot;
   private final java.util.List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
 
   public ReplicationSetup(
@@ -75,6 +76,67 @@ public final class ReplicationSetup {
   public ReplicationSetup withBinaryValues(boolean on) {
     this.binaryValues = on;
     return this;
+  }
+
+  /**
+   * Creates the slot with {@code failover => true} (PostgreSQL 17+), so that a standby with {@code
+   * sync_replication_slots = on} synchronises it.
+   */
+  public ReplicationSetup withFailoverSlot(boolean on) {
+    this.failoverSlot = on;
+    return this;
+  }
+
+  /** The slot-creating query: an ordinary or a failover slot. */
+  private String createSlotSql() {
+    return failoverSlot
+        ? "SELECT lsn::text FROM pg_create_logical_replication_slot(?, 'pgoutput', false, false,"
+            + " true)"
+        : "SELECT lsn::text FROM pg_create_logical_replication_slot(?, 'pgoutput')";
+  }
+
+  /**
+   * With a failover slot: warns when the slot is not a failover slot, or when no standby is named
+   * in {@code synchronized_standby_slots} (logical decoding then runs ahead of the standby, and a
+   * failover may find the synchronised slot missing or behind what was confirmed).
+   */
+  private void checkFailoverSetup(Connection c) throws SQLException {
+    if (!failoverSlot) {
+      return;
+    }
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT failover, current_setting('synchronized_standby_slots', true)"
+                + " FROM pg_replication_slots WHERE slot_name = ?")) {
+      ps.setString(1, slot);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return;
+        }
+        if (!rs.getBoolean(1)) {
+          warn(
+              "replication slot "
+                  + slot
+                  + " exists but is not a failover slot: a failover loses it (drop it, or"
+                  + " ALTER_REPLICATION_SLOT "
+                  + slot
+                  + " (FAILOVER true) over a replication connection)");
+        }
+        String standbys = rs.getString(2);
+        if (standbys == null || standbys.isBlank()) {
+          warn(
+              "failoverSlot is set but synchronized_standby_slots is empty on this server: no"
+                  + " standby is known to synchronise slot "
+                  + slot
+                  + ", and a failover may lose it (see docs/guides/cdc.md)");
+        }
+      }
+    }
+  }
+
+  private void warn(String warning) {
+    warnings.add(warning);
+    log.warn(warning);
   }
 
   /** The data source's current schema, where the outbox table is. */
@@ -140,6 +202,7 @@ public final class ReplicationSetup {
       boolean walCap = c.getMetaData().getDatabaseMajorVersion() >= 13;
       preparePublication(c);
       prepareSlot(c, walCap);
+      checkFailoverSetup(c);
       if (walCap && "-1".equals(show(c, "max_slot_wal_keep_size"))) {
         String warning =
             "max_slot_wal_keep_size is unbounded (-1): while the CDC relay's slot "
@@ -236,8 +299,7 @@ public final class ReplicationSetup {
       rs.next();
       pending = rs.getLong(1);
     }
-    try (PreparedStatement ps =
-        c.prepareStatement("SELECT lsn FROM pg_create_logical_replication_slot(?, 'pgoutput')")) {
+    try (PreparedStatement ps = c.prepareStatement(createSlotSql())) {
       ps.setString(1, slot);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
@@ -321,9 +383,7 @@ public final class ReplicationSetup {
         ps.setString(1, slot);
         ps.execute();
       }
-      try (PreparedStatement ps =
-          c.prepareStatement(
-              "SELECT lsn::text FROM pg_create_logical_replication_slot(?, 'pgoutput')")) {
+      try (PreparedStatement ps = c.prepareStatement(createSlotSql())) {
         ps.setString(1, slot);
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
