@@ -3,33 +3,30 @@ package com.example.shop.inventory;
 import com.example.shop.orders.OrderService;
 import dev.postbox.core.consumer.Delivery;
 import dev.postbox.spring.PostboxListener;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.SQLException;
 import org.springframework.stereotype.Service;
 
 /**
- * Reserves stock for each order. The topic is effectively-once (application.yml): the effect is
- * done on the inbox transaction's connection, so each event is applied once, redelivered or not.
+ * Reserves stock for each order, then tells the warehouse. The topic is effectively-once
+ * (application.yml): the handler runs in a Spring transaction that also holds the event's dedupe
+ * record, so the {@code @Transactional} {@link Reservations} service joins it and its {@code
+ * JdbcTemplate} writes commit with that record or not at all: each event is applied once,
+ * redelivered or retried. The id is the consumer group and the inbox's name: renaming this method
+ * or class changes nothing.
  */
 @Service
 public class Inventory {
 
-  @PostboxListener(topic = "${shop.order-topic:" + OrderService.ORDER_CREATED + "}", name = "inventory")
-  void reserve(Delivery delivery, String payload, Connection tx) throws SQLException {
-    try (PreparedStatement reserve =
-            tx.prepareStatement(
-                "UPDATE stock SET reserved = reserved + (?::jsonb->>'quantity')::int"
-                    + " WHERE sku = ?::jsonb->>'sku'");
-        PreparedStatement record =
-            tx.prepareStatement(
-                "INSERT INTO reservations (order_id, message_id) VALUES (?::jsonb->>'order', ?::uuid)")) {
-      reserve.setString(1, payload);
-      reserve.setString(2, payload);
-      reserve.executeUpdate();
-      record.setString(1, payload);
-      record.setString(2, delivery.message().id().toString());
-      record.executeUpdate();
-    }
+  private final Reservations reservations;
+  private final Warehouse warehouse;
+
+  Inventory(Reservations reservations, Warehouse warehouse) {
+    this.reservations = reservations;
+    this.warehouse = warehouse;
+  }
+
+  @PostboxListener(id = "inventory", topic = "${shop.order-topic:" + OrderService.ORDER_CREATED + "}")
+  void reserve(Delivery delivery, OrderCreated order) {
+    reservations.reserve(order, delivery.message().id());
+    warehouse.reserved(order); // if this throws, the reservation above rolls back and is retried
   }
 }
