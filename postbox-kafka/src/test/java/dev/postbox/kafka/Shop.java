@@ -142,24 +142,31 @@ final class Shop {
    * Every record on the topic, in partition order, polling until {@code done} accepts what was read
    * (then one more short poll, so that late duplicates are counted) or the timeout passes.
    */
+  /** A read_committed consumer assigned every partition of the topic, at its beginning. */
+  private KafkaConsumer<byte[], byte[]> fromTheBeginning(String bootstrap) {
+    Properties p = new Properties();
+    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+    KafkaConsumer<byte[], byte[]> consumer =
+        new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    List<TopicPartition> tps = new ArrayList<>();
+    for (PartitionInfo pi : consumer.partitionsFor(topic, Duration.ofSeconds(30))) {
+      tps.add(new TopicPartition(topic, pi.partition()));
+    }
+    consumer.assign(tps);
+    consumer.seekToBeginning(tps);
+    return consumer;
+  }
+
   /**
    * Every record on the topic now: reads each partition up to the end offset it has when this is
    * called (so the count does not depend on how fast the read is; waits at most {@code timeout}).
    */
   List<ConsumerRecord<byte[], byte[]>> readToEnd(String bootstrap, Duration timeout) {
-    Properties p = new Properties();
-    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-    p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
     List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
-    try (KafkaConsumer<byte[], byte[]> consumer =
-        new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
-      List<TopicPartition> tps = new ArrayList<>();
-      for (PartitionInfo pi : consumer.partitionsFor(topic, Duration.ofSeconds(30))) {
-        tps.add(new TopicPartition(topic, pi.partition()));
-      }
-      consumer.assign(tps);
-      consumer.seekToBeginning(tps);
+    try (KafkaConsumer<byte[], byte[]> consumer = fromTheBeginning(bootstrap)) {
+      List<TopicPartition> tps = new ArrayList<>(consumer.assignment());
       java.util.Map<TopicPartition, Long> end = consumer.endOffsets(tps, Duration.ofSeconds(30));
       long deadline = System.nanoTime() + timeout.toNanos();
       while (tps.stream().anyMatch(tp -> consumer.position(tp) < end.get(tp))) {
@@ -174,19 +181,8 @@ final class Shop {
 
   List<ConsumerRecord<byte[], byte[]>> readUntil(
       String bootstrap, Duration timeout, Predicate<List<ConsumerRecord<byte[], byte[]>>> done) {
-    Properties p = new Properties();
-    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-    p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
     List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
-    try (KafkaConsumer<byte[], byte[]> consumer =
-        new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
-      List<TopicPartition> tps = new ArrayList<>();
-      for (PartitionInfo pi : consumer.partitionsFor(topic, Duration.ofSeconds(30))) {
-        tps.add(new TopicPartition(topic, pi.partition()));
-      }
-      consumer.assign(tps);
-      consumer.seekToBeginning(tps);
+    try (KafkaConsumer<byte[], byte[]> consumer = fromTheBeginning(bootstrap)) {
       long deadline = System.nanoTime() + timeout.toNanos();
       while (System.nanoTime() < deadline) {
         consumer.poll(Duration.ofMillis(200)).forEach(out::add);
