@@ -142,7 +142,9 @@ class ReplayAndBreakerIT extends Subscribers {
                           .failureHandler(
                               FailureHandlers.of(
                                   RetryPolicy.builder()
-                                      .maxAttempts(10)
+                                      .maxAttempts(
+                                          1_000) // the outage outlasts 10 attempts: the duration
+                                      // bounds it
                                       .maxDuration(Duration.ofMinutes(5))
                                       .backoff(
                                           new Backoff(
