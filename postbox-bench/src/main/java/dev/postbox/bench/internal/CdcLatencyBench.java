@@ -181,9 +181,9 @@ public final class CdcLatencyBench {
             ? List.of()
             : pollingPhases("cdclat_nograce", NO_GRACE_PREFIX, Duration.ZERO, writerMax);
     List<Measurement> out = measurements(writerMax, relay, dbz);
-    out.addAll(pollingMeasurements(relay, polling));
+    out.addAll(CdcLatencyFigures.pollingMeasurements(relay, polling));
     out.addAll(
-        variantMeasurements(
+        CdcLatencyFigures.variantMeasurements(
             "cdc_polling_latency_",
             polling,
             "no_grace",
@@ -192,7 +192,7 @@ public final class CdcLatencyBench {
             "polling relay with idleGrace 0 (idle at the first empty claim: how it ran before the"
                 + " grace), otherwise as cdc_polling_latency_, alone after it"));
     out.addAll(
-        variantMeasurements(
+        CdcLatencyFigures.variantMeasurements(
             "cdc_latency_",
             relay,
             "linger",
@@ -203,7 +203,7 @@ public final class CdcLatencyBench {
                 + " ms (a batch waits for the rows streamed meanwhile), otherwise as cdc_latency_,"
                 + " alone right after it"));
     out.addAll(
-        variantMeasurements(
+        CdcLatencyFigures.variantMeasurements(
             "cdc_latency_",
             relay,
             "text",
@@ -366,26 +366,6 @@ public final class CdcLatencyBench {
   private static final String NO_GRACE_PREFIX = "cdc_polling_no_grace_latency_";
 
   /**
-   * A streamer run without one of its features ({@code variant}, with {@code how} it ran), and the
-   * default's p99 over it per rate as {@code <defaultPrefix><rate>_p99_vs_<vs>}: what the feature
-   * changes, in the same run; nothing in quick mode (no variant phases).
-   */
-  private static List<Measurement> variantMeasurements(
-      String defaultPrefix,
-      List<Phase> defaults,
-      String vs,
-      String variantPrefix,
-      List<Phase> variant,
-      String how) {
-    List<Measurement> out = new ArrayList<>();
-    for (Phase p : variant) {
-      out.addAll(figures(variantPrefix, p, how, Optional.empty()));
-    }
-    out.addAll(ratios(defaultPrefix, defaults, vs, variantPrefix, variant));
-    return out;
-  }
-
-  /**
    * CPU while {@code streamer} runs and nothing is written, in ms per second (1,000 = one core), as
    * {@code <prefix>idle_cpu_ms_per_s}: what the machine spends before the first event, which every
    * phase's CPU per event carries too (the broker, PostgreSQL, this JVM, the streamer's idle loop).
@@ -408,43 +388,7 @@ public final class CdcLatencyBench {
                     + " (1,000 = one of the cores) %s",
                 streamer,
                 seconds,
-                cpuNote(msPerS)));
-  }
-
-  /** The polling relay's figures, and the CDC relay's p99 over the polling relay's per rate. */
-  private static List<Measurement> pollingMeasurements(List<Phase> cdc, List<Phase> polling) {
-    String how =
-        "polling relay, defaults (NOTIFY wake-up, poll every 1 s when idle, batch 2,000; the same"
-            + " Kafka publisher settings as the CDC relay)";
-    List<Measurement> out = new ArrayList<>();
-    for (Phase p : polling) {
-      Optional<Target> target =
-          p.key().equals("1k") ? Optional.of(Target.atMost(MAX_POLLING_P99_MS)) : Optional.empty();
-      out.addAll(figures("cdc_polling_latency_", p, how, target));
-    }
-    out.addAll(ratios("cdc_latency_", cdc, "polling", "cdc_polling_latency_", polling));
-    return out;
-  }
-
-  /**
-   * Per rate, the p99 of {@code ours} over the p99 of {@code others} (the same rates, in the same
-   * order), as {@code <ourPrefix><rate>_p99_vs_<vs>}; none where {@code others} is empty.
-   */
-  private static List<Measurement> ratios(
-      String ourPrefix, List<Phase> ours, String vs, String otherPrefix, List<Phase> others) {
-    List<Measurement> out = new ArrayList<>();
-    for (int i = 0; i < Math.min(ours.size(), others.size()); i++) {
-      out.add(ratio(ourPrefix + ours.get(i).key(), ours.get(i), vs, otherPrefix, others.get(i)));
-    }
-    return out;
-  }
-
-  /** {@code name}'s p99 over {@code other}'s, as {@code <name>_p99_vs_<vs>}. */
-  private static Measurement ratio(
-      String name, Phase ours, String vs, String otherPrefix, Phase other) {
-    return Measurement.of(
-            name + "_p99_vs_" + vs, ours.percentile(99) / Math.max(other.percentile(99), 1e-9), "x")
-        .note(name + "_p99_ms / " + otherPrefix + other.key() + "_p99_ms (lower is better)");
+                CdcLatencyFigures.cpuNote(msPerS)));
   }
 
   private List<Measurement> measurements(double writerMax, List<Phase> relay, List<Phase> dbz) {
@@ -466,52 +410,14 @@ public final class CdcLatencyBench {
     for (Phase p : relay) {
       Optional<Target> target =
           p.key().endsWith("_max") ? Optional.empty() : Optional.of(Target.atMost(MAX_P99_MS));
-      out.addAll(figures("cdc_latency_", p, relayHow, target));
+      out.addAll(CdcLatencyFigures.figures("cdc_latency_", p, relayHow, target));
     }
     for (Phase p : dbz) {
-      out.addAll(figures("cdc_debezium_latency_", p, dbzHow, Optional.empty()));
+      out.addAll(CdcLatencyFigures.figures("cdc_debezium_latency_", p, dbzHow, Optional.empty()));
     }
-    out.addAll(ratios("cdc_latency_", relay, "debezium", "cdc_debezium_latency_", dbz));
+    out.addAll(
+        CdcLatencyFigures.ratios("cdc_latency_", relay, "debezium", "cdc_debezium_latency_", dbz));
     return out;
-  }
-
-  private static List<Measurement> figures(
-      String prefix, Phase p, String how, Optional<Target> target) {
-    String k = prefix + p.key();
-    String note =
-        String.format(
-            Locale.ROOT,
-            "%s; offered %,d/s, achieved %,.0f tx/s%s, %,d events; commit (writer's wall clock"
-                + " after commit()) to the broker's append stamp (LogAppendTime, ms); CPU per"
-                + " event, us: %s; tail: %s",
-            how,
-            p.offered(),
-            p.achieved(),
-            p.sustained() ? "" : " (NOT sustained: the writers fell behind, a queue is measured)",
-            p.sortedMs().length,
-            cpuNote(p.cpuUs()),
-            p.stalls());
-    Measurement p99 = Measurement.of(k + "_p99_ms", p.percentile(99), "ms").note(note);
-    return List.of(
-        Measurement.of(k + "_p50_ms", p.percentile(50), "ms").note(note),
-        target.map(p99::target).orElse(p99),
-        Measurement.of(k + "_p999_ms", p.percentile(99.9), "ms").note(note),
-        Measurement.of(k + "_achieved_per_s", p.achieved(), "tx/s").note(note),
-        Measurement.of(k + "_cpu_us_per_event", p.cpuUs().getOrDefault("total", 0.0), "us")
-            .note(note));
-  }
-
-  /** "123 (broker 30, jvm 50, postgres 43)". */
-  private static String cpuNote(Map<String, Double> us) {
-    StringBuilder b =
-        new StringBuilder(String.format(Locale.ROOT, "%.0f (", us.getOrDefault("total", 0.0)));
-    us.forEach((kind, v) -> {
-      if (!kind.equals("total")) {
-        b.append(String.format(Locale.ROOT, "%s %.0f, ", kind, v));
-      }
-    });
-    b.setLength(b.length() - 2);
-    return b.append(')').toString();
   }
 
   /**
