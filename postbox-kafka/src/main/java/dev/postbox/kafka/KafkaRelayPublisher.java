@@ -90,6 +90,7 @@ public final class KafkaRelayPublisher implements RelayPublisher {
 
   private final Map<String, Object> config;
   private final TopicCheck topicChecks;
+  private final ExpiryDiagnosis expiries;
   private final TransactionalLanes transactional; // null: the idempotent relay
   private final Object lock = new Object();
   private Producer<byte[], byte[]> producer;
@@ -102,6 +103,7 @@ public final class KafkaRelayPublisher implements RelayPublisher {
             config,
             Duration.ofMillis(
                 Long.parseLong(config.get(ProducerConfig.MAX_BLOCK_MS_CONFIG).toString())));
+    this.expiries = new ExpiryDiagnosis(topicChecks);
     this.transactional =
         transactionalPrefix == null
             ? null
@@ -234,6 +236,7 @@ public final class KafkaRelayPublisher implements RelayPublisher {
     CountDownLatch done = new CountDownLatch(n);
     Thread sender = Thread.currentThread();
     Throwable[] refused = new Throwable[1]; // a failure reported while p.send() ran: not sent
+    int[] partitions = new int[n]; // of records that failed after sending
     Set<String> heldKeys = new HashSet<>();
     Set<String> heldTopics = new HashSet<>();
     boolean stop = false;
@@ -273,6 +276,7 @@ public final class KafkaRelayPublisher implements RelayPublisher {
                 outcomes[index] =
                     new PublishOutcome.Acknowledged(metadata.partition(), metadata.offset());
               } else {
+                partitions[index] = metadata == null ? -1 : metadata.partition();
                 outcomes[index] = failure(error, false, m.topic());
                 discard(p, error);
               }
@@ -325,6 +329,7 @@ public final class KafkaRelayPublisher implements RelayPublisher {
                     ? outcomes[i]
                     : new PublishOutcome.Failed(new IllegalStateException("no outcome"), false);
           }
+          expiries.explain(out, messages, partitions);
           return Arrays.asList(out);
         });
   }

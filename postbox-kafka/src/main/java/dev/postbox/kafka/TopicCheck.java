@@ -5,21 +5,32 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.DescribeConfigsOptions;
 import org.apache.kafka.clients.admin.DescribeTopicsOptions;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.config.TopicConfig;
+import org.apache.kafka.common.errors.LeaderNotAvailableException;
+import org.apache.kafka.common.errors.NotEnoughReplicasException;
 import org.apache.kafka.common.errors.TopicAuthorizationException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Tells, after the producer's metadata wait for a topic ran out, whether the topic is missing (or
- * refused) or the cluster could not be reached: the first is the topic's failure, which the relay
- * holds; the second is transient and retried. Uses an admin client on the producer's connection
- * settings, created on first use.
+ * Asks the cluster why a send failed: after the producer's metadata wait for a topic ran out,
+ * whether the topic is missing (or refused) or the cluster could not be reached (the first is the
+ * topic's failure, which the relay holds; the second is transient and retried); after a record
+ * expired, whether its partition had no leader or too few in-sync replicas. Uses an admin client on
+ * the producer's connection settings, created on first use.
  */
 final class TopicCheck implements AutoCloseable {
 
@@ -76,6 +87,72 @@ final class TopicCheck implements AutoCloseable {
       Thread.currentThread().interrupt();
       return new PublishOutcome.Failed(waited, false);
     }
+  }
+
+  /**
+   * Why the partition {@code topic}-{@code partition} may not take {@code acks=all} writes, asked
+   * of the cluster: no leader, or fewer in-sync replicas than the topic's {@code
+   * min.insync.replicas}. Empty when it looks writable, or when the cluster cannot tell.
+   */
+  Optional<RuntimeException> whyNotWritable(String topic, int partition) {
+    Admin a = admin();
+    if (a == null) {
+      return Optional.empty();
+    }
+    long ms = timeout.toMillis();
+    try {
+      TopicDescription d =
+          a.describeTopics(List.of(topic), new DescribeTopicsOptions().timeoutMs((int) ms))
+              .allTopicNames()
+              .get(ms + 1_000, TimeUnit.MILLISECONDS)
+              .get(topic);
+      TopicPartitionInfo info =
+          d.partitions().stream().filter(p -> p.partition() == partition).findFirst().orElse(null);
+      if (info == null) {
+        return Optional.empty();
+      }
+      String name = topic + "-" + partition;
+      if (info.leader() == null) {
+        return Optional.of(
+            new LeaderNotAvailableException(
+                "partition " + name + " has no leader (replicas " + ids(info.replicas()) + ")"));
+      }
+      ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+      ConfigEntry min =
+          a.describeConfigs(List.of(resource), new DescribeConfigsOptions().timeoutMs((int) ms))
+              .all()
+              .get(ms + 1_000, TimeUnit.MILLISECONDS)
+              .get(resource)
+              .get(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG);
+      int minIsr = min == null ? 1 : Integer.parseInt(min.value());
+      if (info.isr().size() < minIsr) {
+        return Optional.of(
+            new NotEnoughReplicasException(
+                "partition "
+                    + name
+                    + " has "
+                    + info.isr().size()
+                    + " in-sync replica(s) "
+                    + ids(info.isr())
+                    + " of "
+                    + info.replicas().size()
+                    + ", below min.insync.replicas="
+                    + minIsr
+                    + ": the brokers refuse acks=all writes (NOT_ENOUGH_REPLICAS) until a replica"
+                    + " catches up"));
+      }
+      return Optional.empty();
+    } catch (ExecutionException | java.util.concurrent.TimeoutException | RuntimeException e) {
+      log.debug("describing {}-{} failed: {}", topic, partition, e.toString());
+      return Optional.empty();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return Optional.empty();
+    }
+  }
+
+  private static List<Integer> ids(List<Node> nodes) {
+    return nodes.stream().map(Node::id).toList();
   }
 
   private Admin admin() {

@@ -99,6 +99,16 @@ class KafkaClusterMinIsrIT {
       assertThat(captured.text())
           .as("the producer's log names the cause")
           .contains("NOT_ENOUGH_REPLICAS");
+      assertThat(seen.failures)
+          .as("the relay's failures name the cause, not only the producer's timeout")
+          .anySatisfy(e ->
+              assertThat(e)
+                  .isInstanceOf(NotEnoughReplicasException.class)
+                  .hasMessageContaining("below min.insync.replicas=2")
+                  .hasCauseInstanceOf(org.apache.kafka.common.errors.TimeoutException.class));
+      assertThat(captured.text())
+          .as("Postbox's own log names it")
+          .contains("records expired in the producer: partition " + topic + "-");
 
       cluster.start(dead.get(0));
       DeliveryHistory.Report report =
