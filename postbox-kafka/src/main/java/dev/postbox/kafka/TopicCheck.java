@@ -36,6 +36,12 @@ final class TopicCheck implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(TopicCheck.class);
 
+  /**
+   * At most this long per question about an expired record's partition: the relay waits for the
+   * answer before its next attempt, and an unreachable cluster must not add the metadata wait.
+   */
+  private static final Duration DIAGNOSIS_TIMEOUT = Duration.ofSeconds(5);
+
   private final Map<String, Object> adminConfig = new HashMap<>();
   private final Duration timeout;
   private final Object lock = new Object();
@@ -92,14 +98,15 @@ final class TopicCheck implements AutoCloseable {
   /**
    * Why the partition {@code topic}-{@code partition} may not take {@code acks=all} writes, asked
    * of the cluster: no leader, or fewer in-sync replicas than the topic's {@code
-   * min.insync.replicas}. Empty when it looks writable, or when the cluster cannot tell.
+   * min.insync.replicas}. Empty when it looks writable, or when the cluster cannot tell within
+   * {@link #DIAGNOSIS_TIMEOUT}.
    */
   Optional<RuntimeException> whyNotWritable(String topic, int partition) {
     Admin a = admin();
     if (a == null) {
       return Optional.empty();
     }
-    long ms = timeout.toMillis();
+    long ms = Math.min(timeout.toMillis(), DIAGNOSIS_TIMEOUT.toMillis());
     try {
       TopicDescription d =
           a.describeTopics(List.of(topic), new DescribeTopicsOptions().timeoutMs((int) ms))
