@@ -2,10 +2,13 @@ package dev.postbox.kafka;
 
 import dev.postbox.core.Message;
 import dev.postbox.core.spi.RelayPublisher.PublishOutcome;
-import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import org.apache.kafka.common.errors.LeaderNotAvailableException;
+import org.apache.kafka.common.errors.NotEnoughReplicasException;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -14,11 +17,12 @@ import org.slf4j.LoggerFactory;
  * Names the cause of records that expired in the producer. The idempotent producer retries a
  * partition's {@code NOT_ENOUGH_REPLICAS} or missing leader by itself until {@code
  * delivery.timeout.ms}, so what the relay gets is only "Expiring N record(s) ... has passed since
- * batch creation"; the cause was in the Kafka client's own log. After a batch, the cluster is asked
- * about each partition that had an expired record (once per partition), and each such failure is
- * replaced by the cause, with the expiry as its cause: the relay's listener, its log and its last
- * error then say {@code NotEnoughReplicasException: partition orders-0 has 1 in-sync replica(s)
- * ...} instead of a timeout. An expiry the cluster cannot explain stays as it is.
+ * batch creation"; the cause was in the Kafka client's own log. After a batch with expired records,
+ * the cluster is asked once per topic about the partitions they were sent to, and each such failure
+ * is replaced by its partition's cause, with the expiry as its cause: the relay's listener and log
+ * then say {@code NotEnoughReplicasException: partition orders-0 has 1 in-sync replica(s) ...}
+ * instead of a timeout. An expiry the cluster does not explain stays as it is; when the cluster
+ * does not answer, the rest of the batch is not asked about.
  */
 final class ExpiryDiagnosis {
 
@@ -31,38 +35,50 @@ final class ExpiryDiagnosis {
   }
 
   /** Replaces the expired outcomes of a batch with their cause where the cluster names one. */
-  void explain(PublishOutcome[] outcomes, List<Message> messages, int[] partitions) {
-    Map<String, Optional<RuntimeException>> byPartition = new HashMap<>();
+  void explain(PublishOutcome[] outcomes, java.util.List<Message> messages, int[] partitions) {
+    Map<String, Set<Integer>> expired = new TreeMap<>();
     for (int i = 0; i < outcomes.length; i++) {
-      if (!(outcomes[i] instanceof PublishOutcome.Failed failed)
-          || !(failed.error() instanceof TimeoutException expired)
-          || partitions[i] < 0) {
-        continue;
-      }
-      String topic = messages.get(i).topic();
-      int partition = partitions[i];
-      Optional<RuntimeException> cause =
-          byPartition.computeIfAbsent(
-              topic + "-" + partition,
-              name -> {
-                Optional<RuntimeException> why = cluster.whyNotWritable(topic, partition);
-                why.ifPresent(e -> log.warn("records expired in the producer: {}", e.getMessage()));
-                return why;
-              });
-      if (cause.isPresent()) {
-        RuntimeException named = cause.get();
-        RuntimeException copy = withCause(named, expired);
-        outcomes[i] = new PublishOutcome.Failed(copy, failed.permanent(), failed.topicWide());
+      if (isExpiry(outcomes[i]) && partitions[i] >= 0) {
+        expired.computeIfAbsent(messages.get(i).topic(), t -> new TreeSet<>()).add(partitions[i]);
       }
     }
+    Map<String, Map<Integer, RuntimeException>> causes = new TreeMap<>();
+    for (Map.Entry<String, Set<Integer>> e : expired.entrySet()) {
+      Optional<Map<Integer, RuntimeException>> why =
+          cluster.whyNotWritable(e.getKey(), e.getValue());
+      if (why.isEmpty()) {
+        break; // the cluster does not answer: do not wait on it for every topic
+      }
+      why.get()
+          .values()
+          .forEach(c -> log.warn("records expired in the producer: {}", c.getMessage()));
+      causes.put(e.getKey(), why.get());
+    }
+    for (int i = 0; i < outcomes.length; i++) {
+      if (!isExpiry(outcomes[i])) {
+        continue;
+      }
+      PublishOutcome.Failed failed = (PublishOutcome.Failed) outcomes[i];
+      RuntimeException named =
+          causes.getOrDefault(messages.get(i).topic(), Map.of()).get(partitions[i]);
+      if (named != null) {
+        outcomes[i] =
+            new PublishOutcome.Failed(
+                withCause(named, failed.error()), failed.permanent(), failed.topicWide());
+      }
+    }
+  }
+
+  private static boolean isExpiry(PublishOutcome outcome) {
+    return outcome instanceof PublishOutcome.Failed f && f.error() instanceof TimeoutException;
   }
 
   /** A fresh exception of the cause's type per record, so each carries its own expiry. */
   private static RuntimeException withCause(RuntimeException named, Throwable expired) {
     RuntimeException e =
-        named instanceof org.apache.kafka.common.errors.NotEnoughReplicasException
-            ? new org.apache.kafka.common.errors.NotEnoughReplicasException(named.getMessage())
-            : new org.apache.kafka.common.errors.LeaderNotAvailableException(named.getMessage());
+        named instanceof NotEnoughReplicasException
+            ? new NotEnoughReplicasException(named.getMessage())
+            : new LeaderNotAvailableException(named.getMessage());
     e.initCause(expired);
     return e;
   }

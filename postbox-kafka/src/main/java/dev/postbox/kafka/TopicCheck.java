@@ -6,6 +6,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
@@ -96,12 +97,13 @@ final class TopicCheck implements AutoCloseable {
   }
 
   /**
-   * Why the partition {@code topic}-{@code partition} may not take {@code acks=all} writes, asked
-   * of the cluster: no leader, or fewer in-sync replicas than the topic's {@code
-   * min.insync.replicas}. Empty when it looks writable, or when the cluster cannot tell within
-   * {@link #DIAGNOSIS_TIMEOUT}.
+   * Why partitions of {@code topic} may not take {@code acks=all} writes, asked of the cluster in
+   * one round (the topic's description and its {@code min.insync.replicas}): for each of {@code
+   * partitions} without a leader or with fewer in-sync replicas than the minimum, the cause. Empty
+   * when the cluster cannot tell within {@link #DIAGNOSIS_TIMEOUT}; an empty map when every one of
+   * them looks writable.
    */
-  Optional<RuntimeException> whyNotWritable(String topic, int partition) {
+  Optional<Map<Integer, RuntimeException>> whyNotWritable(String topic, Set<Integer> partitions) {
     Admin a = admin();
     if (a == null) {
       return Optional.empty();
@@ -113,17 +115,6 @@ final class TopicCheck implements AutoCloseable {
               .allTopicNames()
               .get(ms + 1_000, TimeUnit.MILLISECONDS)
               .get(topic);
-      TopicPartitionInfo info =
-          d.partitions().stream().filter(p -> p.partition() == partition).findFirst().orElse(null);
-      if (info == null) {
-        return Optional.empty();
-      }
-      String name = topic + "-" + partition;
-      if (info.leader() == null) {
-        return Optional.of(
-            new LeaderNotAvailableException(
-                "partition " + name + " has no leader (replicas " + ids(info.replicas()) + ")"));
-      }
       ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
       ConfigEntry min =
           a.describeConfigs(List.of(resource), new DescribeConfigsOptions().timeoutMs((int) ms))
@@ -132,30 +123,47 @@ final class TopicCheck implements AutoCloseable {
               .get(resource)
               .get(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG);
       int minIsr = min == null ? 1 : Integer.parseInt(min.value());
-      if (info.isr().size() < minIsr) {
-        return Optional.of(
-            new NotEnoughReplicasException(
-                "partition "
-                    + name
-                    + " has "
-                    + info.isr().size()
-                    + " in-sync replica(s) "
-                    + ids(info.isr())
-                    + " of "
-                    + info.replicas().size()
-                    + ", below min.insync.replicas="
-                    + minIsr
-                    + ": the brokers refuse acks=all writes (NOT_ENOUGH_REPLICAS) until a replica"
-                    + " catches up"));
+      Map<Integer, RuntimeException> why = new HashMap<>();
+      for (TopicPartitionInfo info : d.partitions()) {
+        if (partitions.contains(info.partition())) {
+          cause(topic + "-" + info.partition(), info, minIsr)
+              .ifPresent(e -> why.put(info.partition(), e));
+        }
       }
-      return Optional.empty();
+      return Optional.of(why);
     } catch (ExecutionException | java.util.concurrent.TimeoutException | RuntimeException e) {
-      log.debug("describing {}-{} failed: {}", topic, partition, e.toString());
+      log.debug("describing {} failed: {}", topic, e.toString());
       return Optional.empty();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return Optional.empty();
     }
+  }
+
+  private static Optional<RuntimeException> cause(
+      String name, TopicPartitionInfo info, int minIsr) {
+    if (info.leader() == null) {
+      return Optional.of(
+          new LeaderNotAvailableException(
+              "partition " + name + " has no leader (replicas " + ids(info.replicas()) + ")"));
+    }
+    if (info.isr().size() < minIsr) {
+      return Optional.of(
+          new NotEnoughReplicasException(
+              "partition "
+                  + name
+                  + " has "
+                  + info.isr().size()
+                  + " in-sync replica(s) "
+                  + ids(info.isr())
+                  + " of "
+                  + info.replicas().size()
+                  + ", below min.insync.replicas="
+                  + minIsr
+                  + ": the brokers refuse acks=all writes (NOT_ENOUGH_REPLICAS) until a replica"
+                  + " catches up"));
+    }
+    return Optional.empty();
   }
 
   private static List<Integer> ids(List<Node> nodes) {
