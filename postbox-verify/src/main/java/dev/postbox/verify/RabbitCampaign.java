@@ -52,13 +52,23 @@ final class RabbitCampaign implements AutoCloseable {
       int minFires,
       double faultRate,
       CampaignRounds rounds,
-      RelayMode relay) {
+      RelayMode relay,
+      ConsumerMode consumers) {
 
     Settings {
       Campaign.Settings.checkFaultRate(faultRate);
       if (relay == RelayMode.TRANSACTIONAL) {
         throw new IllegalArgumentException("the RabbitMQ campaign has no transactional relay");
       }
+      if (!consumers.runsOn("rabbitmq")) {
+        throw new IllegalArgumentException(
+            "the RabbitMQ campaign's consumers: inbox or shard-leases, not " + consumers.cliName());
+      }
+    }
+
+    /** How many consumer instances run: three share the shards by lease, else two. */
+    int consumerCount() {
+      return consumers == ConsumerMode.SHARD_LEASES ? 3 : 2;
     }
 
     /** The wait between two rounds of external faults, for the default {@code ms}. */
@@ -76,6 +86,7 @@ final class RabbitCampaign implements AutoCloseable {
   static final String DROP = "connection-drop";
   static final String BROKER = "broker-kill-restart";
   static final String BROKER_BACKLOG = "broker-kill-with-backlog";
+  static final String SCALE = "consumer-leaves-and-rejoins";
 
   /**
    * The faults that wait at the round's {@link ProgressGate} until a business transaction of the
@@ -88,12 +99,14 @@ final class RabbitCampaign implements AutoCloseable {
   /** How long the consumers stay stopped before a {@link #BROKER_BACKLOG} kill. */
   static final long BACKLOG_MS = 4_000;
 
+  /** How long a consumer of the scaling scenario stays away before it joins again. */
+  static final long AWAY_MS = 5_000;
+
   static final int SHARDS = 4;
   static final int KEYS = 200;
   static final int HOT_KEYS = 4;
   static final int PRODUCERS = 2;
   static final int RELAYS = 2;
-  static final int CONSUMERS = 2;
   static final int LEASE_MS = 3_000;
   static final String SUBSCRIPTION = "verify-consumers";
 
@@ -118,6 +131,7 @@ final class RabbitCampaign implements AutoCloseable {
         new RabbitScenario(PREFIX + KILL_9, null, List.of(), List.of(KILL_9)),
         new RabbitScenario(PREFIX + "pauses", null, List.of(), List.of(PAUSE)),
         new RabbitScenario(PREFIX + "connection-drops", null, List.of(), List.of(DROP)),
+        new RabbitScenario(PREFIX + "scaling", null, List.of(), List.of(SCALE)),
         new RabbitScenario(PREFIX + "broker-kill", null, List.of(), List.of(BROKER)),
         new RabbitScenario(
             PREFIX + "broker-kill-backlog", null, List.of(), List.of(BROKER_BACKLOG)),
@@ -306,7 +320,7 @@ final class RabbitCampaign implements AutoCloseable {
                           "",
                           cdc ? "cdc" : "")));
     }
-    for (int i = 1; i <= CONSUMERS; i++) {
+    for (int i = 1; i <= settings.consumerCount(); i++) {
       String name = "consumer-" + i;
       workers.add(
           fleet.add(
@@ -321,7 +335,8 @@ final class RabbitCampaign implements AutoCloseable {
                           topic,
                           SUBSCRIPTION,
                           instance,
-                          Integer.toString(SHARDS))));
+                          Integer.toString(SHARDS),
+                          settings.consumers().cliName())));
     }
     fleet.armer(this::arm);
     workers.forEach(fleet::want);
@@ -332,8 +347,10 @@ final class RabbitCampaign implements AutoCloseable {
             + "), "
             + RELAYS
             + " relays, "
-            + CONSUMERS
+            + settings.consumerCount()
             + " consumers ("
+            + settings.consumers().cliName()
+            + ", "
             + SHARDS
             + " shard queues of "
             + topic
@@ -401,6 +418,7 @@ final class RabbitCampaign implements AutoCloseable {
       rabbit.start();
     }
     for (Child c : workers) {
+      fleet.want(c); // a consumer the scaling scenario took away joins again
       if (c.paused()) {
         fleet.resume(c);
       }
@@ -430,6 +448,19 @@ final class RabbitCampaign implements AutoCloseable {
         reasons.add(fault + " never fired");
       }
     }
+    if (settings.consumers() == ConsumerMode.SHARD_LEASES) {
+      List<String> applying = instancesApplying(p);
+      log.note("instances-applying", String.join(",", applying));
+      if (applying.size() < 2) {
+        reasons.add(
+            "shard-leases: "
+                + applying.size()
+                + " instance(s) applied the phase's messages ("
+                + String.join(", ", applying)
+                + "), so the shards were not shared among the "
+                + settings.consumerCount());
+      }
+    }
     injections += s.points().stream().mapToInt(pt -> fired.getOrDefault(pt, 0)).sum();
     log.note("drained", drained + " after " + recoveryMs + " ms");
     return new ScenarioResult(
@@ -443,6 +474,28 @@ final class RabbitCampaign implements AutoCloseable {
         !drained,
         log.unexpectedExits(),
         reasons);
+  }
+
+  /**
+   * The consumer instances (by name, any incarnation) that applied messages of phase {@code p}:
+   * with shard leases more than one must have, or the instances did not share the shards.
+   */
+  private List<String> instancesApplying(int p) throws java.sql.SQLException {
+    List<String> names = new ArrayList<>();
+    try (java.sql.Connection c = ds.getConnection();
+        java.sql.PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT split_part(e.instance, '#', 1) AS name, count(*) FROM verify_effect e"
+                    + " JOIN verify_business b USING (message_id) WHERE b.phase = ?"
+                    + " GROUP BY 1 ORDER BY 1")) {
+      ps.setInt(1, p);
+      try (java.sql.ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          names.add(rs.getString(1) + "=" + rs.getLong(2));
+        }
+      }
+    }
+    return names;
   }
 
   private boolean enoughFired(RabbitScenario s) {
@@ -493,6 +546,9 @@ final class RabbitCampaign implements AutoCloseable {
       case DROP -> {
         return RabbitBrokerFaults.dropConnections(rabbit, log, settings.dir());
       }
+      case SCALE -> {
+        return leaveAndRejoin(consumers);
+      }
       case BROKER -> {
         return RabbitBrokerFaults.killAndRestart(rabbit, log);
       }
@@ -510,6 +566,27 @@ final class RabbitCampaign implements AutoCloseable {
       }
       default -> throw new IllegalArgumentException(fault);
     }
+  }
+
+  /**
+   * An instance leaves and joins again mid-stream (scale down, then up): a working consumer is
+   * stopped cleanly (SIGTERM: it closes its subscriber, which gives up its shards) and started
+   * again after {@link #AWAY_MS}, while the others go on; with shard leases its shards move to the
+   * others and some come back when it rejoins, each handed over in order.
+   */
+  private int leaveAndRejoin(List<Child> consumers) {
+    Child c;
+    synchronized (random) {
+      c = consumers.get(random.nextInt(consumers.size()));
+    }
+    if (!c.working()) {
+      return 0;
+    }
+    fleet.stop(c, "scale down", false);
+    Campaign.sleep(AWAY_MS);
+    fleet.want(c);
+    log.fired(SCALE, c.instance(), "SIGTERM, started again after " + AWAY_MS + " ms");
+    return 1;
   }
 
   /**

@@ -11,6 +11,7 @@ import dev.postbox.core.consumer.RetryPolicy;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.jdbc.PostgresDeadLetterStore;
 import dev.postbox.jdbc.PostgresInboxStore;
+import dev.postbox.jdbc.PostgresShardLeaseStore;
 import dev.postbox.rabbitmq.RabbitSubscriber;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -24,11 +25,19 @@ import java.time.Duration;
  * visible) on the inbox transaction's connection, with this incarnation's instance id, the shard as
  * {@code part} and the delivery tag as {@code off}.
  *
- * <p>Arguments: JDBC URL, AMQP URI, topic, subscription, instance id, shards.
+ * <p>With {@code shard-leases} the instances share the shard queues through leases in PostgreSQL
+ * ({@link PostgresShardLeaseStore}, a lease of {@value #LEASE_SECONDS} s, shorter than the pause
+ * scenario's freeze, so a frozen instance loses its shards to the others).
+ *
+ * <p>Arguments: JDBC URL, AMQP URI, topic, subscription, instance id, shards, consumer mode ({@code
+ * inbox} or {@code shard-leases}).
  */
 public final class RabbitConsumerMain {
 
   private static final ObjectMapper JSON = new ObjectMapper();
+
+  /** The shard lease of the {@code shard-leases} mode, in seconds. */
+  static final int LEASE_SECONDS = 4;
 
   /** The heartbeat timeout the consumers ask for. */
   static final int HEARTBEAT_SECONDS = 2;
@@ -55,7 +64,7 @@ public final class RabbitConsumerMain {
                         .backoff(new Backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2, 0.5))
                         .build()))
             .build();
-    RabbitSubscriber subscriber =
+    RabbitSubscriber.Builder builder =
         RabbitSubscriber.builder(args[1], subscription)
             .shards(Integer.parseInt(args[5]))
             .prefetch(50)
@@ -78,8 +87,13 @@ public final class RabbitConsumerMain {
                 ps.setLong(6, d.offset());
                 ps.executeUpdate();
               }
-            })
-            .build();
+            });
+    if (args.length > 6 && args[6].equals(ConsumerMode.SHARD_LEASES.cliName())) {
+      builder
+          .shardLeases(PostgresShardLeaseStore.create(ds))
+          .shardLeaseTtl(Duration.ofSeconds(LEASE_SECONDS));
+    }
+    RabbitSubscriber subscriber = builder.build();
     subscriber.start();
     System.out.println("consumer " + instance + " started");
     ChildSupport.runUntilTerminated(() -> {

@@ -28,7 +28,8 @@ final class RabbitVerify {
         s.minFires(),
         s.faultRate(),
         CampaignRounds.of(s),
-        s.relay());
+        s.relay(),
+        s.consumerMode());
   }
 
   /** The RabbitMQ campaign's {@code --quick} settings for {@code scenarios} (what CI runs). */
@@ -39,10 +40,21 @@ final class RabbitVerify {
   /** As {@link #quick(long, Path, List)}, with the relay processes running {@code relay}. */
   static RabbitCampaign.Settings quick(
       long seed, Path dir, java.util.List<String> scenarios, RelayMode relay) {
+    return quick(seed, dir, scenarios, relay, ConsumerMode.INBOX);
+  }
+
+  /** As {@link #quick(long, Path, List, RelayMode)}, with the consumers in {@code consumers}. */
+  static RabbitCampaign.Settings quick(
+      long seed,
+      Path dir,
+      java.util.List<String> scenarios,
+      RelayMode relay,
+      ConsumerMode consumers) {
     VerifyCli cli = new VerifyCli();
     cli.quick = true;
     cli.scenarios = java.util.List.copyOf(scenarios);
     cli.relay = relay.cliName();
+    cli.consumerMode = consumers.cliName();
     return settings(cli.settings(seed, dir), true);
   }
 

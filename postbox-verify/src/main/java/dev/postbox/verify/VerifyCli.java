@@ -118,7 +118,10 @@ public final class VerifyCli implements Callable<Integer> {
               + " row per message) or offsets (each partition's next offset kept in PostgreSQL in"
               + " the effect's transaction, postbox_consumer_offset; partition order; the offset"
               + " audit also checks the stored offsets; the parking scenario is left out). E.g."
-              + " --consumer-mode offsets --scenarios consumer-crash-points,kill-9.")
+              + " --consumer-mode offsets --scenarios consumer-crash-points,kill-9. With"
+              + " --transport rabbitmq: inbox (single active consumer per shard queue) or"
+              + " shard-leases (three instances share the shard queues through leases in"
+              + " PostgreSQL).")
   String consumerMode = "inbox";
 
   @Option(
@@ -212,6 +215,16 @@ public final class VerifyCli implements Callable<Integer> {
           spec.commandLine(),
           "--relay transactional with --transport rabbitmq: Kafka transactions are Kafka's; the"
               + " RabbitMQ campaign runs the polling relay (default) or --relay cdc");
+    }
+    if (!ConsumerMode.parse(consumerMode).runsOn(transport)) {
+      // refused rather than run in another mode under a name that says otherwise
+      throw new CommandLine.ParameterException(
+          spec.commandLine(),
+          "--consumer-mode "
+              + consumerMode
+              + " with --transport "
+              + transport
+              + ": Kafka's campaign runs inbox or offsets, RabbitMQ's inbox or shard-leases");
     }
     checkScenarioNames();
     // the code and tree as they are when the run starts (the report is written at its end)

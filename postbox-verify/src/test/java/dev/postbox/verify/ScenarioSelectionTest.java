@@ -42,6 +42,24 @@ class ScenarioSelectionTest {
   }
 
   @Test
+  void aConsumerModeTheTransportsCampaignDoesNotRunIsRefusedBeforeAnythingStarts() {
+    for (String[] bad :
+        List.of(
+            new String[] {"--transport", "rabbitmq", "--consumer-mode", "offsets"},
+            new String[] {"--consumer-mode", "shard-leases"})) {
+      StringWriter err = new StringWriter();
+      int code = new CommandLine(new VerifyCli()).setErr(new PrintWriter(err)).execute(bad);
+      assertThat(code).as(String.join(" ", bad)).isEqualTo(2);
+      assertThat(err.toString()).as(String.join(" ", bad)).contains("--consumer-mode");
+    }
+    assertThat(ConsumerMode.parse("shard-leases")).isEqualTo(ConsumerMode.SHARD_LEASES);
+    assertThat(ConsumerMode.SHARD_LEASES.runsOn("rabbitmq")).isTrue();
+    assertThat(ConsumerMode.INBOX.runsOn("rabbitmq")).isTrue();
+    assertThat(ConsumerMode.INBOX.runsOn("kafka")).isTrue();
+    assertThat(ConsumerMode.OFFSETS.runsOn("kafka")).isTrue();
+  }
+
+  @Test
   void everyScenarioOfEachCampaignIsAccepted() {
     assertThat(VerifyCli.scenarioNames("kafka", RelayMode.IDEMPOTENT))
         .containsAll(Scenario.all().stream().map(Scenario::name).toList())
@@ -49,7 +67,7 @@ class ScenarioSelectionTest {
     assertThat(VerifyCli.scenarioNames("kafka", RelayMode.CDC))
         .containsAll(Scenario.cdc().stream().map(Scenario::name).toList());
     assertThat(VerifyCli.scenarioNames("rabbitmq", RelayMode.IDEMPOTENT))
-        .contains("rabbitmq-broker-kill", "broker-kill", "partitions", "request-reply")
+        .contains("rabbitmq-broker-kill", "broker-kill", "partitions", "request-reply", "scaling")
         .doesNotContain("redis-window");
   }
 
