@@ -44,8 +44,24 @@ public final class KafkaTopics {
       configs.forEach((r, c) ->
           out.put(r.name(), Long.parseLong(c.get(TopicConfig.RETENTION_MS_CONFIG).value())));
       return out;
-    } catch (ExecutionException | TimeoutException e) {
-      throw new IllegalStateException("cannot read retention.ms of " + topics, e);
+    } catch (TimeoutException e) {
+      throw new IllegalStateException(
+          "no answer from the Kafka cluster ("
+              + AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG
+              + "="
+              + adminConfig.get(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG)
+              + ") within 30 s while reading retention.ms of "
+              + topics
+              + ": is it running and reachable from here?",
+          e);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof org.apache.kafka.common.errors.UnknownTopicOrPartitionException) {
+        throw new IllegalStateException(
+            "cannot read retention.ms of " + topics + ": a topic does not exist (create it first)",
+            e);
+      }
+      throw new IllegalStateException(
+          "cannot read retention.ms of " + topics + ": " + e.getCause(), e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while reading retention.ms of " + topics, e);
