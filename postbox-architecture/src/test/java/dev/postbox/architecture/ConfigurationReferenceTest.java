@@ -55,9 +55,10 @@ import org.junit.jupiter.params.provider.MethodSource;
  *   <li>every public instance method of {@code Type.Builder} but {@code build} is a row;
  *   <li>every row names builder methods only (a row whose default is {@code (required)} may name a
  *       {@code builder(...)} argument instead);
- *   <li>a row whose option has a constant {@code Type.DEFAULT_<OPTION>} starts its default cell
- *       with the constant's value written as {@link #render(Object)} writes it (a map: every {@code
- *       `name=value`} appears in the cell);
+ *   <li>a row whose option has a constant {@code Type.DEFAULT_<OPTION>} (or, for a setting shared
+ *       by several builders, {@code DEFAULT_<OPTION>} on the builder's base class) starts its
+ *       default cell with the constant's value written as {@link #render(Object)} writes it (a map:
+ *       every {@code `name=value`} appears in the cell);
  *   <li>a row without such a constant must not state a number as its default: numbers are only
  *       documented from constants.
  * </ul>
@@ -116,6 +117,11 @@ class ConfigurationReferenceTest {
           problems.add("row `" + setting + "` is not an option of " + builder.getName());
         }
         Field constant = constant(type, setting);
+        if (constant == null) {
+          // a setting several builders share is declared once, with its default, on their
+          // common base (RequesterBuilder): found through the builder's superclasses
+          constant = constant(builder, setting);
+        }
         if (constant != null) {
           problems.addAll(agreement(type, setting, constant, row.defaultCell()));
         } else if (NUMBER_FIRST.matcher(row.defaultCell()).matches()) {
@@ -283,7 +289,9 @@ class ConfigurationReferenceTest {
   }
 
   static Set<String> options(Class<?> builder) {
-    return Arrays.stream(builder.getDeclaredMethods())
+    // public methods of the builder and of the base it shares with other builders (not Object's)
+    return Arrays.stream(builder.getMethods())
+        .filter(m -> m.getDeclaringClass() != Object.class && !m.isBridge())
         .filter(m -> Modifier.isPublic(m.getModifiers()) && !Modifier.isStatic(m.getModifiers()))
         .map(Method::getName)
         .filter(n -> !n.equals("build"))

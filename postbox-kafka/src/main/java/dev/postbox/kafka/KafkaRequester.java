@@ -5,9 +5,9 @@ import dev.postbox.core.Message;
 import dev.postbox.core.engine.reply.RequestTransport;
 import dev.postbox.core.engine.reply.RequesterEngine;
 import dev.postbox.core.reply.DurableRequests;
-import dev.postbox.core.reply.LateReplyListener;
 import dev.postbox.core.reply.Reply;
 import dev.postbox.core.reply.Requester;
+import dev.postbox.core.reply.RequesterBuilder;
 import dev.postbox.core.reply.RequesterStats;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
@@ -41,25 +41,17 @@ import org.slf4j.LoggerFactory;
  * partition still never get each other's replies (correlation ids are the requests' unique ids):
  * each counts the other's as unknown and drops them, at the cost of reading them.
  *
- * <p>Defaults: at most {@value #DEFAULT_MAX_IN_FLIGHT} requests in flight, timeouts checked every
- * 10 ms, {@value #DEFAULT_REMEMBERED_REQUESTS} finished requests remembered to tell late and
+ * <p>Defaults (the settings every requester shares are {@link RequesterBuilder}'s): at most {@value
+ * RequesterBuilder#DEFAULT_MAX_IN_FLIGHT} requests in flight, timeouts checked every 10 ms, {@value
+ * RequesterBuilder#DEFAULT_REMEMBERED_REQUESTS} finished requests remembered to tell late and
  * duplicate replies from unknown ones, late replies ignored (counted); the producer has {@code
  * acks=all}, idempotence and {@code linger.ms=0} (a request is sent at once). The reply topic must
  * exist. Thread-safe.
  */
 public final class KafkaRequester implements Requester {
 
-  /** Default most requests in flight. */
-  public static final int DEFAULT_MAX_IN_FLIGHT = 1_000;
-
   /** Default partition of the reply topic this instance reads. */
   public static final int DEFAULT_REPLY_PARTITION = 0;
-
-  /** Default interval of the timeout checks. */
-  public static final Duration DEFAULT_TIMEOUT_CHECK_INTERVAL = Duration.ofMillis(10);
-
-  /** Default number of finished requests remembered (late and duplicate replies). */
-  public static final int DEFAULT_REMEMBERED_REQUESTS = 10_000;
 
   /** Default name, in thread names and logs. */
   public static final String DEFAULT_NAME = "requester";
@@ -88,7 +80,7 @@ public final class KafkaRequester implements Requester {
             new ByteArrayDeserializer(),
             new ByteArrayDeserializer());
     this.engine =
-        new RequesterEngine(
+        b.newEngine(
             name,
             new RequestTransport() {
               @Override
@@ -110,14 +102,7 @@ public final class KafkaRequester implements Requester {
                     });
                 return acked;
               }
-            },
-            b.maxInFlight,
-            b.rememberedRequests,
-            b.timeoutCheckInterval,
-            b.lateReplies,
-            b.ticker,
-            b.sleeper,
-            RequesterEngine.VIRTUAL_THREADS);
+            });
   }
 
   /**
@@ -220,18 +205,12 @@ public final class KafkaRequester implements Requester {
   }
 
   /** Builds a {@link KafkaRequester}; validates at {@link #build()}. Not thread-safe. */
-  public static final class Builder {
+  public static final class Builder extends RequesterBuilder<Builder> {
     private final String replyTopic;
     private final ClientSettings producer;
     private final ClientSettings consumer;
     private String name = DEFAULT_NAME;
     private int replyPartition = DEFAULT_REPLY_PARTITION;
-    private int maxInFlight = DEFAULT_MAX_IN_FLIGHT;
-    private int rememberedRequests = DEFAULT_REMEMBERED_REQUESTS;
-    private Duration timeoutCheckInterval = DEFAULT_TIMEOUT_CHECK_INTERVAL;
-    private LateReplyListener lateReplies = LateReplyListener.ignore();
-    private Ticker ticker = Ticker.SYSTEM;
-    private Sleeper sleeper = Sleeper.SYSTEM;
 
     private Builder(String bootstrapServers, String replyTopic) {
       Objects.requireNonNull(bootstrapServers, "bootstrapServers");
@@ -261,43 +240,6 @@ public final class KafkaRequester implements Requester {
       return this;
     }
 
-    /** Sets the most requests in flight; one more is refused (default 1,000). */
-    public Builder maxInFlight(int maxInFlight) {
-      if (maxInFlight < 1) {
-        throw new IllegalArgumentException("maxInFlight must be positive: " + maxInFlight);
-      }
-      this.maxInFlight = maxInFlight;
-      return this;
-    }
-
-    /**
-     * Sets how many finished requests are remembered to tell a late or duplicate reply from an
-     * unknown one (default 10,000).
-     */
-    public Builder rememberedRequests(int count) {
-      if (count < 0) {
-        throw new IllegalArgumentException("rememberedRequests must not be negative: " + count);
-      }
-      this.rememberedRequests = count;
-      return this;
-    }
-
-    /** Sets how often overdue requests are ended (default 10 ms). */
-    public Builder timeoutCheckInterval(Duration interval) {
-      Objects.requireNonNull(interval, "interval");
-      if (interval.isNegative() || interval.isZero()) {
-        throw new IllegalArgumentException("timeoutCheckInterval must be positive: " + interval);
-      }
-      this.timeoutCheckInterval = interval;
-      return this;
-    }
-
-    /** Receives replies that came after their request timed out (default: ignored, counted). */
-    public Builder lateReplyListener(LateReplyListener listener) {
-      this.lateReplies = Objects.requireNonNull(listener, "listener");
-      return this;
-    }
-
     /** Sets a property of the request producer. */
     public Builder producerProperty(String name, Object value) {
       producer.put(name, value);
@@ -312,9 +254,11 @@ public final class KafkaRequester implements Requester {
 
     /** Sets the time of the timeouts (default: the system's); for tests. Not an API. */
     Builder time(Ticker ticker, Sleeper sleeper) {
-      this.ticker = Objects.requireNonNull(ticker, "ticker");
-      this.sleeper = Objects.requireNonNull(sleeper, "sleeper");
-      return this;
+      return useTime(ticker, sleeper);
+    }
+
+    private RequesterEngine newEngine(String name, RequestTransport transport) {
+      return engine(name, transport);
     }
 
     /** Validates and builds the requester (not yet started). */

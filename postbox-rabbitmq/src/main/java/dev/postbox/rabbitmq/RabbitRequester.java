@@ -10,9 +10,9 @@ import dev.postbox.core.DecodingException;
 import dev.postbox.core.Message;
 import dev.postbox.core.engine.reply.RequestTransport;
 import dev.postbox.core.engine.reply.RequesterEngine;
-import dev.postbox.core.reply.LateReplyListener;
 import dev.postbox.core.reply.Reply;
 import dev.postbox.core.reply.Requester;
+import dev.postbox.core.reply.RequesterBuilder;
 import dev.postbox.core.reply.RequesterStats;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
@@ -37,22 +37,14 @@ import org.slf4j.LoggerFactory;
  * as long as the connection: replies to an earlier incarnation are not this one's, and a responder
  * replying to a queue that is gone gets its reply returned (see {@link RabbitResponder}).
  *
- * <p>Defaults: at most {@value #DEFAULT_MAX_IN_FLIGHT} requests in flight, timeouts checked every
- * 10 ms, {@value #DEFAULT_REMEMBERED_REQUESTS} finished requests remembered to tell late and
+ * <p>Defaults (the settings every requester shares are {@link RequesterBuilder}'s): at most {@value
+ * RequesterBuilder#DEFAULT_MAX_IN_FLIGHT} requests in flight, timeouts checked every 10 ms, {@value
+ * RequesterBuilder#DEFAULT_REMEMBERED_REQUESTS} finished requests remembered to tell late and
  * duplicate replies from unknown ones, late replies ignored (counted). A request whose topic has no
  * queue bound (no subscription declared it) fails with a {@link RabbitUnroutableException}.
  * Thread-safe.
  */
 public final class RabbitRequester implements Requester {
-
-  /** Default most requests in flight. */
-  public static final int DEFAULT_MAX_IN_FLIGHT = 1_000;
-
-  /** Default interval of the timeout checks. */
-  public static final Duration DEFAULT_TIMEOUT_CHECK_INTERVAL = Duration.ofMillis(10);
-
-  /** Default number of finished requests remembered (late and duplicate replies). */
-  public static final int DEFAULT_REMEMBERED_REQUESTS = 10_000;
 
   /** Default name, in the reply queue's name and in logs. */
   public static final String DEFAULT_NAME = "requester";
@@ -77,7 +69,7 @@ public final class RabbitRequester implements Requester {
     this.name = b.name;
     this.replyQueue = "postbox.replies." + b.name + "." + UUID.randomUUID();
     this.engine =
-        new RequesterEngine(
+        b.newEngine(
             name,
             new RequestTransport() {
               @Override
@@ -89,14 +81,7 @@ public final class RabbitRequester implements Requester {
               public CompletableFuture<Void> send(Message request) {
                 return publish(request);
               }
-            },
-            b.maxInFlight,
-            b.rememberedRequests,
-            b.timeoutCheckInterval,
-            b.lateReplies,
-            b.ticker,
-            b.sleeper,
-            RequesterEngine.VIRTUAL_THREADS);
+            });
   }
 
   /** A builder for a requester on the broker at {@code uri} ({@code amqp://...}). */
@@ -232,15 +217,9 @@ public final class RabbitRequester implements Requester {
   }
 
   /** Builds a {@link RabbitRequester}; validates at {@link #build()}. Not thread-safe. */
-  public static final class Builder {
+  public static final class Builder extends RequesterBuilder<Builder> {
     private final ConnectionFactory factory = new ConnectionFactory();
     private String name = DEFAULT_NAME;
-    private int maxInFlight = DEFAULT_MAX_IN_FLIGHT;
-    private int rememberedRequests = DEFAULT_REMEMBERED_REQUESTS;
-    private Duration timeoutCheckInterval = DEFAULT_TIMEOUT_CHECK_INTERVAL;
-    private LateReplyListener lateReplies = LateReplyListener.ignore();
-    private Ticker ticker = Ticker.SYSTEM;
-    private Sleeper sleeper = Sleeper.SYSTEM;
 
     private Builder(String uri) {
       Objects.requireNonNull(uri, "uri");
@@ -266,48 +245,13 @@ public final class RabbitRequester implements Requester {
       return this;
     }
 
-    /** Sets the most requests in flight; one more is refused (default 1,000). */
-    public Builder maxInFlight(int maxInFlight) {
-      if (maxInFlight < 1) {
-        throw new IllegalArgumentException("maxInFlight must be positive: " + maxInFlight);
-      }
-      this.maxInFlight = maxInFlight;
-      return this;
-    }
-
-    /**
-     * Sets how many finished requests are remembered to tell a late or duplicate reply from an
-     * unknown one (default 10,000).
-     */
-    public Builder rememberedRequests(int count) {
-      if (count < 0) {
-        throw new IllegalArgumentException("rememberedRequests must not be negative: " + count);
-      }
-      this.rememberedRequests = count;
-      return this;
-    }
-
-    /** Sets how often overdue requests are ended (default 10 ms). */
-    public Builder timeoutCheckInterval(Duration interval) {
-      Objects.requireNonNull(interval, "interval");
-      if (interval.isNegative() || interval.isZero()) {
-        throw new IllegalArgumentException("timeoutCheckInterval must be positive: " + interval);
-      }
-      this.timeoutCheckInterval = interval;
-      return this;
-    }
-
-    /** Receives replies that came after their request timed out (default: ignored, counted). */
-    public Builder lateReplyListener(LateReplyListener listener) {
-      this.lateReplies = Objects.requireNonNull(listener, "listener");
-      return this;
-    }
-
     /** Sets the time of the timeouts (default: the system's); for tests. Not an API. */
     Builder time(Ticker ticker, Sleeper sleeper) {
-      this.ticker = Objects.requireNonNull(ticker, "ticker");
-      this.sleeper = Objects.requireNonNull(sleeper, "sleeper");
-      return this;
+      return useTime(ticker, sleeper);
+    }
+
+    private RequesterEngine newEngine(String name, RequestTransport transport) {
+      return engine(name, transport);
     }
 
     /** Builds the requester (not yet started). */
