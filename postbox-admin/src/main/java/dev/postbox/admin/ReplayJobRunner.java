@@ -66,21 +66,30 @@ public final class ReplayJobRunner implements AutoCloseable {
    *     to do)
    */
   public synchronized boolean step() {
-    if (current.isEmpty()) {
-      current = work.claim(instance);
+    // a second round after losing the job (paused, cancelled, taken over): it may have been
+    // resumed meanwhile, or another job waits
+    for (int round = 0; round < 2; round++) {
       if (current.isEmpty()) {
-        return false;
+        current = work.claim(instance);
+        if (current.isEmpty()) {
+          return false;
+        }
       }
-    }
-    Claim claim = current.get();
-    Step s = work.workNext(claim.jobId(), instance, id -> replay(claim, id));
-    if (s != Step.WORKED) {
+      Claim claim = current.get();
+      Step s = work.workNext(claim.jobId(), instance, id -> replay(claim, id));
+      if (s == Step.WORKED) {
+        return true;
+      }
       current = Optional.empty();
       if (s == Step.FINISHED) {
         log.info("replay job {} done", claim.jobId());
+        return true;
+      }
+      if (s == Step.BUSY) {
+        return false;
       }
     }
-    return s != Step.BUSY;
+    return true;
   }
 
   /** Steps until there is nothing to do; returns how many steps did something. */
@@ -119,14 +128,22 @@ public final class ReplayJobRunner implements AutoCloseable {
   }
 
   private void loop() {
+    boolean failing = false;
     while (!stopping) {
       boolean worked;
       try {
         worked = step();
+        failing = false;
       } catch (ReplayInterruptedException e) {
         return;
       } catch (RuntimeException e) {
-        log.warn("replay jobs: {} (trying again in {})", e.toString(), pollInterval);
+        // the first failure of a streak is a warning (a database down fails every poll)
+        if (!failing) {
+          log.warn("replay jobs: {} (trying again every {})", e.toString(), pollInterval);
+        } else {
+          log.debug("replay jobs: {}", e.toString());
+        }
+        failing = true;
         worked = false;
       }
       if (!worked) {
