@@ -128,22 +128,24 @@ public final class ReplayJobRunner implements AutoCloseable {
   }
 
   private void loop() {
-    boolean failing = false;
+    boolean warned = false;
     while (!stopping) {
       boolean worked;
       try {
         worked = step();
-        failing = false;
+        warned = false;
       } catch (ReplayInterruptedException e) {
         return;
       } catch (RuntimeException e) {
-        // the first failure of a streak is a warning (a database down fails every poll)
-        if (!failing) {
+        // a failure while working a job is a warning, once per streak (a database down fails
+        // every poll); an idle poll's failure is for the debug log (the application reports its
+        // database's state itself)
+        if (!warned && holdsJob()) {
           log.warn("replay jobs: {} (trying again every {})", e.toString(), pollInterval);
+          warned = true;
         } else {
           log.debug("replay jobs: {}", e.toString());
         }
-        failing = true;
         worked = false;
       }
       if (!worked) {
@@ -154,6 +156,10 @@ public final class ReplayJobRunner implements AutoCloseable {
         }
       }
     }
+  }
+
+  private synchronized boolean holdsJob() {
+    return current.isPresent();
   }
 
   /** Stops the background thread after the letter in hand; its job is free once the lease ends. */
