@@ -166,6 +166,15 @@ class ConsoleReplayJobsIT {
     assertThat(admin.replayJob(id).orElseThrow().state()).isEqualTo(ReplayJob.State.CANCELLED);
 
     assertThat(page(get("/replay-jobs"), 200)).contains("id=\"job-" + id + "\"").contains("3 / 5");
+    String json =
+        mvc.perform(get("/api/replay-jobs/" + id).with(user("victor").roles("VIEWER")))
+            .andExpect(status().isOk())
+            .andReturn()
+            .getResponse()
+            .getContentAsString();
+    assertThat(json).contains("\"state\":\"CANCELLED\"").contains("\"total\":5");
+    mvc.perform(get("/api/replay-jobs").with(user("victor").roles("VIEWER")))
+        .andExpect(status().isOk());
     mvc.perform(get("/replay-jobs/999999").with(admin())).andExpect(status().isNotFound());
     List<String> rows = ConsoleFixtures.audit(ds);
     assertThat(rows.subList(before, rows.size()))
