@@ -47,6 +47,13 @@ import javax.sql.DataSource;
  * {@link IllegalStateException}; bad input {@link IllegalArgumentException}. A front end maps them
  * to 404, 409 and 400.
  *
+ * <p><b>Replay jobs.</b> A bulk replay too large for one call is a job kept in the database
+ * (migration V20): {@link #previewReplay} shows what a selection covers, {@link
+ * OperatorActions#startReplayJob} starts it (a reason; above {@link
+ * Builder#replayJobConfirmAbove(int)} letters their count typed), and a {@link ReplayJobRunner}
+ * works it letter by letter through {@link OperatorActions#replay}, resumable by any runner of the
+ * database after a restart.
+ *
  * <p>Defaults: the replayer's ({@link Replayer#DEFAULT_RATE_PER_SECOND} writes per second, at most
  * {@link Replayer#DEFAULT_MAX_REPLAYS} replays per message), no decoder (replays and edits fail
  * until one is set), no lag source. Thread-safe.

@@ -108,8 +108,8 @@ final class DlqReplayJobCommands implements Runnable {
       description = {
         "Starts a replay job over the PENDING letters the selection covers now (oldest first, each"
             + " to its consumer only unless --broadcast), audited once for the job and once per"
-            + " letter as --actor. More letters than the threshold (100 unless the console says"
-            + " otherwise) need --confirm COUNT, or the count typed at the prompt.",
+            + " letter as --actor. More than 100 letters need --confirm COUNT, or the count typed at"
+            + " the prompt.",
         "Exit code: 0 started (prints the job id last), 2 no reason or wrong count, 3 not"
             + " confirmed, 4 nothing PENDING to replay."
       })
@@ -127,11 +127,6 @@ final class DlqReplayJobCommands implements Runnable {
         paramLabel = "COUNT",
         description = "The count of letters the preview shows (needed above the threshold).")
     String confirmation;
-
-    @Option(
-        names = "--confirm-above",
-        description = "The threshold of letters above which the count must be typed (default 100).")
-    int confirmAbove = PostboxAdmin.DEFAULT_REPLAY_JOB_CONFIRM_ABOVE;
 
     @Option(names = "--broadcast", description = "Replay to every consumer of the topic.")
     boolean broadcast;
@@ -187,7 +182,6 @@ final class DlqReplayJobCommands implements Runnable {
               dev.postbox.rabbitmq.RabbitDeadLetters.decoderOr(
                   dev.postbox.kafka.KafkaDeadLetters.decoder()))
           .ratePerSecond(rate)
-          .replayJobConfirmAbove(confirmAbove)
           .build();
     }
 
