@@ -9,7 +9,8 @@
 -- postbox_replay_job_letter: the letters the job covers, fixed when it is created (seq: oldest first), each with its
 --   outcome once worked (NULL: still to do). A runner locks the row it works (FOR UPDATE SKIP LOCKED) and writes the
 --   outcome after the letter's own replay transaction; the replay itself locks the dead letter and checks it is
---   still PENDING, so a letter is never written twice, and one replayed or discarded meanwhile counts as SKIPPED.
+--   still PENDING, so a letter is never written twice, and one replayed or discarded meanwhile counts as SKIPPED (as
+--   does the one letter a runner replayed just before it stopped, without writing its outcome).
 -- REPLAY_JOB: the audit row of a job's creation (how_many: its letters; reason: the operator's); each letter's replay
 --   has its own REPLAY row as before.
 CREATE TABLE postbox_replay_job (
