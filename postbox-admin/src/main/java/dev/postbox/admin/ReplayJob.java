@@ -19,7 +19,8 @@ import java.util.Optional;
  * @param total letters it covers (fixed at its start)
  * @param replayed letters written to the outbox again
  * @param skipped letters left as they were (replayed or discarded meanwhile by someone else,
- *     purged, or replayed too often already)
+ *     purged, or replayed too often already; also the one letter a runner replayed just before it
+ *     stopped without recording it, which the runner taking over finds replayed)
  * @param failed letters that could not be replayed (they stay PENDING)
  * @param processed replayed + skipped + failed
  * @param startedAt when a runner first worked it
