@@ -45,3 +45,19 @@
       });
   });
 })();
+
+// A page that follows something running (a replay job's progress) carries
+// <span id="refresh" data-refresh="SECONDS">: it reloads itself every SECONDS while it is there.
+(function () {
+  "use strict";
+  var marker = document.getElementById("refresh");
+  if (!marker) {
+    return;
+  }
+  var seconds = parseInt(marker.getAttribute("data-refresh"), 10);
+  if (seconds > 0) {
+    window.setTimeout(function () {
+      window.location.reload();
+    }, seconds * 1000);
+  }
+})();

@@ -2,6 +2,7 @@ package dev.postbox.admin;
 
 import dev.postbox.admin.internal.AuditQueries;
 import dev.postbox.admin.internal.DeadLetterQueries;
+import dev.postbox.admin.internal.ReplayJobQueries;
 import dev.postbox.jdbc.ReplayResult;
 import dev.postbox.jdbc.ReplayRoute;
 import dev.postbox.jdbc.Replayer;
@@ -21,11 +22,14 @@ public final class OperatorActions {
   private final Replayer replayer;
   private final DeadLetterQueries deadLetters;
   private final AuditQueries audit;
+  private final ReplayJobQueries jobs;
 
-  OperatorActions(Replayer replayer, DeadLetterQueries deadLetters, AuditQueries audit) {
+  OperatorActions(
+      Replayer replayer, DeadLetterQueries deadLetters, AuditQueries audit, ReplayJobQueries jobs) {
     this.replayer = replayer;
     this.deadLetters = deadLetters;
     this.audit = audit;
+    this.jobs = jobs;
   }
 
   /** Who acts. */
@@ -149,5 +153,62 @@ public final class OperatorActions {
   /** Skips a blocked outbox row for good; false if no row at the position holds. */
   public boolean skipBlocked(long position, String reason) {
     return replayer.skipBlocked(position, reason);
+  }
+
+  /**
+   * Starts a replay job over the PENDING letters {@code selection} covers now (fixed from here on,
+   * oldest first), each to its consumer only; a {@link ReplayJobRunner} works it in the background.
+   * Writes one {@code REPLAY_JOB} audit row; each letter's replay writes its own {@code REPLAY} row
+   * as this actor.
+   *
+   * @param confirmation for more letters than the confirmation threshold ({@link
+   *     ReplayPreview#confirmationNeeded()}): their count as the operator typed it
+   * @throws IllegalArgumentException if the reason is blank, the confirmation is missing or is not
+   *     the count, or the selection covers more letters than one job may
+   * @throws IllegalStateException if the selection covers no PENDING letter
+   */
+  public ReplayJob startReplayJob(
+      ReplaySelection selection, String reason, Optional<String> confirmation) {
+    return startReplayJob(selection, reason, confirmation, ReplayRoute.TARGETED);
+  }
+
+  /** As {@link #startReplayJob(ReplaySelection, String, Optional)}, to the consumers of route. */
+  public ReplayJob startReplayJob(
+      ReplaySelection selection, String reason, Optional<String> confirmation, ReplayRoute route) {
+    Objects.requireNonNull(selection, "selection");
+    Objects.requireNonNull(confirmation, "confirmation");
+    Objects.requireNonNull(route, "route");
+    return jobs.create(actor(), selection, reason, confirmation, route);
+  }
+
+  /**
+   * Pauses a RUNNING replay job (its runner stops after the letter in hand).
+   *
+   * @throws NoSuchElementException if there is no such job
+   * @throws IllegalStateException if it is not RUNNING
+   */
+  public ReplayJob pauseReplayJob(long id) {
+    return jobs.change(id, actor(), ReplayJob.State.PAUSED, ReplayJob.State.RUNNING);
+  }
+
+  /**
+   * Resumes a PAUSED replay job (the next free runner carries on where it stopped).
+   *
+   * @throws NoSuchElementException if there is no such job
+   * @throws IllegalStateException if it is not PAUSED
+   */
+  public ReplayJob resumeReplayJob(long id) {
+    return jobs.change(id, actor(), ReplayJob.State.RUNNING, ReplayJob.State.PAUSED);
+  }
+
+  /**
+   * Cancels a RUNNING or PAUSED replay job for good; the letters not yet worked stay as they are.
+   *
+   * @throws NoSuchElementException if there is no such job
+   * @throws IllegalStateException if it has ended
+   */
+  public ReplayJob cancelReplayJob(long id) {
+    return jobs.change(
+        id, actor(), ReplayJob.State.CANCELLED, ReplayJob.State.RUNNING, ReplayJob.State.PAUSED);
   }
 }

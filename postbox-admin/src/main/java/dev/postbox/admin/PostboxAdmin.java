@@ -3,6 +3,8 @@ package dev.postbox.admin;
 import dev.postbox.admin.internal.AuditQueries;
 import dev.postbox.admin.internal.DeadLetterQueries;
 import dev.postbox.admin.internal.OperationsQueries;
+import dev.postbox.admin.internal.ReplayJobQueries;
+import dev.postbox.admin.internal.ReplayJobWork;
 import dev.postbox.core.Message;
 import dev.postbox.core.spi.DeadLetterStore.DeadLetter;
 import dev.postbox.core.time.Sleeper;
@@ -12,6 +14,7 @@ import dev.postbox.jdbc.OutboxOperations;
 import dev.postbox.jdbc.PostgresDeadLetterStore;
 import dev.postbox.jdbc.Replayer;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -44,6 +47,13 @@ import javax.sql.DataSource;
  * {@link IllegalStateException}; bad input {@link IllegalArgumentException}. A front end maps them
  * to 404, 409 and 400.
  *
+ * <p><b>Replay jobs.</b> A bulk replay too large for one call is a job kept in the database
+ * (migration V20): {@link #previewReplay} shows what a selection covers, {@link
+ * OperatorActions#startReplayJob} starts it (a reason; above {@link
+ * Builder#replayJobConfirmAbove(int)} letters their count typed), and a {@link ReplayJobRunner}
+ * works it letter by letter through {@link OperatorActions#replay}, resumable by any runner of the
+ * database after a restart.
+ *
  * <p>Defaults: the replayer's ({@link Replayer#DEFAULT_RATE_PER_SECOND} writes per second, at most
  * {@link Replayer#DEFAULT_MAX_REPLAYS} replays per message), no decoder (replays and edits fail
  * until one is set), no lag source. Thread-safe.
@@ -52,6 +62,15 @@ public final class PostboxAdmin {
 
   /** The most letters one group action (replay or discard) covers. */
   public static final int MAX_GROUP_ACTION = PostgresDeadLetterStore.MAX_LIMIT;
+
+  /** Replay jobs of more letters than this need the typed confirmation, by default. */
+  public static final int DEFAULT_REPLAY_JOB_CONFIRM_ABOVE = 100;
+
+  /** The most letters one replay job covers, by default. */
+  public static final int DEFAULT_REPLAY_JOB_MAX_LETTERS = 100_000;
+
+  /** How long a runner holds a replay job without working a letter of it, by default. */
+  public static final Duration DEFAULT_REPLAY_JOB_LEASE = Duration.ofSeconds(30);
 
   private final DataSource dataSource;
   private final Replayer replayer;
@@ -62,6 +81,10 @@ public final class PostboxAdmin {
   private final OperationsQueries operations;
   private final MessageTracer tracer;
   private final OperationsProbe probe;
+  private final ReplayJobQueries jobs;
+  private final Clock clock;
+  private final Sleeper sleeper;
+  private final Duration jobLease;
 
   private PostboxAdmin(Builder b, Replayer replayer) {
     this.dataSource = b.dataSource;
@@ -73,6 +96,11 @@ public final class PostboxAdmin {
     this.operations = new OperationsQueries(dataSource);
     this.tracer = MessageTracer.postgres(dataSource);
     this.probe = OperationsProbe.postgres(dataSource);
+    this.jobs =
+        new ReplayJobQueries(dataSource, b.clock, b.replayJobConfirmAbove, b.replayJobMaxLetters);
+    this.clock = b.clock;
+    this.sleeper = b.sleeper;
+    this.jobLease = b.replayJobLease;
   }
 
   /** A builder for the tables in {@code dataSource}'s current schema. */
@@ -151,7 +179,43 @@ public final class PostboxAdmin {
    * @throws IllegalArgumentException if actor is blank
    */
   public OperatorActions as(String actor) {
-    return new OperatorActions(replayer.as(actor), deadLetters, audit);
+    return new OperatorActions(replayer.as(actor), deadLetters, audit, jobs);
+  }
+
+  /**
+   * What a bulk replay of {@code selection} would cover now: its PENDING letters' count, topics,
+   * consumers, oldest and newest, a sample, and whether starting it needs the typed confirmation
+   * ({@link OperatorActions#startReplayJob}).
+   */
+  public ReplayPreview previewReplay(ReplaySelection selection) {
+    return jobs.preview(Objects.requireNonNull(selection, "selection"));
+  }
+
+  /** One replay job with its progress. */
+  public Optional<ReplayJob> replayJob(long id) {
+    return jobs.get(id);
+  }
+
+  /** The replay jobs, newest first. */
+  public Page<ReplayJob> replayJobs(PageRequest page) {
+    return jobs.list(Objects.requireNonNull(page, "page"));
+  }
+
+  /**
+   * A runner of the RUNNING replay jobs named {@code instance} (unique among the runners of this
+   * database: a console's host and a random suffix, say), waiting {@code pollInterval} when idle.
+   * Not started: {@link ReplayJobRunner#start()} works in the background.
+   */
+  public ReplayJobRunner replayJobRunner(String instance, Duration pollInterval) {
+    Objects.requireNonNull(instance, "instance");
+    if (instance.isBlank()) {
+      throw new IllegalArgumentException("instance must not be blank");
+    }
+    if (pollInterval.isNegative() || pollInterval.isZero()) {
+      throw new IllegalArgumentException("pollInterval must be positive: " + pollInterval);
+    }
+    return new ReplayJobRunner(
+        instance, new ReplayJobWork(dataSource, clock, jobLease), this::as, sleeper, pollInterval);
   }
 
   /** Builds a {@link PostboxAdmin}. Not thread-safe. */
@@ -169,6 +233,9 @@ public final class PostboxAdmin {
     private Sleeper sleeper = Sleeper.SYSTEM;
     private Optional<ConsumerLagSource> lagSource = Optional.empty();
     private Optional<QueueLagSource> queueLagSource = Optional.empty();
+    private int replayJobConfirmAbove = DEFAULT_REPLAY_JOB_CONFIRM_ABOVE;
+    private int replayJobMaxLetters = DEFAULT_REPLAY_JOB_MAX_LETTERS;
+    private Duration replayJobLease = DEFAULT_REPLAY_JOB_LEASE;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -220,13 +287,51 @@ public final class PostboxAdmin {
     }
 
     /**
+     * Replay jobs of more letters than this need the typed confirmation (default {@value
+     * PostboxAdmin#DEFAULT_REPLAY_JOB_CONFIRM_ABOVE}; 0: every job).
+     */
+    public Builder replayJobConfirmAbove(int letters) {
+      this.replayJobConfirmAbove = letters;
+      return this;
+    }
+
+    /** The most letters one replay job covers (default 100,000). */
+    public Builder replayJobMaxLetters(int letters) {
+      this.replayJobMaxLetters = letters;
+      return this;
+    }
+
+    /**
+     * How long a runner holds a replay job without working a letter of it; a job whose runner
+     * stopped is taken over after this (default 30 s). Longer than the time between two letters at
+     * the rate.
+     */
+    public Builder replayJobLease(Duration lease) {
+      this.replayJobLease = Objects.requireNonNull(lease, "replayJobLease");
+      return this;
+    }
+
+    /**
      * Builds the API; checks that the tables exist.
      *
-     * @throws IllegalArgumentException if the rate or maxReplays is out of range
+     * @throws IllegalArgumentException if the rate or maxReplays is out of range, or a replay job
+     *     setting is (replayJobConfirmAbove negative, replayJobMaxLetters below 1, replayJobLease
+     *     not positive)
      * @throws dev.postbox.jdbc.DeadLetterException if the tables are missing or the database cannot
      *     be reached
      */
     public PostboxAdmin build() {
+      if (replayJobConfirmAbove < 0) {
+        throw new IllegalArgumentException(
+            "replayJobConfirmAbove must be 0 or more: " + replayJobConfirmAbove);
+      }
+      if (replayJobMaxLetters < 1) {
+        throw new IllegalArgumentException(
+            "replayJobMaxLetters must be at least 1: " + replayJobMaxLetters);
+      }
+      if (replayJobLease.isNegative() || replayJobLease.isZero()) {
+        throw new IllegalArgumentException("replayJobLease must be positive: " + replayJobLease);
+      }
       Replayer replayer =
           Replayer.builder(dataSource, PostgresDeadLetterStore.create(dataSource), decoder)
               .ratePerSecond(ratePerSecond)

@@ -19,7 +19,8 @@ import picocli.CommandLine.Command;
       DlqActionCommands.Replay.class,
       DlqActionCommands.Edit.class,
       DlqActionCommands.Discard.class,
-      DlqReadCommands.Audit.class
+      DlqReadCommands.Audit.class,
+      DlqReplayJobCommands.class
     })
 final class DlqCommand implements Runnable {
 

@@ -94,4 +94,16 @@ class ApiController {
         d.stackTrace(),
         d.history());
   }
+
+  /** The replay jobs, newest first (their progress, for a script that follows one). */
+  @GetMapping("/replay-jobs")
+  Page<dev.postbox.admin.ReplayJob> replayJobs(@RequestParam(required = false) String after) {
+    return admin.replayJobs(new PageRequest(PageRequest.DEFAULT_LIMIT, Web.text(after)));
+  }
+
+  /** One replay job's state and progress. */
+  @GetMapping("/replay-jobs/{id}")
+  dev.postbox.admin.ReplayJob replayJob(@PathVariable long id) {
+    return admin.replayJob(id).orElseThrow(() -> new NoSuchElementException("no replay job " + id));
+  }
 }

@@ -86,12 +86,38 @@ public class ConsoleApplication {
     PostboxAdmin.Builder b =
         PostboxAdmin.builder(consoleDataSource)
             .decoder(RabbitDeadLetters.decoderOr(KafkaDeadLetters.decoder()))
-            .ratePerSecond(settings.getReplayRate());
+            .ratePerSecond(settings.getReplayRate())
+            .replayJobConfirmAbove(settings.getReplayJobs().getConfirmAbove());
     KafkaLag lag = kafkaLag.getIfAvailable();
     if (lag != null) {
       b.lagSource(lag);
     }
     return b.build();
+  }
+
+  /**
+   * Works the RUNNING replay jobs in the background (unless {@code
+   * postbox.console.replay-jobs.run=false}); a job another console worked before it stopped is
+   * taken over once that console's lease expires.
+   */
+  @Bean(destroyMethod = "close")
+  @org.springframework.boot.autoconfigure.condition.ConditionalOnProperty(
+      name = "postbox.console.replay-jobs.run",
+      havingValue = "true",
+      matchIfMissing = true)
+  dev.postbox.admin.ReplayJobRunner replayJobRunner(
+      PostboxAdmin postboxAdmin, ConsoleProperties settings) {
+    String host;
+    try {
+      host = java.net.InetAddress.getLocalHost().getHostName();
+    } catch (java.net.UnknownHostException e) {
+      host = "console";
+    }
+    String instance =
+        "console-" + host + "-" + java.util.UUID.randomUUID().toString().substring(0, 8);
+    return postboxAdmin
+        .replayJobRunner(instance, settings.getReplayJobs().getPollInterval())
+        .start();
   }
 
   /**

@@ -16,6 +16,7 @@ public class ConsoleProperties {
   private final Map<String, User> users = new LinkedHashMap<>();
   private final Login login = new Login();
   private final Kafka kafka = new Kafka();
+  private final ReplayJobs replayJobs = new ReplayJobs();
   private double replayRate = dev.postbox.jdbc.Replayer.DEFAULT_RATE_PER_SECOND;
   private java.time.Duration retryUnreachableAfter = java.time.Duration.ofSeconds(5);
   private java.util.List<Role> revealRoles =
@@ -71,6 +72,48 @@ public class ConsoleProperties {
   /** Where the dashboard reads the consumer groups' lag as age (optional). */
   public Kafka getKafka() {
     return kafka;
+  }
+
+  /** Bulk replays as background jobs. */
+  public ReplayJobs getReplayJobs() {
+    return replayJobs;
+  }
+
+  /**
+   * Bulk replays as background jobs ({@code postbox.console.replay-jobs.*}): the typed
+   * confirmation's threshold, and whether this console works the RUNNING jobs.
+   */
+  public static class ReplayJobs {
+    private int confirmAbove = dev.postbox.admin.PostboxAdmin.DEFAULT_REPLAY_JOB_CONFIRM_ABOVE;
+    private boolean run = true;
+    private java.time.Duration pollInterval = java.time.Duration.ofSeconds(1);
+
+    /** Jobs of more letters than this need their count typed to start (default 100). */
+    public int getConfirmAbove() {
+      return confirmAbove;
+    }
+
+    public void setConfirmAbove(int confirmAbove) {
+      this.confirmAbove = confirmAbove;
+    }
+
+    /** Whether this console works the RUNNING jobs in the background (default true). */
+    public boolean isRun() {
+      return run;
+    }
+
+    public void setRun(boolean run) {
+      this.run = run;
+    }
+
+    /** How often an idle console looks for a RUNNING job to work (default 1 s). */
+    public java.time.Duration getPollInterval() {
+      return pollInterval;
+    }
+
+    public void setPollInterval(java.time.Duration pollInterval) {
+      this.pollInterval = pollInterval;
+    }
   }
 
   /** Kafka brokers and the consumer groups whose lag the dashboard shows. */

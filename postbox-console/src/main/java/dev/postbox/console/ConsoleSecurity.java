@@ -77,6 +77,8 @@ class ConsoleSecurity {
                 .hasAuthority(Masking.REVEAL)
                 .requestMatchers(HttpMethod.POST, "/actions/group/**")
                 .hasRole(Role.ADMIN.name())
+                .requestMatchers(HttpMethod.POST, "/actions/replay-jobs", "/actions/replay-jobs/**")
+                .hasRole(Role.ADMIN.name())
                 .requestMatchers(HttpMethod.POST, "/actions/**")
                 .hasRole(Role.OPERATOR.name())
                 .anyRequest()

@@ -56,7 +56,9 @@ class ConsoleSecurityIT {
           "/held",
           "/trace",
           "/trace?id=" + UUID.randomUUID(),
-          "/audit");
+          "/audit",
+          "/replay-jobs",
+          "/replay-jobs/preview?fingerprint=f");
   static final List<String> APIS = List.of("/api/overview", "/api/dead-letters");
   static final List<String> ACTIONS =
       List.of(
@@ -69,7 +71,11 @@ class ConsoleSecurityIT {
           "/actions/parked/release?consumer=c&key=k",
           "/actions/parked/skip?consumer=c&key=k&reason=r",
           "/actions/blocked/1/retry",
-          "/actions/blocked/1/skip?reason=r");
+          "/actions/blocked/1/skip?reason=r",
+          "/actions/replay-jobs?fingerprint=f&reason=r",
+          "/actions/replay-jobs/1/pause",
+          "/actions/replay-jobs/1/resume",
+          "/actions/replay-jobs/1/cancel");
 
   private static RequestPostProcessor viewer() {
     return user("victor").roles("VIEWER");
@@ -150,6 +156,8 @@ class ConsoleSecurityIT {
     mvc.perform(post("/actions/group/replay?fingerprint=f").with(operator()).with(csrf()))
         .andExpect(status().isForbidden());
     mvc.perform(post("/actions/group/discard?fingerprint=f&reason=r").with(operator()).with(csrf()))
+        .andExpect(status().isForbidden());
+    mvc.perform(post("/actions/replay-jobs?fingerprint=f&reason=r").with(operator()).with(csrf()))
         .andExpect(status().isForbidden());
     // an operator without the CSRF token: 403 too
     mvc.perform(post("/actions/dead-letters/" + id + "/replay").with(operator()))

@@ -50,7 +50,8 @@ public final class PostboxMigrations {
           "V16__inbox_keys_lead_with_id_and_time.sql",
           "V17__header_text_never_fails.sql",
           "V18__console_security_audit.sql",
-          "V19__shard_leases.sql");
+          "V19__shard_leases.sql",
+          "V20__replay_jobs.sql");
 
   private PostboxMigrations() {}
 

@@ -49,7 +49,8 @@ class PostboxMigrationsTest {
             "V16__inbox_keys_lead_with_id_and_time.sql",
             "V17__header_text_never_fails.sql",
             "V18__console_security_audit.sql",
-            "V19__shard_leases.sql");
+            "V19__shard_leases.sql",
+            "V20__replay_jobs.sql");
   }
 
   @Test
@@ -68,7 +69,7 @@ class PostboxMigrationsTest {
     assertThat(exists(ds, "postbox_parked")).isFalse();
     assertThat(PostboxMigrations.migrateTo(ds, 2)).isZero();
     assertThat(PostboxMigrations.migrate(ds)).isEqualTo(PostboxMigrations.scripts().size() - 3);
-    assertThat(PostboxMigrations.latestVersion()).isEqualTo(19);
+    assertThat(PostboxMigrations.latestVersion()).isEqualTo(20);
   }
 
   @Test

@@ -33,7 +33,7 @@ import javax.sql.DataSource;
  */
 public final class DeadLetterQueries {
 
-  private static final String SUMMARY_COLUMNS =
+  static final String SUMMARY_COLUMNS =
       "id, consumer, topic, partition, \"offset\", message_id, type, msg_key, tenant,"
           + " classification, error_class, error_message, fingerprint, attempts, first_failure,"
           + " last_failure, status, replays";
@@ -225,7 +225,7 @@ public final class DeadLetterQueries {
                 Optional.ofNullable(rs.getString("discard_reason"))));
   }
 
-  private static Statement filtered(Statement s, DeadLetterFilter f) {
+  static Statement filtered(Statement s, DeadLetterFilter f) {
     return s.where("consumer = ?", f.consumer())
         .where("topic = ?", f.topic())
         .where("type = ?", f.type())

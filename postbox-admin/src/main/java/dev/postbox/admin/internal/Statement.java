@@ -65,14 +65,7 @@ final class Statement {
   <T> List<T> list(DataSource ds, String what, RowMapper<T> mapper) {
     try (Connection c = ds.getConnection();
         PreparedStatement ps = c.prepareStatement(sql.toString())) {
-      for (int i = 0; i < params.size(); i++) {
-        Object p = params.get(i);
-        if (p instanceof byte[] bytes) {
-          ps.setBytes(i + 1, bytes);
-        } else {
-          ps.setObject(i + 1, p);
-        }
-      }
+      bind(ps);
       List<T> out = new ArrayList<>();
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
@@ -82,6 +75,25 @@ final class Statement {
       return out;
     } catch (SQLException e) {
       throw new AdminException("reading " + what + " failed", e);
+    }
+  }
+
+  /** Runs this statement (an INSERT ... SELECT, an UPDATE) on {@code c}; the rows it changed. */
+  int update(Connection c) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(sql.toString())) {
+      bind(ps);
+      return ps.executeUpdate();
+    }
+  }
+
+  private void bind(PreparedStatement ps) throws SQLException {
+    for (int i = 0; i < params.size(); i++) {
+      Object p = params.get(i);
+      if (p instanceof byte[] bytes) {
+        ps.setBytes(i + 1, bytes);
+      } else {
+        ps.setObject(i + 1, p);
+      }
     }
   }
 
