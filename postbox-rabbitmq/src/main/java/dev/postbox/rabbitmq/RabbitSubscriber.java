@@ -589,8 +589,12 @@ public final class RabbitSubscriber implements AutoCloseable {
     }
 
     /**
-     * Also publishes every given-up delivery (body and properties as received) to this existing
-     * exchange of the broker, before the dead-letter store keeps it (default: none).
+     * Also publishes every given-up delivery (body and properties as received, with headers that
+     * say why: {@code pb_retry_error}, {@code pb_retry_error_class}, {@code pb_retry_attempts},
+     * {@code pb_retry_subscription}, {@code pb_retry_first_failure}, {@code pb_retry_origin}) to
+     * this existing exchange of the broker, confirmed, before the dead-letter store keeps it and
+     * the delivery is acked (default: none). A crash between the confirm and the ack may publish a
+     * second copy, never lose one.
      */
     public Builder deadLetterExchange(String exchange) {
       this.deadLetterExchange = Objects.requireNonNull(exchange, "exchange");
