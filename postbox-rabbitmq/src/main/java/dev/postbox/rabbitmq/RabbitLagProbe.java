@@ -5,6 +5,7 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import java.io.IOException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -13,29 +14,47 @@ import java.util.Objects;
 import java.util.concurrent.TimeoutException;
 
 /**
- * Measures the backlog of RabbitMQ subscriptions from the broker, per shard queue: the messages
- * ready for delivery and the consumers, from a passive {@code queue.declare} (AMQP; no plugin).
+ * Measures the backlog of RabbitMQ subscriptions per shard queue: the messages ready for delivery
+ * and the consumers, from the broker with a passive {@code queue.declare} (AMQP; no plugin), and,
+ * for the subscribers running in this process ({@link Builder#subscriber}), <b>the age of the
+ * oldest message</b> they received and have not finished ({@link
+ * RabbitSubscriber#oldestUnfinishedAges()}).
  *
- * <p>What it does not measure, and why: the messages delivered but not yet acked (AMQP reports only
- * the ready ones; the management plugin's HTTP API has them), and the age of the oldest message.
- * RabbitMQ 3.10 has no AMQP method for the head message's age; the management API's {@code
- * head_message_timestamp} is reported for classic queues only (Postbox's shard queues are quorum
- * queues) and needs the plugin; and peeking with {@code basic.get} and requeueing would mark the
- * head redelivered and, with single active consumer, is refused. The reading: ready messages with
- * no consumer is a stalled subscription; none ready is an idle (or keeping-up) one; ready messages
- * that grow between two reads while consumers run is one falling behind.
+ * <p>Why the age comes from the consumer, not the broker: RabbitMQ 3.10 has no AMQP method for the
+ * head message's age; the management API's {@code head_message_timestamp} (and {@code rabbitmqctl
+ * list_queues head_message_timestamp}) is reported for classic queues only, empty for the quorum
+ * shard queues; peeking with {@code basic.get} is refused on a single-active-consumer quorum queue
+ * (405 {@code RESOURCE_LOCKED}, closing the channel), and where allowed, a requeue would mark the
+ * head redelivered and count a delivery. The broker pushes the head of the queue to the active
+ * consumer up to its prefetch, so whenever messages wait, the consumer's oldest unfinished delivery
+ * is the head: nothing in the queue is touched to read it.
+ *
+ * <p>The reading, as on Kafka: <b>idle</b> is nothing ready and nothing unfinished (age 0);
+ * <b>stalled</b> is messages ready with no consumer, or a delivery unfinished for longer than
+ * {@link Builder#stalledAfter} (a hung handler holds the head, perhaps with none ready: the depth
+ * alone reads that as idle); anything else is working, and a ready count or age growing between
+ * reads while consumers run is one falling behind. A probe in another process (the CLI) has the
+ * broker's counts only: its age is unknown (null) and only the first kind of stall shows.
  *
  * <p>Opens its connection at the first {@link #read()}; a queue that does not exist (the
  * subscription never started) is left out. Not thread-safe.
  */
 public final class RabbitLagProbe implements AutoCloseable {
 
+  /** Default age of an unfinished delivery above which its queue counts as stalled. */
+  public static final Duration DEFAULT_STALLED_AFTER = Duration.ofSeconds(60);
+
   /**
-   * One shard queue of a subscription, as the broker reports it.
+   * One shard queue of a subscription, as the broker and this process's subscribers report it.
    *
    * @param messagesReady messages waiting for delivery (not counting delivered, unacked ones)
    * @param consumers consumers subscribed to the queue (with single active consumer, the broker may
    *     report only the active one)
+   * @param oldestUnfinishedAge age of the oldest message a subscriber of this process received from
+   *     the queue and has not finished; 0 when none; null when no subscriber here consumes it (then
+   *     unknown)
+   * @param stalled messages ready with no consumer, or an unfinished delivery at least the probe's
+   *     {@code stalledAfter} old
    */
   public record QueueLag(
       String subscription,
@@ -43,11 +62,34 @@ public final class RabbitLagProbe implements AutoCloseable {
       int shard,
       String queue,
       long messagesReady,
-      int consumers) {
+      int consumers,
+      Duration oldestUnfinishedAge,
+      boolean stalled) {
 
-    /** Messages wait and nobody consumes them. */
-    public boolean stalled() {
-      return messagesReady > 0 && consumers == 0;
+    /** The broker's counts only: no age; stalled when messages are ready with no consumer. */
+    public QueueLag(
+        String subscription,
+        String topic,
+        int shard,
+        String queue,
+        long messagesReady,
+        int consumers) {
+      this(
+          subscription,
+          topic,
+          shard,
+          queue,
+          messagesReady,
+          consumers,
+          null,
+          messagesReady > 0 && consumers == 0);
+    }
+
+    /** Nothing waits: none ready and nothing unfinished (or unknown). */
+    public boolean idle() {
+      return messagesReady == 0
+          && (oldestUnfinishedAge == null || oldestUnfinishedAge.isZero())
+          && !stalled;
     }
   }
 
@@ -55,11 +97,15 @@ public final class RabbitLagProbe implements AutoCloseable {
 
   private final ConnectionFactory factory;
   private final List<Watched> watched;
+  private final List<RabbitSubscriber> subscribers;
+  private final Duration stalledAfter;
   private Connection connection;
 
   private RabbitLagProbe(Builder b) {
     this.factory = b.factory;
     this.watched = List.copyOf(b.watched.values());
+    this.subscribers = List.copyOf(b.subscribers);
+    this.stalledAfter = b.stalledAfter;
   }
 
   /** A builder for a probe of the broker at {@code uri} ({@code amqp://user:pass@host/vh}). */
@@ -75,24 +121,33 @@ public final class RabbitLagProbe implements AutoCloseable {
    */
   public List<QueueLag> read() {
     Connection c = connection();
+    Map<String, Duration> ages = new LinkedHashMap<>();
+    for (RabbitSubscriber s : subscribers) {
+      s.oldestUnfinishedAges().forEach((q, age) -> ages.merge(q, age, RabbitLagProbe::older));
+    }
     List<QueueLag> out = new ArrayList<>();
     for (Watched w : watched) {
       for (int shard = 0; shard < w.shards(); shard++) {
         String queue = RabbitTopology.queue(w.subscription(), w.topic(), shard);
         AMQP.Queue.DeclareOk ok = passive(c, queue);
         if (ok != null) {
-          out.add(
-              new QueueLag(
-                  w.subscription(),
-                  w.topic(),
-                  shard,
-                  queue,
-                  ok.getMessageCount(),
-                  ok.getConsumerCount()));
+          out.add(lag(w, shard, queue, ok, ages.get(queue)));
         }
       }
     }
     return List.copyOf(out);
+  }
+
+  private QueueLag lag(Watched w, int shard, String queue, AMQP.Queue.DeclareOk ok, Duration age) {
+    long ready = ok.getMessageCount();
+    int consumers = ok.getConsumerCount();
+    boolean stalled =
+        ready > 0 && consumers == 0 || age != null && age.compareTo(stalledAfter) >= 0;
+    return new QueueLag(w.subscription(), w.topic(), shard, queue, ready, consumers, age, stalled);
+  }
+
+  private static Duration older(Duration a, Duration b) {
+    return a.compareTo(b) >= 0 ? a : b;
   }
 
   /** The queue's counts, or null if it does not exist; on a channel of its own (404 closes it). */
@@ -149,6 +204,8 @@ public final class RabbitLagProbe implements AutoCloseable {
   public static final class Builder {
     private final ConnectionFactory factory = new ConnectionFactory();
     private final Map<String, Watched> watched = new LinkedHashMap<>();
+    private final List<RabbitSubscriber> subscribers = new ArrayList<>();
+    private Duration stalledAfter = DEFAULT_STALLED_AFTER;
 
     private Builder(String uri) {
       Objects.requireNonNull(uri, "uri");
@@ -178,6 +235,28 @@ public final class RabbitLagProbe implements AutoCloseable {
         Objects.requireNonNull(topic, "topic");
         watched.put(subscription + "\n" + topic, new Watched(subscription, topic, shards));
       }
+      return this;
+    }
+
+    /**
+     * Also reports the age of the oldest unfinished delivery of each shard queue {@code subscriber}
+     * (running in this process) consumes; several may be given (the oldest age counts).
+     */
+    public Builder subscriber(RabbitSubscriber subscriber) {
+      subscribers.add(Objects.requireNonNull(subscriber, "subscriber"));
+      return this;
+    }
+
+    /**
+     * How old an unfinished delivery may get before its queue counts as stalled (default 60 s):
+     * above the longest a handler normally takes.
+     */
+    public Builder stalledAfter(Duration age) {
+      Objects.requireNonNull(age, "age");
+      if (age.isNegative() || age.isZero()) {
+        throw new IllegalArgumentException("stalledAfter must be positive, was " + age);
+      }
+      this.stalledAfter = age;
       return this;
     }
 
