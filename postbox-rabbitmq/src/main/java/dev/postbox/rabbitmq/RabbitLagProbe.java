@@ -85,11 +85,13 @@ public final class RabbitLagProbe implements AutoCloseable {
           messagesReady > 0 && consumers == 0);
     }
 
-    /** Nothing waits: none ready and nothing unfinished (or unknown). */
+    /**
+     * Nothing waits: none ready and nothing unfinished. False when the age is unknown (no
+     * subscriber here): none ready may then also be a hung consumer holding its prefetched
+     * deliveries.
+     */
     public boolean idle() {
-      return messagesReady == 0
-          && (oldestUnfinishedAge == null || oldestUnfinishedAge.isZero())
-          && !stalled;
+      return messagesReady == 0 && oldestUnfinishedAge != null && oldestUnfinishedAge.isZero();
     }
   }
 

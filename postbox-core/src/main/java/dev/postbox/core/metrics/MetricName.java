@@ -124,7 +124,8 @@ public enum MetricName {
       Kind.GAUGE,
       "seconds",
       "Age (now minus record timestamp) of the first unfinished record this instance read, i.e."
-          + " the record at the position it will commit; 0 when it has finished all it read",
+          + " the record at the position it will commit (RabbitMQ: of the oldest unfinished"
+          + " delivery of the shard queue, partition = shard); 0 when it has finished all it read",
       "group",
       "topic",
       "partition"),
