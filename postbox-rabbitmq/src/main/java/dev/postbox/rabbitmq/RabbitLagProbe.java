@@ -4,6 +4,10 @@ import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
+import dev.postbox.core.metrics.MetricName;
+import dev.postbox.core.metrics.PostboxMetrics;
+import dev.postbox.core.metrics.Tags;
+import dev.postbox.core.time.Ticker;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -11,7 +15,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.ToDoubleFunction;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Measures the backlog of RabbitMQ subscriptions per shard queue: the messages ready for delivery
@@ -36,10 +44,21 @@ import java.util.concurrent.TimeoutException;
  * reads while consumers run is one falling behind. A probe in another process (the CLI) has the
  * broker's counts only: its age is unknown (null) and only the first kind of stall shows.
  *
+ * <p>{@link #bindTo} reports each watched queue as the gauges {@code postbox.queue.ready}, {@code
+ * postbox.queue.consumers} and {@code postbox.queue.stalled} (tags {@code group} = subscription,
+ * {@code topic}, {@code partition} = shard; NaN while the queue does not exist or the broker cannot
+ * be read); the gauges share one reading for {@value #GAUGE_READING_SECONDS} s. The age is the
+ * subscriber's own gauge, {@code postbox.consumer.oldest.unprocessed.age}.
+ *
  * <p>Opens its connection at the first {@link #read()}; a queue that does not exist (the
- * subscription never started) is left out. Not thread-safe.
+ * subscription never started) is left out. Thread-safe (readings are serialised).
  */
 public final class RabbitLagProbe implements AutoCloseable {
+
+  /** How long the gauges of {@link #bindTo} share one reading, in seconds. */
+  public static final int GAUGE_READING_SECONDS = 1;
+
+  private static final Logger log = LoggerFactory.getLogger(RabbitLagProbe.class);
 
   /** Default age of an unfinished delivery above which its queue counts as stalled. */
   public static final Duration DEFAULT_STALLED_AFTER = Duration.ofSeconds(60);
@@ -101,13 +120,18 @@ public final class RabbitLagProbe implements AutoCloseable {
   private final List<Watched> watched;
   private final List<RabbitSubscriber> subscribers;
   private final Duration stalledAfter;
-  private Connection connection;
+  private final Ticker ticker;
+  private Connection connection; // guarded by this
+  private Map<String, QueueLag> gauged = Map.of(); // guarded by this
+  private long gaugedAt; // guarded by this
+  private boolean gaugedOnce; // guarded by this
 
   private RabbitLagProbe(Builder b) {
     this.factory = b.factory;
     this.watched = List.copyOf(b.watched.values());
     this.subscribers = List.copyOf(b.subscribers);
     this.stalledAfter = b.stalledAfter;
+    this.ticker = b.ticker;
   }
 
   /** A builder for a probe of the broker at {@code uri} ({@code amqp://user:pass@host/vh}). */
@@ -121,7 +145,7 @@ public final class RabbitLagProbe implements AutoCloseable {
    *
    * @throws RabbitStartupException if the broker cannot be reached or refuses the credentials
    */
-  public List<QueueLag> read() {
+  public synchronized List<QueueLag> read() {
     Connection c = connection();
     Map<String, Duration> ages = new LinkedHashMap<>();
     for (RabbitSubscriber s : subscribers) {
@@ -138,6 +162,50 @@ public final class RabbitLagProbe implements AutoCloseable {
       }
     }
     return List.copyOf(out);
+  }
+
+  /**
+   * Registers the gauges {@code postbox.queue.ready}, {@code postbox.queue.consumers} and {@code
+   * postbox.queue.stalled} of every watched queue with {@code metrics}.
+   */
+  public RabbitLagProbe bindTo(PostboxMetrics metrics) {
+    Objects.requireNonNull(metrics, "metrics");
+    for (Watched w : watched) {
+      for (int shard = 0; shard < w.shards(); shard++) {
+        String queue = RabbitTopology.queue(w.subscription(), w.topic(), shard);
+        Tags tags =
+            Tags.of(
+                "group",
+                w.subscription(),
+                "topic",
+                w.topic(),
+                "partition",
+                Integer.toString(shard));
+        metrics.gauge(MetricName.QUEUE_READY, tags, () -> gauge(queue, QueueLag::messagesReady));
+        metrics.gauge(MetricName.QUEUE_CONSUMERS, tags, () -> gauge(queue, QueueLag::consumers));
+        metrics.gauge(MetricName.QUEUE_STALLED, tags, () -> gauge(queue, q -> q.stalled() ? 1 : 0));
+      }
+    }
+    return this;
+  }
+
+  /** {@code value} of {@code queue}'s latest reading (renewed after a second), or NaN. */
+  private synchronized double gauge(String queue, ToDoubleFunction<QueueLag> value) {
+    long now = ticker.nanos();
+    if (!gaugedOnce || now - gaugedAt >= TimeUnit.SECONDS.toNanos(GAUGE_READING_SECONDS)) {
+      gaugedOnce = true;
+      gaugedAt = now;
+      try {
+        Map<String, QueueLag> byQueue = new LinkedHashMap<>();
+        read().forEach(q -> byQueue.put(q.queue(), q));
+        gauged = byQueue;
+      } catch (RuntimeException e) {
+        gauged = Map.of();
+        log.warn("lag probe: cannot read the queues for the gauges: {}", e.toString());
+      }
+    }
+    QueueLag q = gauged.get(queue);
+    return q == null ? Double.NaN : value.applyAsDouble(q);
   }
 
   private QueueLag lag(Watched w, int shard, String queue, AMQP.Queue.DeclareOk ok, Duration age) {
@@ -190,7 +258,7 @@ public final class RabbitLagProbe implements AutoCloseable {
 
   /** Closes the connection. Idempotent. */
   @Override
-  public void close() {
+  public synchronized void close() {
     Connection c = connection;
     connection = null;
     if (c != null && c.isOpen()) {
@@ -208,6 +276,7 @@ public final class RabbitLagProbe implements AutoCloseable {
     private final Map<String, Watched> watched = new LinkedHashMap<>();
     private final List<RabbitSubscriber> subscribers = new ArrayList<>();
     private Duration stalledAfter = DEFAULT_STALLED_AFTER;
+    private Ticker ticker = Ticker.SYSTEM;
 
     private Builder(String uri) {
       Objects.requireNonNull(uri, "uri");
@@ -259,6 +328,12 @@ public final class RabbitLagProbe implements AutoCloseable {
         throw new IllegalArgumentException("stalledAfter must be positive, was " + age);
       }
       this.stalledAfter = age;
+      return this;
+    }
+
+    /** Sets the monotonic time of the gauges' shared reading; for tests. Not an API. */
+    Builder ticker(Ticker ticker) {
+      this.ticker = Objects.requireNonNull(ticker, "ticker");
       return this;
     }
 

@@ -119,7 +119,9 @@ class RabbitLagProbeIT {
                   .subscription(name, 1, topic)
                   .subscriber(s)
                   .stalledAfter(Duration.ofSeconds(60))
-                  .build();
+                  .ticker(time)
+                  .build()
+                  .bindTo(gauges(gauges));
           RabbitLagProbe outside =
               RabbitLagProbe.builder(server.uri()).subscription(name, 1, topic).build()) {
         await().atMost(Duration.ofSeconds(60)).until(() -> probe.read().get(0).consumers() == 1);
@@ -142,7 +144,15 @@ class RabbitLagProbeIT {
         assertThat(s.oldestUnfinishedAges()).containsEntry(queue, Duration.ofSeconds(30));
         assertThat(gauge.getAsDouble()).isEqualTo(30.0);
 
+        DoubleSupplier stalledGauge =
+            gauges.get(MetricName.QUEUE_STALLED.name() + "/" + topic + "/0");
+        assertThat(stalledGauge.getAsDouble()).as("30 s: working").isZero();
         time.advance(Duration.ofSeconds(60));
+        assertThat(stalledGauge.getAsDouble()).isEqualTo(1.0);
+        assertThat(gauges.get(MetricName.QUEUE_READY.name() + "/" + topic + "/0").getAsDouble())
+            .isEqualTo(3.0);
+        assertThat(gauges.get(MetricName.QUEUE_CONSUMERS.name() + "/" + topic + "/0").getAsDouble())
+            .isEqualTo(1.0);
         RabbitLagProbe.QueueLag stalled = probe.read().get(0);
         assertThat(stalled.oldestUnfinishedAge()).isEqualTo(Duration.ofSeconds(90));
         assertThat(stalled.messagesReady()).isEqualTo(3);
