@@ -1,5 +1,6 @@
 package dev.postbox.admin;
 
+import java.time.Duration;
 import java.util.List;
 
 /**
@@ -14,10 +15,15 @@ public interface QueueLagSource {
   List<QueueLag> read();
 
   /**
-   * One queue of one subscription, as the broker reports it.
+   * One queue of one subscription, as the broker (and, where known, its consumer) reports it.
    *
    * @param messagesReady messages waiting for delivery (delivered, unacked ones not counted)
    * @param consumers consumers subscribed to the queue
+   * @param oldestUnfinishedAge age of the oldest message a consumer received from the queue and has
+   *     not finished; zero when none; null when unknown (measured only in the consumer's process)
+   * @param stalled messages wait and nobody consumes them, or the oldest unfinished message is
+   *     older than the probe's threshold (a consumer hangs)
+   * @param idle nothing waits: none ready and nothing unfinished (false when the age is unknown)
    */
   record QueueLag(
       String subscription,
@@ -25,11 +31,32 @@ public interface QueueLagSource {
       int shard,
       String queue,
       long messagesReady,
-      int consumers) {
+      int consumers,
+      Duration oldestUnfinishedAge,
+      boolean stalled,
+      boolean idle) {
 
-    /** Messages wait and nobody consumes them: stalled (none waiting: idle or keeping up). */
-    public boolean stalled() {
-      return messagesReady > 0 && consumers == 0;
+    /**
+     * The broker's counts only: no age; stalled when messages are ready with no consumer, never
+     * idle (none ready may be a hung consumer holding its prefetched messages).
+     */
+    public QueueLag(
+        String subscription,
+        String topic,
+        int shard,
+        String queue,
+        long messagesReady,
+        int consumers) {
+      this(
+          subscription,
+          topic,
+          shard,
+          queue,
+          messagesReady,
+          consumers,
+          null,
+          messagesReady > 0 && consumers == 0,
+          false);
     }
   }
 }

@@ -21,8 +21,10 @@ import picocli.CommandLine.Option;
       "Consumer lag as age: with --bootstrap-servers and --group, the age of the oldest record each"
           + " group has not finished per partition (Kafka, from committed offsets); with"
           + " --transport rabbitmq, --rabbitmq-uri, --subscription and --topic, the messages ready"
-          + " and the consumers of each shard queue (RabbitMQ, from a passive queue.declare: no"
-          + " message age, which RabbitMQ 3.10 does not report for quorum queues); always, per"
+          + " and the consumers of each shard queue (RabbitMQ, from a passive queue.declare;"
+          + " STALLED when messages wait with no consumer; the oldest message's age is measured"
+          + " by the subscriber's process only, RabbitMQ 3.10 not reporting it for quorum"
+          + " queues, so oldest_unfinished_age is null here); always, per"
           + " consumer, the pending dead letters and parked keys with their oldest ages.",
       "Exit code: 0."
     })
@@ -129,7 +131,10 @@ final class LagCommand implements Callable<Integer> {
                           q.shard(),
                           q.queue(),
                           q.messagesReady(),
-                          q.consumers()))
+                          q.consumers(),
+                          q.oldestUnfinishedAge(),
+                          q.stalled(),
+                          q.idle()))
                   .toList();
       PostboxAdmin admin = PostboxAdmin.builder(db.dataSource()).queueLagSource(source).build();
       return print(admin.lag());
@@ -167,7 +172,7 @@ final class LagCommand implements Callable<Integer> {
             q.shard(),
             q.messagesReady(),
             q.consumers(),
-            q.stalled() ? "STALLED" : "");
+            q.stalled() ? "STALLED" : q.idle() ? "IDLE" : "");
       }
     }
     System.out.printf(

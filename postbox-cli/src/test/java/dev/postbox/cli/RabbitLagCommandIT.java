@@ -94,6 +94,10 @@ class RabbitLagCommandIT {
     for (JsonNode q : queues) {
       ready += q.get("messages_ready").asLong();
       assertThat(q.get("consumers").asInt()).isZero();
+      assertThat(q.get("stalled").asBoolean()).isEqualTo(q.get("messages_ready").asLong() > 0);
+      assertThat(q.get("idle").asBoolean()).as("the age is unknown outside").isFalse();
+      assertThat(q.has("oldest_unfinished_age")).isTrue();
+      assertThat(q.get("oldest_unfinished_age").isNull()).isTrue();
     }
     assertThat(ready).isEqualTo(12);
     assertThat(json.has("consumers")).isTrue();

@@ -4,38 +4,76 @@ import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
+import dev.postbox.core.metrics.MetricName;
+import dev.postbox.core.metrics.PostboxMetrics;
+import dev.postbox.core.metrics.Tags;
+import dev.postbox.core.time.Ticker;
 import java.io.IOException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.ToDoubleFunction;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * Measures the backlog of RabbitMQ subscriptions from the broker, per shard queue: the messages
- * ready for delivery and the consumers, from a passive {@code queue.declare} (AMQP; no plugin).
+ * Measures the backlog of RabbitMQ subscriptions per shard queue: the messages ready for delivery
+ * and the consumers, from the broker with a passive {@code queue.declare} (AMQP; no plugin), and,
+ * for the subscribers running in this process ({@link Builder#subscriber}), <b>the age of the
+ * oldest message</b> they received and have not finished ({@link
+ * RabbitSubscriber#oldestUnfinishedAges()}).
  *
- * <p>What it does not measure, and why: the messages delivered but not yet acked (AMQP reports only
- * the ready ones; the management plugin's HTTP API has them), and the age of the oldest message.
- * RabbitMQ 3.10 has no AMQP method for the head message's age; the management API's {@code
- * head_message_timestamp} is reported for classic queues only (Postbox's shard queues are quorum
- * queues) and needs the plugin; and peeking with {@code basic.get} and requeueing would mark the
- * head redelivered and, with single active consumer, is refused. The reading: ready messages with
- * no consumer is a stalled subscription; none ready is an idle (or keeping-up) one; ready messages
- * that grow between two reads while consumers run is one falling behind.
+ * <p>Why the age comes from the consumer, not the broker: RabbitMQ 3.10 has no AMQP method for the
+ * head message's age; the management API's {@code head_message_timestamp} (and {@code rabbitmqctl
+ * list_queues head_message_timestamp}) is reported for classic queues only, empty for the quorum
+ * shard queues; peeking with {@code basic.get} is refused on a single-active-consumer quorum queue
+ * (405 {@code RESOURCE_LOCKED}, closing the channel), and where allowed, a requeue would mark the
+ * head redelivered and count a delivery. The broker pushes the head of the queue to the active
+ * consumer up to its prefetch, so whenever messages wait, the consumer's oldest unfinished delivery
+ * is the head: nothing in the queue is touched to read it.
+ *
+ * <p>The reading, as on Kafka: <b>idle</b> is nothing ready and nothing unfinished (age 0);
+ * <b>stalled</b> is messages ready with no consumer, or a delivery unfinished for longer than
+ * {@link Builder#stalledAfter} (a hung handler holds the head, perhaps with none ready: the depth
+ * alone reads that as idle); anything else is working, and a ready count or age growing between
+ * reads while consumers run is one falling behind. A probe in another process (the CLI) has the
+ * broker's counts only: its age is unknown (null) and only the first kind of stall shows.
+ *
+ * <p>{@link #bindTo} reports each watched queue as the gauges {@code postbox.queue.ready}, {@code
+ * postbox.queue.consumers} and {@code postbox.queue.stalled} (tags {@code group} = subscription,
+ * {@code topic}, {@code partition} = shard; NaN while the queue does not exist or the broker cannot
+ * be read); the gauges share one reading for {@value #GAUGE_READING_SECONDS} s. The age is the
+ * subscriber's own gauge, {@code postbox.consumer.oldest.unprocessed.age}.
  *
  * <p>Opens its connection at the first {@link #read()}; a queue that does not exist (the
- * subscription never started) is left out. Not thread-safe.
+ * subscription never started) is left out. Thread-safe (readings are serialised).
  */
 public final class RabbitLagProbe implements AutoCloseable {
 
+  /** How long the gauges of {@link #bindTo} share one reading, in seconds. */
+  public static final int GAUGE_READING_SECONDS = 1;
+
+  private static final Logger log = LoggerFactory.getLogger(RabbitLagProbe.class);
+
+  /** Default age of an unfinished delivery above which its queue counts as stalled. */
+  public static final Duration DEFAULT_STALLED_AFTER = Duration.ofSeconds(60);
+
   /**
-   * One shard queue of a subscription, as the broker reports it.
+   * One shard queue of a subscription, as the broker and this process's subscribers report it.
    *
    * @param messagesReady messages waiting for delivery (not counting delivered, unacked ones)
    * @param consumers consumers subscribed to the queue (with single active consumer, the broker may
    *     report only the active one)
+   * @param oldestUnfinishedAge age of the oldest message a subscriber of this process received from
+   *     the queue and has not finished; 0 when none; null when no subscriber here consumes it (then
+   *     unknown)
+   * @param stalled messages ready with no consumer, or an unfinished delivery at least the probe's
+   *     {@code stalledAfter} old
    */
   public record QueueLag(
       String subscription,
@@ -43,11 +81,36 @@ public final class RabbitLagProbe implements AutoCloseable {
       int shard,
       String queue,
       long messagesReady,
-      int consumers) {
+      int consumers,
+      Duration oldestUnfinishedAge,
+      boolean stalled) {
 
-    /** Messages wait and nobody consumes them. */
-    public boolean stalled() {
-      return messagesReady > 0 && consumers == 0;
+    /** The broker's counts only: no age; stalled when messages are ready with no consumer. */
+    public QueueLag(
+        String subscription,
+        String topic,
+        int shard,
+        String queue,
+        long messagesReady,
+        int consumers) {
+      this(
+          subscription,
+          topic,
+          shard,
+          queue,
+          messagesReady,
+          consumers,
+          null,
+          messagesReady > 0 && consumers == 0);
+    }
+
+    /**
+     * Nothing waits: none ready and nothing unfinished. False when the age is unknown (no
+     * subscriber here): none ready may then also be a hung consumer holding its prefetched
+     * deliveries.
+     */
+    public boolean idle() {
+      return messagesReady == 0 && oldestUnfinishedAge != null && oldestUnfinishedAge.isZero();
     }
   }
 
@@ -55,11 +118,20 @@ public final class RabbitLagProbe implements AutoCloseable {
 
   private final ConnectionFactory factory;
   private final List<Watched> watched;
-  private Connection connection;
+  private final List<RabbitSubscriber> subscribers;
+  private final Duration stalledAfter;
+  private final Ticker ticker;
+  private Connection connection; // guarded by this
+  private Map<String, QueueLag> gauged = Map.of(); // guarded by this
+  private long gaugedAt; // guarded by this
+  private boolean gaugedOnce; // guarded by this
 
   private RabbitLagProbe(Builder b) {
     this.factory = b.factory;
     this.watched = List.copyOf(b.watched.values());
+    this.subscribers = List.copyOf(b.subscribers);
+    this.stalledAfter = b.stalledAfter;
+    this.ticker = b.ticker;
   }
 
   /** A builder for a probe of the broker at {@code uri} ({@code amqp://user:pass@host/vh}). */
@@ -73,26 +145,79 @@ public final class RabbitLagProbe implements AutoCloseable {
    *
    * @throws RabbitStartupException if the broker cannot be reached or refuses the credentials
    */
-  public List<QueueLag> read() {
+  public synchronized List<QueueLag> read() {
     Connection c = connection();
+    Map<String, Duration> ages = new LinkedHashMap<>();
+    for (RabbitSubscriber s : subscribers) {
+      s.oldestUnfinishedAges().forEach((q, age) -> ages.merge(q, age, RabbitLagProbe::older));
+    }
     List<QueueLag> out = new ArrayList<>();
     for (Watched w : watched) {
       for (int shard = 0; shard < w.shards(); shard++) {
         String queue = RabbitTopology.queue(w.subscription(), w.topic(), shard);
         AMQP.Queue.DeclareOk ok = passive(c, queue);
         if (ok != null) {
-          out.add(
-              new QueueLag(
-                  w.subscription(),
-                  w.topic(),
-                  shard,
-                  queue,
-                  ok.getMessageCount(),
-                  ok.getConsumerCount()));
+          out.add(lag(w, shard, queue, ok, ages.get(queue)));
         }
       }
     }
     return List.copyOf(out);
+  }
+
+  /**
+   * Registers the gauges {@code postbox.queue.ready}, {@code postbox.queue.consumers} and {@code
+   * postbox.queue.stalled} of every watched queue with {@code metrics}.
+   */
+  public RabbitLagProbe bindTo(PostboxMetrics metrics) {
+    Objects.requireNonNull(metrics, "metrics");
+    for (Watched w : watched) {
+      for (int shard = 0; shard < w.shards(); shard++) {
+        String queue = RabbitTopology.queue(w.subscription(), w.topic(), shard);
+        Tags tags =
+            Tags.of(
+                "group",
+                w.subscription(),
+                "topic",
+                w.topic(),
+                "partition",
+                Integer.toString(shard));
+        metrics.gauge(MetricName.QUEUE_READY, tags, () -> gauge(queue, QueueLag::messagesReady));
+        metrics.gauge(MetricName.QUEUE_CONSUMERS, tags, () -> gauge(queue, QueueLag::consumers));
+        metrics.gauge(MetricName.QUEUE_STALLED, tags, () -> gauge(queue, q -> q.stalled() ? 1 : 0));
+      }
+    }
+    return this;
+  }
+
+  /** {@code value} of {@code queue}'s latest reading (renewed after a second), or NaN. */
+  private synchronized double gauge(String queue, ToDoubleFunction<QueueLag> value) {
+    long now = ticker.nanos();
+    if (!gaugedOnce || now - gaugedAt >= TimeUnit.SECONDS.toNanos(GAUGE_READING_SECONDS)) {
+      gaugedOnce = true;
+      gaugedAt = now;
+      try {
+        Map<String, QueueLag> byQueue = new LinkedHashMap<>();
+        read().forEach(q -> byQueue.put(q.queue(), q));
+        gauged = byQueue;
+      } catch (RuntimeException e) {
+        gauged = Map.of();
+        log.warn("lag probe: cannot read the queues for the gauges: {}", e.toString());
+      }
+    }
+    QueueLag q = gauged.get(queue);
+    return q == null ? Double.NaN : value.applyAsDouble(q);
+  }
+
+  private QueueLag lag(Watched w, int shard, String queue, AMQP.Queue.DeclareOk ok, Duration age) {
+    long ready = ok.getMessageCount();
+    int consumers = ok.getConsumerCount();
+    boolean stalled =
+        ready > 0 && consumers == 0 || age != null && age.compareTo(stalledAfter) >= 0;
+    return new QueueLag(w.subscription(), w.topic(), shard, queue, ready, consumers, age, stalled);
+  }
+
+  private static Duration older(Duration a, Duration b) {
+    return a.compareTo(b) >= 0 ? a : b;
   }
 
   /** The queue's counts, or null if it does not exist; on a channel of its own (404 closes it). */
@@ -133,7 +258,7 @@ public final class RabbitLagProbe implements AutoCloseable {
 
   /** Closes the connection. Idempotent. */
   @Override
-  public void close() {
+  public synchronized void close() {
     Connection c = connection;
     connection = null;
     if (c != null && c.isOpen()) {
@@ -149,6 +274,9 @@ public final class RabbitLagProbe implements AutoCloseable {
   public static final class Builder {
     private final ConnectionFactory factory = new ConnectionFactory();
     private final Map<String, Watched> watched = new LinkedHashMap<>();
+    private final List<RabbitSubscriber> subscribers = new ArrayList<>();
+    private Duration stalledAfter = DEFAULT_STALLED_AFTER;
+    private Ticker ticker = Ticker.SYSTEM;
 
     private Builder(String uri) {
       Objects.requireNonNull(uri, "uri");
@@ -178,6 +306,34 @@ public final class RabbitLagProbe implements AutoCloseable {
         Objects.requireNonNull(topic, "topic");
         watched.put(subscription + "\n" + topic, new Watched(subscription, topic, shards));
       }
+      return this;
+    }
+
+    /**
+     * Also reports the age of the oldest unfinished delivery of each shard queue {@code subscriber}
+     * (running in this process) consumes; several may be given (the oldest age counts).
+     */
+    public Builder subscriber(RabbitSubscriber subscriber) {
+      subscribers.add(Objects.requireNonNull(subscriber, "subscriber"));
+      return this;
+    }
+
+    /**
+     * How old an unfinished delivery may get before its queue counts as stalled (default 60 s):
+     * above the longest a handler normally takes.
+     */
+    public Builder stalledAfter(Duration age) {
+      Objects.requireNonNull(age, "age");
+      if (age.isNegative() || age.isZero()) {
+        throw new IllegalArgumentException("stalledAfter must be positive, was " + age);
+      }
+      this.stalledAfter = age;
+      return this;
+    }
+
+    /** Sets the monotonic time of the gauges' shared reading; for tests. Not an API. */
+    Builder ticker(Ticker ticker) {
+      this.ticker = Objects.requireNonNull(ticker, "ticker");
       return this;
     }
 

@@ -149,6 +149,18 @@ public final class RabbitMessages {
     return RabbitTopology.routingKey(message.key().orElseGet(() -> message.id().toString()));
   }
 
+  /**
+   * The AMQP properties of {@code message} as the relay publishes it at {@code publishedAt}: {@link
+   * #toProperties(Message)} with the {@code timestamp} property (whole seconds).
+   */
+  public static AMQP.BasicProperties toProperties(Message message, Instant publishedAt) {
+    Objects.requireNonNull(publishedAt, "publishedAt");
+    return toProperties(message)
+        .builder()
+        .timestamp(new java.util.Date(publishedAt.toEpochMilli()))
+        .build();
+  }
+
   /** The AMQP properties (with the CloudEvents headers) of {@code message}. */
   public static AMQP.BasicProperties toProperties(Message message) {
     Objects.requireNonNull(message, "message");

@@ -10,6 +10,7 @@ import dev.postbox.core.ReplayHeaders;
 import dev.postbox.core.spi.RelayPublisher;
 import dev.postbox.rabbitmq.internal.ConfirmedBatch;
 import java.io.IOException;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.HashSet;
@@ -70,6 +71,9 @@ import org.slf4j.LoggerFactory;
  * keys stay pipelined; one key's messages go out a confirm round trip apart. (An earlier copy of
  * the same message, the relay's resend, never waits for itself.)
  *
+ * <p>Every message carries the AMQP {@code timestamp} property, the time it was published (whole
+ * seconds, AMQP's resolution): the subscriber's age of its oldest unfinished delivery reads it.
+ *
  * <p>Used by one relay thread at a time; {@link #close()} may be called from any thread.
  */
 public final class RabbitRelayPublisher implements RelayPublisher {
@@ -98,6 +102,7 @@ public final class RabbitRelayPublisher implements RelayPublisher {
   // collected yet: the next message of that key goes out only once this one is acknowledged
   private final Map<String, Sent> lastOfKey = new ConcurrentHashMap<>();
   private final BiConsumer<Channel, Message> beforePublish;
+  private final Clock clock;
   private volatile boolean closed;
 
   private RabbitRelayPublisher(Builder b) {
@@ -106,6 +111,7 @@ public final class RabbitRelayPublisher implements RelayPublisher {
     this.connectionName = b.connectionName;
     this.beforePublish = b.beforePublish;
     this.addresses = b.addresses;
+    this.clock = b.clock;
   }
 
   /** Message {@code index} (id {@code id}) of {@code batch}. */
@@ -250,7 +256,7 @@ public final class RabbitRelayPublisher implements RelayPublisher {
             exchange,
             RabbitMessages.routingKey(m),
             true,
-            RabbitMessages.toProperties(m),
+            RabbitMessages.toProperties(m, clock.instant()),
             m.payload().bytes());
       } catch (IOException | RuntimeException e) {
         batch.notSent(i, new PublishOutcome.Failed(e, false));
@@ -502,6 +508,7 @@ public final class RabbitRelayPublisher implements RelayPublisher {
   /** Builds a {@link RabbitRelayPublisher}; validates at {@link #build()}. Not thread-safe. */
   public static final class Builder {
     private final ConnectionFactory factory = new ConnectionFactory();
+    private Clock clock = Clock.systemUTC();
     private Duration confirmTimeout = DEFAULT_CONFIRM_TIMEOUT;
     private String connectionName = DEFAULT_CONNECTION_NAME;
     private BiConsumer<Channel, Message> beforePublish = (ch, m) -> {};
@@ -515,6 +522,15 @@ public final class RabbitRelayPublisher implements RelayPublisher {
         throw new IllegalArgumentException("not an AMQP URI: " + uri, e);
       }
       factory.setAutomaticRecoveryEnabled(false); // a lost connection fails the batch; next opens
+    }
+
+    /**
+     * The clock of the {@code timestamp} property stamped on every message at publishing (default:
+     * system UTC); consumers read a message's age from it.
+     */
+    public Builder clock(Clock clock) {
+      this.clock = Objects.requireNonNull(clock, "clock");
+      return this;
     }
 
     /** How long a batch waits for its confirms before they count as failed (default 30 s). */

@@ -26,6 +26,7 @@ import dev.postbox.rabbitmq.internal.ParkedDeliveries;
 import dev.postbox.rabbitmq.internal.RecoveryRetries;
 import dev.postbox.rabbitmq.internal.ShardConsumer;
 import dev.postbox.rabbitmq.internal.ShardSet;
+import dev.postbox.rabbitmq.internal.UnfinishedAges;
 import dev.postbox.rabbitmq.internal.WaitQueues;
 import java.io.IOException;
 import java.time.Clock;
@@ -135,6 +136,7 @@ public final class RabbitSubscriber implements AutoCloseable {
   private final List<Duration> retryTiers;
   private final Optional<String> deadLetterExchange;
   private final WaitQueues waitQueues;
+  private final UnfinishedAges unfinished;
   private final Optional<ShardLeaseStore> shardLeases;
   private final Duration shardLeaseTtl;
   private final String member;
@@ -193,6 +195,10 @@ public final class RabbitSubscriber implements AutoCloseable {
             .openTelemetry(b.openTelemetry)
             .build();
     waitQueues.attach(processor);
+    this.unfinished =
+        new UnfinishedAges(
+            b.subscription.name(), List.copyOf(b.subscription.topics()), b.shards, b.clock);
+    unfinished.bindTo(b.metrics, this::heldShards);
     this.executor = new KeyedExecutor("postbox-" + subscription.name(), subscription.concurrency());
     this.parked = b.parking != null;
   }
@@ -305,7 +311,8 @@ public final class RabbitSubscriber implements AutoCloseable {
                     inFlight,
                     () -> running,
                     sleeper,
-                    waitQueues),
+                    waitQueues,
+                    unfinished.of(queue)),
             () -> running,
             ticker);
     if (shardLeases.isEmpty() || competing()) {
@@ -384,6 +391,20 @@ public final class RabbitSubscriber implements AutoCloseable {
   /** This instance's id in the shard leases (with {@link Builder#shardLeases}). */
   public String member() {
     return member;
+  }
+
+  /**
+   * The age of the oldest delivery this instance received from each shard queue it consumes and has
+   * not finished (handled and acked, dead-lettered, handed to a wait queue), by queue name: 0 when
+   * none, so 0 on an idle queue; growing while a handler hangs with messages waiting (the broker
+   * pushes the queue's head to the consumer, up to the prefetch). A delivery's time is its {@code
+   * timestamp} property (the relay stamps the publish time, in whole seconds), else when it was
+   * received; against the builder's {@link Builder#clock}. Also the gauge {@code
+   * postbox.consumer.oldest.unprocessed.age} (tags group, topic, partition = shard; NaN for shards
+   * not consumed here). Empty before {@link #start()} and after {@link #close()}.
+   */
+  public Map<String, Duration> oldestUnfinishedAges() {
+    return unfinished.read(heldShards());
   }
 
   /** Deliveries handed to the workers and not yet done. */
@@ -589,8 +610,12 @@ public final class RabbitSubscriber implements AutoCloseable {
     }
 
     /**
-     * Also publishes every given-up delivery (body and properties as received) to this existing
-     * exchange of the broker, before the dead-letter store keeps it (default: none).
+     * Also publishes every given-up delivery (body and properties as received, with headers that
+     * say why: {@code pb_retry_error}, {@code pb_retry_error_class}, {@code pb_retry_attempts},
+     * {@code pb_retry_subscription}, {@code pb_retry_first_failure}, {@code pb_retry_origin}) to
+     * this existing exchange of the broker, confirmed, before the dead-letter store keeps it and
+     * the delivery is acked (default: none). A crash between the confirm and the ack may publish a
+     * second copy, never lose one.
      */
     public Builder deadLetterExchange(String exchange) {
       this.deadLetterExchange = Objects.requireNonNull(exchange, "exchange");
@@ -654,7 +679,7 @@ public final class RabbitSubscriber implements AutoCloseable {
       return this;
     }
 
-    /** Sets the clock for failure times (default: system UTC). */
+    /** Sets the clock for failure times and message ages (default: system UTC). */
     public Builder clock(Clock clock) {
       this.clock = Objects.requireNonNull(clock, "clock");
       return this;

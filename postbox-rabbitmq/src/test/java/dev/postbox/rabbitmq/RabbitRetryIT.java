@@ -18,6 +18,7 @@ import dev.postbox.core.spi.DeadLetterStore.Classification;
 import dev.postbox.core.spi.RelayPublisher.PublishOutcome;
 import dev.postbox.jdbc.PostboxMigrations;
 import dev.postbox.jdbc.PostgresDeadLetterStore;
+import dev.postbox.rabbitmq.internal.DeadLetterCopy;
 import dev.postbox.rabbitmq.internal.WaitQueues;
 import dev.postbox.testkit.PostboxTest;
 import dev.postbox.testkit.PostboxTestContext;
@@ -176,10 +177,28 @@ class RabbitRetryIT {
             return copies.size() == 2;
           });
       for (GetResponse r : copies) {
-        assertThat(r.getProps().getHeaders().keySet())
-            .noneMatch(WaitQueues::added)
-            .contains(RabbitMessages.CE_ID);
+        Map<String, Object> h = r.getProps().getHeaders();
+        assertThat(h).containsKey(RabbitMessages.CE_ID).doesNotContainKey(WaitQueues.TIER);
         assertThat(r.getBody()).isEqualTo(doomed.payload().bytes());
+        assertThat(h.get(DeadLetterCopy.SUBSCRIPTION)).hasToString(sub.name());
+        assertThat(h.get(DeadLetterCopy.ORIGIN))
+            .hasToString(RabbitTopology.queue(sub.name(), topic, 0));
+        assertThat(h.get(DeadLetterCopy.FIRST_FAILURE)).isNotNull();
+        if (h.get(RabbitMessages.CE_ID).toString().equals(doomed.id().toString())) {
+          assertThat(h.get(DeadLetterCopy.ERROR))
+              .hasToString("java.lang.IllegalStateException: still down");
+          assertThat(h.get(DeadLetterCopy.ERROR_CLASS))
+              .hasToString("java.lang.IllegalStateException");
+          assertThat(h.get(DeadLetterCopy.ATTEMPTS)).isEqualTo(2);
+          assertThat(h).as("the broker's record of the wait-queue hop").containsKey("x-death");
+        } else {
+          assertThat(h.get(DeadLetterCopy.ERROR_CLASS))
+              .hasToString(PermanentMessageException.class.getName());
+          assertThat(h.get(DeadLetterCopy.ERROR).toString())
+              .startsWith(PermanentMessageException.class.getName() + ": cannot ever apply");
+          assertThat(h.get(DeadLetterCopy.ATTEMPTS)).isEqualTo(1);
+          assertThat(h).doesNotContainKey("x-death");
+        }
       }
       assertThat(calls.get()).isEqualTo(3);
       await().atMost(Duration.ofSeconds(10)).until(() -> s.inFlight() == 0);

@@ -152,6 +152,13 @@ final class RabbitWiring implements TransportWiring {
           detail.put("heldShards", subscriber.heldShards().toString());
         }
         detail.put("inFlight", subscriber.inFlight());
+        // the oldest delivery it received and has not finished (worst shard queue held here)
+        detail.put(
+            "lagAge",
+            subscriber.oldestUnfinishedAges().values().stream()
+                .max(java.time.Duration::compareTo)
+                .orElse(java.time.Duration.ZERO)
+                .toString());
         // a lost connection is recovered by the client: reported, not DOWN (as Kafka's consumer
         // that cannot reach its broker)
         return new ConsumerHealth(true, detail);
@@ -171,7 +178,8 @@ final class RabbitWiring implements TransportWiring {
 
   /**
    * Messages ready in each consumer's shard queues ({@code queued}: published, not yet delivered to
-   * it; RabbitMQ tells no age), read with a passive declaration per queue.
+   * it), read with a passive declaration per queue (the age, {@code lagAge}, is the subscriber's:
+   * RabbitMQ 3.10 reports none for quorum queues).
    */
   @Override
   public Map<String, Map<String, Object>> lag(List<Subscription> subscriptions) {

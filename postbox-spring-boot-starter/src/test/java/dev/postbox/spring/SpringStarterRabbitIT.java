@@ -265,7 +265,8 @@ class SpringStarterRabbitIT {
               .containsEntry("connected", true)
               .containsEntry("shards", 2)
               .containsEntry("heldShards", "[0, 1]") // the only instance leases both
-              .containsKeys("inFlight", "queued");
+              .containsKeys("inFlight", "queued", "lagAge");
+          assertThat(Duration.parse((String) consumer.get("lagAge")).isNegative()).isFalse();
           assertThat(health.getDetails()).containsKeys("outbox", "deadLetters", "parked");
         });
     assertThat(meterRegistry.find("postbox.outbox.pending").gauges()).isNotEmpty();

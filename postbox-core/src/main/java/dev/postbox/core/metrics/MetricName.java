@@ -10,8 +10,9 @@ import java.util.List;
  * <p>The consumer's own metrics ({@code postbox.consumer.*}) come from a running {@code
  * KafkaSubscriber}; the {@code postbox.group.*} gauges come from {@code ConsumerLagProbe}, which
  * reads the group's committed offsets from outside, so they keep growing while every consumer of
- * the group is stopped. {@code postbox.relay.*} come from a running relay; {@code
- * postbox.outbox.*}, {@code postbox.deadletters.*} and {@code postbox.parked.*} from {@code
+ * the group is stopped. The {@code postbox.queue.*} gauges come from {@code RabbitLagProbe}, which
+ * reads a subscription's queues from the broker. {@code postbox.relay.*} come from a running relay;
+ * {@code postbox.outbox.*}, {@code postbox.deadletters.*} and {@code postbox.parked.*} from {@code
  * OperationsProbe}, which reads the tables, and so do {@code postbox.cdc.slot.*} (from the
  * replication slots and the CDC relay's lease table).
  */
@@ -124,7 +125,8 @@ public enum MetricName {
       Kind.GAUGE,
       "seconds",
       "Age (now minus record timestamp) of the first unfinished record this instance read, i.e."
-          + " the record at the position it will commit; 0 when it has finished all it read",
+          + " the record at the position it will commit (RabbitMQ: of the oldest unfinished"
+          + " delivery of the shard queue, partition = shard); 0 when it has finished all it read",
       "group",
       "topic",
       "partition"),
@@ -180,6 +182,33 @@ public enum MetricName {
       Kind.GAUGE,
       "records",
       "End offset minus the group's committed offset (includes transaction markers)",
+      "group",
+      "topic",
+      "partition"),
+  QUEUE_READY(
+      "postbox.queue.ready",
+      Kind.GAUGE,
+      "messages",
+      "Messages ready for delivery in a subscription's queue (partition = shard), read from the"
+          + " broker; delivered, unfinished ones not counted",
+      "group",
+      "topic",
+      "partition"),
+  QUEUE_CONSUMERS(
+      "postbox.queue.consumers",
+      Kind.GAUGE,
+      null,
+      "Consumers of a subscription's queue (partition = shard), read from the broker",
+      "group",
+      "topic",
+      "partition"),
+  QUEUE_STALLED(
+      "postbox.queue.stalled",
+      Kind.GAUGE,
+      null,
+      "1 while messages are ready in a subscription's queue with no consumer, or (measured in the"
+          + " subscriber's process) its oldest unfinished message is older than the probe's"
+          + " threshold; else 0",
       "group",
       "topic",
       "partition"),

@@ -7,10 +7,17 @@ import java.util.Optional;
 
 /**
  * The dead letters of a subscriber that also has a broker dead-letter exchange: each given-up
- * delivery is first published (confirmed) to that exchange, body and properties as received, then
- * kept in the dead-letter store (if any). A failure of either fails {@link #add}, which the engine
- * retries: the broker may then get a copy twice, never none. Everything else goes to the store.
- * Thread-safe.
+ * delivery is first published to that exchange, body and properties as received plus headers that
+ * say why ({@link DeadLetterCopy}: error, error class, attempts, subscription, first failure,
+ * origin queue), and the broker's publisher confirm awaited; then it is kept in the dead-letter
+ * store (if any); only after both does the subscriber ack the original delivery.
+ *
+ * <p>Not a {@code basic.nack} into a queue's dead-letter exchange: that would carry only the
+ * broker's {@code x-death}, not why the consumer gave up. The order (copy confirmed, then stored,
+ * then the original acked) never loses a message: a failure of either step fails {@link #add},
+ * which the engine retries, and a crash between the confirm and the ack redelivers the original,
+ * which is given up again: the exchange may then get a duplicate copy, never none. Everything else
+ * goes to the store. Thread-safe.
  */
 public final class BrokerDeadLetters implements DeadLetterStore {
 
@@ -25,8 +32,7 @@ public final class BrokerDeadLetters implements DeadLetterStore {
 
   @Override
   public long add(NewDeadLetter letter) {
-    broker.toDeadLetterExchange(
-        letter.topic(), letter.partition(), letter.offset(), letter.value());
+    broker.toDeadLetterExchange(letter);
     return store.map(s -> s.add(letter)).orElse(0L);
   }
 

@@ -65,6 +65,7 @@ public final class ShardConsumer extends DefaultConsumer {
   private final BooleanSupplier running;
   private final Sleeper sleeper;
   private final WaitQueues retries;
+  private final UnfinishedAges.Queue unfinished;
   private final AtomicLong epoch = new AtomicLong();
   private final InFlight own = new InFlight();
   private volatile boolean stopping;
@@ -86,7 +87,8 @@ public final class ShardConsumer extends DefaultConsumer {
       InFlight inFlight,
       BooleanSupplier running,
       Sleeper sleeper,
-      WaitQueues retries) {
+      WaitQueues retries,
+      UnfinishedAges.Queue unfinished) {
     super(channel);
     this.topic = topic;
     this.shard = shard;
@@ -99,6 +101,7 @@ public final class ShardConsumer extends DefaultConsumer {
     this.running = running;
     this.sleeper = sleeper;
     this.retries = retries;
+    this.unfinished = unfinished;
   }
 
   /**
@@ -158,19 +161,24 @@ public final class ShardConsumer extends DefaultConsumer {
     }
     inFlight.started();
     own.started();
+    Object token = unfinished.received(properties); // done in run's or runBatch's finally
     WaitQueues.Received received = new WaitQueues.Received(properties, routingKey, queue);
     if (subscription.batchSize() > 1) {
       synchronized (buffer) {
-        buffer.addLast(new Buffered(in, received, tag, mine));
+        buffer.addLast(new Buffered(in, received, tag, mine, token));
       }
       executor.submit(queue, () -> runBatch(atMostOnce));
       return;
     }
-    executor.submit(lane(routingKey), () -> run(in, received, tier, tag, mine, atMostOnce));
+    executor.submit(lane(routingKey), () -> run(in, received, tier, tag, mine, atMostOnce, token));
   }
 
-  /** A delivery waiting for its batch: what the engine reads, as received, its tag and epoch. */
-  private record Buffered(Incoming in, WaitQueues.Received received, long tag, long epoch) {}
+  /**
+   * A delivery waiting for its batch: what the engine reads, as received, its tag, epoch and token
+   * in the unfinished deliveries.
+   */
+  private record Buffered(
+      Incoming in, WaitQueues.Received received, long tag, long epoch, Object token) {}
 
   /**
    * The message's ordering key ({@value RabbitMessages#CE_PARTITIONKEY}), else its id, else the
@@ -205,7 +213,8 @@ public final class ShardConsumer extends DefaultConsumer {
       int tier,
       long tag,
       long mine,
-      boolean atMostOnce) {
+      boolean atMostOnce,
+      Object token) {
     retries.remember(in, received);
     try {
       if (!live() || epoch.get() != mine) {
@@ -227,6 +236,7 @@ public final class ShardConsumer extends DefaultConsumer {
       }
     } finally {
       retries.forget(in);
+      unfinished.done(token);
       inFlight.finished();
       own.finished();
     }
@@ -276,6 +286,7 @@ public final class ShardConsumer extends DefaultConsumer {
     } finally {
       for (Buffered b : taken) {
         retries.forget(b.in());
+        unfinished.done(b.token());
         inFlight.finished();
         own.finished();
       }

@@ -7,6 +7,7 @@ import com.rabbitmq.client.LongString;
 import dev.postbox.core.PermanentMessageException;
 import dev.postbox.core.engine.DeliveryProcessor;
 import dev.postbox.core.engine.DeliveryProcessor.Incoming;
+import dev.postbox.core.spi.DeadLetterStore.NewDeadLetter;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.rabbitmq.RabbitTopology;
 import java.nio.charset.StandardCharsets;
@@ -38,7 +39,8 @@ import org.slf4j.LoggerFactory;
  * every hop and clamp to the configured tiers (a forged value can only make a message reach the
  * dead letters sooner, never loop); the broker's {@code x-death} counts are never read for it. Our
  * headers, {@code x-death} and the {@code x-first-death-*}/{@code x-last-death-*} headers are left
- * out of the dead letters, which keep the message as first received.
+ * out of the dead-letter store's letters, which keep the message as first received (the broker's
+ * dead-letter exchange copy keeps the broker's {@code x-death} record).
  *
  * <p>Also remembers the properties of the deliveries in flight (for the copies it publishes).
  * Thread-safe.
@@ -177,20 +179,22 @@ public final class WaitQueues implements DeliveryProcessor.RetriesExhausted {
   }
 
   /**
-   * Publishes a copy of {@code in} to the broker's dead-letter exchange (when configured), with its
-   * routing key, body and properties as received; confirmed before it returns.
+   * Publishes a copy of the delivery {@code letter} was made from to the broker's dead-letter
+   * exchange (when configured), with its routing key, body and properties as received plus why it
+   * was given up ({@link DeadLetterCopy}); confirmed before it returns.
    *
    * @throws IllegalStateException if it could not be published and confirmed
    */
-  public void toDeadLetterExchange(String topic, int shard, long tag, byte[] body) {
+  public void toDeadLetterExchange(NewDeadLetter letter) {
     if (deadLetterExchange.isEmpty()) {
       return;
     }
     Received r =
-        find(topic, shard, tag)
-            .orElseThrow(() -> new IllegalStateException("delivery " + tag + " not in flight"));
-    AMQP.BasicProperties p = r.properties().builder().headers(cleanHeaders(r.properties())).build();
-    if (!send(deadLetterExchange.get(), r.routingKey(), p, body)) {
+        find(letter.topic(), letter.partition(), letter.offset())
+            .orElseThrow(
+                () -> new IllegalStateException("delivery " + letter.offset() + " not in flight"));
+    AMQP.BasicProperties p = DeadLetterCopy.properties(r.properties(), r.queue(), letter);
+    if (!send(deadLetterExchange.get(), r.routingKey(), p, letter.value())) {
       throw new IllegalStateException(
           "the copy for dead-letter exchange '" + deadLetterExchange.get() + "' was not confirmed");
     }
@@ -205,8 +209,7 @@ public final class WaitQueues implements DeliveryProcessor.RetriesExhausted {
     Map<String, Object> headers = cleanHeaders(r.properties());
     headers.put(TIER, Integer.toString(tier));
     headers.put(FIRST_FAILURE, firstFailure.toString());
-    String text = String.valueOf(error);
-    headers.put(ERROR, text.length() > 2_000 ? text.substring(0, 2_000) : text);
+    headers.put(ERROR, DeadLetterCopy.safe(String.valueOf(error), DeadLetterCopy.MAX_ERROR));
     AMQP.BasicProperties p = r.properties().builder().headers(headers).build();
     String waitQueue = RabbitTopology.waitQueue(r.queue(), tier);
     while (owned.getAsBoolean()) {
