@@ -1,6 +1,5 @@
 package dev.postbox.rabbitmq;
 
-import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.postbox.core.DeliveryGuarantee;
@@ -12,7 +11,6 @@ import dev.postbox.core.engine.DeliveryProcessor;
 import dev.postbox.core.engine.InboxJanitor;
 import dev.postbox.core.engine.KeyedExecutor;
 import dev.postbox.core.engine.ParkedDrainer;
-import dev.postbox.core.engine.ShardBalancer;
 import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.InboxStore;
@@ -21,17 +19,17 @@ import dev.postbox.core.spi.ShardLeaseStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
 import dev.postbox.rabbitmq.internal.BrokerDeadLetters;
+import dev.postbox.rabbitmq.internal.Housekeeping;
 import dev.postbox.rabbitmq.internal.InFlight;
 import dev.postbox.rabbitmq.internal.ParkedDeliveries;
 import dev.postbox.rabbitmq.internal.RecoveryRetries;
 import dev.postbox.rabbitmq.internal.ShardConsumer;
-import dev.postbox.rabbitmq.internal.ShardSet;
+import dev.postbox.rabbitmq.internal.SubscriptionShards;
 import dev.postbox.rabbitmq.internal.UnfinishedAges;
 import dev.postbox.rabbitmq.internal.WaitQueues;
 import java.io.IOException;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -137,16 +135,12 @@ public final class RabbitSubscriber implements AutoCloseable {
   private final Optional<String> deadLetterExchange;
   private final WaitQueues waitQueues;
   private final UnfinishedAges unfinished;
-  private final Optional<ShardLeaseStore> shardLeases;
-  private final Duration shardLeaseTtl;
   private final String member;
-  private volatile ShardSet shardSet;
-  private volatile ShardBalancer balancer;
+  private final SubscriptionShards shardWork;
+  private final Housekeeping housekeeping = new Housekeeping();
   private final boolean parked;
   private volatile boolean running;
   private Connection connection;
-  private Thread purgeThread;
-  private Thread unparkThread;
 
   private RabbitSubscriber(Builder b) {
     this.subscription = b.subscription;
@@ -158,8 +152,6 @@ public final class RabbitSubscriber implements AutoCloseable {
     this.sleeper = b.sleeper;
     this.inbox = Optional.ofNullable(b.inbox);
     this.inboxPurgeInterval = b.inboxPurgeInterval;
-    this.shardLeases = Optional.ofNullable(b.shardLeases);
-    this.shardLeaseTtl = b.shardLeaseTtl;
     this.member = "pid" + ProcessHandle.current().pid() + "-" + UUID.randomUUID();
     this.retryTiers = b.retryTiers;
     this.deadLetterExchange = Optional.ofNullable(b.deadLetterExchange);
@@ -201,6 +193,34 @@ public final class RabbitSubscriber implements AutoCloseable {
     unfinished.bindTo(b.metrics, this::heldShards);
     this.executor = new KeyedExecutor("postbox-" + subscription.name(), subscription.concurrency());
     this.parked = b.parking != null;
+    this.shardWork =
+        new SubscriptionShards(
+            new SubscriptionShards.Settings(
+                subscription,
+                shards,
+                prefetch,
+                retryTiers,
+                Optional.ofNullable(b.shardLeases),
+                b.shardLeaseTtl,
+                member),
+            (ch, topic, shard, queue) ->
+                new ShardConsumer(
+                    ch,
+                    topic,
+                    shard,
+                    shards,
+                    queue,
+                    subscription,
+                    processor,
+                    executor,
+                    inFlight,
+                    () -> running,
+                    sleeper,
+                    waitQueues,
+                    unfinished.of(queue)),
+            () -> running,
+            ticker,
+            sleeper);
   }
 
   /** A builder for a subscriber to the broker at {@code uri} ({@code amqp://user:pass@host/vh}). */
@@ -227,11 +247,10 @@ public final class RabbitSubscriber implements AutoCloseable {
     }
     running = true;
     try {
-      // kept open with the connection: automatic recovery redeclares on the channel that declared
       if (deadLetterExchange.isPresent()) {
         RabbitTopology.checkExchangeExists(connection, deadLetterExchange.get());
       }
-      consume(declare());
+      shardWork.start(connection);
     } catch (IOException | RuntimeException e) {
       close();
       if (e instanceof RabbitTopologyException t) {
@@ -241,105 +260,27 @@ public final class RabbitSubscriber implements AutoCloseable {
           "subscription '" + subscription.name() + "': cannot start consuming: " + e, e);
     }
     if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
-      purgeThread =
-          Thread.ofVirtual()
-              .name("postbox-inbox-purge-" + subscription.name())
-              .start(
-                  new InboxJanitor(
-                      inbox.orElseThrow(),
-                      subscription.name(),
-                      subscription.inboxRetention(),
-                      inboxPurgeInterval,
-                      sleeper,
-                      () -> running));
+      housekeeping.start(
+          "postbox-inbox-purge-" + subscription.name(),
+          new InboxJanitor(
+              inbox.orElseThrow(),
+              subscription.name(),
+              subscription.inboxRetention(),
+              inboxPurgeInterval,
+              sleeper,
+              () -> running));
     }
     if (parked) {
-      unparkThread =
-          Thread.ofVirtual()
-              .name("postbox-unpark-" + subscription.name())
-              .start(
-                  new ParkedDrainer(
-                      subscription.name(), processor::drainParked, sleeper, () -> running));
+      housekeeping.startJoined(
+          "postbox-unpark-" + subscription.name(),
+          new ParkedDrainer(subscription.name(), processor::drainParked, sleeper, () -> running));
     }
     log.info(
-        "{} consuming {} shard queue(s) of {} (prefetch {}){}",
+        "{} consuming {} of {} (prefetch {})",
         subscription.name(),
-        shardSet.queues(),
+        shardWork.describe(),
         subscription.topics(),
-        prefetch,
-        balancer == null ? "" : ", shards " + shardSet.shards() + " as member " + member);
-  }
-
-  /** Declares the topology; returns each topic's shard queues, by shard. */
-  private Map<String, List<String>> declare() throws IOException {
-    Channel setup = connection.createChannel();
-    Map<String, List<String>> queues = new LinkedHashMap<>();
-    for (String topic : subscription.topics()) {
-      List<String> declared =
-          RabbitTopology.declareShards(
-              setup,
-              subscription.name(),
-              topic,
-              shards,
-              RabbitTopology.Consumers.of(subscription.ordering()));
-      for (String queue : declared) {
-        RabbitTopology.declareWaitQueues(setup, queue, retryTiers);
-      }
-      queues.put(topic, declared);
-    }
-    return queues;
-  }
-
-  /** Consumes every shard, or with shard leases this instance's share of them. */
-  private void consume(Map<String, List<String>> queues) throws IOException {
-    shardSet =
-        new ShardSet(
-            subscription.name(),
-            connection,
-            queues,
-            prefetch,
-            (ch, topic, shard, queue) ->
-                new ShardConsumer(
-                    ch,
-                    topic,
-                    shard,
-                    shards,
-                    queue,
-                    subscription,
-                    processor,
-                    executor,
-                    inFlight,
-                    () -> running,
-                    sleeper,
-                    waitQueues,
-                    unfinished.of(queue)),
-            () -> running,
-            ticker);
-    if (shardLeases.isEmpty() || competing()) {
-      if (shardLeases.isPresent()) {
-        log.info(
-            "{} is UNORDERED: its instances compete on every shard queue, shard leases unused",
-            subscription.name());
-      }
-      shardSet.startAll(shards);
-      return;
-    }
-    balancer =
-        new ShardBalancer(
-            shardLeases.get(),
-            subscription.name(),
-            member,
-            shards,
-            shardLeaseTtl,
-            sleeper,
-            shardSet);
-    balancer.start();
-  }
-
-  /** Whether the instances compete on every shard queue ({@code UNORDERED}). */
-  private boolean competing() {
-    return RabbitTopology.Consumers.of(subscription.ordering())
-        == RabbitTopology.Consumers.COMPETING;
+        prefetch);
   }
 
   private synchronized Connection connection() {
@@ -374,8 +315,7 @@ public final class RabbitSubscriber implements AutoCloseable {
    * the instances agree, each shard has one.
    */
   public Set<Integer> heldShards() {
-    ShardSet set = shardSet;
-    return set == null || !running ? Set.of() : set.shards();
+    return running ? shardWork.held() : Set.of();
   }
 
   /**
@@ -384,8 +324,7 @@ public final class RabbitSubscriber implements AutoCloseable {
    * leases. Empty without shard leases.
    */
   public Set<Integer> shardsHandingOver() {
-    ShardBalancer b = balancer;
-    return b == null ? Set.of() : b.handingOver();
+    return shardWork.handingOver();
   }
 
   /** This instance's id in the shard leases (with {@link Builder#shardLeases}). */
@@ -426,10 +365,7 @@ public final class RabbitSubscriber implements AutoCloseable {
       }
       running = false;
     }
-    ShardBalancer shardBalancer = balancer;
-    if (shardBalancer != null) {
-      shardBalancer.stop(); // takes and gives up no more shards
-    }
+    shardWork.stopBalancing(); // takes and gives up no more shards
     // No basic.cancel first: with single active consumer the standby would get later messages of a
     // shard while this one still holds earlier unacked ones. Deliveries not started are abandoned
     // (not acked); closing the connection returns them, in order, and hands the shards over.
@@ -439,25 +375,13 @@ public final class RabbitSubscriber implements AutoCloseable {
       Thread.currentThread().interrupt();
     }
     executor.close();
-    if (purgeThread != null) {
-      purgeThread.interrupt();
-    }
-    if (unparkThread != null) {
-      unparkThread.interrupt();
-      try {
-        unparkThread.join(subscription.shutdownTimeout().plusSeconds(1).toMillis());
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    }
+    housekeeping.stop(subscription.shutdownTimeout().plusSeconds(1));
     try {
       c.close(5_000);
     } catch (IOException | RuntimeException e) {
       c.abort();
     }
-    if (shardBalancer != null) {
-      shardBalancer.leave(); // after the close returned the deliveries: the others take over
-    }
+    shardWork.leave(); // after the close returned the deliveries: the others take over
     log.info("{} closed: {}", subscription.name(), stats());
   }
 
