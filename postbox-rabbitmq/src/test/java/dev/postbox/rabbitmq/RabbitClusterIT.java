@@ -40,11 +40,11 @@ import org.slf4j.LoggerFactory;
  * RabbitSubscriber -> PostgreSQL inbox -> effect, with one node killed with {@code kill -9}
  * mid-stream, from inside the 100th delivery's inbox transaction (600 rows written before, 300
  * while the node is down): the node holding the quorum leaders of the subscription's shard queues,
- * or the node the subscriber is connected to. The clients know every node ({@code addresses}). The
- * shard queues are declared first through node 2, so their leaders start there, while the
- * subscriber connects to node 0 and the relay to node 1: each kill hits one role only. Checked as
- * {@link RabbitEndToEndIT} does: one effect per message, every key's effects in order; and the
- * killed node rejoins the cluster.
+ * the node the subscriber is connected to, or the node the relay is connected to. The clients know
+ * every node ({@code addresses}). The shard queues are declared first through node 2, so their
+ * leaders start there, while the subscriber connects to node 0 and the relay to node 1: each kill
+ * hits one role only. Checked as {@link RabbitEndToEndIT} does: one effect per message, every key's
+ * effects in order; and the killed node rejoins the cluster.
  */
 @PostboxTest
 class RabbitClusterIT {
@@ -91,7 +91,9 @@ class RabbitClusterIT {
     write(ds, topic, 600, 300, 30); // written while the node is down
     for (String q : queues) {
       await().atMost(Duration.ofMinutes(2)).until(() -> cluster.leaderOf(q).isPresent());
-      assertThat(cluster.leaderOf(q).getAsInt()).as("new leader of " + q).isNotEqualTo(LEADERS);
+      int leader = cluster.leaderOf(q).getAsInt();
+      assertThat(leader).as("new leader of " + q).isNotEqualTo(LEADERS);
+      LOG.info("new leader of {}: node {}", q, leader);
     }
     awaitDistinctEffects(ds, sub.name(), 900);
     assertNoDuplicateAndKeyOrder(ds, sub.name(), 900);
@@ -130,6 +132,29 @@ class RabbitClusterIT {
         .doesNotContain(SUBSCRIBER);
 
     cluster.start(SUBSCRIBER);
+    assertThat(cluster.runningNodes()).isEqualTo(Set.of(0, 1, 2));
+  }
+
+  @Test
+  void theRelaysNodeKilledItPublishesThroughAnotherNode(PostboxTestContext ctx) throws Exception {
+    DataSource ds = RabbitEndToEndIT.prepare(ctx);
+    String topic = "orders-" + UUID.randomUUID();
+    Subscription sub = subscription("publish", topic);
+    declareShardsOn(LEADERS, sub, topic);
+    CountDownLatch killed = subscriber(ds, sub, RELAY);
+    relay(ds);
+    write(ds, topic, 0, 600, 30);
+    awaitKill(killed);
+    write(ds, topic, 600, 300, 30); // published only through another node
+    awaitDistinctEffects(ds, sub.name(), 900);
+    assertNoDuplicateAndKeyOrder(ds, sub.name(), 900);
+    LOG.info("after the relay's node was killed: {}", subscribers.get(0).stats());
+    assertThat(cluster.nodesOfConnection(RabbitRelayPublisher.DEFAULT_CONNECTION_NAME))
+        .as("the relay's connection after its node was killed")
+        .hasSize(1)
+        .doesNotContain(RELAY);
+
+    cluster.start(RELAY);
     assertThat(cluster.runningNodes()).isEqualTo(Set.of(0, 1, 2));
   }
 
