@@ -83,6 +83,7 @@ class RabbitClusterIT {
     List<String> queues = declareShardsOn(LEADERS, sub, topic);
     for (String q : queues) {
       assertThat(cluster.leaderOf(q)).as("leader of " + q).hasValue(LEADERS);
+      assertThat(cluster.membersOf(q)).as("members of " + q).isEqualTo(Set.of(0, 1, 2));
     }
     CountDownLatch killed = subscriber(ds, sub, LEADERS);
     relay(ds);

@@ -120,6 +120,12 @@ public interface RabbitCluster extends AutoCloseable {
   OptionalInt leaderOf(String queue);
 
   /**
+   * The nodes holding a member of quorum queue {@code queue} in the default vhost, as {@code
+   * rabbitmqctl list_queues name members} on a running node says; empty if the queue is unknown.
+   */
+  Set<Integer> membersOf(String queue);
+
+  /**
    * The nodes holding the client connections whose client-provided name starts with {@code
    * namePrefix} (letters, digits, {@code . _ -}), one entry per connection.
    */

@@ -53,6 +53,7 @@ class RabbitClusterTest {
         ch.waitForConfirmsOrDie(30_000);
       }
       assertThat(cluster.leaderOf("durable")).hasValue(1);
+      assertThat(cluster.membersOf("durable")).isEqualTo(Set.of(0, 1, 2));
 
       try (Connection c = connect(cluster, 0, "watcher")) {
         assertThat(cluster.nodesOfConnection("watcher")).containsExactly(0);

@@ -169,19 +169,40 @@ public final class EmbeddedRabbitCluster implements RabbitCluster {
 
   @Override
   public OptionalInt leaderOf(String queue) {
-    Optional<String> out =
-        onARunningNode("-q", "list_queues", "--no-table-headers", "name", "leader");
-    if (out.isEmpty()) {
+    Optional<String> row = queueRow(queue, "leader");
+    if (row.isEmpty()) {
       return OptionalInt.empty();
     }
-    for (String line : out.get().split("\n")) {
-      String[] cols = line.trim().split("\\s+");
-      if (cols.length == 2 && cols[0].equals(queue)) {
-        OptionalInt leader = indexOf(cols[1]);
-        return leader.isPresent() && isRunning(leader.getAsInt()) ? leader : OptionalInt.empty();
+    OptionalInt leader = indexOf(row.get());
+    return leader.isPresent() && isRunning(leader.getAsInt()) ? leader : OptionalInt.empty();
+  }
+
+  @Override
+  public Set<Integer> membersOf(String queue) {
+    // node names start with "postbox-" and end with "@localhost": none is inside another
+    Optional<String> row = queueRow(queue, "members");
+    Set<Integer> members = new HashSet<>();
+    for (int i = 0; i < size() && row.isPresent(); i++) {
+      if (row.get().contains(nodeName(i))) {
+        members.add(i);
       }
     }
-    return OptionalInt.empty();
+    return Set.copyOf(members);
+  }
+
+  /** The column {@code info} of {@code queue}'s row in {@code rabbitmqctl list_queues}. */
+  private Optional<String> queueRow(String queue, String info) {
+    Optional<String> out = onARunningNode("-q", "list_queues", "--no-table-headers", "name", info);
+    if (out.isEmpty()) {
+      return Optional.empty();
+    }
+    for (String line : out.get().split("\n")) {
+      String[] cols = line.trim().split("\t", 2);
+      if (cols.length == 2 && cols[0].equals(queue)) {
+        return Optional.of(cols[1].trim());
+      }
+    }
+    return Optional.empty();
   }
 
   @Override
