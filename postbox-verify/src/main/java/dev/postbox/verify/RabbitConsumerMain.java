@@ -24,7 +24,9 @@ import java.time.Duration;
  * visible) on the inbox transaction's connection, with this incarnation's instance id, the shard as
  * {@code part} and the delivery tag as {@code off}.
  *
- * <p>Arguments: JDBC URL, AMQP URI, topic, subscription, instance id, shards.
+ * <p>Arguments: JDBC URL, AMQP URI, topic, subscription, instance id, shards, and the RabbitMQ
+ * nodes' {@code host:port} comma-separated (a cluster: the subscriber's {@code addresses}) or
+ * absent.
  */
 public final class RabbitConsumerMain {
 
@@ -55,8 +57,12 @@ public final class RabbitConsumerMain {
                         .backoff(new Backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2, 0.5))
                         .build()))
             .build();
+    RabbitSubscriber.Builder builder = RabbitSubscriber.builder(args[1], subscription);
+    if (args.length > 6 && !args[6].isEmpty()) {
+      builder.addresses(java.util.List.of(args[6].split(",")));
+    }
     RabbitSubscriber subscriber =
-        RabbitSubscriber.builder(args[1], subscription)
+        builder
             .shards(Integer.parseInt(args[5]))
             .prefetch(50)
             // a frozen consumer's connection is closed after about 2 x 2 s: the pause scenario
