@@ -181,7 +181,11 @@ final class ArchitectureRules {
           Map.entry(
               "dev.postbox.verify.RabbitCampaign",
               "the RabbitMQ campaign starts PostgreSQL and a RabbitMQ node it kills and restarts"
-                  + " (PostgresServer, RabbitMqServer)"),
+                  + " (PostgresServer, RabbitMqServer), or a cluster (RabbitCluster)"),
+          Map.entry(
+              "dev.postbox.verify.RabbitClusterFaults",
+              "the RabbitMQ campaign's --cluster starts a three-node cluster and kills and"
+                  + " restarts the node of a quorum leader (RabbitCluster)"),
           Map.entry(
               "dev.postbox.verify.RabbitBrokerFaults",
               "the RabbitMQ campaign's broker faults kill and restart its node and close its"

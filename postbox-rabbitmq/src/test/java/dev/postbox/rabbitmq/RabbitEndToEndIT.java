@@ -273,7 +273,7 @@ class RabbitEndToEndIT {
   }
 
   /** Writes {@code count} messages from {@code from}, over {@code keys} keys, 10 per commit. */
-  private static void write(DataSource ds, String topic, int from, int count, int keys) {
+  static void write(DataSource ds, String topic, int from, int count, int keys) {
     Outbox outbox = Outbox.postgres();
     for (int i = from; i < from + count; i += 10) {
       int start = i;
@@ -321,7 +321,7 @@ class RabbitEndToEndIT {
     return count(ds, "SELECT count(*) FROM effect WHERE consumer = ?", consumer);
   }
 
-  private static void awaitEffects(DataSource ds, String consumer, long n) {
+  static void awaitEffects(DataSource ds, String consumer, long n) {
     await()
         .atMost(Duration.ofSeconds(120))
         .pollInterval(Duration.ofMillis(250))
@@ -330,7 +330,7 @@ class RabbitEndToEndIT {
                 >= n);
   }
 
-  private static void assertNoDuplicateAndKeyOrder(DataSource ds, String consumer, long n)
+  static void assertNoDuplicateAndKeyOrder(DataSource ds, String consumer, long n)
       throws SQLException {
     assertThat(effects(ds, consumer)).as("one effect per message").isEqualTo(n);
     Map<String, List<Long>> order = new HashMap<>();

@@ -53,7 +53,8 @@ final class RabbitCampaign implements AutoCloseable {
       double faultRate,
       CampaignRounds rounds,
       RelayMode relay,
-      ConsumerMode consumers) {
+      ConsumerMode consumers,
+      boolean cluster) {
 
     Settings {
       Campaign.Settings.checkFaultRate(faultRate);
@@ -94,7 +95,12 @@ final class RabbitCampaign implements AutoCloseable {
    * faults do: kills spaced for a fast machine would otherwise be counted over a phase in which
    * nothing was written between them.
    */
-  static final java.util.Set<String> GATED = java.util.Set.of(KILL_9, BROKER, BROKER_BACKLOG);
+  static final java.util.Set<String> GATED =
+      java.util.Set.of(KILL_9, BROKER, BROKER_BACKLOG, RabbitClusterFaults.NODE_KILL);
+
+  /** What a single node's campaign runs and {@code --cluster} does not (the one node's faults). */
+  static final java.util.Set<String> SINGLE_NODE =
+      java.util.Set.of(DROP, BROKER, BROKER_BACKLOG, RabbitPartitions.RELAY_FAULT);
 
   /** How long the consumers stay stopped before a {@link #BROKER_BACKLOG} kill. */
   static final long BACKLOG_MS = 4_000;
@@ -139,15 +145,29 @@ final class RabbitCampaign implements AutoCloseable {
             PREFIX + RabbitPartitions.SCENARIO,
             null,
             List.of(),
-            List.of(RabbitPartitions.RELAY_FAULT, RabbitPartitions.CONSUMER_FAULT)));
+            List.of(RabbitPartitions.RELAY_FAULT, RabbitPartitions.CONSUMER_FAULT)),
+        new RabbitScenario(
+            PREFIX + RabbitClusterFaults.NODE_KILL,
+            null,
+            List.of(),
+            List.of(RabbitClusterFaults.NODE_KILL)));
   }
 
-  /** Whether {@code s} runs: every scenario when none is named, except partitions (only named). */
+  /**
+   * Whether {@code s} runs: every scenario when none is named, except partitions (only named); on a
+   * cluster ({@code --cluster}) the node kill and the processes' own faults, never the single
+   * node's; the node kill only on a cluster.
+   */
   private boolean selected(RabbitScenario s) {
     boolean named =
         settings.only().contains(s.name())
             || settings.only().contains(s.name().substring(PREFIX.length()));
-    return named || (settings.only().isEmpty() && !isPartitions(s));
+    boolean nodeKill = s.external().contains(RabbitClusterFaults.NODE_KILL);
+    if (settings.cluster()) {
+      return !s.external().stream().anyMatch(SINGLE_NODE::contains)
+          && (named || settings.only().isEmpty());
+    }
+    return !nodeKill && (named || (settings.only().isEmpty() && !isPartitions(s)));
   }
 
   private static boolean isPartitions(RabbitScenario s) {
@@ -170,6 +190,8 @@ final class RabbitCampaign implements AutoCloseable {
   private volatile RabbitScenario current;
   private final RabbitMqServer given; // a server the caller owns (a test's shared one), or null
   private RabbitPartitions network = RabbitPartitions.none();
+  private dev.postbox.testkit.RabbitCluster cluster; // with --cluster, in place of rabbit
+  private String topic;
 
   RabbitCampaign(Settings settings, PrintStream out) {
     this(settings, out, null);
@@ -192,6 +214,10 @@ final class RabbitCampaign implements AutoCloseable {
     Optional<String> url =
         Optional.ofNullable(System.getenv(RabbitMqServer.URL_ENV)).filter(s -> !s.isBlank());
     Optional<Path> script = RabbitMqServer.findScript();
+    if (settings.cluster() && script.isEmpty()) {
+      out.println("rabbitmq: skipped: --cluster needs rabbitmq-server installed here");
+      return Optional.empty();
+    }
     if (given == null && url.isEmpty() && script.isEmpty()) {
       out.println(
           "rabbitmq: skipped: no rabbitmq-server installed and "
@@ -215,9 +241,14 @@ final class RabbitCampaign implements AutoCloseable {
         network = RabbitPartitions.create();
       }
     }
-    rabbit =
-        url.map(RabbitMqServer::external)
-            .orElseGet(() -> RabbitMqServer.startPrivate(script.get(), network.brokerAddresses()));
+    if (settings.cluster()) {
+      cluster = RabbitClusterFaults.start(script.get());
+    } else {
+      rabbit =
+          url.map(RabbitMqServer::external)
+              .orElseGet(
+                  () -> RabbitMqServer.startPrivate(script.get(), network.brokerAddresses()));
+    }
     start();
     results.addAll(
         settings.rounds().run(scenarios, RabbitScenario::name, this::round, out, sofar -> {}));
@@ -259,9 +290,13 @@ final class RabbitCampaign implements AutoCloseable {
     ds = pg.dataSource(schema, 4);
     PostboxMigrations.migrate(ds);
     HarnessSchema.create(ds, KEYS);
-    String topic = "verify-rabbit-" + Long.toUnsignedString(settings.seed(), 36);
-    String uri = rabbit.uri();
-    reader = new RabbitQueueReader(uri, topic, SHARDS);
+    topic = "verify-rabbit-" + Long.toUnsignedString(settings.seed(), 36);
+    String uri = cluster != null ? cluster.uri() : rabbit.uri();
+    // on a cluster every client knows every node
+    String addresses = cluster != null ? String.join(",", cluster.addresses()) : "";
+    reader =
+        new RabbitQueueReader(
+            uri, cluster != null ? cluster.addresses() : List.of(), topic, SHARDS);
     // the consumers' queues exist before the relays publish (mandatory: nothing unroutable)
     try (com.rabbitmq.client.Connection c = connectionFactory(uri).newConnection("verify-setup");
         com.rabbitmq.client.Channel ch = c.createChannel()) {
@@ -318,7 +353,8 @@ final class RabbitCampaign implements AutoCloseable {
                           // CDC: small batches, so that batches end inside multi-event transactions
                           cdc ? "4" : "100",
                           "",
-                          cdc ? "cdc" : "")));
+                          cdc ? "cdc" : "",
+                          addresses)));
     }
     for (int i = 1; i <= settings.consumerCount(); i++) {
       String name = "consumer-" + i;
@@ -336,14 +372,17 @@ final class RabbitCampaign implements AutoCloseable {
                           SUBSCRIPTION,
                           instance,
                           Integer.toString(SHARDS),
-                          settings.consumers().cliName())));
+                          settings.consumers().cliName(),
+                          addresses)));
     }
     fleet.armer(this::arm);
     workers.forEach(fleet::want);
     fleet.awaitStarted(Duration.ofMinutes(2));
     out.println(
         "started: PostgreSQL, RabbitMQ ("
-            + (rabbit.isExternal() ? "external" : "private node")
+            + (cluster != null
+                ? "cluster of " + cluster.size() + " nodes"
+                : rabbit.isExternal() ? "external" : "private node")
             + "), "
             + RELAYS
             + " relays, "
@@ -414,7 +453,9 @@ final class RabbitCampaign implements AutoCloseable {
     network.healAll();
     producers.forEach(c -> fleet.stop(c, "end of phase " + p, false));
     // heal: the broker up, every worker running unarmed
-    if (!rabbit.isExternal() && !rabbit.isRunning()) {
+    if (cluster != null) {
+      cluster.heal();
+    } else if (!rabbit.isExternal() && !rabbit.isRunning()) {
       rabbit.start();
     }
     for (Child c : workers) {
@@ -555,6 +596,13 @@ final class RabbitCampaign implements AutoCloseable {
       case BROKER_BACKLOG -> {
         return killWithBacklog(consumers);
       }
+      case RabbitClusterFaults.NODE_KILL -> {
+        SplittableRandom r;
+        synchronized (random) {
+          r = random.split();
+        }
+        return RabbitClusterFaults.killLeaderNode(cluster, SUBSCRIPTION, topic, SHARDS, r, log);
+      }
       case RabbitPartitions.RELAY_FAULT, RabbitPartitions.CONSUMER_FAULT -> {
         String name = RabbitPartitions.target(fault);
         Child c = workers.stream().filter(w -> w.name().equals(name)).findFirst().orElseThrow();
@@ -629,6 +677,9 @@ final class RabbitCampaign implements AutoCloseable {
     }
     if (rabbit != null && rabbit != given && !rabbit.isExternal()) {
       rabbit.close();
+    }
+    if (cluster != null) {
+      cluster.close();
     }
     if (pg != null) {
       pg.close();

@@ -30,7 +30,8 @@ import java.time.Duration;
  * scenario's freeze, so a frozen instance loses its shards to the others).
  *
  * <p>Arguments: JDBC URL, AMQP URI, topic, subscription, instance id, shards, consumer mode ({@code
- * inbox} or {@code shard-leases}).
+ * inbox} or {@code shard-leases}), and the RabbitMQ nodes' {@code host:port} comma-separated (a
+ * cluster: the subscriber's {@code addresses}) or absent.
  */
 public final class RabbitConsumerMain {
 
@@ -64,30 +65,33 @@ public final class RabbitConsumerMain {
                         .backoff(new Backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2, 0.5))
                         .build()))
             .build();
-    RabbitSubscriber.Builder builder =
-        RabbitSubscriber.builder(args[1], subscription)
-            .shards(Integer.parseInt(args[5]))
-            .prefetch(50)
-            // a frozen consumer's connection is closed after about 2 x 2 s: the pause scenario
-            .heartbeat(Duration.ofSeconds(HEARTBEAT_SECONDS))
-            .inbox(PostgresInboxStore.create(ds))
-            .deadLetters(PostgresDeadLetterStore.create(ds))
-            .handler(d -> {
-              JsonNode body = JSON.readTree(d.message().payload().unsafeBytes());
-              Connection c = d.connection().orElseThrow();
-              try (PreparedStatement ps =
-                  c.prepareStatement(
-                      "INSERT INTO verify_effect (message_id, key, seq, instance, part, off)"
-                          + " VALUES (?, ?, ?, ?, ?, ?)")) {
-                ps.setObject(1, d.message().id());
-                ps.setString(2, body.get("key").asText());
-                ps.setLong(3, body.get("seq").asLong());
-                ps.setString(4, instance);
-                ps.setInt(5, d.partition());
-                ps.setLong(6, d.offset());
-                ps.executeUpdate();
-              }
-            });
+    RabbitSubscriber.Builder builder = RabbitSubscriber.builder(args[1], subscription);
+    if (args.length > 7 && !args[7].isEmpty()) {
+      builder.addresses(java.util.List.of(args[7].split(",")));
+    }
+    builder
+        .shards(Integer.parseInt(args[5]))
+        .prefetch(50)
+        // a frozen consumer's connection is closed after about 2 x 2 s: the pause scenario
+        .heartbeat(Duration.ofSeconds(HEARTBEAT_SECONDS))
+        .inbox(PostgresInboxStore.create(ds))
+        .deadLetters(PostgresDeadLetterStore.create(ds))
+        .handler(d -> {
+          JsonNode body = JSON.readTree(d.message().payload().unsafeBytes());
+          Connection c = d.connection().orElseThrow();
+          try (PreparedStatement ps =
+              c.prepareStatement(
+                  "INSERT INTO verify_effect (message_id, key, seq, instance, part, off)"
+                      + " VALUES (?, ?, ?, ?, ?, ?)")) {
+            ps.setObject(1, d.message().id());
+            ps.setString(2, body.get("key").asText());
+            ps.setLong(3, body.get("seq").asLong());
+            ps.setString(4, instance);
+            ps.setInt(5, d.partition());
+            ps.setLong(6, d.offset());
+            ps.executeUpdate();
+          }
+        });
     if (args.length > 6 && args[6].equals(ConsumerMode.SHARD_LEASES.cliName())) {
       builder
           .shardLeases(PostgresShardLeaseStore.create(ds))

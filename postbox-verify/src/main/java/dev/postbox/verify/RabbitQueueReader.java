@@ -36,10 +36,20 @@ final class RabbitQueueReader implements PublishedRecords, AutoCloseable {
   private final Map<Integer, List<Published>> byShard = new HashMap<>();
 
   RabbitQueueReader(String uri, String topic, int shards) throws Exception {
+    this(uri, List.of(), topic, shards);
+  }
+
+  /** On a cluster: connects to the first of {@code addresses} that answers ({@code host:port}). */
+  RabbitQueueReader(String uri, List<String> addresses, String topic, int shards) throws Exception {
     ConnectionFactory f = new ConnectionFactory();
     f.setUri(uri);
     f.setNetworkRecoveryInterval(1000);
-    connection = f.newConnection("verify-reader");
+    connection =
+        addresses.isEmpty()
+            ? f.newConnection("verify-reader")
+            : f.newConnection(
+                addresses.stream().map(com.rabbitmq.client.Address::parseAddress).toList(),
+                "verify-reader");
     Channel setup = connection.createChannel();
     List<String> queues = RabbitTopology.declareShards(setup, NAME, topic, shards);
     for (int i = 0; i < queues.size(); i++) {

@@ -18,6 +18,11 @@ final class RabbitVerify {
 
   /** The RabbitMQ campaign's settings from the command's; {@code quick}: a shorter phase. */
   static RabbitCampaign.Settings settings(Campaign.Settings s, boolean quick) {
+    return settings(s, quick, false);
+  }
+
+  /** As {@link #settings(Campaign.Settings, boolean)}; {@code cluster}: on three nodes. */
+  static RabbitCampaign.Settings settings(Campaign.Settings s, boolean quick, boolean cluster) {
     return new RabbitCampaign.Settings(
         s.seed(),
         quick ? Duration.ofSeconds(10) : s.phase(),
@@ -29,7 +34,8 @@ final class RabbitVerify {
         s.faultRate(),
         CampaignRounds.of(s),
         s.relay(),
-        s.consumerMode());
+        s.consumerMode(),
+        cluster);
   }
 
   /** The RabbitMQ campaign's {@code --quick} settings for {@code scenarios} (what CI runs). */
@@ -40,35 +46,46 @@ final class RabbitVerify {
   /** As {@link #quick(long, Path, List)}, with the relay processes running {@code relay}. */
   static RabbitCampaign.Settings quick(
       long seed, Path dir, java.util.List<String> scenarios, RelayMode relay) {
-    return quick(seed, dir, scenarios, relay, ConsumerMode.INBOX);
+    return quick(seed, dir, scenarios, relay, ConsumerMode.INBOX, false);
   }
 
-  /** As {@link #quick(long, Path, List, RelayMode)}, with the consumers in {@code consumers}. */
+  /** As {@link #quick(long, Path, List, RelayMode)}; {@code cluster}: on three nodes. */
+  static RabbitCampaign.Settings quick(
+      long seed, Path dir, java.util.List<String> scenarios, RelayMode relay, boolean cluster) {
+    return quick(seed, dir, scenarios, relay, ConsumerMode.INBOX, cluster);
+  }
+
+  /**
+   * As {@link #quick(long, Path, List, RelayMode, boolean)}, with the consumers in {@code
+   * consumers}.
+   */
   static RabbitCampaign.Settings quick(
       long seed,
       Path dir,
       java.util.List<String> scenarios,
       RelayMode relay,
-      ConsumerMode consumers) {
+      ConsumerMode consumers,
+      boolean cluster) {
     VerifyCli cli = new VerifyCli();
     cli.quick = true;
     cli.scenarios = java.util.List.copyOf(scenarios);
     cli.relay = relay.cliName();
     cli.consumerMode = consumers.cliName();
-    return settings(cli.settings(seed, dir), true);
+    return settings(cli.settings(seed, dir), true, cluster);
   }
 
   /** Runs it, prints and writes the report; returns the exit code. */
   static int run(
       Campaign.Settings s,
       boolean quick,
+      boolean cluster,
       Instant started,
       Path reportJson,
       RunRecord record,
       PrintStream out)
       throws Exception {
     Optional<List<ScenarioResult>> results;
-    try (RabbitCampaign campaign = new RabbitCampaign(settings(s, quick), out)) {
+    try (RabbitCampaign campaign = new RabbitCampaign(settings(s, quick, cluster), out)) {
       results = campaign.run();
     }
     if (results.isEmpty()) {

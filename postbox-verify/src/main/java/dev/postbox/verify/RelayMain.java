@@ -12,8 +12,9 @@ import java.time.Duration;
  * A relay of the campaign, as its own OS process. Arguments: JDBC URL (with schema), bootstrap
  * servers (or an {@code amqp://} URI: RabbitMQ's relay publisher), instance id, lease TTL in ms,
  * batch size, the transactional relay's {@code transactional.id} prefix (empty or absent: the
- * idempotent relay), and {@code cdc} to run the CDC relay instead (the lease TTL is then the slot
- * lease's). Prints {@code started} when running.
+ * idempotent relay), {@code cdc} to run the CDC relay instead (the lease TTL is then the slot
+ * lease's) or empty, and the RabbitMQ nodes' {@code host:port} comma-separated (a cluster: the
+ * publisher's {@code addresses}) or absent. Prints {@code started} when running.
  */
 public final class RelayMain {
 
@@ -59,7 +60,12 @@ public final class RelayMain {
   private static dev.postbox.core.spi.RelayPublisher publisher(String[] args) {
     if (args[1].startsWith("amqp")) {
       // the RabbitMQ campaign: confirms, mandatory
-      return RabbitRelayPublisher.builder(args[1]).connectionName(args[2]).build();
+      RabbitRelayPublisher.Builder b =
+          RabbitRelayPublisher.builder(args[1]).connectionName(args[2]);
+      if (args.length > 7 && !args[7].isEmpty()) {
+        b.addresses(java.util.List.of(args[7].split(",")));
+      }
+      return b.build();
     }
     KafkaRelayPublisher.Builder b =
         KafkaRelayPublisher.builder(args[1])

@@ -138,6 +138,16 @@ public final class VerifyCli implements Callable<Integer> {
   String transport = "kafka";
 
   @Option(
+      names = "--cluster",
+      description =
+          "With --transport rabbitmq: run on a three-node RabbitMQ cluster from this machine's"
+              + " rabbitmq-server (every client given every node's address), with the scenario"
+              + " cluster-node-kill (kill -9 of the node holding a shard queue's quorum leader,"
+              + " restarted) and the processes' own faults; the single node's faults"
+              + " (connection-drops, broker-kill, broker-kill-backlog, partitions) do not run.")
+  boolean cluster;
+
+  @Option(
       names = "--scenarios",
       split = ",",
       description =
@@ -226,7 +236,12 @@ public final class VerifyCli implements Callable<Integer> {
               + transport
               + ": Kafka's campaign runs inbox or offsets, RabbitMQ's inbox or shard-leases");
     }
+    if (cluster && !transport.equalsIgnoreCase("rabbitmq")) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(), "--cluster: only with --transport rabbitmq");
+    }
     checkScenarioNames();
+    checkClusterScenarios();
     // the code and tree as they are when the run starts (the report is written at its end)
     RunRecord provenance = runRecord();
     long s =
@@ -252,7 +267,13 @@ public final class VerifyCli implements Callable<Integer> {
       if (!rr || !others.isEmpty()) {
         code =
             RabbitVerify.run(
-                settings.withOnly(others), quick, started, reportJson, provenance, System.out);
+                settings.withOnly(others),
+                quick,
+                cluster,
+                started,
+                reportJson,
+                provenance,
+                System.out);
       }
       return rr ? requestReply(s, d.resolve("rabbitmq"), code, true) : code;
     }
@@ -328,6 +349,33 @@ public final class VerifyCli implements Callable<Integer> {
               + relay
               + "; its scenarios: "
               + String.join(", ", known));
+    }
+  }
+
+  /**
+   * Refuses (exit 2) the node kill without {@code --cluster}, and a single node's scenarios with
+   * it: either would run nothing under a name that says otherwise.
+   */
+  private void checkClusterScenarios() {
+    if (!transport.equalsIgnoreCase("rabbitmq")) {
+      return;
+    }
+    for (RabbitCampaign.RabbitScenario r : RabbitCampaign.all(RelayMode.parse(relay))) {
+      String shortName = r.name().substring(RabbitCampaign.PREFIX.length());
+      if (!scenarios.contains(r.name()) && !scenarios.contains(shortName)) {
+        continue;
+      }
+      boolean nodeKill = r.external().contains(RabbitClusterFaults.NODE_KILL);
+      boolean singleNode = r.external().stream().anyMatch(RabbitCampaign.SINGLE_NODE::contains);
+      if (nodeKill && !cluster) {
+        throw new CommandLine.ParameterException(
+            spec.commandLine(), "--scenarios: " + shortName + " runs only with --cluster");
+      }
+      if (singleNode && cluster) {
+        throw new CommandLine.ParameterException(
+            spec.commandLine(),
+            "--scenarios: " + shortName + " is a single node's scenario; not with --cluster");
+      }
     }
   }
 

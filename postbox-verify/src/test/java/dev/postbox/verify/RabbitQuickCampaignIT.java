@@ -73,7 +73,8 @@ class RabbitQuickCampaignIT {
     RabbitMqServer rabbit = RabbitMqServer.sharedOrSkip(); // skips (fails in CI) without one
     long seed = 20261201L;
     Path dir = Path.of("target", "verify-rabbit-it", Long.toString(System.currentTimeMillis()));
-    RabbitCampaign.Settings settings = RabbitVerify.quick(seed, dir, scenarios, relay, consumers);
+    RabbitCampaign.Settings settings =
+        RabbitVerify.quick(seed, dir, scenarios, relay, consumers, false);
     ByteArrayOutputStream buffer = new ByteArrayOutputStream();
     PrintStream out = new PrintStream(buffer, true, StandardCharsets.UTF_8);
     Optional<List<ScenarioResult>> results;

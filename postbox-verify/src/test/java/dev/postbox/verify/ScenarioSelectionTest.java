@@ -60,6 +60,22 @@ class ScenarioSelectionTest {
   }
 
   @Test
+  void theClusterAndItsNodeKillGoTogetherOnRabbitMqOnly() {
+    for (String[] bad :
+        List.of(
+            new String[] {"--cluster"},
+            new String[] {"--transport", "rabbitmq", "--scenarios", "cluster-node-kill"},
+            new String[] {"--transport", "rabbitmq", "--cluster", "--scenarios", "broker-kill"})) {
+      StringWriter err = new StringWriter();
+      int code = new CommandLine(new VerifyCli()).setErr(new PrintWriter(err)).execute(bad);
+      assertThat(code).as(String.join(" ", bad)).isEqualTo(2);
+      assertThat(err.toString()).as(String.join(" ", bad)).contains("--cluster");
+    }
+    assertThat(VerifyCli.scenarioNames("rabbitmq", RelayMode.IDEMPOTENT))
+        .contains("cluster-node-kill", "rabbitmq-cluster-node-kill");
+  }
+
+  @Test
   void everyScenarioOfEachCampaignIsAccepted() {
     assertThat(VerifyCli.scenarioNames("kafka", RelayMode.IDEMPOTENT))
         .containsAll(Scenario.all().stream().map(Scenario::name).toList())

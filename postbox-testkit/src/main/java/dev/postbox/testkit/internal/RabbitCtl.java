@@ -5,6 +5,8 @@ import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -45,19 +47,54 @@ public final class RabbitCtl {
   }
 
   /**
+   * Prints the names of the nodes holding the connections whose client-provided name starts with
+   * {@code namePrefix} (letters, digits, {@code . _ -}), comma-separated, in double quotes.
+   */
+  public static String connectionNodes(String namePrefix) {
+    if (!namePrefix.matches("[A-Za-z0-9._-]+")) {
+      throw new IllegalArgumentException("a name prefix of letters, digits, '.', '_', '-'");
+    }
+    return "L = [P || P <- rabbit_networking:connections(),"
+        + " case lists:keyfind(<<\"connection_name\">>, 1,"
+        + " element(2, hd(rabbit_networking:connection_info(P, [client_properties])))) of"
+        + " {_, _, Name} -> lists:prefix(\""
+        + namePrefix
+        + "\", binary_to_list(Name)); _ -> false end],"
+        + " string:join([atom_to_list(node(P)) || P <- L], \",\").";
+  }
+
+  /**
    * Runs {@code rabbitmqctl -n node eval expr} (the CLI beside {@code script}, {@code HOME} =
    * {@code dir}); its trimmed output.
    */
   public static String eval(Path script, String node, Path dir, String expr)
       throws IOException, InterruptedException {
+    return run(script, node, dir, "-q", "eval", expr).output();
+  }
+
+  /** What a {@code rabbitmqctl} run printed (standard output and error) and its exit code. */
+  public record Result(int exitCode, String output) {
+    /** Whether the command succeeded. */
+    public boolean ok() {
+      return exitCode == 0;
+    }
+  }
+
+  /**
+   * Runs {@code rabbitmqctl -n node args...} (the CLI beside {@code script}, {@code HOME} = {@code
+   * dir}, where the Erlang cookie is); its exit code and trimmed output. Gives up after 60 s (exit
+   * code -1).
+   */
+  public static Result run(Path script, String node, Path dir, String... args)
+      throws IOException, InterruptedException {
     Path ctl = script.resolveSibling("rabbitmqctl");
     if (!Files.isExecutable(ctl)) {
       throw new IOException(ctl + " not found");
     }
+    List<String> command = new ArrayList<>(List.of(ctl.toString(), "-n", node));
+    command.addAll(List.of(args));
     ProcessBuilder pb =
-        new ProcessBuilder(ctl.toString(), "-n", node, "-q", "eval", expr)
-            .directory(dir.toFile())
-            .redirectErrorStream(true);
+        new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true);
     pb.environment().put("HOME", dir.toString());
     pb.environment().remove("RABBITMQ_CONF_ENV_FILE");
     Process p = pb.start();
@@ -65,7 +102,10 @@ public final class RabbitCtl {
     try (InputStream in = p.getInputStream()) {
       out = new String(in.readAllBytes(), StandardCharsets.UTF_8).trim();
     }
-    p.waitFor(60, TimeUnit.SECONDS);
-    return out;
+    if (!p.waitFor(60, TimeUnit.SECONDS)) {
+      p.destroyForcibly();
+      return new Result(-1, out);
+    }
+    return new Result(p.exitValue(), out);
   }
 }

@@ -1,0 +1,297 @@
+package dev.postbox.testkit.internal;
+
+import dev.postbox.testkit.InfrastructureStartupException;
+import dev.postbox.testkit.RabbitCluster;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** The test kit's {@link RabbitCluster}: see there. Thread-safe. */
+public final class EmbeddedRabbitCluster implements RabbitCluster {
+
+  private static final Logger LOG = LoggerFactory.getLogger(EmbeddedRabbitCluster.class);
+
+  /** A cluster's configuration, from {@link RabbitCluster.Builder}. */
+  public record Settings(
+      Path script, int nodes, int schedulers, String partitionHandling, Duration startupTimeout) {}
+
+  private final Settings settings;
+  private final List<RabbitNodeProcess> nodes = new ArrayList<>();
+  private final Runnable onExit = this::close;
+  private boolean joined;
+  private boolean closed;
+
+  /** A cluster with {@code settings}, not started yet. */
+  public EmbeddedRabbitCluster(Settings settings) {
+    this.settings = settings;
+  }
+
+  @Override
+  public int size() {
+    return settings.nodes();
+  }
+
+  @Override
+  public synchronized void start() {
+    if (closed) {
+      throw new IllegalStateException("closed");
+    }
+    long begin = System.nanoTime();
+    long deadline = begin + settings.startupTimeout().toNanos();
+    if (nodes.isEmpty()) {
+      create();
+    }
+    nodes.forEach(RabbitNodeProcess::launch);
+    nodes.forEach(n -> n.awaitAmqp(deadline));
+    if (!joined) {
+      for (RabbitNodeProcess n : nodes.subList(1, nodes.size())) {
+        n.ctl("stop_app");
+        n.ctl("join_cluster", nodes.get(0).name());
+        n.ctl("start_app");
+        n.awaitAmqp(deadline);
+      }
+      joined = true;
+    }
+    awaitAllRunning(deadline);
+    LOG.info(
+        "RabbitMQ cluster of {} nodes ({}) running after {} ms",
+        nodes.size(),
+        String.join(", ", addresses()),
+        RabbitNodeProcess.millisSince(begin));
+  }
+
+  private void create() {
+    String cookie = HexFormat.of().formatHex(new SecureRandom().generateSeed(16)).toUpperCase();
+    int[] ports = FreePorts.pick(2 * settings.nodes());
+    List<String> conf = List.of("cluster_partition_handling = " + settings.partitionHandling());
+    String erlangArgs = "+S " + settings.schedulers() + ":" + settings.schedulers();
+    for (int i = 0; i < settings.nodes(); i++) {
+      Path dir = OwnedDirectories.create("rabbitmq-cluster-");
+      nodes.add(
+          RabbitNodeProcess.create(
+              settings.script(),
+              "postbox-" + ports[2 * i] + "@localhost",
+              ports[2 * i],
+              ports[2 * i + 1],
+              dir,
+              cookie,
+              erlangArgs,
+              conf));
+    }
+    Shutdown.runOnExit(onExit);
+  }
+
+  @Override
+  public void start(int node) {
+    RabbitNodeProcess n = node(node);
+    long begin = System.nanoTime();
+    long deadline = begin + settings.startupTimeout().toNanos();
+    n.launch();
+    n.awaitAmqp(deadline);
+    awaitAllRunning(deadline);
+    LOG.info("RabbitMQ node {} back in the cluster after {} ms", n.name(), millis(begin));
+  }
+
+  @Override
+  public void stop(int node) {
+    node(node).stop();
+    LOG.info("RabbitMQ node {} stopped", node(node).name());
+  }
+
+  @Override
+  public void kill(int node) {
+    node(node).kill();
+    LOG.info("RabbitMQ node {} killed (kill -9)", node(node).name());
+  }
+
+  @Override
+  public boolean isRunning(int node) {
+    return node(node).isRunning();
+  }
+
+  @Override
+  public void heal() {
+    for (int i = 0; i < size(); i++) {
+      if (!isRunning(i)) {
+        start(i);
+      }
+    }
+    awaitAllRunning(System.nanoTime() + settings.startupTimeout().toNanos());
+  }
+
+  @Override
+  public String uri() {
+    return "amqp://guest:guest@" + address(0) + "/%2F";
+  }
+
+  @Override
+  public List<String> addresses() {
+    List<String> out = new ArrayList<>();
+    for (int i = 0; i < size(); i++) {
+      out.add(address(i));
+    }
+    return List.copyOf(out);
+  }
+
+  @Override
+  public String address(int node) {
+    return "127.0.0.1:" + node(node).amqpPort();
+  }
+
+  @Override
+  public String nodeName(int node) {
+    return node(node).name();
+  }
+
+  @Override
+  public Set<Integer> runningNodes() {
+    Optional<String> out = onARunningNode("-q", "eval", "rabbit_nodes:all_running().");
+    Set<Integer> running = new HashSet<>();
+    if (out.isPresent()) {
+      for (int i = 0; i < size(); i++) {
+        if (out.get().contains("'" + nodeName(i) + "'")) {
+          running.add(i);
+        }
+      }
+    }
+    return Set.copyOf(running);
+  }
+
+  @Override
+  public OptionalInt leaderOf(String queue) {
+    Optional<String> row = queueRow(queue, "leader");
+    if (row.isEmpty()) {
+      return OptionalInt.empty();
+    }
+    OptionalInt leader = indexOf(row.get());
+    return leader.isPresent() && isRunning(leader.getAsInt()) ? leader : OptionalInt.empty();
+  }
+
+  @Override
+  public Set<Integer> membersOf(String queue) {
+    // node names start with "postbox-" and end with "@localhost": none is inside another
+    Optional<String> row = queueRow(queue, "members");
+    Set<Integer> members = new HashSet<>();
+    for (int i = 0; i < size() && row.isPresent(); i++) {
+      if (row.get().contains(nodeName(i))) {
+        members.add(i);
+      }
+    }
+    return Set.copyOf(members);
+  }
+
+  /** The column {@code info} of {@code queue}'s row in {@code rabbitmqctl list_queues}. */
+  private Optional<String> queueRow(String queue, String info) {
+    Optional<String> out = onARunningNode("-q", "list_queues", "--no-table-headers", "name", info);
+    if (out.isEmpty()) {
+      return Optional.empty();
+    }
+    for (String line : out.get().split("\n")) {
+      String[] cols = line.trim().split("\t", 2);
+      if (cols.length == 2 && cols[0].equals(queue)) {
+        return Optional.of(cols[1].trim());
+      }
+    }
+    return Optional.empty();
+  }
+
+  @Override
+  public List<Integer> nodesOfConnection(String namePrefix) {
+    String expr = RabbitCtl.connectionNodes(namePrefix);
+    String out = onARunningNode("-q", "eval", expr).orElse("").replace("\"", "").trim();
+    List<Integer> found = new ArrayList<>();
+    for (String name : out.isEmpty() ? new String[0] : out.split(",")) {
+      indexOf(name.trim()).ifPresent(found::add);
+    }
+    return List.copyOf(found);
+  }
+
+  @Override
+  public Path directory(int node) {
+    return node(node).dir();
+  }
+
+  @Override
+  public void close() {
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+    }
+    Shutdown.cancel(onExit);
+    for (RabbitNodeProcess n : nodes) {
+      n.kill();
+      OwnedDirectories.delete(n.dir());
+    }
+  }
+
+  private Optional<String> onARunningNode(String... args) {
+    for (RabbitNodeProcess n : nodes) {
+      if (n.isRunning()) {
+        try {
+          return Optional.of(n.ctl(args));
+        } catch (IllegalStateException e) {
+          LOG.debug("{} did not answer rabbitmqctl {}", n.name(), Arrays.toString(args), e);
+        }
+      }
+    }
+    return Optional.empty();
+  }
+
+  private OptionalInt indexOf(String nodeName) {
+    for (int i = 0; i < nodes.size(); i++) {
+      if (nodes.get(i).name().equals(nodeName)) {
+        return OptionalInt.of(i);
+      }
+    }
+    return OptionalInt.empty();
+  }
+
+  private void awaitAllRunning(long deadline) {
+    Set<Integer> expected = new HashSet<>();
+    for (int i = 0; i < size(); i++) {
+      if (isRunning(i)) {
+        expected.add(i);
+      }
+    }
+    while (!runningNodes().containsAll(expected)) {
+      if (System.nanoTime() > deadline) {
+        throw new InfrastructureStartupException(
+            "RabbitMQ cluster: nodes " + expected + " not all running in the cluster in time");
+      }
+      try {
+        Thread.sleep(500);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new InfrastructureStartupException("interrupted", e);
+      }
+    }
+  }
+
+  private RabbitNodeProcess node(int node) {
+    synchronized (this) {
+      if (nodes.isEmpty()) {
+        throw new IllegalStateException("the cluster was never started");
+      }
+      if (node < 0 || node >= nodes.size()) {
+        throw new IllegalArgumentException("no node " + node + " (0.." + (nodes.size() - 1) + ")");
+      }
+      return nodes.get(node);
+    }
+  }
+
+  private static long millis(long begin) {
+    return RabbitNodeProcess.millisSince(begin);
+  }
+}

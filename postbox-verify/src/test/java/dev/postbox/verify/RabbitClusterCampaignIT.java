@@ -1,0 +1,63 @@
+package dev.postbox.verify;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.postbox.testkit.RabbitCluster;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * {@code ./postbox verify --transport rabbitmq --cluster --quick --scenarios cluster-node-kill}:
+ * the RabbitMQ campaign's processes (two producers, two relays, two consumers, each its own JVM,
+ * every client given the three nodes' addresses) on a three-node cluster, with the node holding a
+ * random shard queue's quorum leader killed with {@code kill -9} and restarted during the phase;
+ * zero lost, zero dead-lettered, zero duplicate effects, per-key order kept, and the fault fired;
+ * and the processes' own faults (consumer crash points, {@code kill -9} of consumers and relays) on
+ * the cluster, as the single node's quick campaign runs them. Skipped without RabbitMQ outside CI.
+ */
+// a whole campaign run in one method: longer than the default 10 minutes per test
+@Timeout(value = 40, unit = TimeUnit.MINUTES)
+class RabbitClusterCampaignIT {
+
+  @Test
+  void theCampaignOnAClusterHoldsEveryGuaranteeWhenALeadersNodeIsKilled() throws Exception {
+    runAndCheck(List.of("cluster-node-kill"), List.of("rabbitmq-cluster-node-kill"));
+  }
+
+  /** The processes' own faults (as the single node's quick campaign runs them) on the cluster. */
+  @Test
+  void theProcessesCrashPointsAndKillsOnAClusterHoldEveryGuarantee() throws Exception {
+    runAndCheck(
+        List.of("consumer-crash-points", "kill-9"),
+        List.of("rabbitmq-consumer-crash-points", "rabbitmq-kill-9"));
+  }
+
+  private static void runAndCheck(List<String> scenarios, List<String> names) throws Exception {
+    RabbitCluster.builderOrSkip(); // skips (fails in CI) without rabbitmq-server
+    Path dir = Path.of("target", "verify-rabbit-cluster-it", Long.toString(System.nanoTime()));
+    RabbitCampaign.Settings settings =
+        RabbitVerify.quick(20261205L, dir, scenarios, RelayMode.IDEMPOTENT, true);
+    ByteArrayOutputStream buffer = new ByteArrayOutputStream();
+    PrintStream out = new PrintStream(buffer, true, StandardCharsets.UTF_8);
+    Optional<List<ScenarioResult>> results;
+    try (RabbitCampaign campaign = new RabbitCampaign(settings, out)) {
+      results = campaign.run();
+    }
+    String text = buffer.toString(StandardCharsets.UTF_8);
+    System.out.println(text);
+    assertThat(results).as(text).isPresent();
+    assertThat(results.get()).extracting(ScenarioResult::name).containsExactlyElementsOf(names);
+    for (ScenarioResult r : results.get()) {
+      assertThat(r.violations()).as("violations in %s; see %s\n%s", r.name(), dir, text).isZero();
+      assertThat(r.inconclusiveReasons()).as("%s inconclusive\n%s", r.name(), text).isEmpty();
+      assertThat(r.findings().messages()).as("%s messages", r.name()).isPositive();
+    }
+  }
+}
