@@ -194,6 +194,52 @@ class RabbitShardLeasesIT {
     assertAppliedOnceInKeyOrder(ds, sub);
   }
 
+  /**
+   * A shard given up while the connection is down (the instance was frozen past its lease and its
+   * heartbeat, and came back) must not be consumed again when the connection recovers: the client's
+   * automatic recovery re-creates every channel and consumer it recorded, and a consumer of a
+   * handed-over shard starts no delivery; once it was the active consumer of its queue (single
+   * active consumer) it held up to the prefetch unacked forever and the queue stalled (found by
+   * {@code ./postbox verify --transport rabbitmq --consumer-mode shard-leases}).
+   */
+  @Test
+  void aShardGivenUpWhileTheConnectionIsDownIsNotConsumedAgainAfterItsRecovery(
+      PostboxTestContext ctx) throws Exception {
+    RabbitMqServer server = RabbitMqServer.sharedOrSkip();
+    DataSource ds = prepare(ctx);
+    String topic = "orders-" + UUID.randomUUID();
+    Subscription sub = subscription("recovered", topic);
+    CutOff leases = new CutOff(PostgresShardLeaseStore.create(ctx.newDataSource(2)));
+    RabbitSubscriber a =
+        start(
+            server,
+            ctx,
+            sub,
+            leases,
+            d -> apply(d, sub, "a"),
+            // the connection stays down long enough for a to give its shards up meanwhile
+            b -> b.recoveryInterval(Duration.ofSeconds(60)));
+    await().atMost(Duration.ofSeconds(60)).until(() -> settled(List.of(a), SHARDS));
+
+    assertThat(server.closeConnections(RabbitSubscriber.CONNECTION_NAME_PREFIX + sub.name()))
+        .isEqualTo(1);
+    leases.down = true; // a renews nothing while it is away: its leases expire
+    RabbitSubscriber b = start(server, ctx, sub, d -> apply(d, sub, "b"));
+    await().atMost(Duration.ofSeconds(60)).until(() -> settled(List.of(b), SHARDS));
+    leases.down = false; // a sees every shard taken and gives them up, its connection still down
+    await().atMost(Duration.ofSeconds(30)).until(() -> a.heldShards().isEmpty());
+    assertThat(a.connected()).as("a gave its shards up before its connection recovered").isFalse();
+
+    await().atMost(Duration.ofSeconds(120)).until(a::connected);
+    await().atMost(Duration.ofSeconds(60)).until(() -> settled(List.of(a, b), SHARDS / 2));
+    assertThat(consumers(server, sub, topic))
+        .as("one consumer per shard queue: no recovered consumer of a given-up shard")
+        .containsOnly(1);
+    publish(server, topic);
+    await().atMost(Duration.ofSeconds(60)).until(() -> effects(ds, sub) >= TOTAL);
+    assertAppliedOnceInKeyOrder(ds, sub);
+  }
+
   /** A lease store that fails while {@link #down}, as one cut off from its database. */
   private static final class CutOff implements ShardLeaseStore {
     private final ShardLeaseStore store;
@@ -290,14 +336,25 @@ class RabbitShardLeasesIT {
       Subscription sub,
       ShardLeaseStore leases,
       MessageHandler handler) {
-    RabbitSubscriber s =
+    return start(server, ctx, sub, leases, handler, b -> {});
+  }
+
+  private RabbitSubscriber start(
+      RabbitMqServer server,
+      PostboxTestContext ctx,
+      Subscription sub,
+      ShardLeaseStore leases,
+      MessageHandler handler,
+      java.util.function.Consumer<RabbitSubscriber.Builder> more) {
+    RabbitSubscriber.Builder builder =
         RabbitSubscriber.builder(server.uri(), sub)
             .shards(SHARDS)
             .inbox(PostgresInboxStore.create(ctx.newDataSource(12)))
             .shardLeases(leases)
             .shardLeaseTtl(TTL)
-            .handler(handler)
-            .build();
+            .handler(handler);
+    more.accept(builder);
+    RabbitSubscriber s = builder.build();
     s.start();
     open.add(s);
     return s;

@@ -69,6 +69,7 @@ public final class ShardConsumer extends DefaultConsumer {
   private final AtomicLong epoch = new AtomicLong();
   private final InFlight own = new InFlight();
   private volatile boolean stopping;
+  private volatile boolean retired;
   private final ArrayDeque<Buffered> buffer = new ArrayDeque<>();
 
   /**
@@ -112,6 +113,21 @@ public final class ShardConsumer extends DefaultConsumer {
     stopping = true;
   }
 
+  /**
+   * The hand-over is done (no delivery of this consumer runs any more): a delivery that still
+   * reaches it comes through a channel the client recovered after the hand-over, which is closed at
+   * once so that the queue's next consumer gets it.
+   */
+  public void retire() {
+    stopping = true;
+    retired = true;
+  }
+
+  /** Whether {@link #retire()} was called. */
+  public boolean retired() {
+    return retired;
+  }
+
   /** Waits until none of this shard queue's deliveries runs, up to {@code timeout}. */
   public boolean awaitIdle(Duration timeout, Ticker ticker) throws InterruptedException {
     return own.awaitZero(timeout, ticker);
@@ -135,6 +151,11 @@ public final class ShardConsumer extends DefaultConsumer {
   @Override
   public void handleDelivery(
       String consumerTag, Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
+    if (retired) {
+      // returned to the queue when the channel closes; never started here
+      Thread.ofVirtual().start(() -> ShardSet.closeChannel(this));
+      return;
+    }
     processor.received(1);
     long tag = envelope.getDeliveryTag();
     long mine = epoch.get();

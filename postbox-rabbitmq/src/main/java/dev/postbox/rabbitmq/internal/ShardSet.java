@@ -88,13 +88,22 @@ public final class ShardSet implements ShardBalancer.Shards {
         opened.add(consumer);
         ch.basicConsume(queue, false, consumer); // manual acks, even AT_MOST_ONCE
         if (ch instanceof Recoverable r) {
-          // only logged: the epoch moves on the channel's shutdown signal, which the client
-          // dispatches after the lost channel's last delivery; a recovery that re-ran later
-          // (a retried consumer recovery) must not disown deliveries of the live channel
+          // the epoch moves on the channel's shutdown signal, which the client dispatches after
+          // the lost channel's last delivery; a recovery that re-ran later (a retried consumer
+          // recovery) must not disown deliveries of the live channel. A recovered channel of a
+          // shard handed over meanwhile is closed at once (see closeChannel)
           r.addRecoveryListener(
               new RecoveryListener() {
                 @Override
                 public void handleRecovery(Recoverable recoverable) {
+                  if (consumer.retired()) {
+                    log.info(
+                        "{}: closing the recovered channel of {} (handed over)",
+                        subscription,
+                        queue);
+                    Thread.ofVirtual().start(() -> closeChannel(consumer));
+                    return;
+                  }
                   log.info("{}: consuming {} again after recovery", subscription, queue);
                 }
 
@@ -142,6 +151,7 @@ public final class ShardSet implements ShardBalancer.Shards {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+    mine.forEach(ShardConsumer::retire);
     if (running.getAsBoolean()) {
       mine.forEach(ShardSet::closeChannel);
     }
@@ -168,18 +178,45 @@ public final class ShardSet implements ShardBalancer.Shards {
     }
   }
 
-  private static void closeChannel(ShardConsumer c) {
+  /**
+   * Closes the channel of a handed-over shard consumer. A channel the connection's loss closed is
+   * still one the client's automatic recovery would open again, with its consumer: its consumer is
+   * cancelled and the channel closed anyway, which removes both from what the client recovers (each
+   * call fails on the closed channel, after the client forgot it). Without that, the recovered
+   * consumer of a shard this instance no longer owns started no delivery, and once it was the
+   * queue's active consumer (single active consumer) it held up to the prefetch unacked until the
+   * process ended: the shard stalled.
+   */
+  static void closeChannel(ShardConsumer c) {
     Channel ch = c.getChannel();
+    if (!ch.isOpen()) {
+      forget(ch, c.getConsumerTag());
+      return;
+    }
     try {
-      if (ch.isOpen()) {
-        ch.close();
-      }
+      ch.close();
     } catch (IOException | TimeoutException | RuntimeException e) {
       try {
         ch.abort();
       } catch (IOException | RuntimeException ignored) {
         // the connection is gone: its close returned the deliveries
       }
+    }
+  }
+
+  /** Removes a closed channel and its consumer from what the client's automatic recovery opens. */
+  private static void forget(Channel ch, String consumerTag) {
+    if (consumerTag != null) {
+      try {
+        ch.basicCancel(consumerTag); // forgets the recorded consumer first, then fails: closed
+      } catch (IOException | RuntimeException expected) {
+        // the channel is closed
+      }
+    }
+    try {
+      ch.close(); // unregisters the channel from recovery first, then fails: closed
+    } catch (IOException | TimeoutException | RuntimeException expected) {
+      // the channel is closed
     }
   }
 }
