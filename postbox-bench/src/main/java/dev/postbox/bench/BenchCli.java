@@ -41,8 +41,11 @@ public final class BenchCli implements Callable<Integer> {
       split = ",",
       paramLabel = "GROUP",
       description =
-          "Run only these groups: relay, write, consumer, redis, latency, keys, heap; and, only"
-              + " when named, txrelay (transactional vs idempotent relay), cdc (CDC relay vs"
+          "Run only these groups: relay, write, consumer, redis, e2e (end to end, commit to"
+              + " effect committed: the polling relay to an at-least-once consumer at 1k, 5k, 20k/s,"
+              + " then the race of the CDC relay and the polling relay to our effectively-once batch"
+              + " consumer against Debezium to Spring Kafka's batch listener), keys, heap; and, only"
+              + " when named, latency (only e2e's first part, without the race), txrelay (transactional vs idempotent relay), cdc (CDC relay vs"
               + " Debezium: pre-written backlog, commit to broker-ack latency at fixed rates),"
               + " rabbitmq (RabbitMQ relay and consumers), admin (operations queries on 100,000"
               + " dead letters), rr (request/reply round trips on Kafka and RabbitMQ beside a bare"

@@ -7,7 +7,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -68,6 +70,59 @@ class BenchQuickIT {
           "consumer_peak_heap_mb",
           "consumer_live_heap_mb");
 
+  /** The end-to-end race's pipelines and quick-mode rates (the full run adds 2k and 5k). */
+  static final List<String> E2E_PIPELINES = List.of("cdc", "polling", "debezium_spring");
+
+  static final List<String> E2E_QUICK_RATES = List.of("1k", "half_max", "quarter_max");
+
+  /** Every figure the race reports per pipeline and rate. */
+  static final List<String> E2E_FIGURES =
+      List.of(
+          "p50_ms",
+          "p99_ms",
+          "p999_ms",
+          "p99_max_ms",
+          "achieved_per_s",
+          "hop_ack_p50_ms",
+          "hop_ack_p99_ms",
+          "hop_ack_tail_share_pct",
+          "hop_poll_p50_ms",
+          "hop_poll_p99_ms",
+          "hop_poll_tail_share_pct",
+          "hop_apply_p50_ms",
+          "hop_apply_p99_ms",
+          "hop_apply_tail_share_pct",
+          "cpu_us_per_event",
+          "cpu_jvm_us_per_event",
+          "cpu_broker_us_per_event",
+          "cpu_postgres_us_per_event");
+
+  /**
+   * A hop can read 0 (a reading under the broker stamp's resolution counts as 0), and so can its
+   * share of the tail: these figures are checked non-negative only.
+   */
+  static final Pattern MAY_BE_ZERO =
+      Pattern.compile(
+          "e2e_max_rate_p99_under_50ms|e2e_[a-z_]+_hop_[a-z]+_(p50_ms|p99_ms|tail_share_pct)");
+
+  /** The end-to-end race's keys of the quick mode. */
+  static List<String> e2eRaceKeys() {
+    List<String> keys = new ArrayList<>(List.of("e2e_writers_max_per_s"));
+    for (String pipeline : E2E_PIPELINES) {
+      for (String rate : E2E_QUICK_RATES) {
+        for (String figure : E2E_FIGURES) {
+          keys.add("e2e_" + pipeline + "_" + rate + "_" + figure);
+        }
+      }
+    }
+    for (String ours : List.of("cdc", "polling")) {
+      for (String rate : E2E_QUICK_RATES) {
+        keys.add("e2e_" + ours + "_vs_debezium_spring_" + rate + "_p99");
+      }
+    }
+    return keys;
+  }
+
   @Test
   void quickModeProducesACompleteReport() throws Exception {
     ByteArrayOutputStream progress = new ByteArrayOutputStream();
@@ -76,9 +131,11 @@ class BenchQuickIT {
                 BenchConfig.quickMode(), new PrintStream(progress, true, StandardCharsets.UTF_8))
             .run();
 
-    assertThat(report.measurements()).extracting(Measurement::name).containsAll(EXPECTED);
+    List<String> expected = new ArrayList<>(EXPECTED);
+    expected.addAll(e2eRaceKeys());
+    assertThat(report.measurements()).extracting(Measurement::name).containsAll(expected);
     for (Measurement m : report.measurements()) {
-      boolean mayBeZero = m.name().equals("e2e_max_rate_p99_under_50ms");
+      boolean mayBeZero = MAY_BE_ZERO.matcher(m.name()).matches();
       assertThat(Double.isFinite(m.value())).as(m.name()).isTrue();
       assertThat(m.value()).as(m.name()).isGreaterThanOrEqualTo(0);
       if (!mayBeZero) {
@@ -91,7 +148,7 @@ class BenchQuickIT {
     assertThat(json.get("cores").asInt()).isPositive();
     assertThat(json.has("date")).isTrue();
     assertThat(json.has("memory_gb")).isTrue();
-    for (String name : EXPECTED) {
+    for (String name : expected) {
       JsonNode m = json.get(name);
       assertThat(m).as(name).isNotNull();
       for (String field :
@@ -102,6 +159,24 @@ class BenchQuickIT {
     assertThat(json.get("outbox_write_tx_per_s").get("baseline_name").asText())
         .isEqualTo("business_only_tx_per_s");
     assertThat(json.get("relay_vs_best_peer").get("met").isBoolean()).isTrue();
+    assertThat(json.get("e2e_cdc_1k_p99_ms").get("met").isBoolean()).isTrue();
+    assertThat(json.get("e2e_cdc_vs_debezium_spring_1k_p99").get("note").asText())
+        .contains("baseline: the peer pipeline");
+    for (String pipeline : E2E_PIPELINES) {
+      for (String rate : E2E_QUICK_RATES) {
+        String name = "e2e_" + pipeline + "_" + rate;
+        double p50 = json.get(name + "_p50_ms").get("value").asDouble();
+        double p99 = json.get(name + "_p99_ms").get("value").asDouble();
+        double p999 = json.get(name + "_p999_ms").get("value").asDouble();
+        assertThat(p50).as(name + " p50 <= p99 <= p99.9").isLessThanOrEqualTo(p99);
+        assertThat(p99).as(name + " p99 <= p99.9").isLessThanOrEqualTo(p999);
+        double shares = 0;
+        for (String hop : List.of("ack", "poll", "apply")) {
+          shares += json.get(name + "_hop_" + hop + "_tail_share_pct").get("value").asDouble();
+        }
+        assertThat(shares).as(name + " tail shares").isBetween(99.9, 100.1);
+      }
+    }
     assertThat(report.toMarkdown())
         .contains("| measurement | value | baseline | ratio | target | met |");
   }
