@@ -85,9 +85,7 @@ final class E2eFigures {
     }
     double[] s = values.clone();
     Arrays.sort(s);
-    // the rank p/100 * n, less a hair: 99.9 / 100 * 1,000 reads 999.0000000000001 in doubles
-    int i = (int) Math.ceil(p / 100 * s.length - 1e-9) - 1;
-    return s[Math.max(0, Math.min(s.length - 1, i))];
+    return OpenLoop.percentile(s, p);
   }
 
   /**

@@ -208,7 +208,6 @@ public final class LatencyBench {
     if (sorted.length == 0) {
       return Double.NaN;
     }
-    int i = (int) Math.ceil(q * sorted.length) - 1;
-    return sorted[Math.max(0, Math.min(sorted.length - 1, i))];
+    return OpenLoop.percentile(sorted, q * 100);
   }
 }

@@ -148,8 +148,7 @@ public final class TxRelayBench {
     if (sorted.length == 0) {
       return Double.NaN;
     }
-    int i = (int) Math.ceil(q * sorted.length) - 1;
-    return sorted[Math.max(0, Math.min(sorted.length - 1, i))];
+    return OpenLoop.percentile(sorted, q * 100);
   }
 
   /** A read_committed reader that notes when each message id becomes visible. */
