@@ -157,6 +157,10 @@ final class ArchitectureRules {
               "the CDC latency race runs Debezium in its own ChildJvm (DebeziumPeer) and stops it"
                   + " between phases"),
           Map.entry(
+              "dev.postbox.bench.internal.E2eDebeziumSpringPipeline",
+              "the end-to-end race runs Debezium in its own ChildJvm (DebeziumPeer) and stops it"
+                  + " after its pipeline's runs"),
+          Map.entry(
               "dev.postbox.bench.internal.HeapBench",
               "the heap benchmark measures a relay in a ChildJvm with a fixed heap"),
           Map.entry(

@@ -3,14 +3,12 @@ package dev.postbox.kafka;
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.PostboxException;
 import dev.postbox.core.consumer.ConsumerStats;
-import dev.postbox.core.consumer.MessageHandler;
 import dev.postbox.core.consumer.Ordering;
+import dev.postbox.core.consumer.SubscriberBuilder;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.engine.DeliveryProcessor;
 import dev.postbox.core.engine.InboxJanitor;
 import dev.postbox.core.engine.KeyedExecutor;
-import dev.postbox.core.metrics.PostboxMetrics;
-import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
@@ -80,9 +78,6 @@ public final class KafkaShareSubscriber implements AutoCloseable {
   /** Default most records acquired by one poll ({@code max.poll.records}, record-limit mode). */
   public static final int DEFAULT_MAX_POLL_RECORDS = 100;
 
-  /** Default interval between purges of inbox records older than the inbox retention. */
-  public static final Duration DEFAULT_INBOX_PURGE_INTERVAL = Duration.ofMinutes(10);
-
   /** The longest {@link #start()} waits for the group's settings to be stored. */
   public static final Duration GROUP_CONFIG_TIMEOUT = Duration.ofSeconds(30);
 
@@ -105,7 +100,7 @@ public final class KafkaShareSubscriber implements AutoCloseable {
   private Thread pollThread;
   private Thread purgeThread;
 
-  private KafkaShareSubscriber(Builder b) {
+  private KafkaShareSubscriber(Builder b, SubscriberBuilder.Common common) {
     this.subscription = b.subscription;
     Map<String, Object> c = new HashMap<>(b.config);
     c.put(ConsumerConfig.GROUP_ID_CONFIG, subscription.name());
@@ -113,19 +108,19 @@ public final class KafkaShareSubscriber implements AutoCloseable {
     this.config = Map.copyOf(c);
     this.maxDeliveries = b.maxDeliveries;
     this.lockDuration = Optional.ofNullable(b.lockDuration);
-    this.inbox = Optional.ofNullable(b.inbox);
-    this.inboxPurgeInterval = b.inboxPurgeInterval;
-    this.clock = b.clock;
-    this.ticker = b.ticker;
-    this.sleeper = b.sleeper;
+    this.inbox = common.inbox();
+    this.inboxPurgeInterval = common.inboxPurgeInterval();
+    this.clock = common.clock();
+    this.ticker = common.ticker();
+    this.sleeper = common.sleeper();
     this.processor =
         DeliveryProcessor.builder(KafkaBinding.TRANSPORT, b.subscription)
-            .handler(b.handler)
+            .handler(common.handler().orElse(null))
             .inbox(inbox)
-            .deadLetters(Optional.ofNullable(b.deadLetters))
-            .time(b.clock, b.ticker, b.sleeper)
-            .metrics(b.metrics)
-            .openTelemetry(b.openTelemetry)
+            .deadLetters(common.deadLetters())
+            .time(clock, ticker, sleeper)
+            .metrics(common.metrics())
+            .openTelemetry(common.openTelemetry().orElse(null))
             .build();
     this.executor =
         new KeyedExecutor("postbox-share-" + subscription.name(), subscription.concurrency());
@@ -272,7 +267,7 @@ public final class KafkaShareSubscriber implements AutoCloseable {
   }
 
   /** Builds a {@link KafkaShareSubscriber}; validates at {@link #build()}. Not thread-safe. */
-  public static final class Builder {
+  public static final class Builder extends SubscriberBuilder<Builder> {
     private static final List<String> FIXED =
         List.of(
             ConsumerConfig.GROUP_ID_CONFIG,
@@ -281,17 +276,8 @@ public final class KafkaShareSubscriber implements AutoCloseable {
 
     private final Subscription subscription;
     private final Map<String, Object> config = new HashMap<>();
-    private MessageHandler handler;
-    private InboxStore inbox;
-    private DeadLetterStore deadLetters;
     private int maxDeliveries = DEFAULT_MAX_DELIVERIES;
     private Duration lockDuration;
-    private Duration inboxPurgeInterval = DEFAULT_INBOX_PURGE_INTERVAL;
-    private Clock clock = Clock.systemUTC();
-    private Ticker ticker = Ticker.SYSTEM;
-    private Sleeper sleeper = Sleeper.SYSTEM;
-    private PostboxMetrics metrics = PostboxMetrics.noop();
-    private io.opentelemetry.api.OpenTelemetry openTelemetry;
 
     private Builder(String bootstrapServers, Subscription subscription) {
       Objects.requireNonNull(bootstrapServers, "bootstrapServers");
@@ -300,24 +286,6 @@ public final class KafkaShareSubscriber implements AutoCloseable {
       config.put(ConsumerConfig.CLIENT_ID_CONFIG, "postbox-share-" + subscription.name());
       config.put("share.acquire.mode", "record_limit");
       config.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, DEFAULT_MAX_POLL_RECORDS);
-    }
-
-    /** Sets the handler for one message at a time. */
-    public Builder handler(MessageHandler handler) {
-      this.handler = Objects.requireNonNull(handler, "handler");
-      return this;
-    }
-
-    /** Sets the inbox (required for {@code EFFECTIVELY_ONCE}). */
-    public Builder inbox(InboxStore inbox) {
-      this.inbox = Objects.requireNonNull(inbox, "inbox");
-      return this;
-    }
-
-    /** Keeps every given-up record in {@code store} before it is accepted (default: logged). */
-    public Builder deadLetters(DeadLetterStore store) {
-      this.deadLetters = Objects.requireNonNull(store, "store");
-      return this;
     }
 
     /**
@@ -364,39 +332,9 @@ public final class KafkaShareSubscriber implements AutoCloseable {
       return this;
     }
 
-    /** Sets how often dedupe records older than the inbox retention are purged (default 10 min). */
-    public Builder inboxPurgeInterval(Duration interval) {
-      Objects.requireNonNull(interval, "interval");
-      if (interval.isNegative() || interval.isZero()) {
-        throw new IllegalArgumentException("inboxPurgeInterval must be positive");
-      }
-      this.inboxPurgeInterval = interval;
-      return this;
-    }
-
-    /** Sets where the subscriber reports its metrics (default: none). */
-    public Builder metrics(PostboxMetrics metrics) {
-      this.metrics = Objects.requireNonNull(metrics, "metrics");
-      return this;
-    }
-
-    /** Sets the OpenTelemetry of the processing spans (default: {@code GlobalOpenTelemetry}). */
-    public Builder openTelemetry(io.opentelemetry.api.OpenTelemetry openTelemetry) {
-      this.openTelemetry = Objects.requireNonNull(openTelemetry, "openTelemetry");
-      return this;
-    }
-
-    /** Sets the clock for failure times (default: system UTC). */
-    public Builder clock(Clock clock) {
-      this.clock = Objects.requireNonNull(clock, "clock");
-      return this;
-    }
-
     /** Sets the monotonic time and sleeping (default: the system's); for tests. Not an API. */
     Builder time(Ticker ticker, Sleeper sleeper) {
-      this.ticker = Objects.requireNonNull(ticker, "ticker");
-      this.sleeper = Objects.requireNonNull(sleeper, "sleeper");
-      return this;
+      return useTime(ticker, sleeper);
     }
 
     /**
@@ -421,13 +359,15 @@ public final class KafkaShareSubscriber implements AutoCloseable {
         throw new IllegalArgumentException(
             name + "DEDUPLICATED is not supported on share groups; use EFFECTIVELY_ONCE");
       }
-      if (handler == null) {
+      Common common = common();
+      if (common.handler().isEmpty()) {
         throw new IllegalArgumentException(name + "needs a handler");
       }
-      if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE && inbox == null) {
+      if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE
+          && common.inbox().isEmpty()) {
         throw new IllegalArgumentException(name + "EFFECTIVELY_ONCE needs an inbox");
       }
-      return new KafkaShareSubscriber(this);
+      return new KafkaShareSubscriber(this, common);
     }
   }
 }

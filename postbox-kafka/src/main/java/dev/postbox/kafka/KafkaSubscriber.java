@@ -1,19 +1,14 @@
 package dev.postbox.kafka;
 
 import dev.postbox.core.DeliveryGuarantee;
-import dev.postbox.core.consumer.BatchHandler;
 import dev.postbox.core.consumer.ConsumerStats;
 import dev.postbox.core.consumer.DuplicateListener;
-import dev.postbox.core.consumer.MessageHandler;
+import dev.postbox.core.consumer.OrderedSubscriberBuilder;
 import dev.postbox.core.consumer.Ordering;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.engine.DeliveryProcessor;
-import dev.postbox.core.metrics.PostboxMetrics;
-import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.IdempotencyStore;
-import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.OffsetStore;
-import dev.postbox.core.spi.ParkingStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
 import dev.postbox.kafka.internal.AssignmentListener;
@@ -27,7 +22,6 @@ import dev.postbox.kafka.internal.StoredOffsetSeek;
 import dev.postbox.kafka.internal.SubscriberGauges;
 import dev.postbox.kafka.internal.SubscriberRuntime;
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -78,14 +72,6 @@ public final class KafkaSubscriber implements AutoCloseable {
   public static final Map<String, Object> DEFAULT_CONSUMER_PROPERTIES =
       KafkaSubscriberSettings.DEFAULT_CONSUMER_PROPERTIES;
 
-  /** Default delays of the parked retries. */
-  public static final List<Duration> DEFAULT_PARKING_TIERS =
-      KafkaSubscriberSettings.DEFAULT_PARKING_TIERS;
-
-  /** Default: the rest of a parked key goes on when its head is dead-lettered. */
-  public static final boolean DEFAULT_BLOCK_KEY_AFTER_DEAD_LETTER =
-      KafkaSubscriberSettings.DEFAULT_BLOCK_KEY_AFTER_DEAD_LETTER;
-
   /** Default: an inbox retention shorter than a topic's retention is refused at start. */
   public static final boolean DEFAULT_FORCE_INBOX_RETENTION =
       KafkaSubscriberSettings.DEFAULT_FORCE_INBOX_RETENTION;
@@ -93,10 +79,6 @@ public final class KafkaSubscriber implements AutoCloseable {
   /** Default: an idempotency TTL shorter than a topic's retention is refused at start. */
   public static final boolean DEFAULT_FORCE_IDEMPOTENCY_TTL =
       KafkaSubscriberSettings.DEFAULT_FORCE_IDEMPOTENCY_TTL;
-
-  /** Default interval between purges of inbox records older than the inbox retention. */
-  public static final Duration DEFAULT_INBOX_PURGE_INTERVAL =
-      KafkaSubscriberSettings.DEFAULT_INBOX_PURGE_INTERVAL;
 
   /** Default group protocol: {@code CLASSIC}, with the cooperative-sticky assignor. */
   public static final GroupProtocol DEFAULT_GROUP_PROTOCOL =
@@ -247,29 +229,11 @@ public final class KafkaSubscriber implements AutoCloseable {
   }
 
   /** Builds a {@link KafkaSubscriber}; validates at {@link #build()}. Not thread-safe. */
-  public static final class Builder {
+  public static final class Builder extends OrderedSubscriberBuilder<Builder> {
     private final KafkaSubscriberSettings.Builder settings;
 
     private Builder(String bootstrapServers, Subscription subscription) {
       this.settings = new KafkaSubscriberSettings.Builder(bootstrapServers, subscription);
-    }
-
-    /** Sets the handler for one message at a time. */
-    public Builder handler(MessageHandler handler) {
-      settings.handler(handler);
-      return this;
-    }
-
-    /** Sets a batch handler (used when the subscription's batch size is above 1). */
-    public Builder batchHandler(BatchHandler batchHandler) {
-      settings.batchHandler(batchHandler);
-      return this;
-    }
-
-    /** Sets the inbox (required for {@code EFFECTIVELY_ONCE}). */
-    public Builder inbox(InboxStore inbox) {
-      settings.inbox(inbox);
-      return this;
     }
 
     /**
@@ -326,36 +290,6 @@ public final class KafkaSubscriber implements AutoCloseable {
     }
 
     /**
-     * Keeps every given-up record (permanent failures at their first attempt, others when retries
-     * run out) in {@code store}, byte-identical, before its offset may be committed (default: none;
-     * given-up records are only logged).
-     */
-    public Builder deadLetters(DeadLetterStore store) {
-      settings.deadLetters(store);
-      return this;
-    }
-
-    /**
-     * Turns on ordered parking (default: off; in-place retries then dead letters): a message whose
-     * in-place retries ran out for a transient failure is parked with every later message of its
-     * key, in order, and retried as a sequence after the delay tiers, while other keys flow on.
-     * Needs KEY or PARTITION ordering.
-     */
-    public Builder parking(ParkingStore store) {
-      settings.parking(store);
-      return this;
-    }
-
-    /**
-     * Sets the delays of the parked retries (default 10 s, 1 min, 10 min); after the last the head
-     * is dead-lettered.
-     */
-    public Builder parkingTiers(Duration... tiers) {
-      settings.parkingTiers(tiers);
-      return this;
-    }
-
-    /**
      * Turns on retry topics, the alternative to {@link #parking ordered parking} (default: off): a
      * message whose in-place retries ran out for a transient failure is produced, byte-identical
      * with {@code pb_retry_*} headers (attempt, first failure, error, origin, due time,
@@ -383,55 +317,11 @@ public final class KafkaSubscriber implements AutoCloseable {
     }
 
     /**
-     * What the rest of a parked key does when its head is dead-lettered: wait for an operator
-     * ({@code true}: block) or go on, with the gap recorded in the dead letters ({@code false}, the
-     * default: skip).
-     */
-    public Builder blockKeyAfterDeadLetter(boolean block) {
-      settings.blockKeyAfterDeadLetter(block);
-      return this;
-    }
-
-    /**
-     * Sets where the subscriber reports its metrics (default: {@link PostboxMetrics#noop()}):
-     * {@code postbox.consumer.*} per group, topic and partition (processed, failed, retried,
-     * dead-lettered, duplicates suppressed, stale skipped, unknown types, parked, the age of the
-     * oldest unprocessed record, the offset lag) and per topic the handler and end-to-end time.
-     */
-    public Builder metrics(PostboxMetrics metrics) {
-      settings.metrics(metrics);
-      return this;
-    }
-
-    /**
-     * Sets the OpenTelemetry that makes the processing spans (default: {@code
-     * GlobalOpenTelemetry.get()}, a no-op until an SDK is installed). Each processing attempt is
-     * one CONSUMER span, a child of the trace context the message carries, current while the
-     * handler runs (so messages the handler writes to the outbox continue the trace).
-     */
-    public Builder openTelemetry(io.opentelemetry.api.OpenTelemetry openTelemetry) {
-      settings.openTelemetry(openTelemetry);
-      return this;
-    }
-
-    /** Sets the clock for failure times (default: system UTC). */
-    public Builder clock(java.time.Clock clock) {
-      settings.clock(clock);
-      return this;
-    }
-
-    /**
      * Allows an inbox retention shorter than a topic's {@code retention.ms} (default false: {@link
      * #start()} refuses it). Only safe when old messages can never be delivered again.
      */
     public Builder forceInboxRetention(boolean force) {
       settings.forceInboxRetention(force);
-      return this;
-    }
-
-    /** Sets how often dedupe records older than the inbox retention are purged (default 10 min). */
-    public Builder inboxPurgeInterval(Duration interval) {
-      settings.inboxPurgeInterval(interval);
       return this;
     }
 
@@ -458,12 +348,12 @@ public final class KafkaSubscriber implements AutoCloseable {
      * for tests, which pass a {@code FakeTime}. Not an API.
      */
     Builder time(Ticker ticker, Sleeper sleeper) {
-      settings.time(ticker, sleeper);
-      return this;
+      return useTime(ticker, sleeper);
     }
 
     /** Validates and builds the subscriber (not yet started). */
     public KafkaSubscriber build() {
+      settings.shared(common(), ordered());
       return new KafkaSubscriber(settings.build());
     }
   }

@@ -4,6 +4,8 @@ import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.consumer.BatchHandler;
 import dev.postbox.core.consumer.DuplicateListener;
 import dev.postbox.core.consumer.MessageHandler;
+import dev.postbox.core.consumer.OrderedSubscriberBuilder;
+import dev.postbox.core.consumer.SubscriberBuilder;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.engine.DeliveryProcessor;
 import dev.postbox.core.metrics.PostboxMetrics;
@@ -66,12 +68,8 @@ record KafkaSubscriberSettings(
           ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
               CooperativeStickyAssignor.class.getName());
 
-  static final List<Duration> DEFAULT_PARKING_TIERS =
-      List.of(Duration.ofSeconds(10), Duration.ofMinutes(1), Duration.ofMinutes(10));
-  static final boolean DEFAULT_BLOCK_KEY_AFTER_DEAD_LETTER = false;
   static final boolean DEFAULT_FORCE_INBOX_RETENTION = false;
   static final boolean DEFAULT_FORCE_IDEMPOTENCY_TTL = false;
-  static final Duration DEFAULT_INBOX_PURGE_INTERVAL = Duration.ofMinutes(10);
   static final GroupProtocol DEFAULT_GROUP_PROTOCOL = GroupProtocol.CLASSIC;
 
   /** The engine's processor for these settings: the one place it is constructed. */
@@ -108,16 +106,16 @@ record KafkaSubscriberSettings(
     private boolean forceIdempotencyTtl = DEFAULT_FORCE_IDEMPOTENCY_TTL;
     private DeadLetterStore deadLetters;
     private ParkingStore parking;
-    private List<Duration> parkingTiers = DEFAULT_PARKING_TIERS;
-    private boolean blockKeyAfterDeadLetter = DEFAULT_BLOCK_KEY_AFTER_DEAD_LETTER;
+    private List<Duration> parkingTiers;
+    private boolean blockKeyAfterDeadLetter;
     private List<Duration> retryTiers;
-    private Clock clock = Clock.systemUTC();
+    private Clock clock;
     private boolean forceInboxRetention = DEFAULT_FORCE_INBOX_RETENTION;
-    private Duration inboxPurgeInterval = DEFAULT_INBOX_PURGE_INTERVAL;
-    private PostboxMetrics metrics = PostboxMetrics.noop();
+    private Duration inboxPurgeInterval;
+    private PostboxMetrics metrics;
     private OpenTelemetry openTelemetry;
-    private Ticker ticker = Ticker.SYSTEM;
-    private Sleeper sleeper = Sleeper.SYSTEM;
+    private Ticker ticker;
+    private Sleeper sleeper;
     private Map<String, Object> security = Map.of();
 
     Builder(String bootstrapServers, Subscription subscription) {
@@ -126,16 +124,21 @@ record KafkaSubscriberSettings(
       this.config = new HashMap<>(ConsumerSettings.defaults(bootstrapServers, subscription.name()));
     }
 
-    void handler(MessageHandler handler) {
-      this.handler = Objects.requireNonNull(handler, "handler");
-    }
-
-    void batchHandler(BatchHandler batchHandler) {
-      this.batchHandler = Objects.requireNonNull(batchHandler, "batchHandler");
-    }
-
-    void inbox(InboxStore inbox) {
-      this.inbox = Objects.requireNonNull(inbox, "inbox");
+    /** The settings every subscriber has and those of the ordered ones, as set on the builder. */
+    void shared(SubscriberBuilder.Common common, OrderedSubscriberBuilder.Ordered ordered) {
+      this.handler = common.handler().orElse(null);
+      this.inbox = common.inbox().orElse(null);
+      this.inboxPurgeInterval = common.inboxPurgeInterval();
+      this.deadLetters = common.deadLetters().orElse(null);
+      this.metrics = common.metrics();
+      this.openTelemetry = common.openTelemetry().orElse(null);
+      this.clock = common.clock();
+      this.ticker = common.ticker();
+      this.sleeper = common.sleeper();
+      this.batchHandler = ordered.batchHandler().orElse(null);
+      this.parking = ordered.parking().orElse(null);
+      this.parkingTiers = ordered.parkingTiers();
+      this.blockKeyAfterDeadLetter = ordered.blockKeyAfterDeadLetter();
     }
 
     void offsetStore(OffsetStore store) {
@@ -160,48 +163,12 @@ record KafkaSubscriberSettings(
       this.forceIdempotencyTtl = force;
     }
 
-    void deadLetters(DeadLetterStore store) {
-      this.deadLetters = Objects.requireNonNull(store, "store");
-    }
-
-    void parking(ParkingStore store) {
-      this.parking = Objects.requireNonNull(store, "store");
-    }
-
-    void parkingTiers(Duration... tiers) {
-      this.parkingTiers = tiers("parking", tiers);
-    }
-
     void retryTopics(Duration... tiers) {
       this.retryTiers = tiers("retry", tiers);
     }
 
-    void blockKeyAfterDeadLetter(boolean block) {
-      this.blockKeyAfterDeadLetter = block;
-    }
-
-    void metrics(PostboxMetrics metrics) {
-      this.metrics = Objects.requireNonNull(metrics, "metrics");
-    }
-
-    void openTelemetry(OpenTelemetry openTelemetry) {
-      this.openTelemetry = Objects.requireNonNull(openTelemetry, "openTelemetry");
-    }
-
-    void clock(Clock clock) {
-      this.clock = Objects.requireNonNull(clock, "clock");
-    }
-
     void forceInboxRetention(boolean force) {
       this.forceInboxRetention = force;
-    }
-
-    void inboxPurgeInterval(Duration interval) {
-      Objects.requireNonNull(interval, "interval");
-      if (interval.isNegative() || interval.isZero()) {
-        throw new IllegalArgumentException("inboxPurgeInterval must be positive");
-      }
-      this.inboxPurgeInterval = interval;
     }
 
     void consumerProperty(String name, Object value) {
@@ -211,11 +178,6 @@ record KafkaSubscriberSettings(
 
     void security(KafkaSecurity security) {
       this.security = Objects.requireNonNull(security, "security").clientProperties();
-    }
-
-    void time(Ticker ticker, Sleeper sleeper) {
-      this.ticker = Objects.requireNonNull(ticker, "ticker");
-      this.sleeper = Objects.requireNonNull(sleeper, "sleeper");
     }
 
     private static List<Duration> tiers(String what, Duration... tiers) {

@@ -3,18 +3,15 @@ package dev.postbox.rabbitmq;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.postbox.core.DeliveryGuarantee;
-import dev.postbox.core.consumer.BatchHandler;
 import dev.postbox.core.consumer.ConsumerStats;
-import dev.postbox.core.consumer.MessageHandler;
+import dev.postbox.core.consumer.OrderedSubscriberBuilder;
+import dev.postbox.core.consumer.SubscriberBuilder;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.engine.DeliveryProcessor;
 import dev.postbox.core.engine.InboxJanitor;
 import dev.postbox.core.engine.KeyedExecutor;
 import dev.postbox.core.engine.ParkedDrainer;
-import dev.postbox.core.metrics.PostboxMetrics;
-import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.InboxStore;
-import dev.postbox.core.spi.ParkingStore;
 import dev.postbox.core.spi.ShardLeaseStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
@@ -28,7 +25,6 @@ import dev.postbox.rabbitmq.internal.SubscriptionShards;
 import dev.postbox.rabbitmq.internal.UnfinishedAges;
 import dev.postbox.rabbitmq.internal.WaitQueues;
 import java.io.IOException;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -101,16 +97,6 @@ public final class RabbitSubscriber implements AutoCloseable {
   /** Default delays of the wait-queue retries: none (in-place retries, then the dead letters). */
   public static final List<Duration> DEFAULT_RETRY_TIERS = List.of();
 
-  /** Default delays of the parked retries (with {@link Builder#parking}); then the dead letters. */
-  public static final List<Duration> DEFAULT_PARKING_TIERS =
-      List.of(Duration.ofSeconds(10), Duration.ofMinutes(1), Duration.ofMinutes(10));
-
-  /** Default: the rest of a parked key goes on once its head is dead-lettered. */
-  public static final boolean DEFAULT_BLOCK_KEY_AFTER_DEAD_LETTER = false;
-
-  /** Default interval between purges of inbox records older than the inbox retention. */
-  public static final Duration DEFAULT_INBOX_PURGE_INTERVAL = Duration.ofMinutes(10);
-
   /** Default time a shard lease lasts without renewal (with {@link Builder#shardLeases}). */
   public static final Duration DEFAULT_SHARD_LEASE_TTL = Duration.ofSeconds(10);
 
@@ -142,57 +128,61 @@ public final class RabbitSubscriber implements AutoCloseable {
   private volatile boolean running;
   private Connection connection;
 
-  private RabbitSubscriber(Builder b) {
+  private RabbitSubscriber(
+      Builder b, SubscriberBuilder.Common common, OrderedSubscriberBuilder.Ordered ordered) {
     this.subscription = b.subscription;
     this.factory = b.factory;
     this.addresses = b.addresses;
     this.shards = b.shards;
     this.prefetch = b.prefetch;
-    this.ticker = b.ticker;
-    this.sleeper = b.sleeper;
-    this.inbox = Optional.ofNullable(b.inbox);
-    this.inboxPurgeInterval = b.inboxPurgeInterval;
+    this.ticker = common.ticker();
+    this.sleeper = common.sleeper();
+    this.inbox = common.inbox();
+    this.inboxPurgeInterval = common.inboxPurgeInterval();
     this.member = "pid" + ProcessHandle.current().pid() + "-" + UUID.randomUUID();
     this.retryTiers = b.retryTiers;
     this.deadLetterExchange = Optional.ofNullable(b.deadLetterExchange);
     b.factory.setTopologyRecoveryRetryHandler(
         RecoveryRetries.handler(
-            DEFAULT_RECOVERY_INTERVAL, RECOVERY_BACKOFF_CAP, b.sleeper, () -> running));
+            DEFAULT_RECOVERY_INTERVAL, RECOVERY_BACKOFF_CAP, sleeper, () -> running));
     this.waitQueues =
         new WaitQueues(
             b.subscription.name(),
             b.retryTiers,
             deadLetterExchange,
             this::connection,
-            b.clock,
-            b.sleeper);
+            common.clock(),
+            sleeper);
     this.processor =
         DeliveryProcessor.builder(RabbitBinding.TRANSPORT, b.subscription)
-            .handler(b.handler)
-            .batchHandler(b.batchHandler)
-            .inbox(Optional.ofNullable(b.inbox))
+            .handler(common.handler().orElse(null))
+            .batchHandler(ordered.batchHandler().orElse(null))
+            .inbox(common.inbox())
             .deadLetters(
                 deadLetterExchange.isPresent()
-                    ? Optional.of(
-                        new BrokerDeadLetters(Optional.ofNullable(b.deadLetters), waitQueues))
-                    : Optional.ofNullable(b.deadLetters))
+                    ? Optional.of(new BrokerDeadLetters(common.deadLetters(), waitQueues))
+                    : common.deadLetters())
             .parking(
-                Optional.ofNullable(b.parking)
+                ordered
+                    .parking()
                     .map(p ->
                         new DeliveryProcessor.Parking(
-                            p, b.parkingTiers, b.blockKeyAfterDeadLetter, ParkedDeliveries::of)))
+                            p,
+                            ordered.parkingTiers(),
+                            ordered.blockKeyAfterDeadLetter(),
+                            ParkedDeliveries::of)))
             .retriesExhausted(waitQueues.enabled() ? Optional.of(waitQueues) : Optional.empty())
-            .time(b.clock, b.ticker, b.sleeper)
-            .metrics(b.metrics)
-            .openTelemetry(b.openTelemetry)
+            .time(common.clock(), ticker, sleeper)
+            .metrics(common.metrics())
+            .openTelemetry(common.openTelemetry().orElse(null))
             .build();
     waitQueues.attach(processor);
     this.unfinished =
         new UnfinishedAges(
-            b.subscription.name(), List.copyOf(b.subscription.topics()), b.shards, b.clock);
-    unfinished.bindTo(b.metrics, this::heldShards);
+            b.subscription.name(), List.copyOf(b.subscription.topics()), b.shards, common.clock());
+    unfinished.bindTo(common.metrics(), this::heldShards);
     this.executor = new KeyedExecutor("postbox-" + subscription.name(), subscription.concurrency());
-    this.parked = b.parking != null;
+    this.parked = ordered.parking().isPresent();
     this.shardWork =
         new SubscriptionShards(
             new SubscriptionShards.Settings(
@@ -386,25 +376,12 @@ public final class RabbitSubscriber implements AutoCloseable {
   }
 
   /** Builds a {@link RabbitSubscriber}; validates at {@link #build()}. Not thread-safe. */
-  public static final class Builder {
+  public static final class Builder extends OrderedSubscriberBuilder<Builder> {
     private final Subscription subscription;
     private final ConnectionFactory factory = new ConnectionFactory();
-    private MessageHandler handler;
-    private BatchHandler batchHandler;
-    private InboxStore inbox;
-    private DeadLetterStore deadLetters;
-    private ParkingStore parking;
-    private List<Duration> parkingTiers = DEFAULT_PARKING_TIERS;
-    private boolean blockKeyAfterDeadLetter = DEFAULT_BLOCK_KEY_AFTER_DEAD_LETTER;
     private int shards = DEFAULT_SHARDS;
     private int prefetch = DEFAULT_PREFETCH;
     private boolean prefetchSet;
-    private Duration inboxPurgeInterval = DEFAULT_INBOX_PURGE_INTERVAL;
-    private Clock clock = Clock.systemUTC();
-    private PostboxMetrics metrics = PostboxMetrics.noop();
-    private io.opentelemetry.api.OpenTelemetry openTelemetry;
-    private Ticker ticker = Ticker.SYSTEM;
-    private Sleeper sleeper = Sleeper.SYSTEM;
     private List<Duration> retryTiers = DEFAULT_RETRY_TIERS;
     private String deadLetterExchange;
     private ShardLeaseStore shardLeases;
@@ -422,83 +399,6 @@ public final class RabbitSubscriber implements AutoCloseable {
       factory.setAutomaticRecoveryEnabled(true);
       factory.setTopologyRecoveryEnabled(true);
       factory.setNetworkRecoveryInterval(DEFAULT_RECOVERY_INTERVAL.toMillis());
-    }
-
-    /** Sets the handler for one message at a time. */
-    public Builder handler(MessageHandler handler) {
-      this.handler = Objects.requireNonNull(handler, "handler");
-      return this;
-    }
-
-    /**
-     * Sets the batch handler (required when the subscription's batch size is above 1): it gets
-     * consecutive deliveries of one shard queue, in delivery order, in one transaction for {@code
-     * EFFECTIVELY_ONCE}.
-     */
-    public Builder batchHandler(BatchHandler batchHandler) {
-      this.batchHandler = Objects.requireNonNull(batchHandler, "batchHandler");
-      return this;
-    }
-
-    /** Sets the inbox (required for {@code EFFECTIVELY_ONCE}). */
-    public Builder inbox(InboxStore inbox) {
-      this.inbox = Objects.requireNonNull(inbox, "inbox");
-      return this;
-    }
-
-    /** Sets how often dedupe records older than the inbox retention are purged (default 10 min). */
-    public Builder inboxPurgeInterval(Duration interval) {
-      Objects.requireNonNull(interval, "interval");
-      if (interval.isNegative() || interval.isZero()) {
-        throw new IllegalArgumentException("inboxPurgeInterval must be positive");
-      }
-      this.inboxPurgeInterval = interval;
-      return this;
-    }
-
-    /** Keeps every given-up delivery in {@code store} before it is acked (default: logged only). */
-    public Builder deadLetters(DeadLetterStore store) {
-      this.deadLetters = Objects.requireNonNull(store, "store");
-      return this;
-    }
-
-    /**
-     * Turns on ordered parking in PostgreSQL (default: off; in-place retries, then the dead
-     * letters): a message whose in-place retries ran out for a transient failure is parked with
-     * every later message of its key, in order, acked, and retried as a sequence after the delay
-     * tiers while other keys flow on. Needs KEY or PARTITION ordering; the alternative to {@link
-     * #retryTiers} (wait queues, unordered).
-     */
-    public Builder parking(ParkingStore store) {
-      this.parking = Objects.requireNonNull(store, "store");
-      return this;
-    }
-
-    /**
-     * Sets the delays of the parked retries (default 10 s, 1 min, 10 min); after the last the head
-     * is dead-lettered.
-     */
-    public Builder parkingTiers(Duration... tiers) {
-      List<Duration> list = List.of(tiers);
-      if (list.isEmpty()) {
-        throw new IllegalArgumentException("parkingTiers needs at least one delay");
-      }
-      for (Duration d : list) {
-        if (d.isNegative() || d.isZero()) {
-          throw new IllegalArgumentException("parking tiers must be positive: " + list);
-        }
-      }
-      this.parkingTiers = list;
-      return this;
-    }
-
-    /**
-     * Whether the rest of a parked key waits for an operator once its head is dead-lettered
-     * (default {@code false}: it goes on, the gap recorded).
-     */
-    public Builder blockKeyAfterDeadLetter(boolean block) {
-      this.blockKeyAfterDeadLetter = block;
-      return this;
     }
 
     /**
@@ -591,29 +491,9 @@ public final class RabbitSubscriber implements AutoCloseable {
       return this;
     }
 
-    /** Sets where the subscriber reports its metrics (default: none). */
-    public Builder metrics(PostboxMetrics metrics) {
-      this.metrics = Objects.requireNonNull(metrics, "metrics");
-      return this;
-    }
-
-    /** Sets the OpenTelemetry of the processing spans (default: {@code GlobalOpenTelemetry}). */
-    public Builder openTelemetry(io.opentelemetry.api.OpenTelemetry openTelemetry) {
-      this.openTelemetry = Objects.requireNonNull(openTelemetry, "openTelemetry");
-      return this;
-    }
-
-    /** Sets the clock for failure times and message ages (default: system UTC). */
-    public Builder clock(Clock clock) {
-      this.clock = Objects.requireNonNull(clock, "clock");
-      return this;
-    }
-
     /** Sets the monotonic time and sleeping (default: the system's); for tests. Not an API. */
     Builder time(Ticker ticker, Sleeper sleeper) {
-      this.ticker = Objects.requireNonNull(ticker, "ticker");
-      this.sleeper = Objects.requireNonNull(sleeper, "sleeper");
-      return this;
+      return useTime(ticker, sleeper);
     }
 
     /** How long the connection recovery waits between attempts (default 1 s). */
@@ -657,13 +537,13 @@ public final class RabbitSubscriber implements AutoCloseable {
       prefetch =
           RabbitSubscriberChecks.validate(
               subscription,
-              handler != null,
-              batchHandler != null,
+              common().handler().isPresent(),
+              ordered().batchHandler().isPresent(),
               prefetch,
               prefetchSet,
-              parking != null,
+              ordered().parking().isPresent(),
               !retryTiers.isEmpty());
-      return new RabbitSubscriber(this);
+      return new RabbitSubscriber(this, common(), ordered());
     }
   }
 }
