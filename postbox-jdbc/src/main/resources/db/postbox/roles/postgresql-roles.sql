@@ -61,7 +61,7 @@ $owner$;
 REVOKE ALL ON postbox_outbox, postbox_relay_lane, postbox_relay_instance, postbox_outbox_resolution,
               postbox_inbox, postbox_entity_version, postbox_dead_letter, postbox_replay_audit, postbox_parked,
               postbox_consumer_offset, postbox_dead_letter_group, postbox_cdc_slot, postbox_shard_member,
-              postbox_shard_lease
+              postbox_shard_lease, postbox_replay_job, postbox_replay_job_letter
     FROM postbox_app, postbox_relay, postbox_consumer, postbox_operator;
 REVOKE ALL ON postbox_schema_history FROM postbox_app, postbox_relay, postbox_consumer, postbox_operator;
 
@@ -96,6 +96,9 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON postbox_shard_member, postbox_shard_leas
 -- same id replaced), the audit of replays, parked keys, unpublishable rows retried or skipped.
 GRANT SELECT, UPDATE, DELETE ON postbox_dead_letter TO postbox_operator;
 GRANT SELECT, INSERT ON postbox_replay_audit TO postbox_operator;
+-- Replay jobs (V20): created, claimed (SELECT ... FOR UPDATE SKIP LOCKED), advanced and ended by the operator's
+-- console or CLI; never deleted.
+GRANT SELECT, INSERT, UPDATE ON postbox_replay_job, postbox_replay_job_letter TO postbox_operator;
 GRANT SELECT, UPDATE, DELETE ON postbox_parked TO postbox_operator;
 GRANT SELECT, UPDATE, DELETE ON postbox_outbox TO postbox_operator;
 GRANT SELECT, INSERT ON postbox_outbox_resolution TO postbox_operator;

@@ -164,6 +164,24 @@ class RolesIT {
     replayer.replay(letter);
     assertThat(operatorLetters.find(letter).orElseThrow().status())
         .isEqualTo(DeadLetterStore.Status.REPLAYED);
+    // its replay jobs (V20): created, claimed with SKIP LOCKED, advanced; never deleted
+    exec(
+        operator,
+        "INSERT INTO postbox_replay_job (created_at, created_by, reason, selection, route, state,"
+            + " total) VALUES (now(), 'alice', 'fixed', '{}', 'TARGETED', 'RUNNING', 1)");
+    exec(
+        operator,
+        "INSERT INTO postbox_replay_job_letter (job_id, seq, dead_letter_id)"
+            + " SELECT max(id), 1, "
+            + letter
+            + " FROM postbox_replay_job");
+    exec(
+        operator,
+        "SELECT id FROM postbox_replay_job WHERE state = 'RUNNING' FOR UPDATE SKIP LOCKED");
+    exec(operator, "UPDATE postbox_replay_job_letter SET outcome = 'REPLAYED', done_at = now()");
+    exec(operator, "UPDATE postbox_replay_job SET state = 'DONE', replayed = 1");
+    denied(operator, "DELETE FROM postbox_replay_job");
+    denied(consumer, "SELECT count(*) FROM postbox_replay_job");
     denied(operator, "SELECT * FROM orders");
     denied(operator, "SELECT count(*) FROM postbox_inbox");
     denied(operator, "UPDATE postbox_relay_lane SET epoch = epoch");
