@@ -184,8 +184,16 @@ final class ArchitectureRules {
               "./postbox console --demo runs the console on an embedded PostgreSQL (PostgresServer)"),
           Map.entry(
               "dev.postbox.verify.RabbitCampaign",
-              "the RabbitMQ campaign starts PostgreSQL and a RabbitMQ node it kills and restarts"
-                  + " (PostgresServer, RabbitMqServer), or a cluster (RabbitCluster)"),
+              "the RabbitMQ campaign looks for this machine's RabbitMQ and may be given a test's"
+                  + " node (RabbitMqServer)"),
+          Map.entry(
+              "dev.postbox.verify.RabbitEnvironment",
+              "the RabbitMQ campaign's environment starts PostgreSQL and a RabbitMQ node it"
+                  + " restarts (PostgresServer, RabbitMqServer), or a cluster (RabbitCluster)"),
+          Map.entry(
+              "dev.postbox.verify.RabbitFaults",
+              "the RabbitMQ campaign's faults kill and restart its node or a cluster node"
+                  + " (RabbitMqServer, RabbitCluster)"),
           Map.entry(
               "dev.postbox.verify.RabbitClusterFaults",
               "the RabbitMQ campaign's --cluster starts a three-node cluster and kills and"

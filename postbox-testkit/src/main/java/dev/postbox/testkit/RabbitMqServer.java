@@ -3,22 +3,16 @@ package dev.postbox.testkit;
 import dev.postbox.testkit.internal.FreePorts;
 import dev.postbox.testkit.internal.OwnedDirectories;
 import dev.postbox.testkit.internal.RabbitCtl;
+import dev.postbox.testkit.internal.RabbitNodeProcess;
 import dev.postbox.testkit.internal.Shutdown;
+import dev.postbox.testkit.internal.TlsMaterial;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.io.UncheckedIOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -65,7 +59,7 @@ public final class RabbitMqServer implements AutoCloseable {
   public static final String DEBIAN_SCRIPT = "/usr/lib/rabbitmq/bin/rabbitmq-server";
 
   /** The file in a private node's directory that holds its Erlang VM's process id. */
-  public static final String PID_FILE = "rabbitmq-beam.pid";
+  public static final String PID_FILE = RabbitNodeProcess.PID_FILE;
 
   /** How long {@link #start()} waits for the AMQP port of a private node. */
   public static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(120);
@@ -76,28 +70,26 @@ public final class RabbitMqServer implements AutoCloseable {
   private static String unavailable;
 
   private final String uri;
-  private final Optional<Node> node;
-  private Process process;
+  private final Optional<RabbitNodeProcess> node;
+  private final Optional<RabbitTlsListener> tls;
   private boolean booted;
   private final Runnable onExit = this::close;
   private boolean closed;
 
-  private RabbitMqServer(String uri, Optional<Node> node) {
+  private RabbitMqServer(
+      String uri, Optional<RabbitNodeProcess> node, Optional<RabbitTlsListener> tls) {
     this.uri = uri;
     this.node = node;
+    this.tls = tls;
   }
 
-  /** A private node's fixed parts: script, ports, directory. */
-  private record Node(
-      Path script,
-      int amqpPort,
-      int distPort,
-      Path dir,
-      List<String> alsoListenOn,
-      Optional<RabbitTlsListener> tls) {
-    String name() {
-      return "postbox-" + amqpPort + "@localhost";
-    }
+  /** A server for private node {@code node}, killed at JVM exit. */
+  private static RabbitMqServer ofPrivate(RabbitNodeProcess node, Optional<RabbitTlsListener> tls) {
+    RabbitMqServer server =
+        new RabbitMqServer(
+            "amqp://guest:guest@127.0.0.1:" + node.amqpPort() + "/%2F", Optional.of(node), tls);
+    Shutdown.runOnExit(server.onExit);
+    return server;
   }
 
   /**
@@ -147,7 +139,7 @@ public final class RabbitMqServer implements AutoCloseable {
 
   /** An external broker at {@code uri}: {@link #start()}, {@link #kill()} and such refuse. */
   public static RabbitMqServer external(String uri) {
-    return new RabbitMqServer(uri, Optional.empty());
+    return new RabbitMqServer(uri, Optional.empty(), Optional.empty());
   }
 
   /**
@@ -178,13 +170,12 @@ public final class RabbitMqServer implements AutoCloseable {
     int[] ports = FreePorts.pick(2);
     Path dir = OwnedDirectories.create("rabbitmq-");
     RabbitMqServer server =
-        new RabbitMqServer(
-            "amqp://guest:guest@127.0.0.1:" + ports[0] + "/%2F",
-            Optional.of(
-                new Node(
-                    script, ports[0], ports[1], dir, List.copyOf(alsoListenOn), Optional.empty())));
-    Shutdown.runOnExit(server.onExit);
-    server.writeConfiguration();
+        ofPrivate(
+            RabbitNodeProcess.in(dir, script, ports[0], ports[1])
+                .alsoListenOn(alsoListenOn)
+                .portInEnvironment(alsoListenOn.isEmpty())
+                .create(),
+            Optional.empty());
     server.start();
     return server;
   }
@@ -199,31 +190,31 @@ public final class RabbitMqServer implements AutoCloseable {
   public static RabbitMqServer startPrivateWithTls(Path script) {
     int[] ports = FreePorts.pick(3);
     Path dir = OwnedDirectories.create("rabbitmq-tls-");
-    dev.postbox.testkit.internal.TlsMaterial material =
-        dev.postbox.testkit.internal.TlsMaterial.inDirectory(dir.resolve("tls"), "127.0.0.1");
+    TlsMaterial material = TlsMaterial.inDirectory(dir.resolve("tls"), "127.0.0.1");
     RabbitTlsListener tls =
         new RabbitTlsListener("127.0.0.1", ports[2], material.trustStore(), material.password());
-    RabbitMqServer server =
-        new RabbitMqServer(
-            "amqp://guest:guest@127.0.0.1:" + ports[0] + "/%2F",
-            Optional.of(new Node(script, ports[0], ports[1], dir, List.of(), Optional.of(tls))));
-    Shutdown.runOnExit(server.onExit);
     List<Path> pem = material.pemFiles();
-    server.writeConfiguration(
-        List.of(
-            "listeners.ssl.default = 127.0.0.1:" + tls.port(),
-            "ssl_options.cacertfile = " + pem.get(0),
-            "ssl_options.certfile = " + pem.get(0),
-            "ssl_options.keyfile = " + pem.get(1),
-            "ssl_options.verify = verify_none",
-            "ssl_options.fail_if_no_peer_cert = false"));
+    RabbitMqServer server =
+        ofPrivate(
+            RabbitNodeProcess.in(dir, script, ports[0], ports[1])
+                .portInEnvironment(true)
+                .conf(
+                    List.of(
+                        "listeners.ssl.default = 127.0.0.1:" + tls.port(),
+                        "ssl_options.cacertfile = " + pem.get(0),
+                        "ssl_options.certfile = " + pem.get(0),
+                        "ssl_options.keyfile = " + pem.get(1),
+                        "ssl_options.verify = verify_none",
+                        "ssl_options.fail_if_no_peer_cert = false"))
+                .create(),
+            Optional.of(tls));
     server.start();
     return server;
   }
 
   /** The TLS listener of a node started with {@link #startPrivateWithTls}; empty otherwise. */
   public Optional<RabbitTlsListener> tlsListener() {
-    return node.flatMap(Node::tls);
+    return tls;
   }
 
   /** The broker's URI, {@code amqp://user:password@host:port/vhost}. */
@@ -238,7 +229,7 @@ public final class RabbitMqServer implements AutoCloseable {
 
   /** A private node's directory (data, logs, configuration). */
   public Optional<Path> directory() {
-    return node.map(Node::dir);
+    return node.map(RabbitNodeProcess::dir);
   }
 
   /** A private node's log folder. */
@@ -255,80 +246,27 @@ public final class RabbitMqServer implements AutoCloseable {
    * @throws InfrastructureStartupException if it did not come up within {@link #STARTUP_TIMEOUT}
    */
   public synchronized void start() {
-    Node n = privateNode("start");
+    RabbitNodeProcess n = privateNode("start");
     if (closed) {
       throw new IllegalStateException("closed");
     }
-    if (process != null && process.isAlive()) {
+    if (n.isRunning()) {
       return;
     }
     long begin = System.nanoTime();
-    try {
-      ProcessBuilder pb =
-          new ProcessBuilder(List.of(n.script().toString()))
-              .directory(n.dir().toFile())
-              .redirectErrorStream(true)
-              .redirectOutput(
-                  ProcessBuilder.Redirect.appendTo(n.dir().resolve("out.log").toFile()));
-      Map<String, String> env = pb.environment();
-      env.put("HOME", n.dir().toString());
-      env.put("RABBITMQ_NODENAME", n.name());
-      if (n.alsoListenOn().isEmpty()) {
-        env.put("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1");
-        env.put("RABBITMQ_NODE_PORT", Integer.toString(n.amqpPort()));
-      } else {
-        // these would replace the configuration file's listeners with one
-        env.remove("RABBITMQ_NODE_IP_ADDRESS");
-        env.remove("RABBITMQ_NODE_PORT");
-      }
-      env.put("RABBITMQ_DIST_PORT", Integer.toString(n.distPort()));
-      env.put("RABBITMQ_MNESIA_BASE", n.dir().resolve("mnesia").toString());
-      env.put("RABBITMQ_LOG_BASE", n.dir().resolve("log").toString());
-      env.put("RABBITMQ_ENABLED_PLUGINS_FILE", n.dir().resolve("enabled_plugins").toString());
-      env.put("RABBITMQ_CONFIG_FILE", n.dir().resolve("rabbitmq").toString());
-      env.put("RABBITMQ_PID_FILE", n.dir().resolve("rabbitmq.pid").toString());
-      env.remove("RABBITMQ_CONF_ENV_FILE");
-      Process p = pb.start();
-      process = p;
-      Shutdown.killOnExit(p);
-      long deadline = begin + STARTUP_TIMEOUT.toNanos();
-      while (!answersAmqp(n.amqpPort())) {
-        if (!p.isAlive()) {
-          throw new InfrastructureStartupException(
-              "rabbitmq-server exited with "
-                  + p.exitValue()
-                  + "; see "
-                  + n.dir().resolve("out.log")
-                  + " and "
-                  + n.dir().resolve("log"));
-        }
-        if (System.nanoTime() > deadline) {
-          killTree(p);
-          throw new InfrastructureStartupException(
-              "rabbitmq-server did not open its AMQP port in "
-                  + STARTUP_TIMEOUT.toSeconds()
-                  + " s; see "
-                  + n.dir().resolve("log"));
-        }
-        Thread.sleep(100);
-      }
-      writeBeamPid(p, n);
-      if (booted) {
-        electQuorumQueueLeaders(n, begin + STARTUP_TIMEOUT.toNanos());
-      }
-      booted = true;
-      LOG.info(
-          "Started RabbitMQ node {} on 127.0.0.1:{} in {} ms (pid {})",
-          n.name(),
-          n.amqpPort(),
-          TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - begin),
-          p.pid());
-    } catch (IOException e) {
-      throw new InfrastructureStartupException("cannot start " + n.script(), e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new InfrastructureStartupException("interrupted while starting RabbitMQ", e);
+    long deadline = begin + STARTUP_TIMEOUT.toNanos();
+    n.launch();
+    n.awaitAmqp(deadline);
+    if (booted) {
+      electQuorumQueueLeaders(n, deadline);
     }
+    booted = true;
+    LOG.info(
+        "Started RabbitMQ node {} on 127.0.0.1:{} in {} ms (pid {})",
+        n.name(),
+        n.amqpPort(),
+        RabbitNodeProcess.millisSince(begin),
+        n.pid());
   }
 
   /**
@@ -336,34 +274,19 @@ public final class RabbitMqServer implements AutoCloseable {
    * keeping its data; {@code kill -9} if it is still running after 30 seconds.
    */
   public synchronized void stop() {
-    privateNode("stop");
-    Process p = process;
-    if (p == null || !p.isAlive()) {
+    RabbitNodeProcess n = privateNode("stop");
+    if (!n.isRunning()) {
       return;
     }
-    p.destroy();
-    try {
-      if (!p.waitFor(30, TimeUnit.SECONDS)) {
-        killTree(p);
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      killTree(p);
-    }
-    awaitPortClosed();
-    LOG.info("RabbitMQ node {} stopped", node.orElseThrow().name());
+    n.stop();
+    LOG.info("RabbitMQ node {} stopped", n.name());
   }
 
   /** Kills a private node with {@code kill -9} (its script and Erlang VM), keeping its data. */
   public synchronized void kill() {
-    privateNode("kill");
-    Process p = process;
-    if (p == null) {
-      return;
-    }
-    killTree(p);
-    awaitPortClosed();
-    LOG.info("RabbitMQ node {} killed (kill -9)", node.orElseThrow().name());
+    RabbitNodeProcess n = privateNode("kill");
+    n.kill();
+    LOG.info("RabbitMQ node {} killed (kill -9)", n.name());
   }
 
   /** {@link #stop()} if it is running, then {@link #start()}: same ports, same data. */
@@ -374,7 +297,7 @@ public final class RabbitMqServer implements AutoCloseable {
 
   /** Whether a private node's process is alive; always true for an external broker. */
   public synchronized boolean isRunning() {
-    return node.isEmpty() || (process != null && process.isAlive());
+    return node.map(RabbitNodeProcess::isRunning).orElse(true);
   }
 
   /**
@@ -388,9 +311,7 @@ public final class RabbitMqServer implements AutoCloseable {
         return;
       }
       closed = true;
-      if (process != null) {
-        killTree(process);
-      }
+      node.get().kill();
     }
     Shutdown.cancel(onExit);
     OwnedDirectories.delete(node.get().dir());
@@ -424,7 +345,7 @@ public final class RabbitMqServer implements AutoCloseable {
     return Optional.empty();
   }
 
-  private Node privateNode(String what) {
+  private RabbitNodeProcess privateNode(String what) {
     return node.orElseThrow(
         () -> new UnsupportedOperationException("cannot " + what + " an external broker"));
   }
@@ -440,23 +361,29 @@ public final class RabbitMqServer implements AutoCloseable {
    * such a queue leader at once). A node of a real cluster has other members to elect; a single
    * node needs an operator to do what this does (see docs/guides/rabbitmq.md).
    */
-  private void electQuorumQueueLeaders(Node n, long deadline)
-      throws IOException, InterruptedException {
-    while (true) {
-      String out = RabbitCtl.eval(n.script(), n.name(), n.dir(), RabbitCtl.ELECT_LEADERS);
-      if (out.equals("0")) {
-        return;
+  private static void electQuorumQueueLeaders(RabbitNodeProcess n, long deadline) {
+    try {
+      while (true) {
+        String out = n.eval(RabbitCtl.ELECT_LEADERS);
+        if (out.equals("0")) {
+          return;
+        }
+        LOG.warn(
+            "RabbitMQ node {}: quorum queues without a leader after the restart: {} (election"
+                + " triggered)",
+            n.name(),
+            out);
+        if (System.nanoTime() > deadline) {
+          throw new InfrastructureStartupException(
+              "RabbitMQ node " + n.name() + ": quorum queues still without a leader: " + out);
+        }
+        Thread.sleep(500);
       }
-      LOG.warn(
-          "RabbitMQ node {}: quorum queues without a leader after the restart: {} (election"
-              + " triggered)",
-          n.name(),
-          out);
-      if (System.nanoTime() > deadline) {
-        throw new InfrastructureStartupException(
-            "RabbitMQ node " + n.name() + ": quorum queues still without a leader: " + out);
-      }
-      Thread.sleep(500);
+    } catch (IOException e) {
+      throw new InfrastructureStartupException("cannot run rabbitmqctl for " + n.name(), e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new InfrastructureStartupException("interrupted while starting RabbitMQ", e);
     }
   }
 
@@ -469,127 +396,12 @@ public final class RabbitMqServer implements AutoCloseable {
    * @throws UnsupportedOperationException for an external broker
    */
   public int closeConnections(String namePrefix) {
-    Node n = privateNode("close connections of");
+    RabbitNodeProcess n = privateNode("close connections of");
+    String out = n.ctl("-q", "eval", RabbitCtl.closeConnections(namePrefix));
     try {
-      String out =
-          RabbitCtl.eval(n.script(), n.name(), n.dir(), RabbitCtl.closeConnections(namePrefix));
-      try {
-        return Integer.parseInt(out);
-      } catch (NumberFormatException e) {
-        throw new IllegalStateException("rabbitmqctl eval answered: " + out);
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted", e);
-    }
-  }
-
-  private void writeConfiguration() {
-    writeConfiguration(List.of());
-  }
-
-  private void writeConfiguration(List<String> more) {
-    Node n = node.orElseThrow();
-    try {
-      Files.createDirectories(n.dir().resolve("mnesia"));
-      Files.createDirectories(n.dir().resolve("log"));
-      Files.writeString(
-          n.dir().resolve("enabled_plugins"), "[rabbitmq_consistent_hash_exchange].\n");
-      List<String> conf = new ArrayList<>();
-      if (n.alsoListenOn().isEmpty()) {
-        conf.add("listeners.tcp.default = 127.0.0.1:" + n.amqpPort());
-      } else {
-        conf.add("listeners.tcp.1 = 127.0.0.1:" + n.amqpPort());
-        for (int i = 0; i < n.alsoListenOn().size(); i++) {
-          conf.add(
-              "listeners.tcp." + (i + 2) + " = " + n.alsoListenOn().get(i) + ":" + n.amqpPort());
-        }
-        conf.add("loopback_users = none");
-      }
-      conf.addAll(more);
-      conf.addAll(
-          List.of(
-              "log.file.level = warning",
-              "log.console = false",
-              "disk_free_limit.absolute = 10MB",
-              ""));
-      Files.writeString(n.dir().resolve("rabbitmq.conf"), String.join("\n", conf));
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot write the configuration of " + n.dir(), e);
-    }
-  }
-
-  /**
-   * Records the Erlang VM's pid (the script's child), so that a sweeping test kit JVM can stop a
-   * node whose JVM was killed.
-   */
-  private static void writeBeamPid(Process p, Node n) {
-    Optional<ProcessHandle> beam =
-        p.descendants()
-            .filter(h -> h.info().command().map(c -> c.endsWith("beam.smp")).orElse(false))
-            .findFirst();
-    try {
-      Files.writeString(
-          n.dir().resolve(PID_FILE), beam.map(h -> Long.toString(h.pid())).orElse("") + "\n");
-    } catch (IOException e) {
-      LOG.debug("cannot write {}", n.dir().resolve(PID_FILE), e);
-    }
-  }
-
-  /** Kills the script and its descendants (the Erlang VM) and waits until each has exited. */
-  private static void killTree(Process p) {
-    List<ProcessHandle> tree = p.descendants().toList();
-    tree.forEach(ProcessHandle::destroyForcibly);
-    p.destroyForcibly();
-    try {
-      p.waitFor(20, TimeUnit.SECONDS);
-      for (ProcessHandle h : tree) {
-        h.onExit().get(20, TimeUnit.SECONDS);
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
-      LOG.warn("a process of the RabbitMQ node did not exit in 20 s after kill -9", e);
-    }
-  }
-
-  private void awaitPortClosed() {
-    int port = node.orElseThrow().amqpPort();
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-    while (portOpen(port) && System.nanoTime() < deadline) {
-      try {
-        Thread.sleep(50);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return;
-      }
-    }
-  }
-
-  private static boolean portOpen(int port) {
-    try (Socket s = new Socket()) {
-      s.connect(new InetSocketAddress("127.0.0.1", port), 200);
-      return true;
-    } catch (IOException e) {
-      return false;
-    }
-  }
-
-  /** Whether the port answers the AMQP 0-9-1 protocol header with a method frame. */
-  static boolean answersAmqp(int port) {
-    try (Socket s = new Socket()) {
-      s.connect(new InetSocketAddress("127.0.0.1", port), 200);
-      s.setSoTimeout(2_000);
-      OutputStream out = s.getOutputStream();
-      out.write("AMQP".getBytes(StandardCharsets.US_ASCII));
-      out.write(new byte[] {0, 0, 9, 1});
-      out.flush();
-      InputStream in = s.getInputStream();
-      return in.read() == 1; // frame type 1: METHOD (connection.start)
-    } catch (IOException e) {
-      return false;
+      return Integer.parseInt(out);
+    } catch (NumberFormatException e) {
+      throw new IllegalStateException("rabbitmqctl eval answered: " + out);
     }
   }
 

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
+import dev.postbox.testkit.internal.RabbitNodeProcess;
 import java.net.URI;
 import java.nio.file.Files;
 import org.junit.jupiter.api.Test;
@@ -16,18 +17,18 @@ class RabbitMqServerTest {
     RabbitMqServer server = RabbitMqServer.sharedOrSkip();
     assumeFalse(server.isExternal(), "an external broker has no lifecycle to test");
     int port = URI.create(server.uri()).getPort();
-    assertThat(RabbitMqServer.answersAmqp(port)).isTrue();
+    assertThat(RabbitNodeProcess.answersAmqp(port)).isTrue();
     assertThat(server.directory()).get().satisfies(d -> assertThat(d).isDirectory());
     assertThat(Files.readString(server.directory().orElseThrow().resolve(RabbitMqServer.PID_FILE)))
         .matches("\\d+\\s*");
 
     server.kill();
     assertThat(server.isRunning()).isFalse();
-    assertThat(RabbitMqServer.answersAmqp(port)).isFalse();
+    assertThat(RabbitNodeProcess.answersAmqp(port)).isFalse();
 
     server.start();
     assertThat(server.isRunning()).isTrue();
-    assertThat(RabbitMqServer.answersAmqp(port)).isTrue();
+    assertThat(RabbitNodeProcess.answersAmqp(port)).isTrue();
     assertThat(URI.create(server.uri()).getPort()).isEqualTo(port);
   }
 

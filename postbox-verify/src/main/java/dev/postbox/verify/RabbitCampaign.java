@@ -1,19 +1,21 @@
 package dev.postbox.verify;
 
-import com.zaxxer.hikari.HikariDataSource;
 import dev.postbox.core.CrashPoints;
-import dev.postbox.jdbc.PostboxMigrations;
-import dev.postbox.testkit.PostgresServer;
 import dev.postbox.testkit.RabbitMqServer;
 import dev.postbox.verify.Fleet.Child;
 import dev.postbox.verify.Fleet.Role;
 import java.io.PrintStream;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 
@@ -36,6 +38,9 @@ import java.util.concurrent.TimeUnit;
  * while the frozen one's handler may still commit and ack late; connections dropped by the broker
  * ({@code rabbitmqctl close_all_connections}); {@code kill -9} of the broker, restarted; and the
  * same with every consumer stopped first, so that the shard queues hold a backlog of every key.
+ *
+ * <p>This class picks the scenarios and runs their rounds and checks; {@link RabbitEnvironment}
+ * starts the servers and processes, {@link RabbitFaults} injects the external faults.
  *
  * <p>Not thread-safe; run one at a time.
  */
@@ -95,26 +100,12 @@ final class RabbitCampaign implements AutoCloseable {
    * faults do: kills spaced for a fast machine would otherwise be counted over a phase in which
    * nothing was written between them.
    */
-  static final java.util.Set<String> GATED =
-      java.util.Set.of(KILL_9, BROKER, BROKER_BACKLOG, RabbitClusterFaults.NODE_KILL);
+  static final Set<String> GATED =
+      Set.of(KILL_9, BROKER, BROKER_BACKLOG, RabbitClusterFaults.NODE_KILL);
 
   /** What a single node's campaign runs and {@code --cluster} does not (the one node's faults). */
-  static final java.util.Set<String> SINGLE_NODE =
-      java.util.Set.of(DROP, BROKER, BROKER_BACKLOG, RabbitPartitions.RELAY_FAULT);
-
-  /** How long the consumers stay stopped before a {@link #BROKER_BACKLOG} kill. */
-  static final long BACKLOG_MS = 4_000;
-
-  /** How long a consumer of the scaling scenario stays away before it joins again. */
-  static final long AWAY_MS = 5_000;
-
-  static final int SHARDS = 4;
-  static final int KEYS = 200;
-  static final int HOT_KEYS = 4;
-  static final int PRODUCERS = 2;
-  static final int RELAYS = 2;
-  static final int LEASE_MS = 3_000;
-  static final String SUBSCRIPTION = "verify-consumers";
+  static final Set<String> SINGLE_NODE =
+      Set.of(DROP, BROKER, BROKER_BACKLOG, RabbitPartitions.RELAY_FAULT);
 
   /**
    * The scenarios, in campaign order; with the CDC relay its crash points (after the broker's
@@ -178,20 +169,10 @@ final class RabbitCampaign implements AutoCloseable {
   private final PrintStream out;
   private final FaultLog log;
   private final SplittableRandom random;
-  private PostgresServer pg;
-  private RabbitMqServer rabbit;
-  private HikariDataSource ds;
-  private RabbitQueueReader reader;
-  private HistoryChecker checker;
-  private Fleet fleet;
-  private final List<Child> producers = new ArrayList<>();
-  private final List<Child> workers = new ArrayList<>();
-  private volatile int phase;
+  private final RabbitEnvironment env;
+  private final RabbitFaults faults;
   private volatile RabbitScenario current;
   private final RabbitMqServer given; // a server the caller owns (a test's shared one), or null
-  private RabbitPartitions network = RabbitPartitions.none();
-  private dev.postbox.testkit.RabbitCluster cluster; // with --cluster, in place of rabbit
-  private String topic;
 
   RabbitCampaign(Settings settings, PrintStream out) {
     this(settings, out, null);
@@ -204,6 +185,8 @@ final class RabbitCampaign implements AutoCloseable {
     this.out = out;
     this.log = new FaultLog(settings.dir().resolve("faults.log"));
     this.random = new SplittableRandom(settings.seed());
+    this.env = new RabbitEnvironment(settings, out, log);
+    this.faults = new RabbitFaults(env, log, random);
   }
 
   /**
@@ -227,6 +210,7 @@ final class RabbitCampaign implements AutoCloseable {
     }
     List<RabbitScenario> scenarios = all(settings.relay()).stream().filter(this::selected).toList();
     List<ScenarioResult> results = new ArrayList<>();
+    RabbitPartitions network = RabbitPartitions.none();
     if (scenarios.stream().anyMatch(RabbitCampaign::isPartitions)) {
       Optional<String> why = partitionsUnavailable(given != null || url.isPresent());
       if (why.isPresent()) {
@@ -241,15 +225,7 @@ final class RabbitCampaign implements AutoCloseable {
         network = RabbitPartitions.create();
       }
     }
-    if (settings.cluster()) {
-      cluster = RabbitClusterFaults.start(script.get());
-    } else {
-      rabbit =
-          url.map(RabbitMqServer::external)
-              .orElseGet(
-                  () -> RabbitMqServer.startPrivate(script.get(), network.brokerAddresses()));
-    }
-    start();
+    env.start(url, script, network, this::arm);
     results.addAll(
         settings.rounds().run(scenarios, RabbitScenario::name, this::round, out, sofar -> {}));
     return Optional.of(results);
@@ -267,142 +243,6 @@ final class RabbitCampaign implements AutoCloseable {
     return NetworkPartitions.unavailable();
   }
 
-  private void start() throws Exception {
-    Path dir = settings.dir();
-    out.println(
-        "postbox verify --transport rabbitmq: seed "
-            + settings.seed()
-            + ", phases of "
-            + settings.phase().toSeconds()
-            + " s, relay "
-            + settings.relay().cliName()
-            + ", "
-            + dir);
-    PostgresServer.Builder pgb =
-        PostgresServer.builder()
-            .directory(dir.resolve("postgres"))
-            .serverConfig("track_commit_timestamp", "on")
-            .startupTimeout(Duration.ofMinutes(3));
-    network.configure(pgb, dir);
-    pg = pgb.build();
-    pg.start();
-    String schema = pg.createSchema("verify");
-    ds = pg.dataSource(schema, 4);
-    PostboxMigrations.migrate(ds);
-    HarnessSchema.create(ds, KEYS);
-    topic = "verify-rabbit-" + Long.toUnsignedString(settings.seed(), 36);
-    String uri = cluster != null ? cluster.uri() : rabbit.uri();
-    // on a cluster every client knows every node
-    String addresses = cluster != null ? String.join(",", cluster.addresses()) : "";
-    reader =
-        new RabbitQueueReader(
-            uri, cluster != null ? cluster.addresses() : List.of(), topic, SHARDS);
-    // the consumers' queues exist before the relays publish (mandatory: nothing unroutable)
-    try (com.rabbitmq.client.Connection c = connectionFactory(uri).newConnection("verify-setup");
-        com.rabbitmq.client.Channel ch = c.createChannel()) {
-      dev.postbox.rabbitmq.RabbitTopology.declareShards(ch, SUBSCRIPTION, topic, SHARDS);
-    }
-    checker = new HistoryChecker(ds, null, reader, topic, SHARDS, SUBSCRIPTION, log);
-    fleet = new Fleet(log);
-    // the children reach both servers by the partitions' addresses when there is a network
-    String jdbcUrl = network.jdbcUrl(pg.jdbcUrl(schema));
-    String childUri = network.amqpUri(uri);
-    Path logs = dir.resolve("logs");
-    for (int i = 0; i < PRODUCERS; i++) {
-      String name = "producer-" + (char) ('a' + i);
-      int index = i;
-      producers.add(
-          fleet.add(
-              name,
-              Role.PRODUCER,
-              (incarnation, instance) ->
-                  Fleet.jvm(ProducerMain.class, logs, name, "128m")
-                      .args(
-                          jdbcUrl,
-                          topic,
-                          instance,
-                          Integer.toString(phase),
-                          Double.toString(settings.rate() / PRODUCERS),
-                          "3",
-                          Integer.toString(KEYS),
-                          Integer.toString(HOT_KEYS),
-                          Long.toString(
-                              settings.seed() * 1_000_003L
-                                  + phase * 1_009L
-                                  + index * 101L
-                                  + incarnation),
-                          "20",
-                          // the CDC relay's campaign: transactions of 1 to 3 events
-                          settings.relay() == RelayMode.CDC ? "3" : "1")));
-    }
-    boolean cdc = settings.relay() == RelayMode.CDC;
-    for (int i = 0; i < RELAYS; i++) {
-      String name = "relay-" + (char) ('a' + i);
-      workers.add(
-          fleet.add(
-              name,
-              Role.RELAY,
-              (incarnation, instance) ->
-                  network
-                      .place(Fleet.jvm(RelayMain.class, logs, name, "128m"), name)
-                      .args(
-                          jdbcUrl,
-                          childUri,
-                          instance,
-                          Integer.toString(LEASE_MS),
-                          // CDC: small batches, so that batches end inside multi-event transactions
-                          cdc ? "4" : "100",
-                          "",
-                          cdc ? "cdc" : "",
-                          addresses)));
-    }
-    for (int i = 1; i <= settings.consumerCount(); i++) {
-      String name = "consumer-" + i;
-      workers.add(
-          fleet.add(
-              name,
-              Role.CONSUMER,
-              (incarnation, instance) ->
-                  network
-                      .place(Fleet.jvm(RabbitConsumerMain.class, logs, name, "160m"), name)
-                      .args(
-                          jdbcUrl,
-                          childUri,
-                          topic,
-                          SUBSCRIPTION,
-                          instance,
-                          Integer.toString(SHARDS),
-                          settings.consumers().cliName(),
-                          addresses)));
-    }
-    fleet.armer(this::arm);
-    workers.forEach(fleet::want);
-    fleet.awaitStarted(Duration.ofMinutes(2));
-    out.println(
-        "started: PostgreSQL, RabbitMQ ("
-            + (cluster != null
-                ? "cluster of " + cluster.size() + " nodes"
-                : rabbit.isExternal() ? "external" : "private node")
-            + "), "
-            + RELAYS
-            + " relays, "
-            + settings.consumerCount()
-            + " consumers ("
-            + settings.consumers().cliName()
-            + ", "
-            + SHARDS
-            + " shard queues of "
-            + topic
-            + ")");
-  }
-
-  private static com.rabbitmq.client.ConnectionFactory connectionFactory(String uri)
-      throws Exception {
-    com.rabbitmq.client.ConnectionFactory f = new com.rabbitmq.client.ConnectionFactory();
-    f.setUri(uri);
-    return f;
-  }
-
   /** What a new incarnation is armed with: one of the current scenario's points of its role. */
   private Optional<String> arm(Child c) {
     RabbitScenario s = current;
@@ -418,23 +258,15 @@ final class RabbitCampaign implements AutoCloseable {
   /** Round {@code n} of {@code s}: load and faults for the phase, heal, drain, check. */
   private ScenarioResult round(RabbitScenario s, int n) throws Exception {
     log.beginScenario(s.name() + "#" + n);
-    int p = ++phase;
     current = s;
-    // the armed role's processes start armed: restart them now (SIGTERM, clean)
-    for (Child c : workers) {
-      if (c.role() == s.armedRole()) {
-        fleet.stop(c, "arm for " + s.name(), true);
-      }
-    }
-    producers.forEach(fleet::want);
-    // the phase starts when every process runs (a JVM start on a loaded machine outlasts a short
-    // phase: the producers would commit nothing in it)
-    fleet.awaitStarted(Duration.ofMinutes(3));
+    // the armed role's processes start armed: the environment restarts them now
+    int p = env.beginPhase(s.armedRole(), "arm for " + s.name());
     // crash-point scenarios 1.6 times the phase, as in the Kafka campaign (until 2026-12-02 the
     // others got a fifth of it: `phase * (points ? 1 : 8) / 5`)
     long phaseMs = settings.phase().toMillis() * (s.points().isEmpty() ? 5 : 8) / 5;
     long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(phaseMs);
     long latest = end + TimeUnit.MILLISECONDS.toNanos(5 * phaseMs);
+    HistoryChecker checker = env.checker();
     ProgressGate gate = new ProgressGate(() -> checker.committedIn(p), Thread::sleep);
     int injections = 0;
     while (System.nanoTime() < end || !enoughFired(s)) {
@@ -445,28 +277,12 @@ final class RabbitCampaign implements AutoCloseable {
         if (GATED.contains(fault) && !gate.await(() -> System.nanoTime() > latest)) {
           break; // no progress until the phase's end: the fault is not injected
         }
-        injections += inject(fault);
+        injections += faults.inject(fault);
       }
       Campaign.sleep(s.external().isEmpty() ? 500 : settings.spaced(3_000));
     }
     current = null;
-    network.healAll();
-    producers.forEach(c -> fleet.stop(c, "end of phase " + p, false));
-    // heal: the broker up, every worker running unarmed
-    if (cluster != null) {
-      cluster.heal();
-    } else if (!rabbit.isExternal() && !rabbit.isRunning()) {
-      rabbit.start();
-    }
-    for (Child c : workers) {
-      fleet.want(c); // a consumer the scaling scenario took away joins again
-      if (c.paused()) {
-        fleet.resume(c);
-      }
-      if (!c.armed().isEmpty()) {
-        fleet.stop(c, "disarm", true);
-      }
-    }
+    env.heal(p); // the network whole, the producers stopped, the broker up, every worker unarmed
     long healed = System.nanoTime();
     long bound = healed + settings.recoveryBound().toNanos();
     boolean drained;
@@ -478,6 +294,28 @@ final class RabbitCampaign implements AutoCloseable {
     Findings f = checker.check(p);
     Map<String, Integer> fired = log.fired();
     Map<String, Integer> notFired = log.notFired();
+    List<String> reasons = inconclusiveReasons(s, p, f, fired);
+    injections += s.points().stream().mapToInt(pt -> fired.getOrDefault(pt, 0)).sum();
+    log.note("drained", drained + " after " + recoveryMs + " ms");
+    return new ScenarioResult(
+        s.name(),
+        1,
+        injections,
+        fired,
+        notFired,
+        f,
+        recoveryMs,
+        !drained,
+        log.unexpectedExits(),
+        reasons);
+  }
+
+  /**
+   * Why round {@code p} of {@code s} proves nothing: no message, a crash point or fault that never
+   * fired, or with shard leases the shards not shared.
+   */
+  private List<String> inconclusiveReasons(
+      RabbitScenario s, int p, Findings f, Map<String, Integer> fired) throws SQLException {
     List<String> reasons = new ArrayList<>(f.messages() == 0 ? List.of("no message") : List.of());
     for (String point : s.points()) {
       if (fired.getOrDefault(point, 0) == 0) {
@@ -502,35 +340,23 @@ final class RabbitCampaign implements AutoCloseable {
                 + settings.consumerCount());
       }
     }
-    injections += s.points().stream().mapToInt(pt -> fired.getOrDefault(pt, 0)).sum();
-    log.note("drained", drained + " after " + recoveryMs + " ms");
-    return new ScenarioResult(
-        s.name(),
-        1,
-        injections,
-        fired,
-        notFired,
-        f,
-        recoveryMs,
-        !drained,
-        log.unexpectedExits(),
-        reasons);
+    return reasons;
   }
 
   /**
    * The consumer instances (by name, any incarnation) that applied messages of phase {@code p}:
    * with shard leases more than one must have, or the instances did not share the shards.
    */
-  private List<String> instancesApplying(int p) throws java.sql.SQLException {
+  private List<String> instancesApplying(int p) throws SQLException {
     List<String> names = new ArrayList<>();
-    try (java.sql.Connection c = ds.getConnection();
-        java.sql.PreparedStatement ps =
+    try (Connection c = env.dataSource().getConnection();
+        PreparedStatement ps =
             c.prepareStatement(
                 "SELECT split_part(e.instance, '#', 1) AS name, count(*) FROM verify_effect e"
                     + " JOIN verify_business b USING (message_id) WHERE b.phase = ?"
                     + " GROUP BY 1 ORDER BY 1")) {
       ps.setInt(1, p);
-      try (java.sql.ResultSet rs = ps.executeQuery()) {
+      try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           names.add(rs.getString(1) + "=" + rs.getLong(2));
         }
@@ -554,137 +380,9 @@ final class RabbitCampaign implements AutoCloseable {
     return true;
   }
 
-  /** Injects one {@code fault}; returns 1 if it fired. */
-  private int inject(String fault) throws Exception {
-    List<Child> consumers = workers.stream().filter(c -> c.role() == Role.CONSUMER).toList();
-    switch (fault) {
-      case KILL_9 -> {
-        Child c;
-        synchronized (random) {
-          c = workers.get(random.nextInt(workers.size()));
-        }
-        if (c.working() && fleet.kill(c)) {
-          log.fired(KILL_9, c.instance(), "SIGKILL");
-          return 1;
-        }
-        return 0;
-      }
-      case PAUSE -> {
-        Child c;
-        synchronized (random) {
-          c = consumers.get(random.nextInt(consumers.size()));
-        }
-        if (!c.working() || !fleet.pause(c)) {
-          return 0;
-        }
-        // past the 2 s heartbeat twice over: the broker closes its connection, and its shards
-        // (single active consumer) and unacked deliveries go to the other consumer
-        Campaign.sleep(RabbitConsumerMain.HEARTBEAT_SECONDS * 3_000L + 1_000);
-        fleet.resume(c);
-        log.fired(PAUSE, c.instance(), "SIGSTOP for 7 s, then SIGCONT");
-        return 1;
-      }
-      case DROP -> {
-        return RabbitBrokerFaults.dropConnections(rabbit, log, settings.dir());
-      }
-      case SCALE -> {
-        return leaveAndRejoin(consumers);
-      }
-      case BROKER -> {
-        return RabbitBrokerFaults.killAndRestart(rabbit, log);
-      }
-      case BROKER_BACKLOG -> {
-        return killWithBacklog(consumers);
-      }
-      case RabbitClusterFaults.NODE_KILL -> {
-        SplittableRandom r;
-        synchronized (random) {
-          r = random.split();
-        }
-        return RabbitClusterFaults.killLeaderNode(cluster, SUBSCRIPTION, topic, SHARDS, r, log);
-      }
-      case RabbitPartitions.RELAY_FAULT, RabbitPartitions.CONSUMER_FAULT -> {
-        String name = RabbitPartitions.target(fault);
-        Child c = workers.stream().filter(w -> w.name().equals(name)).findFirst().orElseThrow();
-        SplittableRandom r;
-        synchronized (random) {
-          r = random.split(); // the cut lasts seconds: the armer must not wait for the lock
-        }
-        return network.inject(fault, c, log, r);
-      }
-      default -> throw new IllegalArgumentException(fault);
-    }
-  }
-
-  /**
-   * An instance leaves and joins again mid-stream (scale down, then up): a working consumer is
-   * stopped cleanly (SIGTERM: it closes its subscriber, which gives up its shards) and started
-   * again after {@link #AWAY_MS}, while the others go on; with shard leases its shards move to the
-   * others and some come back when it rejoins, each handed over in order.
-   */
-  private int leaveAndRejoin(List<Child> consumers) {
-    Child c;
-    synchronized (random) {
-      c = consumers.get(random.nextInt(consumers.size()));
-    }
-    if (!c.working()) {
-      return 0;
-    }
-    fleet.stop(c, "scale down", false);
-    Campaign.sleep(AWAY_MS);
-    fleet.want(c);
-    log.fired(SCALE, c.instance(), "SIGTERM, started again after " + AWAY_MS + " ms");
-    return 1;
-  }
-
-  /**
-   * Stops (SIGSTOP) every consumer, lets the relays go on publishing for {@link #BACKLOG_MS} so
-   * that every shard queue holds older messages of its keys and batches wait for confirms, kills
-   * the node ({@code kill -9}), resumes the consumers and starts the node again: after the restart
-   * each key must still route to the queue that holds its older messages (issue 38: the
-   * consistent-hash exchange moved keys to other queues, and two consumers applied one key at
-   * once).
-   */
-  private int killWithBacklog(List<Child> consumers) {
-    if (rabbit.isExternal() || !rabbit.isRunning()) {
-      return 0;
-    }
-    List<Child> stopped = new ArrayList<>();
-    for (Child c : consumers) {
-      if (c.working() && fleet.pause(c)) {
-        stopped.add(c);
-      }
-    }
-    Campaign.sleep(BACKLOG_MS);
-    return RabbitBrokerFaults.killAndRestart(
-        rabbit,
-        log,
-        BROKER_BACKLOG,
-        "SIGKILL after " + stopped.size() + " consumers stopped for " + BACKLOG_MS + " ms",
-        () -> stopped.forEach(fleet::resume));
-  }
-
   @Override
   public void close() {
-    if (fleet != null) {
-      fleet.close();
-    }
-    if (reader != null) {
-      reader.close();
-    }
-    if (ds != null) {
-      ds.close();
-    }
-    if (rabbit != null && rabbit != given && !rabbit.isExternal()) {
-      rabbit.close();
-    }
-    if (cluster != null) {
-      cluster.close();
-    }
-    if (pg != null) {
-      pg.close();
-    }
-    network.close();
+    env.close();
     log.close();
   }
 }

@@ -98,7 +98,7 @@ final class RabbitPartitions implements AutoCloseable {
     }
     long ms =
         relay
-            ? RabbitCampaign.LEASE_MS + 1_000 + r.nextInt(4_000)
+            ? RabbitEnvironment.LEASE_MS + 1_000 + r.nextInt(4_000)
             : RabbitConsumerMain.HEARTBEAT_SECONDS * 3_000L + 1_000 + r.nextInt(4_000);
     Cut cut = relay ? Cut.RELAY_FROM_POSTGRES : Cut.CONSUMER_FROM_BROKER;
     long t0 = System.nanoTime();

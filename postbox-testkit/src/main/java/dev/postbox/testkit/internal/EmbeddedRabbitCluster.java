@@ -78,15 +78,11 @@ public final class EmbeddedRabbitCluster implements RabbitCluster {
     for (int i = 0; i < settings.nodes(); i++) {
       Path dir = OwnedDirectories.create("rabbitmq-cluster-");
       nodes.add(
-          RabbitNodeProcess.create(
-              settings.script(),
-              "postbox-" + ports[2 * i] + "@localhost",
-              ports[2 * i],
-              ports[2 * i + 1],
-              dir,
-              cookie,
-              erlangArgs,
-              conf));
+          RabbitNodeProcess.in(dir, settings.script(), ports[2 * i], ports[2 * i + 1])
+              .cookie(cookie)
+              .erlangArgs(erlangArgs)
+              .conf(conf)
+              .create());
     }
     Shutdown.runOnExit(onExit);
   }

@@ -46,9 +46,6 @@ public final class OwnedDirectories {
   private static final Logger LOG = LoggerFactory.getLogger(OwnedDirectories.class);
   private static final String LOCK_FILE = ".owner.lock";
 
-  /** The file holding a RabbitMQ node's Erlang VM pid ({@code RabbitMqServer.PID_FILE}). */
-  static final String RABBITMQ_PID_FILE = "rabbitmq-beam.pid";
-
   private static final Map<Path, FileChannel> HELD = new ConcurrentHashMap<>();
   private static final Set<PosixFilePermission> OWNER_ONLY =
       PosixFilePermissions.fromString("rwx------");
@@ -217,11 +214,11 @@ public final class OwnedDirectories {
   }
 
   /**
-   * Kills a RabbitMQ node's Erlang VM whose pid {@code RabbitMqServer} wrote to {@value
-   * #RABBITMQ_PID_FILE} in {@code dir} (its data goes with the directory anyway).
+   * Kills a RabbitMQ node's Erlang VM whose pid {@link RabbitNodeProcess} wrote to {@value
+   * RabbitNodeProcess#PID_FILE} in {@code dir} (its data goes with the directory anyway).
    */
   private static void stopOrphanedRabbitMq(Path dir) throws IOException {
-    Path pidFile = dir.resolve(RABBITMQ_PID_FILE);
+    Path pidFile = dir.resolve(RabbitNodeProcess.PID_FILE);
     if (!Files.exists(pidFile)) {
       return;
     }

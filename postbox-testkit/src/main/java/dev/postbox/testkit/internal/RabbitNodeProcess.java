@@ -23,17 +23,16 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One RabbitMQ node of a test kit cluster, a child process of this JVM started from the machine's
- * {@code rabbitmq-server} script: its own node name, AMQP port (given in its configuration file
- * only: {@code RABBITMQ_NODE_PORT} would add a second listener on the same port when {@code
- * rabbitmqctl start_app} boots the application again, which then fails with {@code eaddrinuse}),
- * Erlang distribution port and directory (data, logs, plugins and configuration files, and {@code
- * HOME} with the cluster's Erlang cookie). Its Erlang VM's pid is written to {@value #PID_FILE}, so
- * a test kit JVM sweeping the folder of a killed JVM stops it. Thread-safe.
+ * One private RabbitMQ node, a child process of this JVM started from the machine's {@code
+ * rabbitmq-server} script: a node of a test kit cluster or {@code RabbitMqServer}'s private node.
+ * It has its own node name ({@code postbox-<amqp port>@localhost}), AMQP port, Erlang distribution
+ * port and directory (data, logs, plugins and configuration files, and {@code HOME} with its Erlang
+ * cookie). Its Erlang VM's pid is written to {@value #PID_FILE}, so a test kit JVM sweeping the
+ * folder of a killed JVM stops it. Thread-safe.
  */
 public final class RabbitNodeProcess {
 
-  /** The file in the node's directory holding its Erlang VM's pid (as RabbitMqServer's). */
+  /** The file in the node's directory holding its Erlang VM's pid. */
   public static final String PID_FILE = "rabbitmq-beam.pid";
 
   private static final Logger LOG = LoggerFactory.getLogger(RabbitNodeProcess.class);
@@ -43,38 +42,119 @@ public final class RabbitNodeProcess {
   private final int amqpPort;
   private final int distPort;
   private final Path dir;
-  private final String erlangArgs;
+  private final Optional<String> erlangArgs;
+  private final boolean portInEnvironment;
   private Process process;
 
-  private RabbitNodeProcess(
-      Path script, String name, int amqpPort, int distPort, Path dir, String erlangArgs) {
-    this.script = script;
-    this.name = name;
-    this.amqpPort = amqpPort;
-    this.distPort = distPort;
-    this.dir = dir;
-    this.erlangArgs = erlangArgs;
+  private RabbitNodeProcess(Setup setup) {
+    this.script = setup.script;
+    this.name = "postbox-" + setup.amqpPort + "@localhost";
+    this.amqpPort = setup.amqpPort;
+    this.distPort = setup.distPort;
+    this.dir = setup.dir;
+    this.erlangArgs = setup.erlangArgs;
+    this.portInEnvironment = setup.portInEnvironment;
   }
 
   /**
-   * A node (not started) in {@code dir}: writes its plugins file (the consistent-hash exchange),
-   * configuration file ({@code conf} after the listener on 127.0.0.1) and Erlang {@code cookie}.
+   * The set-up of a node from {@code script} in {@code dir} with AMQP port {@code amqpPort} on
+   * 127.0.0.1 and Erlang distribution port {@code distPort}; {@link Setup#create()} writes its
+   * files.
    */
-  public static RabbitNodeProcess create(
-      Path script,
-      String name,
-      int amqpPort,
-      int distPort,
-      Path dir,
-      String cookie,
-      String erlangArgs,
-      List<String> conf) {
-    try {
-      Files.createDirectories(dir.resolve("mnesia"));
-      Files.createDirectories(dir.resolve("log"));
-      Files.writeString(dir.resolve("enabled_plugins"), "[rabbitmq_consistent_hash_exchange].\n");
+  public static Setup in(Path dir, Path script, int amqpPort, int distPort) {
+    return new Setup(dir, script, amqpPort, distPort);
+  }
+
+  /** What a node has beyond its script, ports and directory. Not thread-safe. */
+  public static final class Setup {
+    private final Path dir;
+    private final Path script;
+    private final int amqpPort;
+    private final int distPort;
+    private List<String> alsoListenOn = List.of();
+    private List<String> conf = List.of();
+    private Optional<String> cookie = Optional.empty();
+    private Optional<String> erlangArgs = Optional.empty();
+    private boolean portInEnvironment;
+
+    private Setup(Path dir, Path script, int amqpPort, int distPort) {
+      this.dir = dir;
+      this.script = script;
+      this.amqpPort = amqpPort;
+      this.distPort = distPort;
+    }
+
+    /**
+     * Listens on the AMQP port on each of {@code addresses} (IPv4) as well as on 127.0.0.1, and
+     * lets the guest user log in from anywhere; default none.
+     */
+    public Setup alsoListenOn(List<String> addresses) {
+      this.alsoListenOn = List.copyOf(addresses);
+      return this;
+    }
+
+    /** Configuration file lines after the listeners; default none. */
+    public Setup conf(List<String> lines) {
+      this.conf = List.copyOf(lines);
+      return this;
+    }
+
+    /** The Erlang cookie, written to {@code HOME}; default: the one Erlang makes at the start. */
+    public Setup cookie(String cookie) {
+      this.cookie = Optional.of(cookie);
+      return this;
+    }
+
+    /** {@code RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS}; default: what this JVM's environment has. */
+    public Setup erlangArgs(String args) {
+      this.erlangArgs = Optional.of(args);
+      return this;
+    }
+
+    /**
+     * Whether the AMQP listener is also given in the environment ({@code RABBITMQ_NODE_IP_ADDRESS},
+     * {@code RABBITMQ_NODE_PORT}); default false, the configuration file only. Only for a node with
+     * no other listeners (these would replace them with one) whose application is never booted
+     * again by {@code rabbitmqctl start_app} (which would add a second listener on the same port
+     * and fail with {@code eaddrinuse}).
+     */
+    public Setup portInEnvironment(boolean inEnvironment) {
+      this.portInEnvironment = inEnvironment;
+      return this;
+    }
+
+    /**
+     * The node (not started), after writing its plugins file (the consistent-hash exchange),
+     * configuration file and Erlang cookie (if given) to its directory.
+     */
+    public RabbitNodeProcess create() {
+      try {
+        Files.createDirectories(dir.resolve("mnesia"));
+        Files.createDirectories(dir.resolve("log"));
+        Files.writeString(dir.resolve("enabled_plugins"), "[rabbitmq_consistent_hash_exchange].\n");
+        Files.writeString(dir.resolve("rabbitmq.conf"), String.join("\n", configuration()));
+        if (cookie.isPresent()) {
+          Path cookieFile = dir.resolve(".erlang.cookie");
+          Files.writeString(cookieFile, cookie.get());
+          Files.setPosixFilePermissions(cookieFile, PosixFilePermissions.fromString("r--------"));
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot write the configuration of " + dir, e);
+      }
+      return new RabbitNodeProcess(this);
+    }
+
+    private List<String> configuration() {
       List<String> lines = new ArrayList<>();
-      lines.add("listeners.tcp.default = 127.0.0.1:" + amqpPort);
+      if (alsoListenOn.isEmpty()) {
+        lines.add("listeners.tcp.default = 127.0.0.1:" + amqpPort);
+      } else {
+        lines.add("listeners.tcp.1 = 127.0.0.1:" + amqpPort);
+        for (int i = 0; i < alsoListenOn.size(); i++) {
+          lines.add("listeners.tcp." + (i + 2) + " = " + alsoListenOn.get(i) + ":" + amqpPort);
+        }
+        lines.add("loopback_users = none");
+      }
       lines.addAll(conf);
       lines.addAll(
           List.of(
@@ -82,14 +162,8 @@ public final class RabbitNodeProcess {
               "log.console = false",
               "disk_free_limit.absolute = 10MB",
               ""));
-      Files.writeString(dir.resolve("rabbitmq.conf"), String.join("\n", lines));
-      Path cookieFile = dir.resolve(".erlang.cookie");
-      Files.writeString(cookieFile, cookie);
-      Files.setPosixFilePermissions(cookieFile, PosixFilePermissions.fromString("r--------"));
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot write the configuration of " + dir, e);
+      return lines;
     }
-    return new RabbitNodeProcess(script, name, amqpPort, distPort, dir, erlangArgs);
   }
 
   /** The node name, {@code <name>@localhost}. */
@@ -121,15 +195,20 @@ public final class RabbitNodeProcess {
       Map<String, String> env = pb.environment();
       env.put("HOME", dir.toString());
       env.put("RABBITMQ_NODENAME", name);
-      env.remove("RABBITMQ_NODE_IP_ADDRESS");
-      env.remove("RABBITMQ_NODE_PORT");
+      if (portInEnvironment) {
+        env.put("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1");
+        env.put("RABBITMQ_NODE_PORT", Integer.toString(amqpPort));
+      } else {
+        env.remove("RABBITMQ_NODE_IP_ADDRESS");
+        env.remove("RABBITMQ_NODE_PORT");
+      }
       env.put("RABBITMQ_DIST_PORT", Integer.toString(distPort));
       env.put("RABBITMQ_MNESIA_BASE", dir.resolve("mnesia").toString());
       env.put("RABBITMQ_LOG_BASE", dir.resolve("log").toString());
       env.put("RABBITMQ_ENABLED_PLUGINS_FILE", dir.resolve("enabled_plugins").toString());
       env.put("RABBITMQ_CONFIG_FILE", dir.resolve("rabbitmq").toString());
       env.put("RABBITMQ_PID_FILE", dir.resolve("rabbitmq.pid").toString());
-      env.put("RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS", erlangArgs);
+      erlangArgs.ifPresent(a -> env.put("RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS", a));
       env.remove("RABBITMQ_CONF_ENV_FILE");
       process = pb.start();
       Shutdown.killOnExit(process);
@@ -176,6 +255,11 @@ public final class RabbitNodeProcess {
       throw new InfrastructureStartupException("interrupted while starting " + name, e);
     }
     writeBeamPid(p);
+  }
+
+  /** The process id of the node's start script; -1 if it was never launched. */
+  public synchronized long pid() {
+    return process == null ? -1 : process.pid();
   }
 
   /** Whether the node's process is alive. */
@@ -230,6 +314,18 @@ public final class RabbitNodeProcess {
     }
   }
 
+  /**
+   * Runs {@code rabbitmqctl -n <this node> -q eval expr}; its trimmed output, whether it succeeded
+   * or not.
+   */
+  public String eval(String expr) throws IOException, InterruptedException {
+    return RabbitCtl.eval(script, name, dir, expr);
+  }
+
+  /**
+   * Records the Erlang VM's pid (the script's child), so that a sweeping test kit JVM can stop a
+   * node whose JVM was killed.
+   */
   private void writeBeamPid(Process p) {
     Optional<ProcessHandle> beam =
         p.descendants()
@@ -243,6 +339,7 @@ public final class RabbitNodeProcess {
     }
   }
 
+  /** Kills the script and its descendants (the Erlang VM) and waits until each has exited. */
   private static void killTree(Process p) {
     List<ProcessHandle> tree = p.descendants().toList();
     tree.forEach(ProcessHandle::destroyForcibly);
@@ -290,14 +387,14 @@ public final class RabbitNodeProcess {
       out.write(new byte[] {0, 0, 9, 1});
       out.flush();
       InputStream in = s.getInputStream();
-      return in.read() == 1;
+      return in.read() == 1; // frame type 1: METHOD (connection.start)
     } catch (IOException e) {
       return false;
     }
   }
 
   /** How long ago {@code begin} ({@link System#nanoTime()}) was, in milliseconds. */
-  static long millisSince(long begin) {
+  public static long millisSince(long begin) {
     return Duration.ofNanos(System.nanoTime() - begin).toMillis();
   }
 }
