@@ -66,7 +66,13 @@ class ConsoleSecurity {
 
   @Bean
   SecurityFilterChain consoleFilterChain(
-      HttpSecurity http, LoginThrottle throttle, SecurityEvents events) throws Exception {
+      HttpSecurity http, LoginThrottle throttle, SecurityEvents events, ConsoleProperties settings)
+      throws Exception {
+    java.util.Optional<org.springframework.security.oauth2.client.registration.ClientRegistration>
+        sso = OidcLogin.registration(settings.getOidc());
+    if (sso.isPresent()) {
+      OidcLogin.configure(http, sso.get(), settings, events);
+    }
     SavedRequestAwareAuthenticationSuccessHandler toPage =
         new SavedRequestAwareAuthenticationSuccessHandler();
     toPage.setDefaultTargetUrl("/");
