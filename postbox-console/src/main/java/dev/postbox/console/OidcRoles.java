@@ -2,10 +2,8 @@ package dev.postbox.console;
 
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import org.springframework.security.core.GrantedAuthority;
 import org.springframework.security.core.authority.SimpleGrantedAuthority;
 import org.springframework.security.oauth2.client.oidc.userinfo.OidcUserRequest;
@@ -69,21 +67,27 @@ final class OidcRoles implements OAuth2UserService<OidcUserRequest, OidcUser> {
     }
   }
 
-  /** The console authorities the claim values grant: roles, and the reveal permission. */
+  /**
+   * The console authorities the claim values grant: the highest role they name (it includes the
+   * ones below it), and the reveal permission when any role they name has it by {@code
+   * reveal-roles}.
+   */
   List<GrantedAuthority> authorities(Collection<String> values) {
-    Set<String> granted = new LinkedHashSet<>();
+    Role highest = null;
     boolean reveals = false;
     for (Map.Entry<Role, List<String>> e : settings.getOidc().getRoles().entrySet()) {
       if (e.getValue().stream().anyMatch(values::contains)) {
-        granted.add("ROLE_" + e.getKey().name());
+        highest = highest == null || e.getKey().compareTo(highest) > 0 ? e.getKey() : highest;
         reveals |= settings.reveals(e.getKey(), null);
       }
     }
-    if (reveals) {
-      granted.add(Masking.REVEAL);
-    }
     List<GrantedAuthority> out = new ArrayList<>();
-    granted.forEach(a -> out.add(new SimpleGrantedAuthority(a)));
+    if (highest != null) {
+      out.add(new SimpleGrantedAuthority("ROLE_" + highest.name()));
+      if (reveals) {
+        out.add(new SimpleGrantedAuthority(Masking.REVEAL));
+      }
+    }
     return out;
   }
 

@@ -64,7 +64,7 @@ class ConsoleOidcIT {
     HttpResponse<String> page = ada.singleSignOn(console(), "ada", OidcTestProvider.PASSWORD);
     assertThat(page.statusCode()).isEqualTo(200);
     assertThat(page.uri().toString()).isEqualTo(console() + "/");
-    assertThat(page.body()).contains("ada");
+    assertThat(page.body()).contains("ada").contains("admin, reveals");
     assertThat(discardGroup(ada)).isEqualTo(200);
     assertThat(ada.last.body()).contains("Group discard: 0 dead letters discarded.");
     assertThat(securityAudit()).doesNotContain("ada|ACCESS_DENIED", "ada|LOGIN_FAILED");
@@ -76,6 +76,7 @@ class ConsoleOidcIT {
     HttpResponse<String> page = vic.singleSignOn(console(), "vic", OidcTestProvider.PASSWORD);
     assertThat(page.statusCode()).isEqualTo(200);
     assertThat(page.uri().toString()).isEqualTo(console() + "/");
+    assertThat(page.body()).contains("vic").contains(">viewer<");
     assertThat(discardGroup(vic)).isEqualTo(403);
     assertThat(vic.last.body()).contains("Not allowed for your role");
     assertThat(securityAudit()).contains("vic|ACCESS_DENIED");
