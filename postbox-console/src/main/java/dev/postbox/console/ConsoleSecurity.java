@@ -126,6 +126,27 @@ class ConsoleSecurity {
     return http.build();
   }
 
+  /**
+   * With single sign-on the session cookie is SameSite=Lax, not Strict: the provider's redirect
+   * back to the console (a navigation from another site) must carry the session that holds the
+   * login's state, and a Strict cookie is never sent on it. State-changing requests stay guarded by
+   * the CSRF token and the Origin check ({@link OriginCheck}).
+   */
+  @Bean
+  org.springframework.boot.web.server.WebServerFactoryCustomizer<
+          org.springframework.boot.web.server.servlet.ConfigurableServletWebServerFactory>
+      ssoSessionCookie(ConsoleProperties settings) {
+    return factory -> {
+      if (settings.getOidc().enabled()) {
+        factory
+            .getSettings()
+            .getSession()
+            .getCookie()
+            .setSameSite(org.springframework.boot.web.server.Cookie.SameSite.LAX);
+      }
+    };
+  }
+
   @Bean
   static RoleHierarchy roleHierarchy() {
     return RoleHierarchyImpl.fromHierarchy(Role.hierarchy());

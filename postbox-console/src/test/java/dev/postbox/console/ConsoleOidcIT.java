@@ -98,6 +98,9 @@ class ConsoleOidcIT {
     SsoClient admin = new SsoClient();
     HttpResponse<String> login = admin.get(console() + "/login");
     assertThat(login.body()).contains("id=\"sso\"").contains(OidcLogin.START);
+    // Lax, not Strict: the provider's redirect back must carry the session (ConsoleOidcBrowserIT)
+    assertThat(login.headers().allValues("Set-Cookie"))
+        .anySatisfy(c -> assertThat(c).startsWith("POSTBOX_CONSOLE=").contains("SameSite=Lax"));
     HttpResponse<String> page =
         admin.post(
             console() + "/login",

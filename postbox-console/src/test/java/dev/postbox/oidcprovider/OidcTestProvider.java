@@ -60,15 +60,17 @@ public class OidcTestProvider {
 
   /** Starts the provider; its issuer is {@link #issuer(ConfigurableApplicationContext)}. */
   public static ConfigurableApplicationContext start() {
+    // as arguments (they outrank any application.properties), and the console's own
+    // application.properties not read: its fixed port, cookie name and settings are the console's
     return new SpringApplicationBuilder(OidcTestProvider.class)
-        .properties(
-            "server.port=0",
-            "server.address=127.0.0.1",
+        .run(
+            "--spring.config.name=oidc-test-provider",
+            "--server.port=0",
+            "--server.address=127.0.0.1",
             // its own session cookie, apart from the console's on the same machine
-            "server.servlet.session.cookie.name=PROVIDER_SESSION",
-            "spring.main.banner-mode=off",
-            "spring.thymeleaf.enabled=false")
-        .run();
+            "--server.servlet.session.cookie.name=PROVIDER_SESSION",
+            "--spring.main.banner-mode=off",
+            "--spring.thymeleaf.enabled=false");
   }
 
   /** The issuer URL: on "localhost", so that its cookies never mix with the console's. */
