@@ -27,6 +27,9 @@ import picocli.CommandLine.Option;
       "Masking: error messages, headers and stack traces are masked, payloads shown only by an"
           + " audited reveal, except for the roles of postbox.console.reveal-roles (default ADMIN)"
           + " or users with postbox.console.users.<name>.reveal=true.",
+      "Single sign-on (optional, beside the local users): --oidc-issuer-uri, --oidc-client-id,"
+          + " $POSTBOX_CONSOLE_OIDC_CLIENT_SECRET and --oidc-role ROLE=groups (the token's"
+          + " --oidc-roles-claim, default groups).",
       "Any Spring Boot or console property may be given as --name=value (for example"
           + " --server.servlet.session.cookie.secure=true behind TLS)."
     })
