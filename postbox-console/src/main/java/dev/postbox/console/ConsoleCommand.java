@@ -27,6 +27,9 @@ import picocli.CommandLine.Option;
       "Masking: error messages, headers and stack traces are masked, payloads shown only by an"
           + " audited reveal, except for the roles of postbox.console.reveal-roles (default ADMIN)"
           + " or users with postbox.console.users.<name>.reveal=true.",
+      "Single sign-on (optional, beside the local users): --oidc-issuer-uri, --oidc-client-id,"
+          + " $POSTBOX_CONSOLE_OIDC_CLIENT_SECRET and --oidc-role ROLE=groups (the token's"
+          + " --oidc-roles-claim, default groups).",
       "Any Spring Boot or console property may be given as --name=value (for example"
           + " --server.servlet.session.cookie.secure=true behind TLS)."
     })
@@ -101,6 +104,37 @@ public final class ConsoleCommand implements Callable<Integer> {
               + " $POSTBOX_CONSOLE_ADMIN_PASSWORD is set.")
   boolean demo;
 
+  @Option(
+      names = "--oidc-issuer-uri",
+      description =
+          "Single sign-on beside the local users: the OpenID Connect provider's issuer URL"
+              + " (postbox.console.oidc.issuer-uri); the client secret comes from"
+              + " $POSTBOX_CONSOLE_OIDC_CLIENT_SECRET.")
+  String oidcIssuerUri;
+
+  @Option(names = "--oidc-client-id", description = "The console's client id at the provider.")
+  String oidcClientId;
+
+  @Option(
+      names = "--oidc-client-secret-env",
+      description =
+          "Name of the environment variable holding the client secret (default:"
+              + " POSTBOX_CONSOLE_OIDC_CLIENT_SECRET).")
+  String oidcClientSecretEnv;
+
+  @Option(
+      names = "--oidc-roles-claim",
+      description = "The token claim holding the user's groups (default: groups).")
+  String oidcRolesClaim;
+
+  @Option(
+      names = "--oidc-role",
+      paramLabel = "ROLE=VALUES",
+      description =
+          "A console role (VIEWER, OPERATOR, ADMIN) for the users whose claim holds one of these"
+              + " comma-separated values, e.g. --oidc-role ADMIN=postbox-admins; repeatable.")
+  Map<Role, String> oidcRoles = new LinkedHashMap<>();
+
   /**
    * Spring Boot properties as {@code --name=value} (for example {@code
    * --server.servlet.session.cookie.secure=true} behind TLS), passed on to the application as
@@ -133,6 +167,34 @@ public final class ConsoleCommand implements Callable<Integer> {
     if (code != 0) {
       System.exit(code);
     }
+  }
+
+  /** The single sign-on options as properties; false (and why) when the secret is missing. */
+  boolean oidc(Map<String, Object> props) {
+    if (oidcIssuerUri != null) {
+      props.put("postbox.console.oidc.issuer-uri", oidcIssuerUri);
+    }
+    if (oidcClientId != null) {
+      props.put("postbox.console.oidc.client-id", oidcClientId);
+    }
+    if (oidcRolesClaim != null) {
+      props.put("postbox.console.oidc.roles-claim", oidcRolesClaim);
+    }
+    oidcRoles.forEach((role, values) ->
+        props.put("postbox.console.oidc.roles." + role.name().toLowerCase(), values));
+    if (oidcClientSecretEnv != null) {
+      String secret = env.apply(oidcClientSecretEnv);
+      if (secret == null) {
+        System.err.println(
+            "postbox console: environment variable "
+                + oidcClientSecretEnv
+                + " (--oidc-client-secret-env) is not set");
+        return false;
+      }
+      // passed in-process to the application, as the database password: never on a command line
+      props.put("postbox.console.oidc.client-secret", secret);
+    }
+    return true;
   }
 
   @Override
@@ -202,6 +264,9 @@ public final class ConsoleCommand implements Callable<Integer> {
     if (bootstrap != null && !bootstrap.isBlank() && !groups.isEmpty()) {
       props.put("postbox.console.kafka.bootstrap-servers", bootstrap);
       props.put("postbox.console.kafka.groups", String.join(",", groups));
+    }
+    if (!oidc(props)) {
+      return 2;
     }
     String[] args =
         props.entrySet().stream()

@@ -17,6 +17,7 @@ public class ConsoleProperties {
   private final Login login = new Login();
   private final Kafka kafka = new Kafka();
   private final ReplayJobs replayJobs = new ReplayJobs();
+  private final ConsoleOidcProperties oidc = new ConsoleOidcProperties();
   private double replayRate = dev.postbox.jdbc.Replayer.DEFAULT_RATE_PER_SECOND;
   private java.time.Duration retryUnreachableAfter = java.time.Duration.ofSeconds(5);
   private java.util.List<Role> revealRoles =
@@ -72,6 +73,11 @@ public class ConsoleProperties {
   /** Where the dashboard reads the consumer groups' lag as age (optional). */
   public Kafka getKafka() {
     return kafka;
+  }
+
+  /** Optional single sign-on with an OpenID Connect provider, beside the local users. */
+  public ConsoleOidcProperties getOidc() {
+    return oidc;
   }
 
   /** Bulk replays as background jobs. */

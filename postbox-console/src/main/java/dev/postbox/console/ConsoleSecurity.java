@@ -66,7 +66,13 @@ class ConsoleSecurity {
 
   @Bean
   SecurityFilterChain consoleFilterChain(
-      HttpSecurity http, LoginThrottle throttle, SecurityEvents events) throws Exception {
+      HttpSecurity http, LoginThrottle throttle, SecurityEvents events, ConsoleProperties settings)
+      throws Exception {
+    java.util.Optional<org.springframework.security.oauth2.client.registration.ClientRegistration>
+        sso = OidcLogin.registration(settings.getOidc());
+    if (sso.isPresent()) {
+      OidcLogin.configure(http, sso.get(), settings, events);
+    }
     SavedRequestAwareAuthenticationSuccessHandler toPage =
         new SavedRequestAwareAuthenticationSuccessHandler();
     toPage.setDefaultTargetUrl("/");
@@ -118,6 +124,27 @@ class ConsoleSecurity {
         .addFilterBefore(
             new LoginThrottleFilter(throttle, events), UsernamePasswordAuthenticationFilter.class);
     return http.build();
+  }
+
+  /**
+   * With single sign-on the session cookie is SameSite=Lax, not Strict: the provider's redirect
+   * back to the console (a navigation from another site) must carry the session that holds the
+   * login's state, and a Strict cookie is never sent on it. State-changing requests stay guarded by
+   * the CSRF token and the Origin check ({@link OriginCheck}).
+   */
+  @Bean
+  org.springframework.boot.web.server.WebServerFactoryCustomizer<
+          org.springframework.boot.web.server.servlet.ConfigurableServletWebServerFactory>
+      ssoSessionCookie(ConsoleProperties settings) {
+    return factory -> {
+      if (settings.getOidc().enabled()) {
+        factory
+            .getSettings()
+            .getSession()
+            .getCookie()
+            .setSameSite(org.springframework.boot.web.server.Cookie.SameSite.LAX);
+      }
+    };
   }
 
   @Bean

@@ -17,13 +17,16 @@ import org.springframework.web.bind.annotation.RequestParam;
 class PagesController {
 
   private final PostboxAdmin admin;
+  private final boolean sso;
 
-  PagesController(PostboxAdmin admin) {
+  PagesController(PostboxAdmin admin, ConsoleProperties settings) {
     this.admin = admin;
+    this.sso = settings.getOidc().enabled();
   }
 
   @GetMapping("/login")
-  String login() {
+  String login(Model model) {
+    model.addAttribute("sso", sso ? OidcLogin.START : null);
     return "login";
   }
 

@@ -68,6 +68,17 @@ class ConsoleLoginSecurityIT {
   }
 
   @Test
+  @Order(0)
+  void withoutSingleSignOnTheLoginPageIsTheFormAloneAndTheFormLoginWorks() throws Exception {
+    mvc.perform(get("/login"))
+        .andExpect(status().isOk())
+        .andExpect(content().string(Matchers.containsString("id=\"login\"")))
+        .andExpect(content().string(Matchers.not(Matchers.containsString("id=\"sso\""))));
+    mvc.perform(get(OidcLogin.START)).andExpect(redirectedUrl("/login"));
+    login("10.9.9.9", "admin", ConsoleTestDatabase.ADMIN_PASSWORD).andExpect(redirectedUrl("/"));
+  }
+
+  @Test
   @Order(1)
   void oneOperatorsTyposBehindAProxyDoNotLockOutTheAdminAndAreAudited() throws Exception {
     String proxy = "10.1.1.1";
