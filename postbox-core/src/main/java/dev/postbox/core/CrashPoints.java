@@ -23,6 +23,15 @@ public final class CrashPoints {
   /** System property that enables crash points. */
   public static final String PROPERTY = "postbox.crash";
 
+  /**
+   * System property naming a file that makes the armed points of several processes fire once in
+   * all: the first process to reach its armed hit creates the file and halts; a process that finds
+   * the file there goes on. For a fault that must happen exactly once whichever of several
+   * processes gets to it (the CDC relay's streaming instance, which a standby may replace before
+   * the armed batch).
+   */
+  public static final String ONCE_PROPERTY = "postbox.crash.once";
+
   /** Exit code of a JVM halted by a crash point. */
   public static final int EXIT_CODE = 86;
 
@@ -130,6 +139,7 @@ public final class CrashPoints {
   private static final Map<String, Long> ARMED = parse(System.getProperty(PROPERTY, ""));
   private static final boolean ENABLED = !ARMED.isEmpty();
   private static final Map<String, AtomicLong> HITS = new ConcurrentHashMap<>();
+  private static final String ONCE = System.getProperty(ONCE_PROPERTY, "");
 
   private CrashPoints() {}
 
@@ -146,10 +156,25 @@ public final class CrashPoints {
       return;
     }
     long n = HITS.computeIfAbsent(name, k -> new AtomicLong()).incrementAndGet();
-    if (n == at) {
+    if (n == at && claimed()) {
       System.err.println(MARKER + " " + name);
       System.err.flush();
       Runtime.getRuntime().halt(EXIT_CODE);
+    }
+  }
+
+  /** Whether this process may halt: always, unless another already took the once-file. */
+  private static boolean claimed() {
+    if (ONCE.isEmpty()) {
+      return true;
+    }
+    try {
+      java.nio.file.Files.createFile(java.nio.file.Path.of(ONCE));
+      return true;
+    } catch (java.nio.file.FileAlreadyExistsException e) {
+      return false; // another process fired it
+    } catch (java.io.IOException e) {
+      return true; // cannot tell: a fault too many rather than none
     }
   }
 

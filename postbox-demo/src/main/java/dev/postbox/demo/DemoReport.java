@@ -86,12 +86,12 @@ import java.util.Map;
  * <p>{@code relay} is the relay the run used: {@code polling} (the default) or {@code cdc} ({@code
  * --relay cdc}: {@link dev.postbox.jdbc.cdc.CdcRelay} processes, one streaming the schema's
  * replication slot, the others standing by; the injected relay crash is {@code
- * cdc.after-ack-before-mark}, armed in every relay's first process, so {@code relay_crashes} may be
- * 2 when a standby took over and reached the same batch count). {@code outbox} is where the orders
- * service writes {@code order.created} and the backlog: {@code table} (outbox rows) or {@code emit}
- * ({@code --outbox emit}, CDC only: {@code pg_logical_emit_message}, in the WAL only; the poison
- * messages, the replays and the inventory's {@code stock.updated} stay outbox rows, which the CDC
- * relay streams too).
+ * cdc.after-ack-before-mark}, armed in every relay's first process and fired once in all, by
+ * whichever relay streams when its batch count reaches the armed one). {@code outbox} is where the
+ * orders service writes {@code order.created} and the backlog: {@code table} (outbox rows) or
+ * {@code emit} ({@code --outbox emit}, CDC only: {@code pg_logical_emit_message}, in the WAL only;
+ * the poison messages, the replays and the inventory's {@code stock.updated} stay outbox rows,
+ * which the CDC relay streams too).
  *
  * <p>{@code ok} requires all of that, the topic checks ({@code missing}, {@code order_violations},
  * {@code unexpected} all 0) and that the injected crashes fired; {@code inconclusive} is true when

@@ -23,8 +23,11 @@ import java.util.function.Function;
  * by --consumer-crash-at; the first payments process between a charge's commit and its reply
  * ({@link PaymentsPhase}). Halts at a crash point are counted. With the CDC relay ({@code --relay
  * cdc}) one relay streams and the others stand by: the first relay is started alone and the others
- * only once it holds the slot's lease, so the armed relay ({@code cdc.after-ack-before-mark}) is
- * the streaming one; it halts once, a standby takes over, unarmed (one halt, as with polling).
+ * only once it holds the slot's lease; every relay's first process is armed at {@code
+ * cdc.after-ack-before-mark}, once in all ({@link CrashPoints#ONCE_PROPERTY}): whichever streams
+ * when its batch count reaches the armed one halts, and no other relay halts after it (one halt, as
+ * with polling, even when the first relay lost the slot's lease to a standby under load before its
+ * armed batch, which armed alone it then never reached).
  */
 final class DemoSupervisor {
 
@@ -142,7 +145,9 @@ final class DemoSupervisor {
           CrashPoints.CONSUMER_AFTER_COMMIT_BEFORE_COMPLETED + "@" + PaymentsPhase.CRASH_AT);
     }
     if (m.relay() && settings.mode().cdc()) {
-      return m.process().name().equals(relayId(0)) && settings.crashAtBatch() > 0
+      // every relay's first process, once in all (relayProcess: CrashPoints.ONCE_PROPERTY): the
+      // streaming one may lose the slot's lease to a standby before its armed batch
+      return settings.crashAtBatch() > 0
           ? Optional.of("cdc.after-ack-before-mark@" + settings.crashAtBatch())
           : Optional.empty();
     }
@@ -226,6 +231,8 @@ final class DemoSupervisor {
             "--enable-native-access=ALL-UNNAMED",
             "-Dorg.slf4j.simpleLogger.log.dev.postbox=debug")
         .systemProperty(MetricsEndpoint.PORT_PROPERTY, Integer.toString(metrics.portFor(id)))
+        .systemProperty(
+            CrashPoints.ONCE_PROPERTY, settings.workDir().resolve("relay-crash.once").toString())
         .log(settings.workDir().resolve(id + ".log"));
   }
 

@@ -19,6 +19,15 @@ final class TestMains {
     }
   }
 
+  /** Hits the crash point named by the first argument once, then prints "passed" and exits 0. */
+  static final class CrashPointHitter {
+    public static void main(String[] args) {
+      dev.postbox.core.CrashPoints.hit(args[0]);
+      System.out.println("passed");
+      System.exit(0);
+    }
+  }
+
   /** Exits with the code given as the first argument. */
   static final class Exiter {
     public static void main(String[] args) {
