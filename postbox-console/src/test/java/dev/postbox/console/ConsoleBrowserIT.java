@@ -11,7 +11,6 @@ import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
@@ -19,8 +18,6 @@ import org.openqa.selenium.OutputType;
 import org.openqa.selenium.WebDriver;
 import org.openqa.selenium.WebElement;
 import org.openqa.selenium.chrome.ChromeDriver;
-import org.openqa.selenium.chrome.ChromeDriverService;
-import org.openqa.selenium.chrome.ChromeOptions;
 import org.openqa.selenium.support.ui.ExpectedConditions;
 import org.openqa.selenium.support.ui.WebDriverWait;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -41,9 +38,6 @@ import org.springframework.test.context.DynamicPropertySource;
     webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class ConsoleBrowserIT {
 
-  static final Path CHROMIUM = Path.of("/usr/bin/chromium");
-  static final Path CHROMEDRIVER = Path.of("/usr/bin/chromedriver");
-
   static final ConsoleTestDatabase DB = new ConsoleTestDatabase("console-browser");
 
   @DynamicPropertySource
@@ -54,52 +48,20 @@ class ConsoleBrowserIT {
   }
 
   static WebDriver browser;
-  static Path profile;
+  static HeadlessChromium chromium;
 
   @LocalServerPort int port;
 
   @BeforeAll
   static void startBrowser() throws IOException {
-    boolean installed = Files.isExecutable(CHROMIUM) && Files.isExecutable(CHROMEDRIVER);
-    if (!installed && !"true".equals(System.getenv("CI"))) {
-      System.out.println(
-          "ConsoleBrowserIT skipped: no Chromium at "
-              + CHROMIUM
-              + " / "
-              + CHROMEDRIVER
-              + " (apt-get install chromium chromium-driver; it always runs under CI=true)");
-      Assumptions.abort("Chromium is not installed");
-    }
-    profile = Files.createTempDirectory("postbox-console-chromium");
-    ChromeOptions options = new ChromeOptions();
-    options.setBinary(CHROMIUM.toFile());
-    options.addArguments(
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--window-size=1400,1000",
-        "--user-data-dir=" + profile);
-    // the driver is given: Selenium Manager never downloads one
-    ChromeDriverService service =
-        new ChromeDriverService.Builder().usingDriverExecutable(CHROMEDRIVER.toFile()).build();
-    browser = new ChromeDriver(service, options);
-    browser.manage().timeouts().pageLoadTimeout(Duration.ofSeconds(60));
+    chromium = HeadlessChromium.startOrSkip("ConsoleBrowserIT");
+    browser = chromium.driver();
   }
 
   @AfterAll
   static void stopBrowser() throws IOException {
-    if (browser != null) {
-      browser.quit();
-    }
-    if (profile != null) {
-      try (var files = Files.walk(profile)) {
-        files.sorted(java.util.Comparator.reverseOrder()).map(Path::toFile).forEach(File::delete);
-      }
+    if (chromium != null) {
+      chromium.close();
     }
   }
 

@@ -3,21 +3,14 @@ package dev.postbox.console;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.postbox.oidcprovider.OidcTestProvider;
-import java.io.File;
 import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 import org.openqa.selenium.WebDriver;
 import org.openqa.selenium.WebElement;
-import org.openqa.selenium.chrome.ChromeDriver;
-import org.openqa.selenium.chrome.ChromeDriverService;
-import org.openqa.selenium.chrome.ChromeOptions;
 import org.openqa.selenium.support.ui.ExpectedConditions;
 import org.openqa.selenium.support.ui.WebDriverWait;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -50,56 +43,22 @@ class ConsoleOidcBrowserIT {
   }
 
   static WebDriver browser;
-  static Path profile;
+  static HeadlessChromium chromium;
 
   @LocalServerPort int port;
 
   @BeforeAll
   static void startBrowser() throws IOException {
-    Path chromium = ConsoleBrowserIT.CHROMIUM;
-    Path driver = ConsoleBrowserIT.CHROMEDRIVER;
-    boolean installed = Files.isExecutable(chromium) && Files.isExecutable(driver);
-    if (!installed && !"true".equals(System.getenv("CI"))) {
-      System.out.println(
-          "ConsoleOidcBrowserIT skipped: no Chromium at "
-              + chromium
-              + " / "
-              + driver
-              + " (apt-get install chromium chromium-driver; it always runs under CI=true)");
-      Assumptions.abort("Chromium is not installed");
-    }
-    profile = Files.createTempDirectory("postbox-console-oidc-chromium");
-    ChromeOptions options = new ChromeOptions();
-    options.setBinary(chromium.toFile());
-    options.addArguments(
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--window-size=1400,1000",
-        "--user-data-dir=" + profile);
-    // the driver is given: Selenium Manager never downloads one
-    ChromeDriverService service =
-        new ChromeDriverService.Builder().usingDriverExecutable(driver.toFile()).build();
-    browser = new ChromeDriver(service, options);
-    browser.manage().timeouts().pageLoadTimeout(Duration.ofSeconds(60));
+    chromium = HeadlessChromium.startOrSkip("ConsoleOidcBrowserIT");
+    browser = chromium.driver();
   }
 
   @AfterAll
   static void stop() throws IOException {
-    if (browser != null) {
-      browser.quit();
+    if (chromium != null) {
+      chromium.close();
     }
     PROVIDER.close();
-    if (profile != null) {
-      try (var files = Files.walk(profile)) {
-        files.sorted(java.util.Comparator.reverseOrder()).map(Path::toFile).forEach(File::delete);
-      }
-    }
   }
 
   private WebElement find(By by) {

@@ -4,21 +4,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.postbox.admin.PostboxAdmin;
 import dev.postbox.admin.ReplayJobRunner;
-import java.io.File;
 import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 import org.openqa.selenium.WebDriver;
 import org.openqa.selenium.WebElement;
-import org.openqa.selenium.chrome.ChromeDriver;
-import org.openqa.selenium.chrome.ChromeDriverService;
-import org.openqa.selenium.chrome.ChromeOptions;
 import org.openqa.selenium.support.ui.ExpectedConditions;
 import org.openqa.selenium.support.ui.WebDriverWait;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -47,54 +40,21 @@ class ConsoleReplayJobBrowserIT {
   }
 
   static WebDriver browser;
-  static Path profile;
+  static HeadlessChromium chromium;
 
   @LocalServerPort int port;
   @Autowired PostboxAdmin admin;
 
   @BeforeAll
   static void startBrowser() throws IOException {
-    Path chromium = ConsoleBrowserIT.CHROMIUM;
-    Path driver = ConsoleBrowserIT.CHROMEDRIVER;
-    boolean installed = Files.isExecutable(chromium) && Files.isExecutable(driver);
-    if (!installed && !"true".equals(System.getenv("CI"))) {
-      System.out.println(
-          "ConsoleReplayJobBrowserIT skipped: no Chromium at "
-              + chromium
-              + " / "
-              + driver
-              + " (apt-get install chromium chromium-driver; it always runs under CI=true)");
-      Assumptions.abort("Chromium is not installed");
-    }
-    profile = Files.createTempDirectory("postbox-console-chromium");
-    ChromeOptions options = new ChromeOptions();
-    options.setBinary(chromium.toFile());
-    options.addArguments(
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--window-size=1400,1000",
-        "--user-data-dir=" + profile);
-    ChromeDriverService service =
-        new ChromeDriverService.Builder().usingDriverExecutable(driver.toFile()).build();
-    browser = new ChromeDriver(service, options);
-    browser.manage().timeouts().pageLoadTimeout(Duration.ofSeconds(60));
+    chromium = HeadlessChromium.startOrSkip("ConsoleReplayJobBrowserIT");
+    browser = chromium.driver();
   }
 
   @AfterAll
   static void stopBrowser() throws IOException {
-    if (browser != null) {
-      browser.quit();
-    }
-    if (profile != null) {
-      try (var files = Files.walk(profile)) {
-        files.sorted(java.util.Comparator.reverseOrder()).map(Path::toFile).forEach(File::delete);
-      }
+    if (chromium != null) {
+      chromium.close();
     }
   }
 
