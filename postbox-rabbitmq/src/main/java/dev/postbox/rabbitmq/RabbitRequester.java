@@ -10,6 +10,7 @@ import dev.postbox.core.DecodingException;
 import dev.postbox.core.Message;
 import dev.postbox.core.engine.reply.RequestTransport;
 import dev.postbox.core.engine.reply.RequesterEngine;
+import dev.postbox.core.reply.DurableRequests;
 import dev.postbox.core.reply.Reply;
 import dev.postbox.core.reply.Requester;
 import dev.postbox.core.reply.RequesterBuilder;
@@ -35,7 +36,8 @@ import org.slf4j.LoggerFactory;
  * exclusive, auto-delete queue of this instance, {@code postbox.replies.<name>.<random>}, named in
  * each request's {@code reply-to} header (and its AMQP {@code reply_to} property). The queue lives
  * as long as the connection: replies to an earlier incarnation are not this one's, and a responder
- * replying to a queue that is gone gets its reply returned (see {@link RabbitResponder}).
+ * replying to a queue that is gone gets its reply returned (see {@link RabbitResponder}). For
+ * requests that must outlive the caller, through the outbox, see {@link #durableRequests}.
  *
  * <p>Defaults (the settings every requester shares are {@link RequesterBuilder}'s): at most {@value
  * RequesterBuilder#DEFAULT_MAX_IN_FLIGHT} requests in flight, timeouts checked every 10 ms, {@value
@@ -82,6 +84,23 @@ public final class RabbitRequester implements Requester {
                 return publish(request);
               }
             });
+  }
+
+  /**
+   * Durable requests answered on {@code replyTopic}: written through the outbox in the caller's
+   * transaction (the relay publishes them), their replies read by an {@code EFFECTIVELY_ONCE}
+   * {@link RabbitSubscriber} on {@code replyTopic} with {@link DurableRequests#replyHandler} (see
+   * {@link DurableRequests}). A request's {@code reply-to} is {@code /exchanges/<replyTopic>}: the
+   * {@link RabbitResponder} publishes the reply to the topic's exchange with the reply's slot (the
+   * request's key) as routing key, so it waits in the reply subscription's durable shard queues
+   * until an instance reads it, whichever and whenever. The reply subscription must have declared
+   * its queues (started once) before the first reply, or the reply is returned and the responder's
+   * attempt fails and is retried.
+   *
+   * @throws IllegalArgumentException naming {@code replyTopic} if it is not a legal topic name
+   */
+  public static DurableRequests durableRequests(String replyTopic) {
+    return DurableRequests.replyingTo(ReplyAddress.ofTopic(replyTopic));
   }
 
   /** A builder for a requester on the broker at {@code uri} ({@code amqp://...}). */

@@ -10,19 +10,19 @@ import dev.postbox.core.consumer.MessageHandler;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.engine.reply.ReplySender;
 import dev.postbox.core.engine.reply.ResponderHandler;
-import dev.postbox.core.reply.InvalidRequestException;
 import dev.postbox.core.reply.ReplyHandler;
 import dev.postbox.rabbitmq.internal.PendingConfirms;
 import java.io.IOException;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.HashSet;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -30,15 +30,18 @@ import org.slf4j.LoggerFactory;
  * The responder side of request/reply on RabbitMQ: {@link #handler} makes the handler of an {@code
  * EFFECTIVELY_ONCE} {@link RabbitSubscriber} on the request topic, which runs a {@link
  * ReplyHandler} in the request's inbox transaction, stores the reply with the inbox row and, after
- * the commit, publishes it (mandatory, with a confirm) through the default exchange to the queue
- * the request names in {@code reply-to}. A repeated request gets the stored reply again without the
- * effect running twice.
+ * the commit, publishes it (mandatory, with a confirm) to the address the request names in {@code
+ * reply-to}: a {@link RabbitRequester}'s queue through the default exchange, or the reply topic of
+ * a durable request ({@code /exchanges/<topic>}, {@link RabbitRequester#durableRequests}) through
+ * the topic's exchange with the reply's slot as routing key, as the relay publishes. A repeated
+ * request gets the stored reply again without the effect running twice.
  *
- * <p>A reply to a queue that no longer exists (its requester is gone) is returned by the broker:
- * the attempt fails with a {@link RabbitUnroutableException} naming the queue, is retried with the
- * stored reply, and is given up per the subscription's failure handler, the reason in the dead
- * letter (logged there). Replies of concurrent handlers share one confirm-mode channel and wait for
- * their confirms together. Defaults: replies of type {@code <request type>.reply}, source {@value
+ * <p>A reply to a queue that no longer exists (its requester is gone), or to a reply topic no
+ * subscription has declared queues for, is returned by the broker: the attempt fails with a {@link
+ * RabbitUnroutableException} naming the queue or topic, is retried with the stored reply, and is
+ * given up per the subscription's failure handler, the reason in the dead letter (logged there).
+ * Replies of concurrent handlers share one confirm-mode channel and wait for their confirms
+ * together. Defaults: replies of type {@code <request type>.reply}, source {@value
  * Message#DEFAULT_SOURCE}, at most 30 s waiting for a confirm. Thread-safe.
  */
 public final class RabbitResponder implements AutoCloseable {
@@ -49,7 +52,6 @@ public final class RabbitResponder implements AutoCloseable {
   /** Default source of the replies. */
   public static final String DEFAULT_SOURCE = Message.DEFAULT_SOURCE;
 
-  private static final Pattern QUEUE = Pattern.compile("[a-zA-Z0-9._-]{1,249}");
   private static final Logger log = LoggerFactory.getLogger(RabbitResponder.class);
 
   private final ConnectionFactory factory;
@@ -60,6 +62,7 @@ public final class RabbitResponder implements AutoCloseable {
   private Connection connection;
   private Channel channel;
   private PendingConfirms confirms = new PendingConfirms();
+  private final Set<String> declared = new HashSet<>(); // reply topics' exchanges, guarded by this
   private boolean closed;
 
   private RabbitResponder(Builder b) {
@@ -92,16 +95,12 @@ public final class RabbitResponder implements AutoCloseable {
         new ReplySender() {
           @Override
           public String topicOf(String replyTo) {
-            if (!QUEUE.matcher(replyTo).matches()) {
-              throw new InvalidRequestException(
-                  "reply-to '" + replyTo + "' is not a reply queue name this responder can use");
-            }
-            return replyTo;
+            return ReplyAddress.parse(replyTo).topic();
           }
 
           @Override
           public void send(String replyTo, Message reply) throws Exception {
-            publish(replyTo, reply);
+            publish(ReplyAddress.parse(replyTo), reply);
           }
         },
         replyType,
@@ -110,11 +109,12 @@ public final class RabbitResponder implements AutoCloseable {
   }
 
   /**
-   * Publishes one reply and waits for its confirm. Replies of concurrent handlers share the channel
-   * and wait for their confirms at once (the broker confirms them together), so the responder's
-   * rate is not one confirm round trip per reply.
+   * Publishes one reply and waits for its confirm: to a reply queue through the default exchange,
+   * to a reply topic through its exchange with the reply's slot as routing key. Replies of
+   * concurrent handlers share the channel and wait for their confirms at once (the broker confirms
+   * them together), so the responder's rate is not one confirm round trip per reply.
    */
-  private void publish(String queue, Message reply)
+  private void publish(ReplyAddress address, Message reply)
       throws IOException, InterruptedException, TimeoutException {
     String id = reply.id().toString();
     AMQP.BasicProperties props = RabbitMessages.toProperties(reply);
@@ -122,10 +122,23 @@ public final class RabbitResponder implements AutoCloseable {
     CompletableFuture<Optional<String>> confirmed;
     synchronized (this) {
       ch = channel();
+      if (address instanceof ReplyAddress.Topic t && !declared.contains(t.topic())) {
+        declareExchange(t.topic());
+      }
       long seq = ch.getNextPublishSeqNo();
       confirmed = confirms.publishing(seq, id);
       try {
-        ch.basicPublish("", queue, true, props, reply.payload().unsafeBytes());
+        switch (address) {
+          case ReplyAddress.Queue q ->
+              ch.basicPublish("", q.name(), true, props, reply.payload().unsafeBytes());
+          case ReplyAddress.Topic t ->
+              ch.basicPublish(
+                  RabbitTopology.exchange(t.topic()),
+                  RabbitMessages.routingKey(reply),
+                  true,
+                  props,
+                  reply.payload().unsafeBytes());
+        }
       } catch (IOException | RuntimeException e) {
         confirms.notPublished(seq);
         closeConnection(); // a fresh channel next time
@@ -153,20 +166,45 @@ public final class RabbitResponder implements AutoCloseable {
               + confirmTimeout);
     }
     if (returnedFor.isPresent()) {
+      String where =
+          switch (address) {
+            case ReplyAddress.Queue q -> "reply queue '" + q.name() + "' no longer exists";
+            case ReplyAddress.Topic t ->
+                "no queue is bound to reply topic '"
+                    + t.topic()
+                    + "' (start its reply subscription once: it declares its queues)";
+          };
       log.warn(
-          "the reply {} to request {} was returned: queue {} no longer exists ({})",
+          "the reply {} to request {} was returned: {} ({})",
           id,
           reply.causationId().orElse("?"),
-          queue,
+          where,
           returnedFor.get());
       throw new RabbitUnroutableException(
           "the reply to request "
               + reply.causationId().orElse("?")
-              + " was returned: reply queue '"
-              + queue
-              + "' no longer exists ("
+              + " was returned: "
+              + where
+              + " ("
               + returnedFor.get()
               + ")");
+    }
+  }
+
+  /**
+   * Declares the exchange of reply topic {@code topic} (idempotently, on a short-lived channel: a
+   * refusal closes it), so that a reply no subscription receives is returned rather than closing
+   * the publishing channel; once per topic and connection.
+   */
+  private void declareExchange(String topic) throws IOException, TimeoutException {
+    Channel admin = connection.createChannel();
+    try {
+      RabbitTopology.declareExchange(admin, topic);
+      declared.add(topic);
+    } finally {
+      if (admin.isOpen()) {
+        admin.close();
+      }
     }
   }
 
@@ -210,6 +248,7 @@ public final class RabbitResponder implements AutoCloseable {
       confirms.channelLost("the responder closed its connection");
       connection = null;
       channel = null;
+      declared.clear();
     }
   }
 

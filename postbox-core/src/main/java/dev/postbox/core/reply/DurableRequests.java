@@ -33,7 +33,11 @@ import java.util.UUID;
  *
  * <p>The request carries the reply address in its {@link RequestReplyHeaders#REPLY_TO} header and
  * its id as correlation id, like a {@link Requester}'s, so the same responders answer both. Use one
- * reply address (subscription) per requesting service, not per instance. Immutable, thread-safe.
+ * reply address (subscription) per requesting service, not per instance. The transports' factories:
+ * {@code KafkaRequester.durableRequests(replyTopic[, partition])} (reply-to {@code
+ * topic:partition}) and {@code RabbitRequester.durableRequests(replyTopic)} (reply-to {@code
+ * /exchanges/<replyTopic>}, the replies routed to the reply subscription's shard queues by key).
+ * Immutable, thread-safe.
  */
 public final class DurableRequests {
 
@@ -48,7 +52,7 @@ public final class DurableRequests {
 
   /**
    * Requests answered at {@code replyAddress}, a transport's address (see {@code
-   * KafkaRequester.durableRequests}).
+   * KafkaRequester.durableRequests}, {@code RabbitRequester.durableRequests}).
    */
   public static DurableRequests replyingTo(String replyAddress) {
     return new DurableRequests(replyAddress);
