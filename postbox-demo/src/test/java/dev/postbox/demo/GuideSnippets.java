@@ -31,6 +31,7 @@ import dev.postbox.kafka.KafkaSubscriber;
 import dev.postbox.kafka.KafkaTransformer;
 import dev.postbox.micrometer.MicrometerPostboxMetrics;
 import dev.postbox.rabbitmq.RabbitRelayPublisher;
+import dev.postbox.rabbitmq.RabbitRequester;
 import dev.postbox.rabbitmq.RabbitSubscriber;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -240,6 +241,37 @@ final class GuideSnippets {
                 (reply, d) -> markAuthorised(d.connection().orElseThrow(), reply)))
         .build()
         .start();
+  }
+
+  void rabbitDurableRequests(
+      Outbox outbox,
+      DataSource ds,
+      Order order,
+      String uri,
+      InboxStore inbox,
+      DeadLetterStore deadLetters) {
+    DurableRequests payments =
+        RabbitRequester.durableRequests("payments.replies"); // reply-to /exchanges/payments.replies
+    outbox.inTransaction(
+        ds,
+        tx -> {
+          insertOrder(tx.connection(), order); // the business change
+          tx.write(payments.request(authorise(order))); // the request, same commit
+          return null;
+        });
+    Subscription replies =
+        Subscription.builder("orders-payment-replies")
+            .topics("payments.replies")
+            .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
+            .build();
+    RabbitSubscriber.builder(uri, replies)
+        .inbox(inbox)
+        .deadLetters(deadLetters)
+        .handler(
+            payments.replyHandler(
+                (reply, d) -> markAuthorised(d.connection().orElseThrow(), reply)))
+        .build()
+        .start(); // declares the shard queues the replies wait in
   }
 
   // --- docs/observability.md
