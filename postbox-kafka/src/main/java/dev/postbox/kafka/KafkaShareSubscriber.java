@@ -359,6 +359,7 @@ public final class KafkaShareSubscriber implements AutoCloseable {
         throw new IllegalArgumentException(
             name + "DEDUPLICATED is not supported on share groups; use EFFECTIVELY_ONCE");
       }
+      checkIdempotencyStore(subscription);
       Common common = common();
       if (common.handler().isEmpty()) {
         throw new IllegalArgumentException(name + "needs a handler");

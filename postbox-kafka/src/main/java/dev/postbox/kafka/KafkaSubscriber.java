@@ -2,12 +2,10 @@ package dev.postbox.kafka;
 
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.consumer.ConsumerStats;
-import dev.postbox.core.consumer.DuplicateListener;
 import dev.postbox.core.consumer.OrderedSubscriberBuilder;
 import dev.postbox.core.consumer.Ordering;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.engine.DeliveryProcessor;
-import dev.postbox.core.spi.IdempotencyStore;
 import dev.postbox.core.spi.OffsetStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
@@ -260,27 +258,6 @@ public final class KafkaSubscriber implements AutoCloseable {
     }
 
     /**
-     * Sets the idempotency store (required for {@code DEDUPLICATED}, for example {@code
-     * RedisIdempotencyStore}): each message id is claimed with the subscription's lease before the
-     * handler runs and completed with the handler's {@linkplain
-     * dev.postbox.core.consumer.Delivery#recordResult recorded result} and the subscription's TTL
-     * after it; a failing handler releases the lease so its retry can claim it.
-     */
-    public Builder idempotencyStore(IdempotencyStore store) {
-      settings.idempotencyStore(store);
-      return this;
-    }
-
-    /**
-     * Receives the {@code DEDUPLICATED} duplicates with their stored results (default: ignored,
-     * still counted as duplicates suppressed).
-     */
-    public Builder onDuplicate(DuplicateListener listener) {
-      settings.onDuplicate(listener);
-      return this;
-    }
-
-    /**
      * Allows an idempotency TTL shorter than a topic's {@code retention.ms} (default false: {@link
      * #start()} refuses it). Only safe when old messages can never be delivered again.
      */
@@ -354,7 +331,9 @@ public final class KafkaSubscriber implements AutoCloseable {
     /** Validates and builds the subscriber (not yet started). */
     public KafkaSubscriber build() {
       settings.shared(common(), ordered());
-      return new KafkaSubscriber(settings.build());
+      KafkaSubscriberSettings built = settings.build();
+      checkIdempotencyStore(built.subscription());
+      return new KafkaSubscriber(built);
     }
   }
 }

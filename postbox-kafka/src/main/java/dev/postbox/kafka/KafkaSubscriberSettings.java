@@ -1,6 +1,5 @@
 package dev.postbox.kafka;
 
-import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.consumer.BatchHandler;
 import dev.postbox.core.consumer.DuplicateListener;
 import dev.postbox.core.consumer.MessageHandler;
@@ -102,7 +101,7 @@ record KafkaSubscriberSettings(
     private InboxStore inbox;
     private OffsetStore offsetStore;
     private IdempotencyStore idempotencyStore;
-    private DuplicateListener onDuplicate = DuplicateListener.ignore();
+    private DuplicateListener onDuplicate;
     private boolean forceIdempotencyTtl = DEFAULT_FORCE_IDEMPOTENCY_TTL;
     private DeadLetterStore deadLetters;
     private ParkingStore parking;
@@ -129,6 +128,8 @@ record KafkaSubscriberSettings(
       this.handler = common.handler().orElse(null);
       this.inbox = common.inbox().orElse(null);
       this.inboxPurgeInterval = common.inboxPurgeInterval();
+      this.idempotencyStore = common.idempotencyStore().orElse(null);
+      this.onDuplicate = common.onDuplicate();
       this.deadLetters = common.deadLetters().orElse(null);
       this.metrics = common.metrics();
       this.openTelemetry = common.openTelemetry().orElse(null);
@@ -149,14 +150,6 @@ record KafkaSubscriberSettings(
       config.put(
           ConsumerConfig.GROUP_PROTOCOL_CONFIG,
           Objects.requireNonNull(protocol, "protocol").name().toLowerCase(Locale.ROOT));
-    }
-
-    void idempotencyStore(IdempotencyStore store) {
-      this.idempotencyStore = Objects.requireNonNull(store, "store");
-    }
-
-    void onDuplicate(DuplicateListener listener) {
-      this.onDuplicate = Objects.requireNonNull(listener, "listener");
     }
 
     void forceIdempotencyTtl(boolean force) {
@@ -200,14 +193,6 @@ record KafkaSubscriberSettings(
       }
       if (subscription.batchSize() == 1 && handler == null) {
         throw new IllegalArgumentException(name + " needs a handler");
-      }
-      DeliveryGuarantee guarantee = subscription.guarantee();
-      if (guarantee == DeliveryGuarantee.DEDUPLICATED && idempotencyStore == null) {
-        throw new IllegalArgumentException(name + " is DEDUPLICATED and needs an idempotencyStore");
-      }
-      if (guarantee != DeliveryGuarantee.DEDUPLICATED && idempotencyStore != null) {
-        throw new IllegalArgumentException(
-            name + " has an idempotencyStore but is " + guarantee + "; use DEDUPLICATED");
       }
       if (offsetStore != null && inbox != null) {
         throw new IllegalArgumentException(

@@ -54,7 +54,14 @@ import org.slf4j.LoggerFactory;
  *   <li><b>Acks.</b> Manual: a delivery is acked when the engine finished it (applied, suppressed,
  *       ignored or dead-lettered); {@code AT_MOST_ONCE} acks before handling; for {@code
  *       EFFECTIVELY_ONCE} the inbox row commits with the effect, before the ack, so a redelivery
- *       (after a crash, a lost connection, a restart) is suppressed by the inbox.
+ *       (after a crash, a lost connection, a restart) is suppressed by the inbox; for {@code
+ *       DEDUPLICATED} ({@link Builder#idempotencyStore}, e.g. Redis) the message id is claimed with
+ *       a lease before the handler and completed after it, before the ack, so a redelivery of a
+ *       completed message is suppressed, and one that arrives while the lease is held (the broker
+ *       requeued the deliveries of a crashed consumer or a lost channel while the handler still
+ *       ran, or a competing consumer got it) waits for the lease, never runs in parallel. A crash
+ *       between the effect and the completion leaves the lease to expire, after which the effect
+ *       runs again (the store's at-risk window, counted as an expired lease).
  *   <li><b>Key-ordered concurrency.</b> With {@code Ordering.KEY} the deliveries of one routing key
  *       (the ordering key) run in order and different keys of a shard run concurrently on virtual
  *       threads, up to the subscription's concurrency; {@code PARTITION} runs a shard in order;
@@ -77,8 +84,9 @@ import org.slf4j.LoggerFactory;
  * the batch size; none is waited for), run as one batch on the shard's lane: one transaction for
  * {@code EFFECTIVELY_ONCE} (the inbox rows and the handler's effects), one record at a time if the
  * batch fails; each delivery is acked after its batch finished. The prefetch must be at least the
- * batch size. Batches cannot be combined with parking or wait-queue retries. Not there yet (issue
- * 16): {@code DEDUPLICATED}. Thread-safe.
+ * batch size. Batches cannot be combined with parking or wait-queue retries, nor with {@code
+ * DEDUPLICATED} (the subscription refuses it: the store claims one message id at a time).
+ * Thread-safe.
  */
 public final class RabbitSubscriber implements AutoCloseable {
 
@@ -158,6 +166,11 @@ public final class RabbitSubscriber implements AutoCloseable {
             .handler(common.handler().orElse(null))
             .batchHandler(ordered.batchHandler().orElse(null))
             .inbox(common.inbox())
+            .idempotency(
+                common
+                    .idempotencyStore()
+                    .map(store ->
+                        new DeliveryProcessor.Idempotency(store, common.onDuplicate(), sleeper)))
             .deadLetters(
                 deadLetterExchange.isPresent()
                     ? Optional.of(new BrokerDeadLetters(common.deadLetters(), waitQueues))
@@ -543,6 +556,7 @@ public final class RabbitSubscriber implements AutoCloseable {
               prefetchSet,
               ordered().parking().isPresent(),
               !retryTiers.isEmpty());
+      checkIdempotencyStore(subscription);
       return new RabbitSubscriber(this, common(), ordered());
     }
   }

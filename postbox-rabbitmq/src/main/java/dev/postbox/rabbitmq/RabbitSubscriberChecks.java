@@ -1,6 +1,5 @@
 package dev.postbox.rabbitmq;
 
-import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.consumer.Ordering;
 import dev.postbox.core.consumer.Subscription;
 
@@ -69,12 +68,6 @@ final class RabbitSubscriberChecks {
           "subscription '"
               + subscription.name()
               + "': parking and retryTiers are alternatives; choose one");
-    }
-    if (subscription.guarantee() == DeliveryGuarantee.DEDUPLICATED) {
-      throw new IllegalArgumentException(
-          "subscription '"
-              + subscription.name()
-              + "': DEDUPLICATED is not supported on RabbitMQ yet; use EFFECTIVELY_ONCE");
     }
     return prefetch;
   }

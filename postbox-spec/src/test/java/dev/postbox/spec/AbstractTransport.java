@@ -1,14 +1,18 @@
 package dev.postbox.spec;
 
 import dev.postbox.core.Backoff;
+import dev.postbox.core.DeliveryGuarantee;
+import dev.postbox.core.consumer.SubscriberBuilder;
+import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.relay.Relay;
 import dev.postbox.core.spi.DeadLetterStore;
-import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.RelayPublisher;
 import dev.postbox.jdbc.PostgresDeadLetterStore;
 import dev.postbox.jdbc.PostgresInboxStore;
 import dev.postbox.jdbc.PostgresRelayStore;
+import dev.postbox.redis.RedisIdempotencyStore;
 import dev.postbox.testkit.PostboxTestContext;
+import dev.postbox.testkit.RedisServer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -33,8 +37,24 @@ abstract class AbstractTransport implements Transport {
   /** A new publisher of this transport for a relay or a direct publish. */
   protected abstract RelayPublisher newPublisher();
 
-  protected InboxStore inbox() {
-    return PostgresInboxStore.create(consumerDataSource);
+  /**
+   * Gives {@code builder} the stores of {@code subscription}'s guarantee: the test schema's
+   * dead-letter store always, its PostgreSQL inbox for {@code EFFECTIVELY_ONCE}, and for {@code
+   * DEDUPLICATED} an idempotency store on the test kit's shared Redis (a test of that guarantee is
+   * skipped, with one line, where Redis is missing outside CI). Call it before the subscriber is
+   * remembered: the Redis store is then closed after it.
+   */
+  protected <B extends SubscriberBuilder<B>> B stores(B builder, Subscription subscription) {
+    builder.deadLetters(deadLetters);
+    if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
+      builder.inbox(PostgresInboxStore.create(consumerDataSource));
+    }
+    if (subscription.guarantee() == DeliveryGuarantee.DEDUPLICATED) {
+      // keys are <subscription>:<message id>, and each test has its own subscription
+      builder.idempotencyStore(
+          remember(RedisIdempotencyStore.builder(RedisServer.sharedOrSkip().uri()).build()));
+    }
+    return builder;
   }
 
   @Override

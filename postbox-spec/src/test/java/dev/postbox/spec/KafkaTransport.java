@@ -1,6 +1,5 @@
 package dev.postbox.spec;
 
-import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.Message;
 import dev.postbox.core.consumer.ConsumerStats;
 import dev.postbox.core.consumer.MessageHandler;
@@ -53,12 +52,9 @@ final class KafkaTransport extends AbstractTransport {
   @Override
   public Subscriber subscribe(Subscription subscription, MessageHandler handler) {
     KafkaSubscriber.Builder b =
-        KafkaSubscriber.builder(ctx.bootstrapServers(), subscription)
-            .handler(handler)
-            .deadLetters(deadLetters);
-    if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
-      b.inbox(inbox());
-    }
+        stores(
+            KafkaSubscriber.builder(ctx.bootstrapServers(), subscription).handler(handler),
+            subscription);
     KafkaSubscriber s = remember(b.build());
     s.start();
     return new Subscriber() {

@@ -4,7 +4,6 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.GetResponse;
-import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.Message;
 import dev.postbox.core.consumer.ConsumerStats;
 import dev.postbox.core.consumer.MessageHandler;
@@ -54,13 +53,9 @@ final class RabbitTransport extends AbstractTransport {
   @Override
   public Subscriber subscribe(Subscription subscription, MessageHandler handler) {
     RabbitSubscriber.Builder b =
-        RabbitSubscriber.builder(server.uri(), subscription)
-            .handler(handler)
-            .deadLetters(deadLetters)
-            .shards(SHARDS);
-    if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
-      b.inbox(inbox());
-    }
+        stores(
+            RabbitSubscriber.builder(server.uri(), subscription).handler(handler).shards(SHARDS),
+            subscription);
     RabbitSubscriber s = remember(b.build());
     s.start();
     return new Subscriber() {

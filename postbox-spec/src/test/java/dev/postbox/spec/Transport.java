@@ -33,7 +33,8 @@ interface Transport extends AutoCloseable {
 
   /**
    * Starts a subscriber of {@code subscription} running {@code handler}: with the test schema's
-   * PostgreSQL inbox for {@code EFFECTIVELY_ONCE} and its dead-letter store always.
+   * PostgreSQL inbox for {@code EFFECTIVELY_ONCE}, the test kit's Redis as the idempotency store
+   * for {@code DEDUPLICATED}, and the schema's dead-letter store always.
    */
   Subscriber subscribe(Subscription subscription, MessageHandler handler);
 

@@ -43,8 +43,9 @@ import org.junit.jupiter.params.provider.EnumSource;
  * transport by a subclass ({@link KafkaSpecIT}, {@link RabbitMqSpecIT}), for each delivery
  * guarantee where the behaviour applies. Everything goes through the real path: the PostgreSQL
  * outbox, the transport's relay, its broker, its subscriber on the shared consumer engine, the
- * PostgreSQL inbox and dead-letter store. Each test has its own schema, topic and subscription; the
- * servers are the test kit's, shared by the JVM.
+ * PostgreSQL inbox (or, for {@code DEDUPLICATED}, the test kit's Redis) and dead-letter store. Each
+ * test has its own schema, topic and subscription; the servers are the test kit's, shared by the
+ * JVM.
  *
  * <p>Nothing here waits for time to pass: every "nothing more arrives" is proved by a later message
  * of the same key (per-key order), and every wait is an Awaitility bound that only fails a test.
@@ -116,7 +117,7 @@ abstract class TransportSpec {
   @ParameterizedTest(name = "{0}")
   @EnumSource(
       value = DeliveryGuarantee.class,
-      names = {"AT_MOST_ONCE", "AT_LEAST_ONCE", "EFFECTIVELY_ONCE"})
+      names = {"AT_MOST_ONCE", "AT_LEAST_ONCE", "EFFECTIVELY_ONCE", "DEDUPLICATED"})
   void eachKeyIsAppliedInOrderWhileDifferentKeysRunConcurrently(DeliveryGuarantee guarantee)
       throws Exception {
     String topic = transport.topic("order");
@@ -158,7 +159,7 @@ abstract class TransportSpec {
   @ParameterizedTest(name = "{0}")
   @EnumSource(
       value = DeliveryGuarantee.class,
-      names = {"AT_MOST_ONCE", "AT_LEAST_ONCE", "EFFECTIVELY_ONCE"})
+      names = {"AT_MOST_ONCE", "AT_LEAST_ONCE", "EFFECTIVELY_ONCE", "DEDUPLICATED"})
   void theSameIdDeliveredTwiceGivesTheOutcomeOfTheGuarantee(DeliveryGuarantee guarantee)
       throws Exception {
     String topic = transport.topic("twice");
@@ -171,23 +172,26 @@ abstract class TransportSpec {
     List<Message> twice = new ArrayList<>(once);
     twice.addAll(once); // the same ids again, as a relay republishes after a crash
     transport.publishDirectly(twice);
-    boolean inbox = guarantee == DeliveryGuarantee.EFFECTIVELY_ONCE;
+    // the PostgreSQL inbox (EFFECTIVELY_ONCE) or the Redis idempotency store (DEDUPLICATED)
+    boolean deduped =
+        guarantee == DeliveryGuarantee.EFFECTIVELY_ONCE
+            || guarantee == DeliveryGuarantee.DEDUPLICATED;
     // (received and nothing in flight is not enough: an AT_MOST_ONCE poll whose commit failed in a
     // rebalance is received, skipped and read again)
     waiting()
         .until(() ->
-            (inbox
+            (deduped
                     ? effects.distinct(sub.name()) == once.size()
                         && s.stats().duplicatesSuppressed() == once.size()
                     : effects.count(sub.name()) >= twice.size())
                 && s.inFlight() == 0);
     assertThat(effects.distinct(sub.name())).isEqualTo(once.size());
-    if (inbox) {
+    if (deduped) {
       assertThat(effects.count(sub.name())).as("one effect per id").isEqualTo(once.size());
       assertThat(s.stats().duplicatesSuppressed()).isEqualTo(once.size());
     } else {
       assertThat(effects.count(sub.name()))
-          .as("no inbox: every delivery applied")
+          .as("no dedupe record: every delivery applied")
           .isEqualTo(twice.size());
       assertThat(s.stats().duplicatesSuppressed()).isZero();
     }
@@ -198,7 +202,7 @@ abstract class TransportSpec {
   @ParameterizedTest(name = "{0}")
   @EnumSource(
       value = DeliveryGuarantee.class,
-      names = {"AT_LEAST_ONCE", "EFFECTIVELY_ONCE"})
+      names = {"AT_LEAST_ONCE", "EFFECTIVELY_ONCE", "DEDUPLICATED"})
   void aFailedHandlerRunsAgainUntilItSucceeds(DeliveryGuarantee guarantee) throws Exception {
     String topic = transport.topic("rerun");
     Subscription sub =
@@ -225,7 +229,9 @@ abstract class TransportSpec {
             effects.distinct(sub.name()) == all.size()
                 && effects.calls(flaky.id()).size() == 3
                 && s.inFlight() == 0);
-    assertThat(effects.calls(flaky.id())).containsExactly(1, 2, 3);
+    assertThat(effects.calls(flaky.id()))
+        .as("a failed attempt releases its lease (DEDUPLICATED): the retry claims it at once")
+        .containsExactly(1, 2, 3);
     assertThat(s.stats().retries()).isEqualTo(2);
     assertThat(s.stats().deadLettered()).isZero();
     if (guarantee == DeliveryGuarantee.EFFECTIVELY_ONCE) {
@@ -234,8 +240,11 @@ abstract class TransportSpec {
           .isEqualTo(1);
     } else {
       assertThat(effects.of(sub.name(), flaky.id()))
-          .as("at-least-once: each run's effect stays")
+          .as("no transaction to roll back (AT_LEAST_ONCE, DEDUPLICATED): each run's effect stays")
           .isEqualTo(3);
+    }
+    if (guarantee == DeliveryGuarantee.DEDUPLICATED) {
+      assertThat(s.stats().leasesExpired()).as("each lease released, none expired").isZero();
     }
   }
 
@@ -283,7 +292,7 @@ abstract class TransportSpec {
   @ParameterizedTest(name = "{0}")
   @EnumSource(
       value = DeliveryGuarantee.class,
-      names = {"AT_MOST_ONCE", "AT_LEAST_ONCE", "EFFECTIVELY_ONCE"})
+      names = {"AT_MOST_ONCE", "AT_LEAST_ONCE", "EFFECTIVELY_ONCE", "DEDUPLICATED"})
   void aPermanentFailureIsDeadLetteredByteIdenticalAndReplaysThroughTheOutbox(
       DeliveryGuarantee guarantee) throws Exception {
     String topic = transport.topic("dead");
@@ -361,7 +370,7 @@ abstract class TransportSpec {
   @ParameterizedTest(name = "{0}")
   @EnumSource(
       value = DeliveryGuarantee.class,
-      names = {"AT_LEAST_ONCE", "EFFECTIVELY_ONCE"})
+      names = {"AT_LEAST_ONCE", "EFFECTIVELY_ONCE", "DEDUPLICATED"})
   void aMessageThatKeepsFailingHoldsOnlyItsOwnKey(DeliveryGuarantee guarantee) throws Exception {
     String topic = transport.topic("poison");
     Subscription sub =

@@ -76,15 +76,6 @@ final class DeliveryTableCheck {
       problems.add(
           "postbox.rabbitmq.shard-lease-ttl must be at least 100ms, was " + r.getShardLeaseTtl());
     }
-    for (Map.Entry<String, TopicProperties> e : properties.getTopics().entrySet()) {
-      if (e.getValue().getGuarantee() == DeliveryGuarantee.DEDUPLICATED) {
-        problems.add(
-            "postbox.topics["
-                + e.getKey()
-                + "].guarantee: deduplicated is not offered on RabbitMQ (use effectively-once:"
-                + " the PostgreSQL inbox)");
-      }
-    }
   }
 
   private static boolean amqpUri(String uri) {

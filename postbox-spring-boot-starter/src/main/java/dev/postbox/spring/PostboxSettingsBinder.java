@@ -144,15 +144,6 @@ final class PostboxSettingsBinder {
               + ": a RabbitMQ setting, but postbox.transport is kafka (set postbox.transport:"
               + " rabbitmq, or remove it)");
     }
-    if (transport == PostboxProperties.Transport.RABBITMQ
-        && section.equals("topics")
-        && name.getNumberOfElements() == 4
-        && name.getElement(3, Form.DASHED).equals("idempotency-ttl")) {
-      return java.util.Optional.of(
-          name
-              + ": the deduplicated guarantee's TTL, which RabbitMQ does not offer (an"
-              + " effectively-once topic keeps its dedupe records for inbox-retention)");
-    }
     return java.util.Optional.empty();
   }
 

@@ -129,6 +129,7 @@ final class RabbitWiring implements TransportWiring {
             .prefetch(rabbit().getPrefetch());
     openTelemetry.ifPresent(b::openTelemetry);
     stores.inbox().ifPresent(b::inbox);
+    stores.idempotency().ifPresent(b::idempotencyStore);
     stores.deadLetters().ifPresent(b::deadLetters);
     stores.parking().ifPresent(b::parking);
     stores

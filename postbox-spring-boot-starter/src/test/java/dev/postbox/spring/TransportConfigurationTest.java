@@ -61,15 +61,11 @@ class TransportConfigurationTest {
     assertThat(e.getMessage())
         .contains(
             "postbox.kafka.bootstrap-servers: a Kafka setting, but postbox.transport is rabbitmq")
-        .contains(
-            "postbox.topics[order.created].idempotency-ttl: the deduplicated guarantee's TTL, which"
-                + " RabbitMQ does not offer")
-        .contains("postbox.topics[payments].guarantee: deduplicated is not offered on RabbitMQ")
         .contains("postbox.rabbitmq.uri: 'http://localhost:5672' is not an AMQP URI")
         .contains("postbox.rabbitmq.shards must be at least 1, was 0")
         .contains("postbox.rabbitmq.prefetch must be in [1, 65535], was 70000")
         .contains("postbox.rabbitmq.shard-lease-ttl must be at least 100ms, was PT0.05S");
-    assertThat(e.problems()).hasSize(7);
+    assertThat(e.problems()).hasSize(5);
   }
 
   @Test

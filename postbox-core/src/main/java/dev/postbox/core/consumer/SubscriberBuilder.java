@@ -1,7 +1,9 @@
 package dev.postbox.core.consumer;
 
+import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.DeadLetterStore;
+import dev.postbox.core.spi.IdempotencyStore;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
@@ -31,6 +33,8 @@ public abstract class SubscriberBuilder<B extends SubscriberBuilder<B>> {
    * @param handler the handler of one message at a time
    * @param inbox the inbox ({@code EFFECTIVELY_ONCE})
    * @param inboxPurgeInterval how often expired dedupe records are purged
+   * @param idempotencyStore the idempotency store ({@code DEDUPLICATED})
+   * @param onDuplicate what receives the {@code DEDUPLICATED} duplicates and their stored results
    * @param deadLetters where given-up messages are kept
    * @param metrics where the subscriber reports
    * @param openTelemetry the OpenTelemetry of the processing spans (empty: the global one)
@@ -42,6 +46,8 @@ public abstract class SubscriberBuilder<B extends SubscriberBuilder<B>> {
       Optional<MessageHandler> handler,
       Optional<InboxStore> inbox,
       Duration inboxPurgeInterval,
+      Optional<IdempotencyStore> idempotencyStore,
+      DuplicateListener onDuplicate,
       Optional<DeadLetterStore> deadLetters,
       PostboxMetrics metrics,
       Optional<OpenTelemetry> openTelemetry,
@@ -52,6 +58,8 @@ public abstract class SubscriberBuilder<B extends SubscriberBuilder<B>> {
   private MessageHandler handler;
   private InboxStore inbox;
   private Duration inboxPurgeInterval = DEFAULT_INBOX_PURGE_INTERVAL;
+  private IdempotencyStore idempotencyStore;
+  private DuplicateListener onDuplicate = DuplicateListener.ignore();
   private DeadLetterStore deadLetters;
   private PostboxMetrics metrics = PostboxMetrics.noop();
   private OpenTelemetry openTelemetry;
@@ -87,6 +95,28 @@ public abstract class SubscriberBuilder<B extends SubscriberBuilder<B>> {
       throw new IllegalArgumentException("inboxPurgeInterval must be positive: " + interval);
     }
     this.inboxPurgeInterval = interval;
+    return self();
+  }
+
+  /**
+   * Sets the idempotency store (required for {@code DEDUPLICATED}, refused for the other
+   * guarantees; for example {@code RedisIdempotencyStore}): each message id is claimed with the
+   * subscription's lease before the handler runs and completed with the handler's {@linkplain
+   * Delivery#recordResult recorded result} and the subscription's TTL after it; a failing handler
+   * releases the lease so its retry can claim it, and a redelivery while the lease is held waits
+   * for it (never runs the handler in parallel).
+   */
+  public B idempotencyStore(IdempotencyStore store) {
+    this.idempotencyStore = Objects.requireNonNull(store, "store");
+    return self();
+  }
+
+  /**
+   * Receives the {@code DEDUPLICATED} duplicates with their stored results (default: ignored, still
+   * counted as duplicates suppressed).
+   */
+  public B onDuplicate(DuplicateListener listener) {
+    this.onDuplicate = Objects.requireNonNull(listener, "listener");
     return self();
   }
 
@@ -135,12 +165,33 @@ public abstract class SubscriberBuilder<B extends SubscriberBuilder<B>> {
     return self();
   }
 
+  /**
+   * Refuses, naming the option, an {@link #idempotencyStore} that does not fit {@code
+   * subscription}'s guarantee: {@code DEDUPLICATED} needs one, the other guarantees take none. For
+   * the transports' {@code build()}.
+   *
+   * @throws IllegalArgumentException if it does not fit
+   */
+  protected final void checkIdempotencyStore(Subscription subscription) {
+    String name = "subscription '" + subscription.name() + "'";
+    DeliveryGuarantee guarantee = subscription.guarantee();
+    if (guarantee == DeliveryGuarantee.DEDUPLICATED && idempotencyStore == null) {
+      throw new IllegalArgumentException(name + " is DEDUPLICATED and needs an idempotencyStore");
+    }
+    if (guarantee != DeliveryGuarantee.DEDUPLICATED && idempotencyStore != null) {
+      throw new IllegalArgumentException(
+          name + " has an idempotencyStore but is " + guarantee + "; use DEDUPLICATED");
+    }
+  }
+
   /** The shared settings as set. */
   protected final Common common() {
     return new Common(
         Optional.ofNullable(handler),
         Optional.ofNullable(inbox),
         inboxPurgeInterval,
+        Optional.ofNullable(idempotencyStore),
+        onDuplicate,
         Optional.ofNullable(deadLetters),
         metrics,
         Optional.ofNullable(openTelemetry),
