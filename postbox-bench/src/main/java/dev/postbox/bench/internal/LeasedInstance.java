@@ -10,14 +10,16 @@ import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
  * One instance of the shard-lease subscriber of the scaling figures: a key-ordered {@link
  * RabbitSubscriber} on a connection of its own, sharing the shards with the others through {@code
  * leases}, at most {@value #CONCURRENCY} handlers at a time, each waiting {@link #HANDLER_WAIT} on
- * the given {@link Sleeper} (a call to another service, say). It notes when it first applied a
- * delivery of each shard since {@link #forget}, for the hand-over times. Thread-safe.
+ * the given {@link Sleeper} (a call to another service, say), once {@code go} is open. It notes
+ * when it first applied a delivery of each shard since {@link #forget}, for the hand-over times.
+ * Thread-safe.
  */
 final class LeasedInstance implements AutoCloseable {
 
@@ -30,8 +32,14 @@ final class LeasedInstance implements AutoCloseable {
   /** The prefetch of each shard channel. */
   static final int PREFETCH = 50;
 
-  /** How long a shard lease lasts without renewal (renewed every quarter of it). */
+  /**
+   * How long a shard lease lasts without renewal (renewed every quarter of it) in the hand-over
+   * runs; the throughput runs keep the default.
+   */
   static final Duration LEASE_TTL = Duration.ofSeconds(2);
+
+  /** A latch already open: handlers that start at once. */
+  static final CountDownLatch GO = new CountDownLatch(0);
 
   private final RabbitSubscriber subscriber;
   private final AtomicLongArray firstApplied;
@@ -42,6 +50,8 @@ final class LeasedInstance implements AutoCloseable {
       String topic,
       int shards,
       ShardLeaseStore leases,
+      Duration leaseTtl,
+      CountDownLatch go,
       Sleeper sleeper) {
     this.firstApplied = new AtomicLongArray(shards);
     Subscription s =
@@ -56,8 +66,9 @@ final class LeasedInstance implements AutoCloseable {
             .shards(shards)
             .prefetch(PREFETCH)
             .shardLeases(leases)
-            .shardLeaseTtl(LEASE_TTL)
+            .shardLeaseTtl(leaseTtl)
             .handler(d -> {
+              go.await();
               sleeper.sleep(HANDLER_WAIT);
               firstApplied.compareAndSet(d.partition(), 0, System.nanoTime());
             })

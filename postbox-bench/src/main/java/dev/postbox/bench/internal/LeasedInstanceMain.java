@@ -29,6 +29,8 @@ public final class LeasedInstanceMain {
             args[5],
             Integer.parseInt(args[6]),
             PostgresShardLeaseStore.create(ds),
+            LeasedInstance.LEASE_TTL,
+            LeasedInstance.GO,
             Sleeper.SYSTEM);
     instance.start();
     System.out.println("started");

@@ -117,7 +117,16 @@ final class RabbitHandover {
     Path log = Files.createTempFile("postbox-bench-instance", ".log");
     Process other = null;
     LeasedInstance joiner = null;
-    try (LeasedInstance a = new LeasedInstance(work.uri(), name, topic, SHARDS, leases, sleeper);
+    try (LeasedInstance a =
+            new LeasedInstance(
+                work.uri(),
+                name,
+                topic,
+                SHARDS,
+                leases,
+                LeasedInstance.LEASE_TTL,
+                LeasedInstance.GO,
+                sleeper);
         Trickle trickle = new Trickle(topic)) {
       a.start();
       other = spawn(db, name, topic, log);
@@ -132,7 +141,16 @@ final class RabbitHandover {
       other.destroyForcibly().waitFor();
       double kill = awaitApplied("after the kill", a, moved, killed);
 
-      joiner = new LeasedInstance(work.uri(), name, topic, SHARDS, leases, sleeper);
+      joiner =
+          new LeasedInstance(
+              work.uri(),
+              name,
+              topic,
+              SHARDS,
+              leases,
+              LeasedInstance.LEASE_TTL,
+              LeasedInstance.GO,
+              sleeper);
       long joined = System.nanoTime();
       joiner.start();
       List<LeasedInstance> both = List.of(a, joiner);

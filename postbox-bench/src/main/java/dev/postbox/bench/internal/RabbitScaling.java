@@ -6,11 +6,13 @@ import dev.postbox.bench.Target;
 import dev.postbox.bench.internal.BenchEnv.Db;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.jdbc.PostgresShardLeaseStore;
+import dev.postbox.rabbitmq.RabbitSubscriber;
 import dev.postbox.rabbitmq.RabbitTopology;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.springframework.amqp.core.MessageListener;
@@ -25,9 +27,10 @@ import org.springframework.amqp.rabbit.listener.SimpleMessageListenerContainer;
  * instance on every shard queue, without single active consumer, with as many consumers as our
  * instance runs handlers): Spring's keeps no per-key order. Each run consumes a backlog of the same
  * messages (1,000 keys), timed from when every instance consumes its share (ours: all registered
- * first, then each takes its share; Spring: every container started) to the last message applied;
- * the rounds alternate every figure, the first (full mode) is a warm-up. The CPU per message of
- * this JVM, the broker and PostgreSQL (the leases) is taken over the same window.
+ * first, then each takes its share; Spring: every container started), their handlers held until
+ * then, to the last message applied; the rounds alternate every figure, the first (full mode) is a
+ * warm-up. The CPU per message of this JVM, the broker and PostgreSQL (the leases) is taken over
+ * the same window.
  */
 final class RabbitScaling {
 
@@ -97,7 +100,7 @@ final class RabbitScaling {
               RaceRuns.Run::rate,
               work
                   + "; key order kept: shards shared by lease (PostgreSQL, TTL "
-                  + LeasedInstance.LEASE_TTL.toSeconds()
+                  + RabbitSubscriber.DEFAULT_SHARD_LEASE_TTL.toSeconds()
                   + " s), single active consumer per shard queue, prefetch "
                   + LeasedInstance.PREFETCH
                   + " per shard channel; timed from every instance consuming its share"));
@@ -163,10 +166,20 @@ final class RabbitScaling {
     work.fill(topic, 0, n);
     LeasedInstance.Gate gate =
         new LeasedInstance.Gate(PostgresShardLeaseStore.create(db.dataSource()));
+    CountDownLatch go = new CountDownLatch(1);
     List<LeasedInstance> all = new ArrayList<>();
     try {
       for (int i = 0; i < instances; i++) {
-        LeasedInstance li = new LeasedInstance(work.uri(), name, topic, SHARDS, gate, sleeper);
+        LeasedInstance li =
+            new LeasedInstance(
+                work.uri(),
+                name,
+                topic,
+                SHARDS,
+                gate,
+                RabbitSubscriber.DEFAULT_SHARD_LEASE_TTL,
+                go,
+                sleeper);
         all.add(li);
         li.start();
       }
@@ -181,9 +194,11 @@ final class RabbitScaling {
           cpu,
           n,
           opened,
+          go,
           () -> all.stream().mapToLong(LeasedInstance::applied).sum(),
           "shard leases");
     } finally {
+      go.countDown(); // a run that failed before: let the handlers finish
       all.forEach(LeasedInstance::close);
       work.delete(name, topic, SHARDS);
     }
@@ -200,6 +215,7 @@ final class RabbitScaling {
       queues[i] = RabbitTopology.queue(name, topic, i);
     }
     AtomicLong applied = new AtomicLong();
+    CountDownLatch go = new CountDownLatch(1);
     List<CachingConnectionFactory> factories = new ArrayList<>();
     List<SimpleMessageListenerContainer> containers = new ArrayList<>();
     try {
@@ -214,6 +230,7 @@ final class RabbitScaling {
             (MessageListener)
                 m -> {
                   try {
+                    go.await();
                     sleeper.sleep(LeasedInstance.HANDLER_WAIT);
                   } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
@@ -225,8 +242,9 @@ final class RabbitScaling {
       }
       long started = System.nanoTime();
       containers.forEach(SimpleMessageListenerContainer::start);
-      return timed(cpu, n, started, applied::get, "spring competing");
+      return timed(cpu, n, started, go, applied::get, "spring competing");
     } finally {
+      go.countDown();
       containers.forEach(SimpleMessageListenerContainer::stop);
       factories.forEach(CachingConnectionFactory::destroy);
       work.delete(name, topic, SHARDS);
@@ -234,24 +252,24 @@ final class RabbitScaling {
   }
 
   /**
-   * From now (every instance consuming) until {@code applied} reaches {@code n}: the rate of what
-   * was applied in between, how long after {@code since} the window opened, and the CPU per message
-   * in it.
+   * Opens {@code go} (every instance consumes its share, its handlers waiting on it) and waits
+   * until {@code applied} reaches {@code n}: the rate, how long after {@code since} the handlers
+   * were let go, and the CPU per message in between.
    */
   private static RaceRuns.Run timed(
-      ProcessCpu cpu, int n, long since, java.util.function.LongSupplier applied, String what)
+      ProcessCpu cpu,
+      int n,
+      long since,
+      CountDownLatch go,
+      java.util.function.LongSupplier applied,
+      String what)
       throws InterruptedException {
     Map<String, Double> before = cpu.snapshot();
     long t0 = System.nanoTime();
-    long a0 = applied.getAsLong();
+    go.countDown();
     BenchEnv.awaitCount(what, applied, n, Duration.ofSeconds(60));
-    long window = n - a0;
-    double rate = Rate.since(t0, window);
-    if (window < n / 2) {
-      throw new IllegalStateException(
-          what + ": " + a0 + " of " + n + " applied before every instance consumed");
-    }
+    double rate = Rate.since(t0, n);
     return new RaceRuns.Run(
-        rate, (t0 - since) / 1e6, rate, ProcessCpu.perMessageUs(before, cpu.snapshot(), window));
+        rate, (t0 - since) / 1e6, rate, ProcessCpu.perMessageUs(before, cpu.snapshot(), n));
   }
 }
