@@ -24,7 +24,7 @@ class RabbitScalingQuickIT {
   void scalingAndHandOverFiguresAreComplete() throws Exception {
     RabbitMqServer server = RabbitMqServer.sharedOrSkip();
     List<Measurement> out = new ArrayList<>();
-    try (BenchEnv env = BenchEnv.start()) {
+    try (BenchEnv env = BenchEnv.withoutKafka()) {
       RabbitWork work = new RabbitWork(server.uri());
       out.addAll(new RabbitScaling(env, BenchConfig.quickMode(), work).run());
       out.addAll(new RabbitHandover(env, BenchConfig.quickMode(), work).run());
