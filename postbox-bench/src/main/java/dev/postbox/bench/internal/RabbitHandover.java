@@ -130,11 +130,16 @@ final class RabbitHandover {
         Trickle trickle = new Trickle(topic)) {
       a.start();
       other = spawn(db, name, topic, log);
-      BenchEnv.awaitCount(
-          "instance in its own JVM takes its shards (log " + log + ")",
-          () -> sharedWithOther(a, name, topic) ? 1 : 0,
-          1,
-          Duration.ofSeconds(120));
+      try {
+        BenchEnv.awaitCount(
+            "instance in its own JVM takes its shards",
+            () -> sharedWithOther(a, name, topic) ? 1 : 0,
+            1,
+            Duration.ofSeconds(120));
+      } catch (IllegalStateException e) {
+        throw new IllegalStateException(
+            e.getMessage() + "; alive " + other.isAlive() + ", its output ends: " + tail(log), e);
+      }
       Set<Integer> moved = complement(a.held());
       a.forget(moved);
       long killed = System.nanoTime();
@@ -173,6 +178,15 @@ final class RabbitHandover {
       }
       work.delete(name, topic, SHARDS);
       Files.deleteIfExists(log);
+    }
+  }
+
+  private static String tail(Path log) {
+    try {
+      String text = Files.readString(log);
+      return text.substring(Math.max(0, text.length() - 2_000));
+    } catch (java.io.IOException e) {
+      return "(unreadable: " + e + ")";
     }
   }
 
