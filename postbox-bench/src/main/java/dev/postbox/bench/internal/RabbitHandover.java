@@ -81,7 +81,8 @@ final class RabbitHandover {
             "rabbit_shard_handover_kill_ms",
             ms[0],
             "1 of 2 instances (a JVM of its own) killed with SIGKILL; the survivor takes its 4"
-                + " shards once their leases expired; "
+                + " shards once their leases expired (a TTL after its last renewal, so up to the TTL"
+                + " and a heartbeat after the kill); "
                 + common),
         figure(
             "rabbit_shard_handover_join_ms",
