@@ -30,17 +30,19 @@ public final class BenchRunner {
    * Groups run only when asked for with {@code --only} (not in the default run nor CI's quick one):
    * {@code txrelay}, the transactional relay against the idempotent relay; {@code cdc}, the CDC
    * relay against Debezium on a pre-written backlog and at fixed rates (commit to broker-ack
-   * latency); {@code rabbitmq}, the RabbitMQ relay and consumers against their peers (needs a
-   * RabbitMQ installation); {@code admin}, the operations queries on 100,000 dead letters; {@code
-   * batchrace}, only the race of our batch consumer against Spring Kafka's batch listener that the
-   * {@code consumer} group runs too (for working on it); {@code acklatency}, only the commit to
-   * broker-ack latency race of the {@code cdc} group (CDC relay, Debezium, polling relay); {@code
-   * cdcwrite}, only the write path of the {@code cdc} group (business-only, table outbox,
-   * emit-message outbox); {@code ackrounds}, the CDC relay and Debezium in alternating rounds at
-   * the latency target's rates, each p99 the median of three rounds; {@code inboxkeys},
-   * PostgreSQL's CPU per message of an inbox batch claim with the inbox keys of schema version 15
-   * and of 16; {@code latency}, only the {@code e2e} group's first figures (the polling relay to an
-   * at-least-once consumer at 1k, 5k and 20k/s), without the race of pipelines.
+   * latency); {@code rabbitmq}, the RabbitMQ relay and consumers against their peers, key-ordered
+   * instances sharing the shards by lease against Spring AMQP's competing consumers and the shards'
+   * hand-over times (needs a RabbitMQ installation); {@code admin}, the operations queries on
+   * 100,000 dead letters; {@code batchrace}, only the race of our batch consumer against Spring
+   * Kafka's batch listener that the {@code consumer} group runs too (for working on it); {@code
+   * acklatency}, only the commit to broker-ack latency race of the {@code cdc} group (CDC relay,
+   * Debezium, polling relay); {@code cdcwrite}, only the write path of the {@code cdc} group
+   * (business-only, table outbox, emit-message outbox); {@code ackrounds}, the CDC relay and
+   * Debezium in alternating rounds at the latency target's rates, each p99 the median of three
+   * rounds; {@code inboxkeys}, PostgreSQL's CPU per message of an inbox batch claim with the inbox
+   * keys of schema version 15 and of 16; {@code latency}, only the {@code e2e} group's first
+   * figures (the polling relay to an at-least-once consumer at 1k, 5k and 20k/s), without the race
+   * of pipelines.
    */
   public static final List<String> OPT_IN_GROUPS =
       List.of(

@@ -38,10 +38,10 @@ public final class BenchEnv implements AutoCloseable {
   private static final AtomicInteger SEQ = new AtomicInteger();
 
   private final PostgresServer pg;
-  private final KafkaBroker kafka;
+  private final java.util.function.Supplier<KafkaBroker> kafka;
   private final List<AutoCloseable> closeables = new ArrayList<>();
 
-  private BenchEnv(PostgresServer pg, KafkaBroker kafka) {
+  private BenchEnv(PostgresServer pg, java.util.function.Supplier<KafkaBroker> kafka) {
     this.pg = pg;
     this.kafka = kafka;
   }
@@ -49,7 +49,17 @@ public final class BenchEnv implements AutoCloseable {
   /** Starts (or connects to) the shared infrastructure. */
   public static BenchEnv start() {
     PostboxInfrastructure infra = PostboxInfrastructure.shared();
-    return new BenchEnv(infra.postgres(), infra.kafka());
+    KafkaBroker kafka = infra.kafka();
+    return new BenchEnv(infra.postgres(), () -> kafka);
+  }
+
+  /** PostgreSQL only, for benchmarks of another broker: the Kafka methods throw. */
+  public static BenchEnv withoutKafka() {
+    return new BenchEnv(
+        PostboxInfrastructure.shared().postgres(),
+        () -> {
+          throw new IllegalStateException("this benchmark environment has no Kafka broker");
+        });
   }
 
   /** The PostgreSQL server. */
@@ -64,7 +74,7 @@ public final class BenchEnv implements AutoCloseable {
 
   /** The Kafka bootstrap servers. */
   public String bootstrap() {
-    return kafka.bootstrapServers();
+    return kafka.get().bootstrapServers();
   }
 
   /** A new schema with the Postbox tables and a pool of {@code poolSize} connections on it. */
@@ -98,7 +108,7 @@ public final class BenchEnv implements AutoCloseable {
   public String topic(String prefix, int partitions) {
     String topic =
         "bench." + prefix + "." + ProcessHandle.current().pid() + "." + SEQ.incrementAndGet();
-    kafka.createTopic(topic, partitions);
+    kafka.get().createTopic(topic, partitions);
     return topic;
   }
 
@@ -120,7 +130,7 @@ public final class BenchEnv implements AutoCloseable {
   public String primedTopic(String prefix, int partitions, Map<String, String> config) {
     String topic =
         "bench." + prefix + "." + ProcessHandle.current().pid() + "." + SEQ.incrementAndGet();
-    kafka.createTopic(topic, partitions, config);
+    kafka.get().createTopic(topic, partitions, config);
     try (KafkaProducer<byte[], byte[]> producer =
         new KafkaProducer<>(fillConfig(), new ByteArraySerializer(), new ByteArraySerializer())) {
       List<Future<?>> probes = new ArrayList<>();

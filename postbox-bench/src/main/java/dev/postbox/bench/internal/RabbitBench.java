@@ -57,6 +57,9 @@ import org.springframework.amqp.rabbit.listener.api.ChannelAwareBatchMessageList
  *   <li>key-ordered concurrency: one queue, 1,000 keys, a handler that waits 5 ms, with {@code
  *       Ordering.KEY} against one message at a time per queue ({@code Ordering.PARTITION}, what one
  *       plain consumer per queue does).
+ *   <li>instances sharing the shards by lease: key-ordered throughput with 1, 2 and 4 instances
+ *       beside Spring AMQP's competing consumers ({@link RabbitScaling}), and how long the shards
+ *       of an instance that is killed, joins or leaves go unconsumed ({@link RabbitHandover}).
  * </ul>
  */
 public final class RabbitBench {
@@ -145,6 +148,13 @@ public final class RabbitBench {
           Measurement.of("rabbit_key_order_vs_queue", key.value() / partition.value(), "x")
               .target(Target.atLeast(50))
               .note("rabbit_key_order_key_per_s / rabbit_key_order_queue_per_s"));
+      RabbitWork work = new RabbitWork(uri);
+      for (Measurement m : new RabbitScaling(env, config, work).run()) {
+        record(out, m);
+      }
+      for (Measurement m : new RabbitHandover(env, config, work).run()) {
+        record(out, m);
+      }
       return out;
     } finally {
       if (!server.isExternal()) {
