@@ -48,6 +48,8 @@
 
 // A page that follows something running (a replay job's progress) carries
 // <span id="refresh" data-refresh="SECONDS">: it reloads itself every SECONDS while it is there.
+// Once one of its forms is submitted (Pause, Cancel) it no longer reloads: a reload due while the
+// form's request is on its way would abort it, and the operator's click would be lost.
 (function () {
   "use strict";
   var marker = document.getElementById("refresh");
@@ -56,8 +58,11 @@
   }
   var seconds = parseInt(marker.getAttribute("data-refresh"), 10);
   if (seconds > 0) {
-    window.setTimeout(function () {
+    var timer = window.setTimeout(function () {
       window.location.reload();
     }, seconds * 1000);
+    document.addEventListener("submit", function () {
+      window.clearTimeout(timer);
+    }, true);
   }
 })();

@@ -105,7 +105,10 @@ class ConsoleSecurity {
                       "wrong user name or password");
                   response.sendRedirect(request.getContextPath() + "/login?error");
                 }))
-        .logout(l -> l.logoutSuccessUrl("/login?logout"))
+        .logout(l ->
+            sso.ifPresentOrElse(
+                r -> l.logoutSuccessHandler(OidcLogin.logoutSuccess(r)),
+                () -> l.logoutSuccessUrl(OidcLogin.LOGGED_OUT)))
         .exceptionHandling(e ->
             e.accessDeniedHandler(new ConsoleAccessDenied(events))
                 .defaultAuthenticationEntryPointFor(
@@ -117,7 +120,9 @@ class ConsoleSecurity {
                     c.policyDirectives(
                         "default-src 'self'; script-src 'self'; style-src 'self';"
                             + " img-src 'self' data:; object-src 'none'; base-uri 'none';"
-                            + " form-action 'self'; frame-ancestors 'none'"))
+                            + " form-action 'self'"
+                            + sso.flatMap(OidcLogin::logoutOrigin).map(o -> " " + o).orElse("")
+                            + "; frame-ancestors 'none'"))
                 .frameOptions(f -> f.deny())
                 .referrerPolicy(r -> r.policy(ReferrerPolicy.NO_REFERRER)))
         .addFilterBefore(new OriginCheck(events), CsrfFilter.class)

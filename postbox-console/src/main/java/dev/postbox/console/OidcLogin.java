@@ -6,11 +6,13 @@ import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.security.config.annotation.web.builders.HttpSecurity;
+import org.springframework.security.oauth2.client.oidc.web.logout.OidcClientInitiatedLogoutSuccessHandler;
 import org.springframework.security.oauth2.client.registration.ClientRegistration;
 import org.springframework.security.oauth2.client.registration.ClientRegistrations;
 import org.springframework.security.oauth2.client.registration.InMemoryClientRegistrationRepository;
 import org.springframework.security.oauth2.core.OAuth2AuthenticationException;
 import org.springframework.security.web.authentication.SavedRequestAwareAuthenticationSuccessHandler;
+import org.springframework.security.web.authentication.logout.LogoutSuccessHandler;
 
 /**
  * Single sign-on with an OpenID Connect provider ({@link ConsoleOidcProperties}), beside the form
@@ -25,6 +27,9 @@ final class OidcLogin {
   static final String REGISTRATION = "oidc";
 
   static final String START = "/oauth2/authorization/" + REGISTRATION;
+
+  /** The page after a logout. */
+  static final String LOGGED_OUT = "/login?logout";
 
   private static final Logger log = LoggerFactory.getLogger(OidcLogin.class);
 
@@ -144,6 +149,46 @@ final class OidcLogin {
                 response.sendRedirect(request.getContextPath() + "/login?sso-error");
               }
             }));
+  }
+
+  /**
+   * Where a logout goes with single sign-on on: a single sign-on user is logged out at the provider
+   * too (OpenID Connect RP-initiated logout, at its {@code end_session_endpoint}, with the ID token
+   * as hint) and comes back to {@code /login?logout}, so the next single sign-on login asks for the
+   * password again; a local account, or a provider without that endpoint, goes to {@code
+   * /login?logout} at once. The provider must allow {@code <console URL>/login?logout} as the
+   * client's post-logout redirect URI.
+   */
+  static LogoutSuccessHandler logoutSuccess(ClientRegistration registration) {
+    OidcClientInitiatedLogoutSuccessHandler h =
+        new OidcClientInitiatedLogoutSuccessHandler(
+            new InMemoryClientRegistrationRepository(registration));
+    h.setPostLogoutRedirectUri("{baseUrl}" + LOGGED_OUT);
+    h.setDefaultTargetUrl(LOGGED_OUT);
+    return h;
+  }
+
+  /**
+   * The origin of the provider's end-session endpoint ({@code https://sso.example.com}), when its
+   * discovery document names one: the logout form's redirect goes there, so the pages' {@code
+   * form-action} must allow it (a browser blocks a form whose redirect leaves the allowed origins).
+   */
+  static Optional<String> logoutOrigin(ClientRegistration registration) {
+    Object endpoint =
+        registration.getProviderDetails().getConfigurationMetadata().get("end_session_endpoint");
+    if (endpoint == null) {
+      return Optional.empty();
+    }
+    try {
+      URI u = URI.create(endpoint.toString());
+      if (u.getScheme() == null || u.getHost() == null) {
+        return Optional.empty();
+      }
+      return Optional.of(
+          u.getScheme() + "://" + u.getHost() + (u.getPort() == -1 ? "" : ":" + u.getPort()));
+    } catch (IllegalArgumentException e) {
+      return Optional.empty();
+    }
   }
 
   private static boolean blank(String s) {

@@ -45,13 +45,23 @@ final class ConsoleFixtures {
   /** A dead letter with the given failure fingerprint (as a consumer writes it: a hash). */
   static long deadLetter(
       DataSource ds, String consumer, Message message, String error, String fingerprint) {
+    return deadLetter(ds, consumer, message, "com.shop.WarehouseMissing", error, fingerprint);
+  }
+
+  /** A dead letter of an exception of class {@code errorClass} with the given fingerprint. */
+  static long deadLetter(
+      DataSource ds,
+      String consumer,
+      Message message,
+      String errorClass,
+      String error,
+      String fingerprint) {
     ProducerRecord<byte[], byte[]> r = KafkaRecords.toRecord(message);
     List<DeadLetterStore.Header> headers = new ArrayList<>();
     for (Header h : r.headers()) {
       headers.add(new DeadLetterStore.Header(h.key(), h.value()));
     }
     Instant now = Instant.now();
-    String errorClass = "com.shop.WarehouseMissing";
     return PostgresDeadLetterStore.create(ds)
         .add(
             new NewDeadLetter(

@@ -22,8 +22,9 @@ import org.springframework.test.context.DynamicPropertySource;
 /**
  * Single sign-on in headless Chromium against a real OpenID Connect provider ({@link
  * OidcTestProvider}): an admin clicks "Log in with single sign-on", logs in on the provider's own
- * form, lands on the dashboard as admin, and logs out. Runs whenever CI=true; elsewhere it is
- * skipped, with one line, if Chromium is not installed.
+ * form, lands on the dashboard as admin, and logs out, at the provider too: single sign-on asks for
+ * the password again. Runs whenever CI=true; elsewhere it is skipped, with one line, if Chromium is
+ * not installed.
  */
 @SpringBootTest(
     classes = ConsoleApplication.class,
@@ -77,11 +78,18 @@ class ConsoleOidcBrowserIT {
     find(By.cssSelector("button[type=submit]")).click();
     assertThat(find(By.id("who")).getText()).isEqualTo("ada (admin, reveals)");
     assertThat(browser.getCurrentUrl()).isEqualTo(console + "/");
+
+    // the logout ends the session at the provider too (RP-initiated logout) and comes back
+    OidcTestProvider.allowPostLogoutRedirect(PROVIDER, console + "/login?logout");
     find(By.id("logout")).click();
     new WebDriverWait(browser, Duration.ofSeconds(30))
         .until(ExpectedConditions.urlToBe(console + "/login?logout"));
     browser.get(console + "/");
     new WebDriverWait(browser, Duration.ofSeconds(30))
         .until(ExpectedConditions.urlToBe(console + "/login"));
+    // so single sign-on asks for the password again instead of logging straight back in
+    find(By.id("sso")).click();
+    find(By.id("password"));
+    assertThat(browser.getCurrentUrl()).startsWith(OidcTestProvider.issuer(PROVIDER) + "/login");
   }
 }

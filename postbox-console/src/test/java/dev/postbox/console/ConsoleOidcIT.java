@@ -18,7 +18,8 @@ import org.springframework.test.context.DynamicPropertySource;
  * Single sign-on against a real OpenID Connect provider (Spring Authorization Server on a random
  * port, {@link OidcTestProvider}), through the whole authorization code flow over HTTP: the groups
  * claim maps to the console's roles, a user with no mapped group is refused (403, audited), the
- * local users' form login keeps working beside it, logout ends the console session.
+ * local users' form login keeps working beside it, logout ends the console session (and a single
+ * sign-on user's at the provider too).
  */
 @SpringBootTest(
     classes = ConsoleApplication.class,
@@ -98,6 +99,9 @@ class ConsoleOidcIT {
     SsoClient admin = new SsoClient();
     HttpResponse<String> login = admin.get(console() + "/login");
     assertThat(login.body()).contains("id=\"sso\"").contains(OidcLogin.START);
+    // the logout form's redirect to the provider's end-session endpoint is an allowed form action
+    assertThat(login.headers().firstValue("Content-Security-Policy").orElseThrow())
+        .contains("form-action 'self' " + OidcTestProvider.issuer(PROVIDER) + ";");
     // Lax, not Strict: the provider's redirect back must carry the session (ConsoleOidcBrowserIT)
     assertThat(login.headers().allValues("Set-Cookie"))
         .anySatisfy(c -> assertThat(c).startsWith("POSTBOX_CONSOLE=").contains("SameSite=Lax"));
@@ -108,11 +112,31 @@ class ConsoleOidcIT {
     assertThat(page.uri().toString()).isEqualTo(console() + "/");
     assertThat(page.statusCode()).isEqualTo(200);
 
+    // a local account's logout stays in the console
+    HttpResponse<String> adminOut = admin.post(console() + "/logout", Map.of());
+    assertThat(redirects(adminOut)).containsExactly(console() + "/login?logout");
+
+    // a single sign-on user's logout passes through the provider's end-session endpoint
+    OidcTestProvider.allowPostLogoutRedirect(PROVIDER, console() + "/login?logout");
     SsoClient ada = new SsoClient();
     ada.singleSignOn(console(), "ada", OidcTestProvider.PASSWORD);
     HttpResponse<String> out = ada.post(console() + "/logout", Map.of());
     assertThat(out.uri().toString()).isEqualTo(console() + "/login?logout");
+    assertThat(redirects(out))
+        .anySatisfy(
+            u -> assertThat(u).startsWith(OidcTestProvider.issuer(PROVIDER) + "/connect/logout"));
     assertThat(ada.get(console() + "/").uri().toString()).isEqualTo(console() + "/login");
+  }
+
+  /** The URIs a request's redirects went through after the first, in order. */
+  private static List<String> redirects(HttpResponse<String> last) {
+    java.util.LinkedList<String> uris = new java.util.LinkedList<>();
+    for (java.util.Optional<HttpResponse<String>> r = java.util.Optional.of(last);
+        r.isPresent() && r.get().previousResponse().isPresent();
+        r = r.get().previousResponse()) {
+      uris.addFirst(r.get().uri().toString());
+    }
+    return uris;
   }
 
   private static List<String> securityAudit() {

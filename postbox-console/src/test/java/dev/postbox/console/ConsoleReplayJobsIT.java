@@ -162,7 +162,12 @@ class ConsoleReplayJobsIT {
     assertThat(cancelled)
         .contains("id=\"job-state\">CANCELLED<")
         .contains("id=\"job-done\">3 of 5<")
+        .contains("id=\"job-not-worked\">2<")
         .doesNotContain("cancel-job");
+    // the running page's reload stops once Pause or Cancel is submitted (a reload would abort it)
+    assertThat(page(get("/js/console.js"), 200))
+        .contains("document.addEventListener(\"submit\"")
+        .contains("window.clearTimeout(timer)");
     assertThat(admin.replayJob(id).orElseThrow().state()).isEqualTo(ReplayJob.State.CANCELLED);
 
     assertThat(page(get("/replay-jobs"), 200)).contains("id=\"job-" + id + "\"").contains("3 / 5");

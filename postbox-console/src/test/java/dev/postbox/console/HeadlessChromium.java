@@ -6,10 +6,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.Assumptions;
+import org.openqa.selenium.By;
+import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.WebDriver;
 import org.openqa.selenium.chrome.ChromeDriver;
 import org.openqa.selenium.chrome.ChromeDriverService;
 import org.openqa.selenium.chrome.ChromeOptions;
+import org.openqa.selenium.support.ui.WebDriverWait;
 
 /**
  * The browser of the console's Chromium tests: Debian's headless Chromium and ChromeDriver with a
@@ -66,6 +69,20 @@ final class HeadlessChromium implements AutoCloseable {
 
   WebDriver driver() {
     return driver;
+  }
+
+  /**
+   * Clicks element {@code id} on a page that may reload itself meanwhile (a running replay job's):
+   * an element found on the page before a reload is stale, and clicking it does nothing, so it is
+   * found again on the new page; a click that happened is never repeated.
+   */
+  void click(String id) {
+    new WebDriverWait(driver, Duration.ofSeconds(30))
+        .ignoring(StaleElementReferenceException.class)
+        .until(d -> {
+          d.findElement(By.id(id)).click();
+          return true;
+        });
   }
 
   /** Quits the browser and deletes its profile. */

@@ -136,6 +136,16 @@ public class OidcTestProvider {
             .build());
   }
 
+  /**
+   * Lets the console at {@code uri} be the client's post-logout redirect (its port is known only
+   * once it runs; the provider checks the URI exactly).
+   */
+  public static void allowPostLogoutRedirect(ConfigurableApplicationContext provider, String uri) {
+    RegisteredClientRepository clients = provider.getBean(RegisteredClientRepository.class);
+    RegisteredClient client = clients.findByClientId(CLIENT_ID);
+    clients.save(RegisteredClient.from(client).postLogoutRedirectUri(uri).build());
+  }
+
   /** The user's groups in the ID token's {@code groups} claim, and their preferred user name. */
   @Bean
   OAuth2TokenCustomizer<JwtEncodingContext> groupsClaim() {
