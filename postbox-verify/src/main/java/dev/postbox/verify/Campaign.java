@@ -7,14 +7,15 @@ import java.util.List;
 
 /**
  * A fault-injection campaign: PostgreSQL (its own process, synchronous commit on), a Kafka broker
- * (its own JVM), two producer application instances, two relays and three consumers (each its own
- * JVM, restarted by a supervisor after each death), and the scenarios run one after the other on
- * that system. Each scenario: start the producer, inject its faults for a while, heal everything,
- * drain, and check the whole history, counting what the scenario's business transactions show.
+ * (its own JVM; with {@code --cluster} three, see {@link KafkaClusterFaults}), two producer
+ * application instances, two relays and three consumers (each its own JVM, restarted by a
+ * supervisor after each death), and the scenarios run one after the other on that system. Each
+ * scenario: start the producer, inject its faults for a while, heal everything, drain, and check
+ * the whole history, counting what the scenario's business transactions show.
  *
  * <p>This class runs the rounds; the system is a {@link CampaignEnvironment}, one round of a
  * scenario a {@link ScenarioRunner}, and the faults are injected by {@link ProcessFaults}, {@link
- * BrokerFaults} and {@link DatabaseFaults}.
+ * BrokerFaults}, {@link KafkaClusterFaults} and {@link DatabaseFaults}.
  *
  * <p>Not thread-safe; run one campaign at a time.
  */
@@ -28,6 +29,8 @@ final class Campaign implements AutoCloseable {
    *     the processes restart); 1 by default
    * @param timeBox no scenario round starts after the campaign has run this long ({@link
    *     Duration#ZERO}: no limit); a long campaign then fits a given time and keeps its report
+   * @param cluster whether the campaign runs on the test kit's three-broker cluster ({@code
+   *     --cluster}) instead of one broker
    */
   record Settings(
       long seed,
@@ -42,7 +45,8 @@ final class Campaign implements AutoCloseable {
       RelayMode relay,
       ConsumerMode consumerMode,
       double faultRate,
-      Duration timeBox) {
+      Duration timeBox,
+      boolean cluster) {
 
     /** The highest {@link #faultRate}. */
     static final double MAX_FAULT_RATE = 10;
@@ -52,6 +56,38 @@ final class Campaign implements AutoCloseable {
       if (timeBox.isNegative()) {
         throw new IllegalArgumentException("time box must not be negative: " + timeBox);
       }
+    }
+
+    /** Settings on one broker. */
+    Settings(
+        long seed,
+        Duration phase,
+        int minRounds,
+        long targetInjections,
+        Duration recoveryBound,
+        double rate,
+        List<String> only,
+        Path dir,
+        int minFires,
+        RelayMode relay,
+        ConsumerMode consumerMode,
+        double faultRate,
+        Duration timeBox) {
+      this(
+          seed,
+          phase,
+          minRounds,
+          targetInjections,
+          recoveryBound,
+          rate,
+          only,
+          dir,
+          minFires,
+          relay,
+          consumerMode,
+          faultRate,
+          timeBox,
+          false);
     }
 
     /** Settings with the default (inbox) consumers, fault rate and no time box. */
@@ -121,7 +157,27 @@ final class Campaign implements AutoCloseable {
           relay,
           consumerMode,
           faultRate,
-          timeBox);
+          timeBox,
+          cluster);
+    }
+
+    /** These settings on the three-broker cluster ({@code cluster}) or on one broker. */
+    Settings withCluster(boolean cluster) {
+      return new Settings(
+          seed,
+          phase,
+          minRounds,
+          targetInjections,
+          recoveryBound,
+          rate,
+          only,
+          dir,
+          minFires,
+          relay,
+          consumerMode,
+          faultRate,
+          timeBox,
+          cluster);
     }
 
     /** The wait before the next external fault, for the default wait {@code ms}. */
@@ -181,7 +237,8 @@ final class Campaign implements AutoCloseable {
    */
   List<ScenarioResult> run(java.util.function.Consumer<List<ScenarioResult>> progress)
       throws Exception {
-    List<Scenario> scenarios = Scenario.selected(settings.relay(), settings.only());
+    List<Scenario> scenarios =
+        Scenario.selected(settings.relay(), settings.cluster(), settings.only());
     if (settings.consumerMode() == ConsumerMode.OFFSETS) {
       // ordered parking needs the inbox: an offsets-mode subscription refuses it
       scenarios.stream()

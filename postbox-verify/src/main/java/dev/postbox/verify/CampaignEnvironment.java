@@ -4,6 +4,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.postbox.jdbc.PostboxMigrations;
 import dev.postbox.testkit.ChildJvm;
 import dev.postbox.testkit.KafkaBroker;
+import dev.postbox.testkit.KafkaCluster;
 import dev.postbox.testkit.PostgresServer;
 import dev.postbox.verify.Fleet.Child;
 import dev.postbox.verify.Fleet.Role;
@@ -24,9 +25,10 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 
 /**
  * The system a campaign runs on: PostgreSQL (its own process, synchronous commit on), a Kafka
- * broker (its own JVM), the harness schema and topic, and the fleet of producers, relays and
- * consumers (each its own JVM); and what the scenarios need of it (the history checker, the servers
- * brought back up, the phase the children are started for).
+ * broker (its own JVM; with {@code --cluster} the test kit's three-broker KRaft cluster, every
+ * client given every broker's address), the harness schema and topic, and the fleet of producers,
+ * relays and consumers (each its own JVM); and what the scenarios need of it (the history checker,
+ * the servers brought back up, the phase the children are started for).
  */
 final class CampaignEnvironment implements AutoCloseable {
 
@@ -34,7 +36,8 @@ final class CampaignEnvironment implements AutoCloseable {
   private final PrintStream out;
   private final FaultLog log;
   private PostgresServer pg;
-  private KafkaBroker kafka;
+  private KafkaBroker kafka; // on one broker
+  private KafkaCluster cluster; // with --cluster, in place of kafka
   private HikariDataSource ds;
   private Admin admin;
   private TopicReader reader;
@@ -65,8 +68,19 @@ final class CampaignEnvironment implements AutoCloseable {
     return pg;
   }
 
+  /** The single broker; null with {@code --cluster}. */
   KafkaBroker kafka() {
     return kafka;
+  }
+
+  /** The three-broker cluster with {@code --cluster}; else null. */
+  KafkaCluster cluster() {
+    return cluster;
+  }
+
+  /** The campaign's topic. */
+  String topic() {
+    return topic;
   }
 
   Admin admin() {
@@ -149,7 +163,7 @@ final class CampaignEnvironment implements AutoCloseable {
   void start() throws Exception {
     Path dir = settings.dir();
     out.println("postbox verify: seed " + settings.seed() + ", report directory " + dir);
-    if (Scenario.selected(settings.relay(), settings.only()).stream()
+    if (Scenario.selected(settings.relay(), settings.cluster(), settings.only()).stream()
         .anyMatch(Scenario::partitions)) {
       networkUnavailable = NetworkPartitions.unavailable();
       if (networkUnavailable.isEmpty()) {
@@ -185,20 +199,29 @@ final class CampaignEnvironment implements AutoCloseable {
     }
     pg = pgb.build();
     pg.start();
-    kafka = kb.build();
-    kafka.start();
+    if (settings.cluster()) {
+      cluster = KafkaClusterFaults.start(dir.resolve("kafka-cluster"));
+    } else {
+      kafka = kb.build();
+      kafka.start();
+    }
+    String bootstrap = cluster != null ? cluster.bootstrapServers() : kafka.bootstrapServers();
     String schema = pg.createSchema("verify");
     ds = pg.dataSource(schema, 4);
     PostboxMigrations.migrate(ds);
     HarnessSchema.create(ds, Campaign.KEYS);
     topic = "verify-" + Long.toUnsignedString(settings.seed(), 36);
-    kafka.createTopic(topic, Campaign.PARTITIONS);
+    if (cluster != null) {
+      cluster.createTopic(topic, Campaign.PARTITIONS); // replication factor 3, min ISR 2
+    } else {
+      kafka.createTopic(topic, Campaign.PARTITIONS);
+    }
     Properties ap = new Properties();
-    ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+    ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     ap.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000);
     ap.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 15_000);
     admin = Admin.create(ap);
-    reader = new TopicReader(kafka.bootstrapServers(), topic, Campaign.PARTITIONS);
+    reader = new TopicReader(bootstrap, topic, Campaign.PARTITIONS);
     checker =
         new HistoryChecker(ds, admin, reader, topic, Campaign.PARTITIONS, Campaign.GROUP, log);
     checker.relayMode(settings.relay());
@@ -209,7 +232,6 @@ final class CampaignEnvironment implements AutoCloseable {
         network
             .map(n -> pg.jdbcUrl(schema).replace("//127.0.0.1:", "//" + n.postgresAddress() + ":"))
             .orElse(pg.jdbcUrl(schema));
-    String bootstrap = kafka.bootstrapServers();
     Path logs = dir.resolve("logs");
     for (int i = 0; i < Campaign.PRODUCERS; i++) {
       String name = "producer-" + (char) ('a' + i);
@@ -294,7 +316,10 @@ final class CampaignEnvironment implements AutoCloseable {
     }
     fleet.awaitStarted(Duration.ofMinutes(2));
     out.println(
-        "started: PostgreSQL, Kafka broker, "
+        "started: PostgreSQL, "
+            + (cluster != null
+                ? "Kafka cluster of " + cluster.size() + " brokers (KRaft, combined mode), "
+                : "Kafka broker, ")
             + Campaign.RELAYS
             + " "
             + settings.relay().cliName()
@@ -326,8 +351,9 @@ final class CampaignEnvironment implements AutoCloseable {
   }
 
   /**
-   * Starts PostgreSQL and the broker if they are down, retrying (a machine under load can take
-   * longer than one start-up timeout).
+   * Starts PostgreSQL and the broker if they are down (on a cluster: thaws frozen brokers and
+   * starts stopped ones), retrying (a machine under load can take longer than one start-up
+   * timeout).
    */
   synchronized void ensureUp() {
     for (int attempt = 1; ; attempt++) {
@@ -335,7 +361,9 @@ final class CampaignEnvironment implements AutoCloseable {
         if (!pg.isRunning()) {
           pg.start();
         }
-        if (!kafka.isRunning()) {
+        if (cluster != null) {
+          cluster.heal();
+        } else if (!kafka.isRunning()) {
           kafka.start();
         }
         return;
@@ -344,7 +372,7 @@ final class CampaignEnvironment implements AutoCloseable {
         if (attempt >= 5) {
           throw e;
         }
-        if (kafka.isRunning()) {
+        if (kafka != null && kafka.isRunning()) {
           kafka.kill(); // a broker that did not become ready: start it afresh
         }
       }
@@ -381,6 +409,13 @@ final class CampaignEnvironment implements AutoCloseable {
     }
     if (kafka != null) {
       kafka.close();
+    }
+    if (cluster != null) {
+      // kill -9 first: a clean stop of the last combined node waits for a lost quorum
+      for (int i = 0; i < cluster.size(); i++) {
+        cluster.kill(i);
+      }
+      cluster.close();
     }
     if (pg != null) {
       pg.close();

@@ -33,8 +33,15 @@ final class Ledger {
       String transport,
       String relay,
       String consumerMode,
+      boolean cluster,
       long injections,
-      long declaredInjections) {}
+      long declaredInjections) {
+
+    /** Transport, relay and consumer mode, then {@code /cluster} for a run on a cluster. */
+    String mode() {
+      return transport + "/" + relay + "/" + consumerMode + (cluster ? "/cluster" : "");
+    }
+  }
 
   /** The recount: every entry, and the totals of the counted ones. */
   record Count(List<Entry> entries) {
@@ -48,14 +55,14 @@ final class Ledger {
     }
 
     /**
-     * Counted injections per transport, relay and consumer mode ({@code kafka/idempotent/inbox}).
+     * Counted injections per transport, relay and consumer mode ({@code kafka/idempotent/inbox}),
+     * runs on a cluster apart ({@code kafka/idempotent/inbox/cluster}).
      */
     Map<String, Long> byMode() {
       Map<String, Long> by = new TreeMap<>();
       for (Entry e : entries) {
         if (e.counted()) {
-          by.merge(
-              e.transport() + "/" + e.relay() + "/" + e.consumerMode(), e.injections(), Long::sum);
+          by.merge(e.mode(), e.injections(), Long::sum);
         }
       }
       return by;
@@ -89,11 +96,14 @@ final class Ledger {
     try {
       r = JSON.readTree(file.toFile());
     } catch (IOException e) {
-      return new Entry(name, false, "not a JSON report: " + e.getMessage(), "?", "?", "?", 0, 0);
+      return new Entry(
+          name, false, "not a JSON report: " + e.getMessage(), "?", "?", "?", false, 0, 0);
     }
     String transport = r.path("transport").asText("?");
     String relay = r.path("relay").asText("?");
     String mode = r.path("consumer_mode").asText("?");
+    // reports from before the key: the command says whether it ran on a cluster
+    boolean cluster = r.path("cluster").asBoolean(commandHas(r, "--cluster"));
     long declared = r.path("injections").asLong(0);
     long fired = 0;
     for (JsonNode fault : r.path("faults")) {
@@ -125,7 +135,24 @@ final class Ledger {
       why = "the same run as an earlier file";
     }
     return new Entry(
-        name, why == null, why == null ? "" : why, transport, relay, mode, fired, declared);
+        name,
+        why == null,
+        why == null ? "" : why,
+        transport,
+        relay,
+        mode,
+        cluster,
+        fired,
+        declared);
+  }
+
+  private static boolean commandHas(JsonNode report, String argument) {
+    for (JsonNode a : report.path("command")) {
+      if (argument.equals(a.asText())) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Prints the recount: one line per report, then the totals. */
@@ -136,9 +163,7 @@ final class Ledger {
           "  %-56s %s%n",
           e.file(),
           e.counted()
-              ? String.format(
-                  "counted: %s/%s/%s, %d faults fired",
-                  e.transport(), e.relay(), e.consumerMode(), e.injections())
+              ? String.format("counted: %s, %d faults fired", e.mode(), e.injections())
               : "not counted: " + e.why());
     }
     out.printf(

@@ -87,6 +87,14 @@ final class Report {
   void printText(PrintStream out) {
     out.println();
     out.printf("Postbox verify: seed %d, started %s, took %d s%n", seed, started, took.toSeconds());
+    if (record != null) {
+      out.printf(
+          "transport %s%s, relay %s, consumer mode %s%n",
+          record.transport(),
+          record.cluster() ? " (cluster)" : "",
+          record.relay(),
+          record.consumerMode());
+    }
     String fmt = "%-22s %6s %8s %5s %5s %6s %6s %7s %8s %6s %6s %6s %6s %6s %6s %6s %9s  %s%n";
     out.printf(
         fmt,

@@ -24,6 +24,7 @@ import java.util.concurrent.TimeUnit;
  * @param commit {@code git rev-parse HEAD} of the working directory, or {@code unknown}
  * @param dirty whether {@code git status --porcelain} listed changes (or could not tell)
  * @param machine cores, memory and operating system
+ * @param cluster whether it ran on a three-broker (three-node) cluster ({@code --cluster})
  */
 record RunRecord(
     List<String> command,
@@ -32,10 +33,24 @@ record RunRecord(
     String consumerMode,
     String commit,
     boolean dirty,
-    Map<String, Object> machine) {
+    Map<String, Object> machine,
+    boolean cluster) {
+
+  /** A record of a run on a single broker. */
+  RunRecord(
+      List<String> command,
+      String transport,
+      String relay,
+      String consumerMode,
+      String commit,
+      boolean dirty,
+      Map<String, Object> machine) {
+    this(command, transport, relay, consumerMode, commit, dirty, machine, false);
+  }
 
   /** The record of a run started now in this process's working directory. */
-  static RunRecord of(List<String> command, String transport, String relay, String consumerMode) {
+  static RunRecord of(
+      List<String> command, String transport, String relay, String consumerMode, boolean cluster) {
     String commit = git("rev-parse", "HEAD");
     String status = git("status", "--porcelain", "--untracked-files=no");
     Map<String, Object> machine = new LinkedHashMap<>();
@@ -53,7 +68,8 @@ record RunRecord(
         consumerMode,
         commit == null ? "unknown" : commit.strip(),
         status == null || !status.isBlank(),
-        machine);
+        machine,
+        cluster);
   }
 
   /** Adds the record's keys to a report's JSON root, with the faults read from {@code faultLog}. */
@@ -62,6 +78,7 @@ record RunRecord(
     root.put("transport", transport);
     root.put("relay", relay);
     root.put("consumer_mode", consumerMode);
+    root.put("cluster", cluster);
     root.put("commit", commit);
     root.put("dirty", dirty);
     root.put("machine", machine);

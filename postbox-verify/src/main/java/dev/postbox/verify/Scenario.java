@@ -42,7 +42,15 @@ record Scenario(
     /** A consumer (in its network namespace) cut off from the broker, not from PostgreSQL. */
     PARTITION_CONSUMER_KAFKA("partition-consumer-kafka"),
     /** CDC: {@code kill -9} of the relay that holds the slot lease; a standby takes over. */
-    KILL_ACTIVE_RELAY("kill-active-relay");
+    KILL_ACTIVE_RELAY("kill-active-relay"),
+    /** Cluster: {@code kill -9} of the broker leading a partition of the topic, then a start. */
+    CLUSTER_LEADER_KILL("cluster-leader-kill"),
+    /** Cluster: {@code SIGSTOP} of a partition's leader past its session timeout, then SIGCONT. */
+    CLUSTER_LEADER_FREEZE("cluster-leader-freeze"),
+    /** Cluster: {@code kill -9} of the active KRaft controller (a combined node), then a start. */
+    CLUSTER_CONTROLLER_KILL("cluster-controller-kill"),
+    /** Cluster: each broker stopped cleanly and started again in turn (one roll). */
+    CLUSTER_ROLLING_RESTART("cluster-rolling-restart");
 
     final String kind;
 
@@ -83,6 +91,29 @@ record Scenario(
   static final Set<Fault> PARTITION_FAULTS =
       Set.of(Fault.PARTITION_RELAY_POSTGRES, Fault.PARTITION_CONSUMER_KAFKA);
 
+  /** The faults of a three-broker cluster ({@code --cluster}); none runs on the single broker. */
+  static final Set<Fault> CLUSTER_FAULTS =
+      Set.of(
+          Fault.CLUSTER_LEADER_KILL,
+          Fault.CLUSTER_LEADER_FREEZE,
+          Fault.CLUSTER_CONTROLLER_KILL,
+          Fault.CLUSTER_ROLLING_RESTART);
+
+  /** The single broker's fault, which does not run on a cluster. */
+  static final Set<Fault> SINGLE_BROKER_FAULTS = Set.of(Fault.BROKER_RESTART);
+
+  /** Whether this scenario injects a cluster's fault (and so runs only with {@code --cluster}). */
+  boolean cluster() {
+    return external.stream().anyMatch(CLUSTER_FAULTS::contains);
+  }
+
+  /**
+   * Whether this scenario injects the single broker's fault (and so not with {@code --cluster}).
+   */
+  boolean singleBroker() {
+    return external.stream().anyMatch(SINGLE_BROKER_FAULTS::contains);
+  }
+
   /** The name of the partitions scenario. */
   static final String PARTITIONS = "partitions";
 
@@ -104,11 +135,61 @@ record Scenario(
    * {@link #all(RelayMode)} if it is empty.
    */
   static List<Scenario> selected(RelayMode relay, List<String> only) {
+    return selected(relay, false, only);
+  }
+
+  /**
+   * As {@link #selected(RelayMode, List)}; {@code cluster}: of the campaign on a three-broker
+   * cluster ({@link #all(RelayMode, boolean)}; the partitions scenario is not one of them).
+   */
+  static List<Scenario> selected(RelayMode relay, boolean cluster, List<String> only) {
     if (only.isEmpty()) {
+      return all(relay, cluster);
+    }
+    List<Scenario> optional = cluster ? List.of() : optional();
+    return java.util.stream.Stream.concat(all(relay, cluster).stream(), optional.stream())
+        .filter(s -> only.contains(s.name()))
+        .toList();
+  }
+
+  /**
+   * The scenarios of a campaign with {@code relay}; {@code cluster}: on a three-broker cluster, the
+   * cluster's scenarios ({@link #cluster()}) first, then the processes' own ones without the single
+   * broker's fault (the broker-restart scenario is left out, and mixed kills a partition's leader
+   * in its place).
+   */
+  static List<Scenario> all(RelayMode relay, boolean cluster) {
+    if (!cluster) {
       return all(relay);
     }
-    return java.util.stream.Stream.concat(all(relay).stream(), optional().stream())
-        .filter(s -> only.contains(s.name()))
+    List<Scenario> scenarios = new java.util.ArrayList<>(clusterScenarios());
+    for (Scenario s : all(relay)) {
+      if (s.external().equals(SINGLE_BROKER_FAULTS)) {
+        continue;
+      }
+      if (s.singleBroker()) {
+        java.util.EnumSet<Fault> external = java.util.EnumSet.copyOf(s.external());
+        external.removeAll(SINGLE_BROKER_FAULTS);
+        external.add(Fault.CLUSTER_LEADER_KILL);
+        s = new Scenario(s.name(), s.crashPoints(), s.armProbability(), external, s.parking());
+      }
+      scenarios.add(s);
+    }
+    return List.copyOf(scenarios);
+  }
+
+  /**
+   * The scenarios of a three-broker cluster, each named after its one fault: a partition leader
+   * killed, a partition leader frozen past its session timeout, the active controller killed, and a
+   * rolling restart.
+   */
+  static List<Scenario> clusterScenarios() {
+    return java.util.stream.Stream.of(
+            Fault.CLUSTER_LEADER_KILL,
+            Fault.CLUSTER_LEADER_FREEZE,
+            Fault.CLUSTER_CONTROLLER_KILL,
+            Fault.CLUSTER_ROLLING_RESTART)
+        .map(f -> new Scenario(f.kind, List.of(), 0, Set.of(f)))
         .toList();
   }
 
@@ -153,9 +234,11 @@ record Scenario(
             1.0,
             java.util.EnumSet.complementOf(
                 java.util.EnumSet.copyOf(
-                    java.util.stream.Stream.concat(
+                    java.util.stream.Stream.of(
                             PARTITION_FAULTS.stream(),
+                            CLUSTER_FAULTS.stream(),
                             java.util.stream.Stream.of(Fault.KILL_ACTIVE_RELAY))
+                        .flatMap(f -> f)
                         .toList()))));
   }
 

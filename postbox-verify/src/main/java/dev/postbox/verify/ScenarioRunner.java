@@ -40,6 +40,7 @@ final class ScenarioRunner {
   private final BrokerFaults brokerFaults;
   private final DatabaseFaults databaseFaults;
   private final PartitionFaults partitionFaults;
+  private final KafkaClusterFaults clusterFaults;
 
   /** A runner on {@code env}, which must be started. */
   ScenarioRunner(
@@ -55,6 +56,7 @@ final class ScenarioRunner {
     this.brokerFaults = new BrokerFaults(env, log);
     this.databaseFaults = new DatabaseFaults(env, log);
     this.partitionFaults = new PartitionFaults(env, log);
+    this.clusterFaults = new KafkaClusterFaults(env, log);
   }
 
   /** Runs one round of {@code s}: arm, inject, heal, drain, check. */
@@ -71,6 +73,7 @@ final class ScenarioRunner {
     rotation.clear();
     databaseGate.reset();
     killGate.reset();
+    clusterGate.reset();
     fleet.armer(c -> arm(s, c, armRandoms, scenarioSeed));
     // re-arm the running processes whose role this scenario arms; restart the consumers if the
     // scenario turns parking on or off
@@ -343,17 +346,21 @@ final class ScenarioRunner {
   }
 
   /**
-   * Before a database fault or a {@code kill -9}: waits at its {@link ProgressGate} until some
-   * business transaction of the phase committed since the previous fault of the same gate in the
-   * round. On a slow machine, restarts, crashes and killed sessions spaced for a fast one left no
-   * transaction committing between them, and the phase proved nothing (inconclusive); and kills
-   * every 0.2-0.5 s (at a high {@code --fault-rate}) kept both producers down most of the phase, so
-   * hundreds of kills were counted over a few dozen transactions. Other faults are not gated.
-   * Returns false if stopped while waiting.
+   * Before a database fault, a {@code kill -9} or a cluster's fault: waits at its {@link
+   * ProgressGate} until some business transaction of the phase committed since the previous fault
+   * of the same gate in the round. On a slow machine, restarts, crashes and killed sessions spaced
+   * for a fast one left no transaction committing between them, and the phase proved nothing
+   * (inconclusive); and kills every 0.2-0.5 s (at a high {@code --fault-rate}) kept both producers
+   * down most of the phase, so hundreds of kills were counted over a few dozen transactions. Other
+   * faults are not gated. Returns false if stopped while waiting.
    */
   private boolean awaitProgressFor(Fault f, AtomicBoolean stop) {
     ProgressGate gate =
-        Scenario.DATABASE_FAULTS.contains(f) ? databaseGate : f == Fault.KILL_9 ? killGate : null;
+        Scenario.DATABASE_FAULTS.contains(f)
+            ? databaseGate
+            : f == Fault.KILL_9
+                ? killGate
+                : Scenario.CLUSTER_FAULTS.contains(f) ? clusterGate : null;
     return gate == null || gate.await(stop::get);
   }
 
@@ -368,6 +375,9 @@ final class ScenarioRunner {
   /** Each {@code kill -9} waits here for progress. */
   private final ProgressGate killGate = new ProgressGate(this::committedInPhase, Thread::sleep);
 
+  /** Each cluster fault (a broker killed, frozen or restarted) waits here for progress. */
+  private final ProgressGate clusterGate = new ProgressGate(this::committedInPhase, Thread::sleep);
+
   private static long interval(Fault f, SplittableRandom r) {
     return switch (f) {
       case KILL_9 -> 500 + r.nextInt(1_000);
@@ -379,6 +389,10 @@ final class ScenarioRunner {
       case POSTGRES_CRASH -> 7_000 + r.nextInt(4_000);
       case POSTGRES_TERMINATE -> 1_000 + r.nextInt(1_500);
       case PARTITION_RELAY_POSTGRES, PARTITION_CONSUMER_KAFKA -> 3_000 + r.nextInt(4_000);
+      // after the broker is back (each fault waits for that itself)
+      case CLUSTER_LEADER_KILL, CLUSTER_CONTROLLER_KILL -> 6_000 + r.nextInt(4_000);
+      case CLUSTER_LEADER_FREEZE -> 6_000 + r.nextInt(4_000);
+      case CLUSTER_ROLLING_RESTART -> 5_000 + r.nextInt(3_000);
     };
   }
 
@@ -415,6 +429,11 @@ final class ScenarioRunner {
       case PAUSE_RELAY, PAUSE_CONSUMER -> processFaults.pause(f, r);
       case BROKER_RESTART -> brokerFaults.restart(f);
       case PARTITION_RELAY_POSTGRES, PARTITION_CONSUMER_KAFKA -> partitionFaults.inject(f, r);
+      case CLUSTER_LEADER_KILL,
+          CLUSTER_LEADER_FREEZE,
+          CLUSTER_CONTROLLER_KILL,
+          CLUSTER_ROLLING_RESTART ->
+          clusterFaults.inject(f, r);
     }
   }
 

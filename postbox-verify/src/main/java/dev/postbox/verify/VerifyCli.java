@@ -34,6 +34,8 @@ import picocli.CommandLine.Option;
           + " --transport rabbitmq, on RabbitMQ. --scenarios"
           + " transform (run only when named): consume-transform-produce transformers halted"
           + " before their Kafka commit and killed -9, outputs checked read_committed."
+          + " --cluster: on a three-broker KRaft cluster (partition leaders killed and frozen, the"
+          + " active controller killed, rolling restarts)."
     })
 public final class VerifyCli implements Callable<Integer> {
 
@@ -140,11 +142,21 @@ public final class VerifyCli implements Callable<Integer> {
   @Option(
       names = "--cluster",
       description =
-          "With --transport rabbitmq: run on a three-node RabbitMQ cluster from this machine's"
-              + " rabbitmq-server (every client given every node's address), with the scenario"
-              + " cluster-node-kill (kill -9 of the node holding a shard queue's quorum leader,"
-              + " restarted) and the processes' own faults; the single node's faults"
-              + " (connection-drops, broker-kill, broker-kill-backlog, partitions) do not run.")
+          "Run on a three-broker Kafka cluster (KRaft, each broker also a controller; replication"
+              + " factor 3, min.insync.replicas=2, no unclean leader election; every client given"
+              + " every broker's address) with the scenarios cluster-leader-kill (kill -9 of the"
+              + " broker leading a partition of the topic, restarted), cluster-leader-freeze"
+              + " (SIGSTOP of that leader past its session timeout, then SIGCONT),"
+              + " cluster-controller-kill (kill -9 of the active controller, restarted) and"
+              + " cluster-rolling-restart (each broker stopped and started in turn), then the"
+              + " processes' own faults (mixed kills a leader in place of the broker restart); the"
+              + " single broker's broker-restart and partitions, and redis-window, request-reply"
+              + " and transform (each on its own single broker), do not run. With --transport"
+              + " rabbitmq: on a three-node RabbitMQ cluster from this machine's rabbitmq-server"
+              + " (every client given every node's address), with the scenario cluster-node-kill"
+              + " (kill -9 of the node holding a shard queue's quorum leader, restarted) and the"
+              + " processes' own faults; the single node's faults (connection-drops, broker-kill,"
+              + " broker-kill-backlog, partitions) do not run.")
   boolean cluster;
 
   @Option(
@@ -187,7 +199,8 @@ public final class VerifyCli implements Callable<Integer> {
         RelayMode.parse(relay),
         ConsumerMode.parse(consumerMode),
         faultRate,
-        Duration.ofMinutes(maxMinutes != null ? maxMinutes : 0));
+        Duration.ofMinutes(maxMinutes != null ? maxMinutes : 0),
+        cluster);
   }
 
   public static void main(String[] args) {
@@ -236,10 +249,6 @@ public final class VerifyCli implements Callable<Integer> {
               + transport
               + ": Kafka's campaign runs inbox or offsets, RabbitMQ's inbox or shard-leases");
     }
-    if (cluster && !transport.equalsIgnoreCase("rabbitmq")) {
-      throw new CommandLine.ParameterException(
-          spec.commandLine(), "--cluster: only with --transport rabbitmq");
-    }
     checkScenarioNames();
     checkClusterScenarios();
     // the code and tree as they are when the run starts (the report is written at its end)
@@ -281,8 +290,9 @@ public final class VerifyCli implements Callable<Integer> {
       throw new CommandLine.ParameterException(
           spec.commandLine(), "--transport: kafka or rabbitmq, not " + transport);
     }
-    boolean redisWindow = scenarios.isEmpty() || scenarios.contains(REDIS_WINDOW);
-    boolean requestReply = scenarios.isEmpty() || scenarios.contains(REQUEST_REPLY);
+    // each on its own single broker: not part of a run on the cluster
+    boolean redisWindow = !cluster && (scenarios.isEmpty() || scenarios.contains(REDIS_WINDOW));
+    boolean requestReply = !cluster && (scenarios.isEmpty() || scenarios.contains(REQUEST_REPLY));
     // run only when named: its own broker, transformers and checker
     boolean transform = scenarios.contains(TRANSFORM);
     java.util.Set<String> ownRuns = java.util.Set.of(REDIS_WINDOW, REQUEST_REPLY, TRANSFORM);
@@ -327,7 +337,7 @@ public final class VerifyCli implements Callable<Integer> {
   private RunRecord runRecord() {
     List<String> args =
         spec == null ? List.of() : spec.commandLine().getParseResult().originalArgs();
-    return RunRecord.of(args, transport, relay, consumerMode);
+    return RunRecord.of(args, transport, relay, consumerMode, cluster);
   }
 
   /**
@@ -353,11 +363,12 @@ public final class VerifyCli implements Callable<Integer> {
   }
 
   /**
-   * Refuses (exit 2) the node kill without {@code --cluster}, and a single node's scenarios with
-   * it: either would run nothing under a name that says otherwise.
+   * Refuses (exit 2) the cluster's scenarios without {@code --cluster}, and a single node's (or
+   * single broker's) scenarios with it: either would run nothing under a name that says otherwise.
    */
   private void checkClusterScenarios() {
     if (!transport.equalsIgnoreCase("rabbitmq")) {
+      checkKafkaClusterScenarios();
       return;
     }
     for (RabbitCampaign.RabbitScenario r : RabbitCampaign.all(RelayMode.parse(relay))) {
@@ -379,6 +390,29 @@ public final class VerifyCli implements Callable<Integer> {
     }
   }
 
+  /** As {@link #checkClusterScenarios()} for the Kafka campaign. */
+  private void checkKafkaClusterScenarios() {
+    java.util.Set<String> onCluster = new java.util.TreeSet<>();
+    Scenario.all(RelayMode.parse(relay), true).forEach(sc -> onCluster.add(sc.name()));
+    for (String name : scenarios) {
+      boolean clusterOnly =
+          Scenario.clusterScenarios().stream().anyMatch(sc -> sc.name().equals(name));
+      if (clusterOnly && !cluster) {
+        throw new CommandLine.ParameterException(
+            spec.commandLine(), "--scenarios: " + name + " runs only with --cluster");
+      }
+      if (cluster && !onCluster.contains(name)) {
+        throw new CommandLine.ParameterException(
+            spec.commandLine(),
+            "--scenarios: "
+                + name
+                + " is a single broker's scenario; not with --cluster (its scenarios there: "
+                + String.join(", ", onCluster)
+                + ")");
+      }
+    }
+  }
+
   /** Every name {@code --scenarios} accepts on {@code transport} with {@code relay}. */
   static java.util.Set<String> scenarioNames(String transport, RelayMode relay) {
     java.util.Set<String> names = new java.util.LinkedHashSet<>();
@@ -391,6 +425,7 @@ public final class VerifyCli implements Callable<Integer> {
       return names;
     }
     Scenario.all(relay).forEach(sc -> names.add(sc.name()));
+    Scenario.clusterScenarios().forEach(sc -> names.add(sc.name()));
     Scenario.optional().forEach(sc -> names.add(sc.name()));
     names.add(REDIS_WINDOW);
     names.add(REQUEST_REPLY);

@@ -179,7 +179,8 @@ class HistoryCheckerTest {
     Report kafka = report(result("kill-9", clean(), false));
     Report rabbit =
         kafka.withRecord(
-            RunRecord.of(List.of("--transport", "rabbitmq"), "rabbitmq", "idempotent", "inbox"),
+            RunRecord.of(
+                List.of("--transport", "rabbitmq"), "rabbitmq", "idempotent", "inbox", false),
             dir.resolve("faults.log"));
     assertThat(text(kafka)).doesNotContain("n/a");
     assertThat(text(rabbit)).contains("n/a").contains("on RabbitMQ, offset and zombie are n/a");

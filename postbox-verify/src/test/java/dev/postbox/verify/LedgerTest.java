@@ -166,6 +166,51 @@ class LedgerTest {
   }
 
   @Test
+  void runsOnAClusterAreCountedUnderTheirOwnMode() throws Exception {
+    RunRecord single = committed();
+    RunRecord onCluster =
+        new RunRecord(
+            List.of("--cluster", "--seed", "2"),
+            "kafka",
+            "idempotent",
+            "inbox",
+            "8d9a95f0000000000000000000000000000000aa",
+            false,
+            Map.of("cores", 2),
+            true);
+    report("01-single.json", 1, single);
+    Path cluster = report("02-cluster.json", 2, onCluster);
+    // a report written before the key: its command says --cluster
+    Path older =
+        report(
+            "03-rabbit-cluster-before-the-key.json",
+            3,
+            new RunRecord(
+                List.of("--transport", "rabbitmq", "--cluster"),
+                "rabbitmq",
+                "idempotent",
+                "inbox",
+                "8d9a95f0000000000000000000000000000000aa",
+                false,
+                Map.of()));
+    Map<String, Object> root = JSON.readValue(older.toFile(), Map.class);
+    root.remove("cluster");
+    JSON.writeValue(older.toFile(), root);
+
+    assertThat(JSON.readTree(cluster.toFile()).path("cluster").asBoolean()).isTrue();
+    assertThat(
+            JSON.readTree(dir.resolve("runs/01-single.json").toFile()).path("cluster").isBoolean())
+        .isTrue();
+    Ledger.Count c = Ledger.count(dir.resolve("runs"));
+    assertThat(c.runs()).isEqualTo(3);
+    assertThat(c.byMode())
+        .containsExactly(
+            Map.entry("kafka/idempotent/inbox", 3L),
+            Map.entry("kafka/idempotent/inbox/cluster", 3L),
+            Map.entry("rabbitmq/idempotent/inbox/cluster", 3L));
+  }
+
+  @Test
   void theSubcommandRecountsAndFailsWithoutAFolder() throws Exception {
     report("01-ok.json", 1, committed());
     Path json = dir.resolve("ledger.json");

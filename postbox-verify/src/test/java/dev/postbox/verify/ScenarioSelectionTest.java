@@ -60,10 +60,9 @@ class ScenarioSelectionTest {
   }
 
   @Test
-  void theClusterAndItsNodeKillGoTogetherOnRabbitMqOnly() {
+  void theClusterAndItsNodeKillGoTogetherOnRabbitMq() {
     for (String[] bad :
         List.of(
-            new String[] {"--cluster"},
             new String[] {"--transport", "rabbitmq", "--scenarios", "cluster-node-kill"},
             new String[] {"--transport", "rabbitmq", "--cluster", "--scenarios", "broker-kill"})) {
       StringWriter err = new StringWriter();
@@ -73,6 +72,51 @@ class ScenarioSelectionTest {
     }
     assertThat(VerifyCli.scenarioNames("rabbitmq", RelayMode.IDEMPOTENT))
         .contains("cluster-node-kill", "rabbitmq-cluster-node-kill");
+  }
+
+  @Test
+  void kafkasClusterScenariosRunOnlyOnTheClusterAndTheSingleBrokersNotOnIt() {
+    for (String[] bad :
+        List.of(
+            new String[] {"--scenarios", "cluster-leader-kill"},
+            new String[] {"--scenarios", "kill-9,cluster-rolling-restart"},
+            new String[] {"--cluster", "--scenarios", "broker-restart"},
+            new String[] {"--cluster", "--scenarios", "partitions"},
+            new String[] {"--cluster", "--scenarios", "redis-window"},
+            new String[] {"--cluster", "--scenarios", "request-reply"})) {
+      StringWriter err = new StringWriter();
+      int code = new CommandLine(new VerifyCli()).setErr(new PrintWriter(err)).execute(bad);
+      assertThat(code).as(String.join(" ", bad)).isEqualTo(2);
+      assertThat(err.toString()).as(String.join(" ", bad)).contains("--cluster");
+    }
+    List<String> clusterNames =
+        List.of(
+            "cluster-leader-kill",
+            "cluster-leader-freeze",
+            "cluster-controller-kill",
+            "cluster-rolling-restart");
+    assertThat(VerifyCli.scenarioNames("kafka", RelayMode.IDEMPOTENT)).containsAll(clusterNames);
+    // on the cluster: its own scenarios first, then the processes' own, no broker restart
+    List<Scenario> onCluster = Scenario.all(RelayMode.IDEMPOTENT, true);
+    assertThat(onCluster.subList(0, 4))
+        .extracting(Scenario::name)
+        .containsExactlyElementsOf(clusterNames);
+    assertThat(onCluster)
+        .extracting(Scenario::name)
+        .contains("kill-9", "pauses", "relay-crash-points", "mixed")
+        .doesNotContain("broker-restart", "partitions");
+    assertThat(onCluster).noneMatch(Scenario::singleBroker);
+    Scenario mixed = onCluster.stream().filter(x -> x.name().equals("mixed")).findFirst().get();
+    assertThat(mixed.external())
+        .contains(Scenario.Fault.CLUSTER_LEADER_KILL, Scenario.Fault.KILL_9)
+        .doesNotContain(Scenario.Fault.BROKER_RESTART);
+    // and the single broker's campaign runs none of the cluster's faults
+    assertThat(Scenario.all()).noneMatch(Scenario::cluster);
+    assertThat(Scenario.all(RelayMode.CDC, true))
+        .extracting(Scenario::name)
+        .startsWith("cluster-leader-kill")
+        .contains("cdc-crash-points");
+    assertThat(Scenario.selected(RelayMode.IDEMPOTENT, true, List.of("partitions"))).isEmpty();
   }
 
   @Test

@@ -1,0 +1,308 @@
+package dev.postbox.verify;
+
+import dev.postbox.testkit.KafkaCluster;
+import dev.postbox.verify.Scenario.Fault;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.OptionalInt;
+import java.util.SplittableRandom;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.IntSupplier;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.DescribeMetadataQuorumOptions;
+
+/**
+ * The Kafka campaign on a three-broker cluster ({@code --cluster}): starts the test kit's {@link
+ * KafkaCluster} (three KRaft nodes in combined mode, each broker and controller; replication factor
+ * 3, {@code min.insync.replicas=2}, no unclean leader election) and injects its faults, one broker
+ * at a time, each written to the fault log with the broker, what happened and how long the cluster
+ * took to move on and to have the broker back:
+ *
+ * <ul>
+ *   <li>{@link Fault#CLUSTER_LEADER_KILL}: {@code kill -9} of the broker leading a random partition
+ *       of the campaign's topic, started again {@value #DOWN_MS} ms later;
+ *   <li>{@link Fault#CLUSTER_LEADER_FREEZE}: {@code SIGSTOP} of that leader for {@value #FREEZE_MS}
+ *       ms (twice the brokers' 3 s session timeout, so the controller fences it and another replica
+ *       leads), then {@code SIGCONT};
+ *   <li>{@link Fault#CLUSTER_CONTROLLER_KILL}: {@code kill -9} of the active controller (the
+ *       quorum's leader, also a broker), started again {@value #DOWN_MS} ms later;
+ *   <li>{@link Fault#CLUSTER_ROLLING_RESTART}: each broker in turn stopped with {@code SIGTERM}
+ *       (controlled shutdown) and started again, the next one only once every partition of the
+ *       topic has all three replicas in sync again (one fault per broker restarted).
+ * </ul>
+ *
+ * Not thread-safe: one injector thread per fault kind, and a scenario injects one kind.
+ */
+final class KafkaClusterFaults {
+
+  /** How long a killed broker stays down before it is started again. */
+  static final long DOWN_MS = 4_000;
+
+  /** How long a frozen broker stays frozen: twice the test kit's broker session timeout (3 s). */
+  static final long FREEZE_MS = 6_000;
+
+  /**
+   * How long the three brokers (and a restarted one) may take to start and register: three JVMs
+   * starting at once on a 2-core machine at load average 58 had not all registered after 3 minutes
+   * (each JVM logged its first line only 66 s after its launch).
+   */
+  static final Duration STARTUP_TIMEOUT = Duration.ofMinutes(6);
+
+  /** Each broker JVM's heap: three of them beside the campaign's processes on two cores. */
+  static final String BROKER_HEAP = "320m";
+
+  // how long to wait for a new leader, a new controller, a registration or a full ISR
+  private static final Duration MOVE_WAIT = Duration.ofSeconds(60);
+  private static final Duration ADMIN_TIMEOUT = Duration.ofSeconds(5);
+  private static final long POLL_MS = 100;
+
+  private final CampaignEnvironment env;
+  private final FaultLog log;
+
+  KafkaClusterFaults(CampaignEnvironment env, FaultLog log) {
+    this.env = env;
+    this.log = log;
+  }
+
+  /** A started three-broker cluster with its data and broker logs under {@code dir}. */
+  static KafkaCluster start(Path dir) {
+    KafkaCluster cluster =
+        KafkaCluster.builder()
+            .dataDirectory(dir)
+            .maxHeap(BROKER_HEAP)
+            .startupTimeout(STARTUP_TIMEOUT)
+            .build();
+    try {
+      cluster.start();
+    } catch (RuntimeException e) {
+      cluster.close();
+      throw e;
+    }
+    return cluster;
+  }
+
+  /** Injects {@code f}, one of {@link Scenario#CLUSTER_FAULTS}. */
+  void inject(Fault f, SplittableRandom r) {
+    switch (f) {
+      case CLUSTER_LEADER_KILL -> killLeader(f, r);
+      case CLUSTER_LEADER_FREEZE -> freezeLeader(f, r);
+      case CLUSTER_CONTROLLER_KILL -> killController(f);
+      case CLUSTER_ROLLING_RESTART -> rollingRestart(f);
+      default -> throw new IllegalArgumentException("not a cluster fault: " + f);
+    }
+  }
+
+  private void killLeader(Fault f, SplittableRandom r) {
+    KafkaCluster cluster = env.cluster();
+    int partition = r.nextInt(Campaign.PARTITIONS);
+    String tp = env.topic() + "-" + partition;
+    OptionalInt leader = cluster.leaderOf(env.topic(), partition);
+    if (leader.isEmpty()) {
+      log.notFired(f.kind, tp, "the partition has no leader now");
+      return;
+    }
+    int node = leader.getAsInt();
+    long t0 = System.nanoTime();
+    cluster.kill(node);
+    String moved = awaitNewLeader(partition, node, t0);
+    Campaign.sleep(Math.max(0, DOWN_MS - millisSince(t0)));
+    String detail = "kill -9 of the leader of " + tp + "; " + moved;
+    restart(f, node, detail, t0);
+  }
+
+  private void freezeLeader(Fault f, SplittableRandom r) {
+    KafkaCluster cluster = env.cluster();
+    int partition = r.nextInt(Campaign.PARTITIONS);
+    String tp = env.topic() + "-" + partition;
+    OptionalInt leader = cluster.leaderOf(env.topic(), partition);
+    if (leader.isEmpty()) {
+      log.notFired(f.kind, tp, "the partition has no leader now");
+      return;
+    }
+    int node = leader.getAsInt();
+    long t0 = System.nanoTime();
+    cluster.freeze(node);
+    String moved;
+    try {
+      moved = awaitNewLeader(partition, node, t0);
+      Campaign.sleep(Math.max(0, FREEZE_MS - millisSince(t0)));
+    } finally {
+      cluster.thaw(node);
+    }
+    long thawed = System.nanoTime();
+    boolean back = awaitTrue(() -> registered(node));
+    log.fired(
+        f.kind,
+        broker(node),
+        "SIGSTOP of the leader of "
+            + tp
+            + " for "
+            + millisSince(t0)
+            + " ms (session timeout 3000 ms); "
+            + moved
+            + "; SIGCONT, "
+            + (back
+                ? "registered again after " + millisSince(thawed) + " ms"
+                : "not registered again within " + MOVE_WAIT.toSeconds() + " s (the heal waits)"));
+  }
+
+  private void killController(Fault f) {
+    OptionalInt active = activeController();
+    if (active.isEmpty()) {
+      log.notFired(f.kind, "controller", "the controller quorum has no leader now");
+      return;
+    }
+    int node = active.getAsInt();
+    long t0 = System.nanoTime();
+    env.cluster().kill(node);
+    IntSupplier next = () -> activeController().orElse(-1);
+    boolean elected = awaitTrue(() -> next.getAsInt() >= 0 && next.getAsInt() != node);
+    String moved =
+        elected
+            ? "broker-" + next.getAsInt() + " active controller after " + millisSince(t0) + " ms"
+            : "no other active controller within " + MOVE_WAIT.toSeconds() + " s";
+    Campaign.sleep(Math.max(0, DOWN_MS - millisSince(t0)));
+    restart(f, node, "kill -9 of the active controller (combined node); " + moved, t0);
+  }
+
+  private void rollingRestart(Fault f) {
+    KafkaCluster cluster = env.cluster();
+    for (int node = 0; node < cluster.size(); node++) {
+      if (!awaitTrue(this::topicInSync)) {
+        log.notFired(
+            f.kind,
+            broker(node),
+            "the topic's replicas were not all in sync within " + MOVE_WAIT.toSeconds() + " s");
+        return;
+      }
+      long t0 = System.nanoTime();
+      cluster.stop(node);
+      long stopped = millisSince(t0);
+      try {
+        cluster.start(node);
+      } catch (RuntimeException e) {
+        log.fired(
+            f.kind,
+            broker(node),
+            "SIGTERM (controlled shutdown, " + stopped + " ms); start failed: " + e.getMessage());
+        return;
+      }
+      long back = millisSince(t0);
+      boolean inSync = awaitTrue(this::topicInSync);
+      log.fired(
+          f.kind,
+          broker(node),
+          "SIGTERM (controlled shutdown, "
+              + stopped
+              + " ms), started again, registered after "
+              + back
+              + " ms; "
+              + (inSync
+                  ? "every replica of the topic in sync after " + millisSince(t0) + " ms"
+                  : "replicas not in sync within " + MOVE_WAIT.toSeconds() + " s"));
+    }
+  }
+
+  /** Starts {@code node} again and logs the fault as fired with how long it was down. */
+  private void restart(Fault f, int node, String detail, long t0) {
+    try {
+      env.cluster().start(node);
+    } catch (RuntimeException e) {
+      log.fired(
+          f.kind, broker(node), detail + "; start failed (the heal starts it): " + e.getMessage());
+      return;
+    }
+    log.fired(
+        f.kind, broker(node), detail + "; started again, back after " + millisSince(t0) + " ms");
+  }
+
+  /** Waits until another broker leads {@code partition}; says which and when. */
+  private String awaitNewLeader(int partition, int old, long t0) {
+    IntSupplier leader = () -> env.cluster().leaderOf(env.topic(), partition).orElse(-1);
+    int[] now = {-1};
+    boolean moved =
+        awaitTrue(() -> {
+          now[0] = leader.getAsInt();
+          return now[0] >= 0 && now[0] != old;
+        });
+    return moved
+        ? "broker-" + now[0] + " leads after " + millisSince(t0) + " ms"
+        : "no other leader within " + MOVE_WAIT.toSeconds() + " s";
+  }
+
+  /** Whether every partition of the topic has all its replicas in sync. */
+  private boolean topicInSync() {
+    for (int p = 0; p < Campaign.PARTITIONS; p++) {
+      if (env.cluster().inSyncReplicas(env.topic(), p).size() < Math.min(3, env.cluster().size())) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Whether {@code node} is registered and unfenced, as the cluster says. */
+  private boolean registered(int node) {
+    try {
+      return env
+          .admin()
+          .describeCluster()
+          .nodes()
+          .get(ADMIN_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
+          .stream()
+          .anyMatch(n -> n.id() == node);
+    } catch (ExecutionException | TimeoutException e) {
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
+  /** The node id of the controller quorum's leader, or empty if none or no answer. */
+  private OptionalInt activeController() {
+    Admin admin = env.admin();
+    try {
+      int leader =
+          admin
+              .describeMetadataQuorum(
+                  new DescribeMetadataQuorumOptions().timeoutMs((int) ADMIN_TIMEOUT.toMillis()))
+              .quorumInfo()
+              .get(ADMIN_TIMEOUT.toMillis() + 1_000, TimeUnit.MILLISECONDS)
+              .leaderId();
+      return leader >= 0 ? OptionalInt.of(leader) : OptionalInt.empty();
+    } catch (ExecutionException | TimeoutException e) {
+      return OptionalInt.empty();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return OptionalInt.empty();
+    }
+  }
+
+  /** Polls {@code condition} until true (true) or {@link #MOVE_WAIT} passed (false). */
+  private static boolean awaitTrue(java.util.function.BooleanSupplier condition) {
+    long deadline = System.nanoTime() + MOVE_WAIT.toNanos();
+    while (true) {
+      try {
+        if (condition.getAsBoolean()) {
+          return true;
+        }
+      } catch (RuntimeException e) {
+        // the cluster did not answer (a broker is down or moving): ask again
+      }
+      if (System.nanoTime() - deadline >= 0 || Thread.currentThread().isInterrupted()) {
+        return false;
+      }
+      Campaign.sleep(POLL_MS);
+    }
+  }
+
+  private static long millisSince(long t0) {
+    return (System.nanoTime() - t0) / 1_000_000;
+  }
+
+  private static String broker(int node) {
+    return "broker-" + node;
+  }
+}
