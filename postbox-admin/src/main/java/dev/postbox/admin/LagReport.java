@@ -1,5 +1,6 @@
 package dev.postbox.admin;
 
+import dev.postbox.core.consumer.QueueLag;
 import java.time.Duration;
 import java.util.List;
 
@@ -15,7 +16,7 @@ import java.util.List;
 public record LagReport(
     List<ConsumerLagSource.PartitionLag> partitions,
     List<Backlog> consumers,
-    List<QueueLagSource.QueueLag> queues) {
+    List<QueueLag> queues) {
 
   public LagReport {
     partitions = List.copyOf(partitions);

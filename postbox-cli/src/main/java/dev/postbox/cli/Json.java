@@ -1,10 +1,12 @@
 package dev.postbox.cli;
 
+import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.datatype.jdk8.Jdk8Module;
 import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
+import dev.postbox.core.consumer.QueueLag;
 import java.io.PrintStream;
 
 /**
@@ -22,9 +24,16 @@ final class Json {
           .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
           // durations as decimal seconds (WRITE_DURATIONS_AS_TIMESTAMPS, nanosecond precision)
           .enable(SerializationFeature.WRITE_DURATIONS_AS_TIMESTAMPS)
-          .enable(SerializationFeature.INDENT_OUTPUT);
+          .enable(SerializationFeature.INDENT_OUTPUT)
+          .addMixIn(QueueLag.class, QueueLagKeys.class);
 
   private Json() {}
+
+  /** {@link QueueLag#idle()} is derived, not a component: still the published key {@code idle}. */
+  private abstract static class QueueLagKeys {
+    @JsonProperty("idle")
+    abstract boolean idle();
+  }
 
   static void print(Object value, PrintStream out) {
     try {

@@ -3,7 +3,7 @@ package dev.postbox.cli;
 import dev.postbox.admin.ConsumerLagSource;
 import dev.postbox.admin.LagReport;
 import dev.postbox.admin.PostboxAdmin;
-import dev.postbox.admin.QueueLagSource;
+import dev.postbox.core.consumer.QueueLag;
 import dev.postbox.kafka.ConsumerLagProbe;
 import dev.postbox.rabbitmq.RabbitLagProbe;
 import dev.postbox.rabbitmq.RabbitTopology;
@@ -121,22 +121,8 @@ final class LagCommand implements Callable<Integer> {
     RabbitLagProbe.Builder b = RabbitLagProbe.builder(rabbitUri);
     subscriptions.forEach(s -> b.subscription(s, shards, topics.toArray(String[]::new)));
     try (RabbitLagProbe probe = b.build()) {
-      QueueLagSource source =
-          () ->
-              probe.read().stream()
-                  .map(q ->
-                      new QueueLagSource.QueueLag(
-                          q.subscription(),
-                          q.topic(),
-                          q.shard(),
-                          q.queue(),
-                          q.messagesReady(),
-                          q.consumers(),
-                          q.oldestUnfinishedAge(),
-                          q.stalled(),
-                          q.idle()))
-                  .toList();
-      PostboxAdmin admin = PostboxAdmin.builder(db.dataSource()).queueLagSource(source).build();
+      PostboxAdmin admin =
+          PostboxAdmin.builder(db.dataSource()).queueLagSource(probe::read).build();
       return print(admin.lag());
     }
   }
@@ -164,7 +150,7 @@ final class LagCommand implements Callable<Integer> {
       System.out.printf(
           "%-20s %-20s %5s %8s %9s %s%n",
           "SUBSCRIPTION", "TOPIC", "SHARD", "READY", "CONSUMERS", "");
-      for (QueueLagSource.QueueLag q : r.queues()) {
+      for (QueueLag q : r.queues()) {
         System.out.printf(
             "%-20s %-20s %5d %8d %9d %s%n",
             q.subscription(),

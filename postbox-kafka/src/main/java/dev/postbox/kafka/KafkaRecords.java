@@ -1,20 +1,19 @@
 package dev.postbox.kafka;
 
-import static dev.postbox.core.codec.HeaderText.quote;
-
 import dev.postbox.core.DecodingException;
 import dev.postbox.core.Message;
 import dev.postbox.core.Payload;
 import dev.postbox.core.codec.HeaderText;
+import dev.postbox.core.spi.CloudEventsBinding;
+import dev.postbox.core.spi.CloudEventsBinding.Attribute;
+import dev.postbox.core.spi.CloudEventsReader;
 import dev.postbox.core.tracing.TraceHeaders;
 import java.time.Instant;
-import java.util.Arrays;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.UUID;
-import java.util.function.Function;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.Header;
@@ -106,7 +105,7 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
 public final class KafkaRecords {
 
   /** The CloudEvents spec version written and accepted. */
-  public static final String SPEC_VERSION = "1.0";
+  public static final String SPEC_VERSION = CloudEventsReader.SPEC_VERSION;
 
   /** Header of the CloudEvents spec version. */
   public static final String CE_SPECVERSION = "ce_specversion";
@@ -165,6 +164,7 @@ public final class KafkaRecords {
 
   private static final byte[] EMPTY = new byte[0];
   private static final byte[] SPEC_VERSION_BYTES = HeaderText.bytes(SPEC_VERSION);
+  private static final Binding BINDING = new Binding();
 
   private KafkaRecords() {}
 
@@ -207,213 +207,101 @@ public final class KafkaRecords {
   }
 
   /**
-   * The message in {@code record}, read strictly as described in the class documentation.
+   * The message in {@code record}, read strictly as described in the class documentation (by core's
+   * {@link CloudEventsReader}, the same reading as every transport's).
    *
    * @throws DecodingException if the record does not map to a valid message
    */
   public static Message fromRecord(ConsumerRecord<byte[], byte[]> record) {
     Objects.requireNonNull(record, "record");
-    return new Reader(record).read();
+    return CloudEventsReader.read(BINDING, record);
   }
 
-  /** State of reading one record, kept so that a failure can report what was read. */
-  private static final class Reader {
-    private final ConsumerRecord<byte[], byte[]> record;
-    private final byte[] value;
-    private UUID id;
-    private String type;
-    private int schemaVersion;
+  /**
+   * The Kafka protocol binding: {@code ce_*} headers, the {@value #CONTENT_TYPE} header, the record
+   * key and timestamp; header values handed over as their bytes (the reader reads the id and time
+   * straight from them).
+   */
+  private static final class Binding
+      implements CloudEventsBinding<ConsumerRecord<byte[], byte[]>, Header> {
+    private static final Map<String, Attribute> ATTRIBUTES = attributes(Attribute.prefixed("ce_"));
 
-    Reader(ConsumerRecord<byte[], byte[]> record) {
-      this.record = record;
-      this.value = record.value() != null ? record.value() : EMPTY;
+    private static Map<String, Attribute> attributes(Map<String, Attribute> prefixed) {
+      Map<String, Attribute> all = new HashMap<>(prefixed);
+      all.put(CONTENT_TYPE, Attribute.DATACONTENTTYPE);
+      return Map.copyOf(all);
     }
 
-    Message read() {
-      String specVersion = null;
-      UUID idFromBytes = null; // the common case: ce_id's bytes are a canonical UUID
-      String idText = null;
-      String source = null;
-      String typeText = null;
-      Instant timeFromBytes = null; // the common case: ce_time as formatTime writes it
-      String time = null;
-      String versionText = null;
-      String partitionKey = null;
-      String correlationId = null;
-      String causationId = null;
-      String tenant = null;
-      String contentType = null;
-      String ceTraceparent = null;
-      String ceTracestate = null;
-      Map<String, String> app = new HashMap<>();
-      Headers headers = record.headers();
-      if (headers != null) {
-        for (Header h : headers) {
-          String name = h.key();
-          if (name == null) {
-            continue;
-          }
-          byte[] v = h.value();
-          switch (name) {
-            case CE_SPECVERSION ->
-                specVersion = Arrays.equals(v, SPEC_VERSION_BYTES) ? SPEC_VERSION : text(name, v);
-            case CE_ID -> {
-              idFromBytes = HeaderText.canonicalUuid(v);
-              idText = idFromBytes == null ? text(name, v) : null;
-            }
-            case CE_SOURCE -> source = text(name, v);
-            case CE_TYPE -> typeText = text(name, v);
-            case CE_TIME -> {
-              timeFromBytes = HeaderText.utcTime(v);
-              time = timeFromBytes == null ? text(name, v) : null;
-            }
-            case CE_SCHEMAVERSION -> versionText = text(name, v);
-            case CE_PARTITIONKEY -> partitionKey = text(name, v);
-            case CE_CORRELATIONID -> correlationId = text(name, v);
-            case CE_CAUSATIONID -> causationId = text(name, v);
-            case CE_TENANT -> tenant = text(name, v);
-            case CONTENT_TYPE -> contentType = text(name, v);
-            case CE_TRACEPARENT -> ceTraceparent = text(name, v);
-            case CE_TRACESTATE -> ceTracestate = text(name, v);
-            default -> {
-              if (v != null && !reserved(name)) {
-                app.put(name, text(name, v));
-              }
-            }
-          }
-        }
-      }
-      if (contentType != null && startsWithIgnoreCase(contentType, "application/cloudevents")) {
-        throw fail(
-            "structured content mode (content-type "
-                + quote(contentType)
-                + ") is not supported; expected binary mode",
-            null);
-      }
-      if (specVersion == null) {
-        throw fail("missing header " + CE_SPECVERSION + " (not a CloudEvents binary record)", null);
-      }
-      if (!specVersion.equals(SPEC_VERSION)) {
-        throw fail(
-            "unsupported CloudEvents spec version "
-                + quote(specVersion)
-                + ", expected "
-                + SPEC_VERSION,
-            null);
-      }
-      type = typeText; // kept for the exception, checked below
-      id =
-          idFromBytes != null
-              ? idFromBytes
-              : parse(CE_ID, required(CE_ID, idText), HeaderText::parseUuid);
-      schemaVersion =
-          versionText == null
-              ? 1
-              : parse(CE_SCHEMAVERSION, versionText, HeaderText::parsePositiveInt);
-      required(CE_TYPE, typeText);
-      required(CE_SOURCE, source);
-      Instant occurredAt;
-      if (timeFromBytes != null) {
-        occurredAt = timeFromBytes;
-      } else if (time != null) {
-        occurredAt = parse(CE_TIME, time, HeaderText::parseTime);
-      } else if (record.timestamp() >= 0) {
-        occurredAt = Instant.ofEpochMilli(record.timestamp());
-      } else {
-        throw fail("missing header " + CE_TIME + " and the record has no timestamp", null);
-      }
-      if (ceTraceparent != null && !app.containsKey(TraceHeaders.TRACEPARENT)) {
-        // only the CloudEvents extension (another CloudEvents producer): same context
-        app.put(TraceHeaders.TRACEPARENT, ceTraceparent);
-        if (ceTracestate != null) {
-          app.put(TraceHeaders.TRACESTATE, ceTracestate);
-        }
-      }
-      String key = partitionKey;
-      if (key == null || key.isEmpty()) {
-        byte[] k = record.key();
-        key = k == null || k.length == 0 ? null : parse("record key", k, HeaderText::utf8);
-      }
-      try {
-        return new Message(
-            id,
-            record.topic(),
-            type,
-            schemaVersion,
-            Optional.ofNullable(key),
-            occurredAt,
-            source,
-            Optional.ofNullable(correlationId),
-            Optional.ofNullable(causationId),
-            Optional.ofNullable(tenant),
-            app,
-            new Payload(value, contentType != null ? contentType : Payload.OCTET_STREAM));
-      } catch (IllegalArgumentException e) {
-        throw fail("not a valid message: " + e.getMessage(), e);
-      }
+    @Override
+    public String unit() {
+      return "record";
     }
 
-    private static boolean reserved(String name) {
-      return startsWithIgnoreCase(name, "ce_")
-          || startsWithIgnoreCase(name, "pb_")
+    @Override
+    public String describe(ConsumerRecord<byte[], byte[]> record) {
+      return "Kafka record " + record.topic() + "-" + record.partition() + "@" + record.offset();
+    }
+
+    @Override
+    public String headerName(Attribute attribute) {
+      return attribute == Attribute.DATACONTENTTYPE
+          ? CONTENT_TYPE
+          : "ce_" + attribute.attributeName();
+    }
+
+    @Override
+    public Map<String, Attribute> attributes() {
+      return ATTRIBUTES;
+    }
+
+    @Override
+    public boolean reserved(String name) {
+      return name.regionMatches(true, 0, "ce_", 0, 3)
+          || name.regionMatches(true, 0, "pb_", 0, 3)
           || name.equalsIgnoreCase(CONTENT_TYPE);
     }
 
-    /** {@code s.toLowerCase(Locale.ROOT).startsWith(prefix)} for a lower-case ASCII prefix. */
-    private static boolean startsWithIgnoreCase(String s, String prefix) {
-      return s.regionMatches(true, 0, prefix, 0, prefix.length());
+    @Override
+    public Iterable<Header> headers(ConsumerRecord<byte[], byte[]> record) {
+      Headers headers = record.headers();
+      return headers != null ? headers : List.of();
     }
 
-    private String text(String name, byte[] v) {
-      if (v == null) {
-        return null;
-      }
-      try {
-        return HeaderText.utf8(v);
-      } catch (IllegalArgumentException e) {
-        // the label only on failure: this runs for every header of every record
-        throw fail("header " + name + ": " + e.getMessage(), e);
-      }
+    @Override
+    public String name(Header header) {
+      return header.key();
     }
 
-    private String required(String name, String v) {
-      if (v == null) {
-        throw fail("missing header " + name, null);
-      }
-      return v;
+    @Override
+    public Object value(Header header) {
+      return header.value();
     }
 
-    private <A, R> R parse(String what, A input, Function<A, R> parser) {
-      try {
-        return parser.apply(input);
-      } catch (IllegalArgumentException e) {
-        throw fail(what + ": " + e.getMessage(), e);
-      }
+    @Override
+    public Optional<String> contentType(ConsumerRecord<byte[], byte[]> record) {
+      return Optional.empty(); // a header
     }
 
-    private DecodingException fail(String reason, Throwable cause) {
-      DecodingException.Builder b =
-          DecodingException.builder(
-                  "cannot read Kafka record "
-                      + record.topic()
-                      + "-"
-                      + record.partition()
-                      + "@"
-                      + record.offset()
-                      + ": "
-                      + reason,
-                  value)
-              .cause(cause);
-      if (id != null) {
-        b.messageId(id);
-      }
-      if (type != null) {
-        b.type(type);
-      }
-      if (schemaVersion > 0) {
-        b.schemaVersion(schemaVersion);
-      }
-      return b.build();
+    @Override
+    public String topic(ConsumerRecord<byte[], byte[]> record) {
+      return record.topic();
+    }
+
+    @Override
+    public byte[] payload(ConsumerRecord<byte[], byte[]> record) {
+      return record.value() != null ? record.value() : EMPTY;
+    }
+
+    @Override
+    public Optional<byte[]> key(ConsumerRecord<byte[], byte[]> record) {
+      return Optional.ofNullable(record.key());
+    }
+
+    @Override
+    public Optional<Instant> timestamp(ConsumerRecord<byte[], byte[]> record) {
+      return record.timestamp() >= 0
+          ? Optional.of(Instant.ofEpochMilli(record.timestamp()))
+          : Optional.empty();
     }
   }
 }

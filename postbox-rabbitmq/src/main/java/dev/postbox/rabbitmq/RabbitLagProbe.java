@@ -4,6 +4,7 @@ import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
+import dev.postbox.core.consumer.QueueLag;
 import dev.postbox.core.metrics.MetricName;
 import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.metrics.Tags;
@@ -15,6 +16,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.ToDoubleFunction;
@@ -42,13 +44,16 @@ import org.slf4j.LoggerFactory;
  * {@link Builder#stalledAfter} (a hung handler holds the head, perhaps with none ready: the depth
  * alone reads that as idle); anything else is working, and a ready count or age growing between
  * reads while consumers run is one falling behind. A probe in another process (the CLI) has the
- * broker's counts only: its age is unknown (null) and only the first kind of stall shows.
+ * broker's counts only: its age is unknown (empty) and only the first kind of stall shows.
  *
  * <p>{@link #bindTo} reports each watched queue as the gauges {@code postbox.queue.ready}, {@code
  * postbox.queue.consumers} and {@code postbox.queue.stalled} (tags {@code group} = subscription,
  * {@code topic}, {@code partition} = shard; NaN while the queue does not exist or the broker cannot
  * be read); the gauges share one reading for {@value #GAUGE_READING_SECONDS} s. The age is the
  * subscriber's own gauge, {@code postbox.consumer.oldest.unprocessed.age}.
+ *
+ * <p>Each queue's reading is a {@link QueueLag} (postbox-core's one queue lag type, which the
+ * operations API and the front ends show as they are).
  *
  * <p>Opens its connection at the first {@link #read()}; a queue that does not exist (the
  * subscription never started) is left out. Thread-safe (readings are serialised).
@@ -62,57 +67,6 @@ public final class RabbitLagProbe implements AutoCloseable {
 
   /** Default age of an unfinished delivery above which its queue counts as stalled. */
   public static final Duration DEFAULT_STALLED_AFTER = Duration.ofSeconds(60);
-
-  /**
-   * One shard queue of a subscription, as the broker and this process's subscribers report it.
-   *
-   * @param messagesReady messages waiting for delivery (not counting delivered, unacked ones)
-   * @param consumers consumers subscribed to the queue (with single active consumer, the broker may
-   *     report only the active one)
-   * @param oldestUnfinishedAge age of the oldest message a subscriber of this process received from
-   *     the queue and has not finished; 0 when none; null when no subscriber here consumes it (then
-   *     unknown)
-   * @param stalled messages ready with no consumer, or an unfinished delivery at least the probe's
-   *     {@code stalledAfter} old
-   */
-  public record QueueLag(
-      String subscription,
-      String topic,
-      int shard,
-      String queue,
-      long messagesReady,
-      int consumers,
-      Duration oldestUnfinishedAge,
-      boolean stalled) {
-
-    /** The broker's counts only: no age; stalled when messages are ready with no consumer. */
-    public QueueLag(
-        String subscription,
-        String topic,
-        int shard,
-        String queue,
-        long messagesReady,
-        int consumers) {
-      this(
-          subscription,
-          topic,
-          shard,
-          queue,
-          messagesReady,
-          consumers,
-          null,
-          messagesReady > 0 && consumers == 0);
-    }
-
-    /**
-     * Nothing waits: none ready and nothing unfinished. False when the age is unknown (no
-     * subscriber here): none ready may then also be a hung consumer holding its prefetched
-     * deliveries.
-     */
-    public boolean idle() {
-      return messagesReady == 0 && oldestUnfinishedAge != null && oldestUnfinishedAge.isZero();
-    }
-  }
 
   private record Watched(String subscription, String topic, int shards) {}
 
@@ -157,7 +111,7 @@ public final class RabbitLagProbe implements AutoCloseable {
         String queue = RabbitTopology.queue(w.subscription(), w.topic(), shard);
         AMQP.Queue.DeclareOk ok = passive(c, queue);
         if (ok != null) {
-          out.add(lag(w, shard, queue, ok, ages.get(queue)));
+          out.add(lag(w, shard, queue, ok, Optional.ofNullable(ages.get(queue))));
         }
       }
     }
@@ -208,11 +162,12 @@ public final class RabbitLagProbe implements AutoCloseable {
     return q == null ? Double.NaN : value.applyAsDouble(q);
   }
 
-  private QueueLag lag(Watched w, int shard, String queue, AMQP.Queue.DeclareOk ok, Duration age) {
+  private QueueLag lag(
+      Watched w, int shard, String queue, AMQP.Queue.DeclareOk ok, Optional<Duration> age) {
     long ready = ok.getMessageCount();
     int consumers = ok.getConsumerCount();
     boolean stalled =
-        ready > 0 && consumers == 0 || age != null && age.compareTo(stalledAfter) >= 0;
+        ready > 0 && consumers == 0 || age.filter(a -> a.compareTo(stalledAfter) >= 0).isPresent();
     return new QueueLag(w.subscription(), w.topic(), shard, queue, ready, consumers, age, stalled);
   }
 

@@ -1,7 +1,5 @@
 package dev.postbox.rabbitmq;
 
-import static dev.postbox.core.codec.HeaderText.quote;
-
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.LongString;
@@ -9,21 +7,21 @@ import dev.postbox.core.DecodingException;
 import dev.postbox.core.Message;
 import dev.postbox.core.Payload;
 import dev.postbox.core.codec.HeaderText;
+import dev.postbox.core.spi.CloudEventsBinding;
+import dev.postbox.core.spi.CloudEventsBinding.Attribute;
+import dev.postbox.core.spi.CloudEventsReader;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.tracing.TraceHeaders;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Date;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.UUID;
-import java.util.function.Function;
 
 /**
  * The one mapping between a {@link Message} and an AMQP 0-9-1 message, following the <a
@@ -77,14 +75,15 @@ import java.util.function.Function;
  *
  * <p><b>Reading is strict.</b> Deliveries are untrusted input: one that does not map to a valid
  * message raises a {@link DecodingException} carrying the body and whatever of id, type and schema
- * version was read; never another exception.
+ * version was read; never another exception. The reading is core's {@link CloudEventsReader}, the
+ * same as every transport's.
  *
  * <p>Stateless and thread-safe.
  */
 public final class RabbitMessages {
 
   /** The CloudEvents spec version written and accepted. */
-  public static final String SPEC_VERSION = "1.0";
+  public static final String SPEC_VERSION = CloudEventsReader.SPEC_VERSION;
 
   /** The prefix of the CloudEvents attributes in AMQP application properties. */
   public static final String PREFIX = "cloudEvents_";
@@ -137,6 +136,8 @@ public final class RabbitMessages {
 
   /** AMQP delivery mode of a persistent message. */
   public static final int PERSISTENT = 2;
+
+  private static final Binding BINDING = new Binding();
 
   private RabbitMessages() {}
 
@@ -199,7 +200,8 @@ public final class RabbitMessages {
   public static Message fromDelivery(
       String topic, Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
     Objects.requireNonNull(topic, "topic");
-    return new Reader(topic, envelope, properties, body == null ? new byte[0] : body).read();
+    return CloudEventsReader.read(
+        BINDING, new Delivery(topic, envelope, properties, body == null ? new byte[0] : body));
   }
 
   /**
@@ -282,183 +284,114 @@ public final class RabbitMessages {
     return null;
   }
 
-  /** State of reading one delivery, kept so that a failure can report what was read. */
-  private static final class Reader {
-    private final String topic;
-    private final Envelope envelope;
-    private final AMQP.BasicProperties properties;
-    private final byte[] body;
-    private UUID id;
-    private String type;
-    private int schemaVersion;
+  /** One delivery as read: what the binding reads from. */
+  private record Delivery(
+      String topic, Envelope envelope, AMQP.BasicProperties properties, byte[] body) {}
 
-    Reader(String topic, Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
-      this.topic = topic;
-      this.envelope = envelope;
-      this.properties = properties;
-      this.body = body;
+  /**
+   * The AMQP protocol binding: {@value #PREFIX} (and {@value #OLD_PREFIX}) headers, the {@code
+   * content_type} and {@code timestamp} properties; no key of its own (the routing key is a slot).
+   */
+  private static final class Binding
+      implements CloudEventsBinding<Delivery, Map.Entry<String, Object>> {
+    private static final Map<String, Attribute> ATTRIBUTES =
+        Map.copyOf(Attribute.prefixed(PREFIX, OLD_PREFIX));
+
+    @Override
+    public String unit() {
+      return "message";
     }
 
-    Message read() {
-      Map<String, Object> ce = new HashMap<>();
-      Map<String, String> app = new HashMap<>();
-      Map<String, Object> headers = properties == null ? null : properties.getHeaders();
-      if (headers != null) {
-        for (var h : headers.entrySet()) {
-          String name = h.getKey();
-          if (name == null || h.getValue() == null) {
-            continue;
-          }
-          if (name.equalsIgnoreCase(X_DEATH) && h.getValue() instanceof List<?> deaths) {
-            app.put(X_DEATH, describeDeaths(deaths)); // shown to handlers, never trusted
-          } else if (name.startsWith(PREFIX) || name.startsWith(OLD_PREFIX)) {
-            ce.put(name.substring(PREFIX.length()), h.getValue()); // decoded when read, below
-          } else if (!reserved(name)
-              && !(h.getValue() instanceof List<?>)
-              && !(h.getValue() instanceof Map<?, ?>)) {
-            app.put(name, text(name, h.getValue()));
-          }
-        }
-      }
-      String contentType = properties == null ? null : properties.getContentType();
-      if (contentType != null
-          && contentType.toLowerCase(Locale.ROOT).startsWith("application/cloudevents")) {
-        throw fail(
-            "structured content mode (content-type "
-                + quote(contentType)
-                + ") is not supported; expected binary mode",
-            null);
-      }
-      String specVersion = attribute(ce, "specversion");
-      if (specVersion == null) {
-        throw fail(
-            "missing header " + CE_SPECVERSION + " (not a CloudEvents binary message)", null);
-      }
-      if (!specVersion.equals(SPEC_VERSION)) {
-        throw fail(
-            "unsupported CloudEvents spec version "
-                + quote(specVersion)
-                + ", expected "
-                + SPEC_VERSION,
-            null);
-      }
-      id = parse(CE_ID, required(CE_ID, attribute(ce, "id")), HeaderText::parseUuid);
-      String versionText = attribute(ce, "schemaversion");
-      schemaVersion =
-          versionText == null
-              ? 1
-              : parse(CE_SCHEMAVERSION, versionText, HeaderText::parsePositiveInt);
-      type = attribute(ce, "type");
-      required(CE_TYPE, type);
-      String source = required(CE_SOURCE, attribute(ce, "source"));
-      Instant occurredAt;
-      String time = attribute(ce, "time");
-      if (time != null) {
-        occurredAt = parse(CE_TIME, time, HeaderText::parseTime);
-      } else if (properties != null && properties.getTimestamp() != null) {
-        occurredAt = properties.getTimestamp().toInstant();
-      } else {
-        throw fail("missing header " + CE_TIME + " and the message has no timestamp", null);
-      }
-      String traceparent = attribute(ce, "traceparent");
-      String tracestate = attribute(ce, "tracestate");
-      if (traceparent != null && !app.containsKey(TraceHeaders.TRACEPARENT)) {
-        app.put(TraceHeaders.TRACEPARENT, traceparent);
-        if (tracestate != null) {
-          app.put(TraceHeaders.TRACESTATE, tracestate);
-        }
-      }
-      String key = attribute(ce, "partitionkey");
-      String correlationId = attribute(ce, "correlationid");
-      String causationId = attribute(ce, "causationid");
-      String tenant = attribute(ce, "tenant");
-      try {
-        return new Message(
-            id,
-            topic,
-            type,
-            schemaVersion,
-            Optional.ofNullable(key).filter(k -> !k.isEmpty()),
-            occurredAt,
-            source,
-            Optional.ofNullable(correlationId),
-            Optional.ofNullable(causationId),
-            Optional.ofNullable(tenant),
-            app,
-            new Payload(body, contentType != null ? contentType : Payload.OCTET_STREAM));
-      } catch (IllegalArgumentException e) {
-        throw fail("not a valid message: " + e.getMessage(), e);
-      }
+    @Override
+    public String describe(Delivery d) {
+      Envelope e = d.envelope();
+      return "AMQP message from "
+          + (e == null
+              ? d.topic()
+              : d.topic() + " (exchange " + e.getExchange() + ", tag " + e.getDeliveryTag() + ")");
     }
 
-    /** The CloudEvents attribute {@code name} as text, or null when absent. */
-    private String attribute(Map<String, Object> ce, String name) {
-      Object v = ce.get(name);
-      return v == null ? null : text(PREFIX + name, v);
+    @Override
+    public String headerName(Attribute attribute) {
+      return attribute == Attribute.DATACONTENTTYPE
+          ? "content_type"
+          : PREFIX + attribute.attributeName();
     }
 
-    private static boolean reserved(String name) {
+    @Override
+    public Map<String, Attribute> attributes() {
+      return ATTRIBUTES;
+    }
+
+    @Override
+    public boolean reserved(String name) {
       String lower = name.toLowerCase(Locale.ROOT);
       return lower.startsWith("cloudevents_")
           || lower.startsWith("cloudevents:")
           || lower.startsWith("pb_");
     }
 
-    private String text(String name, Object v) {
-      try {
-        if (v instanceof LongString ls) {
-          return HeaderText.utf8(ls.getBytes());
-        }
-        if (v instanceof byte[] b) {
-          return HeaderText.utf8(b);
-        }
-        if (v instanceof Date d) {
-          return HeaderText.formatTime(d.toInstant());
-        }
-        return v.toString();
-      } catch (IllegalArgumentException e) {
-        throw fail("header " + name + ": " + e.getMessage(), e);
-      }
+    @Override
+    public Iterable<Map.Entry<String, Object>> headers(Delivery d) {
+      Map<String, Object> headers = d.properties() == null ? null : d.properties().getHeaders();
+      return headers == null ? List.of() : headers.entrySet();
     }
 
-    private String required(String name, String v) {
-      if (v == null) {
-        throw fail("missing header " + name, null);
-      }
-      return v;
+    @Override
+    public String name(Map.Entry<String, Object> header) {
+      String name = header.getKey();
+      return name != null && name.equalsIgnoreCase(X_DEATH) ? X_DEATH : name;
     }
 
-    private <A, R> R parse(String what, A input, Function<A, R> parser) {
-      try {
-        return parser.apply(input);
-      } catch (IllegalArgumentException e) {
-        throw fail(what + ": " + e.getMessage(), e);
+    /**
+     * Text as its bytes, numbers and booleans as text, a timestamp as RFC 3339; {@value #X_DEATH}
+     * described (shown to handlers, never trusted); other tables none.
+     */
+    @Override
+    public Object value(Map.Entry<String, Object> header) {
+      Object v = header.getValue();
+      if (v instanceof LongString ls) {
+        return ls.getBytes();
       }
+      if (v instanceof byte[] || v instanceof String) {
+        return v;
+      }
+      if (v instanceof Date d) {
+        return HeaderText.formatTime(d.toInstant());
+      }
+      if (v instanceof List<?> deaths) {
+        return X_DEATH.equals(name(header)) ? describeDeaths(deaths) : null;
+      }
+      if (v == null || v instanceof Map<?, ?>) {
+        return null;
+      }
+      return v.toString();
     }
 
-    private DecodingException fail(String reason, Throwable cause) {
-      String where =
-          envelope == null
-              ? topic
-              : topic
-                  + " (exchange "
-                  + envelope.getExchange()
-                  + ", tag "
-                  + envelope.getDeliveryTag()
-                  + ")";
-      DecodingException.Builder b =
-          DecodingException.builder("cannot read AMQP message from " + where + ": " + reason, body)
-              .cause(cause);
-      if (id != null) {
-        b.messageId(id);
-      }
-      if (type != null) {
-        b.type(type);
-      }
-      if (schemaVersion > 0) {
-        b.schemaVersion(schemaVersion);
-      }
-      return b.build();
+    @Override
+    public Optional<String> contentType(Delivery d) {
+      return Optional.ofNullable(d.properties() == null ? null : d.properties().getContentType());
+    }
+
+    @Override
+    public String topic(Delivery d) {
+      return d.topic();
+    }
+
+    @Override
+    public byte[] payload(Delivery d) {
+      return d.body();
+    }
+
+    @Override
+    public Optional<byte[]> key(Delivery d) {
+      return Optional.empty();
+    }
+
+    @Override
+    public Optional<Instant> timestamp(Delivery d) {
+      Date t = d.properties() == null ? null : d.properties().getTimestamp();
+      return t == null ? Optional.empty() : Optional.of(t.toInstant());
     }
   }
 }
