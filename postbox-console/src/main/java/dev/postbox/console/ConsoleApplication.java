@@ -134,12 +134,20 @@ public class ConsoleApplication {
           "postbox.console.kafka.bootstrap-servers is set but postbox.console.kafka.groups is"
               + " empty: name the consumer groups whose lag the dashboard shows");
     }
-    String timeout = Long.toString(k.getTimeout().toMillis());
+    if (k.getClientTimeout().compareTo(k.getTimeout()) < 0) {
+      throw new IllegalStateException(
+          "postbox.console.kafka.client-timeout ("
+              + k.getClientTimeout()
+              + ") must not be shorter than postbox.console.kafka.timeout ("
+              + k.getTimeout()
+              + "): a page would stop waiting only after the reading failed");
+    }
+    String timeout = Long.toString(k.getClientTimeout().toMillis());
     return new KafkaLag(
         () ->
             ConsumerLagProbe.builder(k.getBootstrapServers())
                 .groups(k.getGroups().toArray(String[]::new))
-                .fetchTimeout(k.getTimeout())
+                .fetchTimeout(k.getClientTimeout())
                 .clientProperty("request.timeout.ms", timeout)
                 .clientProperty("default.api.timeout.ms", timeout)
                 .clientProperty("socket.connection.setup.timeout.ms", timeout)

@@ -127,14 +127,27 @@ public class ConsoleProperties {
     private String bootstrapServers;
     private java.util.List<String> groups = new java.util.ArrayList<>();
     private java.time.Duration timeout = java.time.Duration.ofSeconds(1);
+    private java.time.Duration clientTimeout = java.time.Duration.ofSeconds(10);
 
-    /** The admin client's request and default API timeouts (a dashboard waits at most this). */
+    /** How long a page waits for Kafka's lag (default 1 s). */
     public java.time.Duration getTimeout() {
       return timeout;
     }
 
     public void setTimeout(java.time.Duration timeout) {
       this.timeout = timeout;
+    }
+
+    /**
+     * The admin client's request and default API timeouts (default 10 s): how long a reading a page
+     * stopped waiting for may go on before it fails; its answer serves the next page.
+     */
+    public java.time.Duration getClientTimeout() {
+      return clientTimeout;
+    }
+
+    public void setClientTimeout(java.time.Duration clientTimeout) {
+      this.clientTimeout = clientTimeout;
     }
 
     public String getBootstrapServers() {

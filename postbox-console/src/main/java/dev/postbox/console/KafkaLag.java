@@ -5,6 +5,7 @@ import dev.postbox.kafka.ConsumerLagProbe;
 import io.github.resilience4j.circuitbreaker.CallNotPermittedException;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -18,6 +19,11 @@ import java.util.function.Supplier;
  * unreachable the lag is empty (the dashboard says so and shows the database's figures). A failed
  * reading closes the probe on the worker, so that no Kafka client keeps reconnecting in the
  * background; the next try builds a new one.
+ *
+ * <p>A reading that outlasts the page's wait is not thrown away: it goes on (bounded by the Kafka
+ * client's own timeouts, which are longer than a page's wait), keeps its warm probe, and the next
+ * page that tries takes its answer. A Kafka that is slow but up (a cold client on a busy machine)
+ * therefore shows its lag on a later page instead of reading as unreachable on every try.
  */
 final class KafkaLag implements ConsumerLagSource, AutoCloseable {
 
@@ -32,6 +38,7 @@ final class KafkaLag implements ConsumerLagSource, AutoCloseable {
       });
   private ConsumerLagProbe probe; // confined to the worker
   private Future<List<PartitionLag>> reading; // guarded by this
+  private boolean taken; // whether reading's outcome was handed to a page; guarded by this
 
   KafkaLag(Supplier<ConsumerLagProbe> probes, Dependency kafka, Duration timeout) {
     this.probes = probes;
@@ -43,8 +50,8 @@ final class KafkaLag implements ConsumerLagSource, AutoCloseable {
   public List<PartitionLag> read() {
     try {
       return kafka.call(this::readWithinTimeout);
-    } catch (CallNotPermittedException e) {
-      return List.of();
+    } catch (CallNotPermittedException | TimeoutException e) {
+      return List.of(); // a reading that timed out goes on; the next try takes its answer
     } catch (Error e) {
       throw e;
     } catch (Throwable e) {
@@ -54,25 +61,36 @@ final class KafkaLag implements ConsumerLagSource, AutoCloseable {
   }
 
   private synchronized List<PartitionLag> readWithinTimeout() throws Exception {
-    if (reading == null || reading.isDone()) {
+    if (reading == null || taken) {
       reading = worker.submit(this::readNow);
+      taken = false;
     }
     try {
-      return reading.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      List<PartitionLag> lag = reading.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      taken = true;
+      return lag;
     } catch (TimeoutException e) {
       throw new TimeoutException("no answer within " + timeout.toMillis() + " ms");
+    } catch (ExecutionException e) {
+      taken = true;
+      throw e.getCause() instanceof Exception cause ? cause : e;
     }
   }
 
   private List<PartitionLag> readNow() {
-    if (probe == null) {
-      probe = probes.get();
+    try {
+      if (probe == null) {
+        probe = probes.get();
+      }
+      return probe.read().stream()
+          .map(p ->
+              new PartitionLag(
+                  p.group(), p.topic(), p.partition(), p.offsetLag(), p.oldestUnprocessedAge()))
+          .toList();
+    } catch (RuntimeException e) {
+      closeProbe(); // whether or not a page still waits: no client reconnects after a failure
+      throw e;
     }
-    return probe.read().stream()
-        .map(p ->
-            new PartitionLag(
-                p.group(), p.topic(), p.partition(), p.offsetLag(), p.oldestUnprocessedAge()))
-        .toList();
   }
 
   private void closeProbe() {
