@@ -184,10 +184,14 @@ public final class BenchRunner {
     ConsumerBench.BatchRace race = c.batchRace();
     Measurement batch = record(race.ours().against(alo).target(Target.atLeast(0.8)));
     Measurement spring = record(c.springKafka());
+    // kept under its published key, without a target: the consumer's target is against the batch
+    // listener, the peer at its best (consumer_eo_batch_vs_spring_kafka_batch, in race())
     record(
         Measurement.of("consumer_eo_batch_vs_spring_kafka", batch.value() / spring.value(), "x")
-            .target(Target.atLeast(3))
-            .note("consumer_eo_batch_per_s / spring_kafka_jdbc_per_s"));
+            .note(
+                "consumer_eo_batch_per_s / spring_kafka_jdbc_per_s: against Spring Kafka's"
+                    + " per-record listener (a weaker configuration); the headline ratio is"
+                    + " consumer_eo_batch_vs_spring_kafka_batch, against its batch listener"));
     race(race, batch);
   }
 

@@ -403,10 +403,7 @@ public final class CdcLatencyBench {
     String relayHow =
         "CDC relay, defaults (batch 2,000, 4 in flight, no batch linger, binary values; acks=all,"
             + " idempotent, linger 5 ms flushed when the relay waits, lz4)";
-    String dbzHow =
-        "Debezium embedded 3.6.1, child JVM (poll.interval.ms=1, max.batch.size=2048,"
-            + " max.queue.size=8192; producer acks=all, idempotent, linger 0, lz4; a batch's"
-            + " sends acknowledged before the next)";
+    String dbzHow = DebeziumPeer.LOW_LATENCY_SETTINGS;
     for (Phase p : relay) {
       Optional<Target> target =
           p.key().endsWith("_max") ? Optional.empty() : Optional.of(Target.atMost(MAX_P99_MS));

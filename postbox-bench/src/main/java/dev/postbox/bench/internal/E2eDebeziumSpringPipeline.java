@@ -25,10 +25,7 @@ final class E2eDebeziumSpringPipeline implements E2ePipeline {
 
   @Override
   public String how() {
-    return "Debezium embedded, child JVM (poll.interval.ms=1, max.batch.size=2048,"
-        + " max.queue.size=8192; producer acks=all, idempotent, linger 0, lz4; a batch's sends"
-        + " acknowledged before the next) -> Kafka -> "
-        + E2eConsumers.SPRING_HOW;
+    return DebeziumPeer.LOW_LATENCY_SETTINGS + " -> Kafka -> " + E2eConsumers.SPRING_HOW;
   }
 
   @Override
