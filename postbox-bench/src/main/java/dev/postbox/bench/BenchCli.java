@@ -56,8 +56,10 @@ public final class BenchCli implements Callable<Integer> {
               + " cdc's write path: business-only, table outbox, emit-message outbox),"
               + " ackrounds (the CDC relay and Debezium in three alternating rounds at 1k, 2k, 5k,"
               + " half and a quarter of the writers' maximum: each p99 the median of its"
-              + " rounds) and inboxkeys (PostgreSQL's CPU per message of an inbox batch claim"
-              + " with the keys of schema version 15 and 16, one and twelve connections).")
+              + " rounds), inboxkeys (PostgreSQL's CPU per message of an inbox batch claim"
+              + " with the keys of schema version 15 and 16, one and twelve connections) and capacity"
+              + " (WAL bytes, table size and dead tuples per event: business write, table and"
+              + " emit-message outbox, relay delete or mark, inbox record, purge and vacuum).")
   java.util.List<String> only = BenchRunner.GROUPS;
 
   @Option(

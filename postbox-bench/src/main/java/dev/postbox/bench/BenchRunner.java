@@ -42,7 +42,9 @@ public final class BenchRunner {
    * rounds; {@code inboxkeys}, PostgreSQL's CPU per message of an inbox batch claim with the inbox
    * keys of schema version 15 and of 16; {@code latency}, only the {@code e2e} group's first
    * figures (the polling relay to an at-least-once consumer at 1k, 5k and 20k/s), without the race
-   * of pipelines.
+   * of pipelines; {@code capacity}, what each event costs PostgreSQL (WAL bytes of the business
+   * write, the table and emit-message outboxes, the relay's delete or mark, the inbox's record,
+   * purge and vacuum; table size and dead tuples per 10,000 rows), the capacity model's inputs.
    */
   public static final List<String> OPT_IN_GROUPS =
       List.of(
@@ -56,7 +58,8 @@ public final class BenchRunner {
           "cdcwrite",
           "ackrounds",
           "inboxkeys",
-          "latency");
+          "latency",
+          "capacity");
 
   private final BenchConfig config;
   private final PrintStream log;
@@ -135,6 +138,9 @@ public final class BenchRunner {
       }
       if (groups.contains("inboxkeys")) {
         new dev.postbox.bench.internal.InboxKeysBench(env, config).run().forEach(this::record);
+      }
+      if (groups.contains("capacity")) {
+        new dev.postbox.bench.internal.CapacityBench(env, config).run().forEach(this::record);
       }
       if (groups.contains("admin")) {
         new dev.postbox.bench.internal.AdminBench(env, config, log).run().forEach(this::record);
