@@ -22,12 +22,11 @@ class CapacityGroupTest {
   void capacityIsAnOptInGroup() {
     assertThat(BenchRunner.OPT_IN_GROUPS).contains("capacity");
     assertThat(BenchRunner.GROUPS).doesNotContain("capacity");
-    assertThatCode(
-            () ->
-                new BenchRunner(
-                    BenchConfig.quickMode(),
-                    new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8),
-                    Set.of("capacity")))
+    assertThatCode(() ->
+            new BenchRunner(
+                BenchConfig.quickMode(),
+                new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8),
+                Set.of("capacity")))
         .doesNotThrowAnyException();
   }
 }

@@ -369,21 +369,28 @@ public final class CapacityBench {
             + "' AND relname = '"
             + table
             + "'";
-    long last = -1;
-    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-    // statistics arrive in one flush: wait until the figure is non-zero and stable for 2 s
-    long stableSince = System.nanoTime();
-    while (System.nanoTime() < deadline) {
-      long now = single(db, sql);
-      if (now != last) {
-        last = now;
-        stableSince = System.nanoTime();
-      } else if (now > 0 && System.nanoTime() - stableSince > Duration.ofSeconds(2).toNanos()) {
-        return now;
+    try (HikariDataSource probe = env.postgres().dataSource(db.schema(), 1);
+        Connection c = probe.getConnection();
+        Statement s = c.createStatement()) {
+      long last = -1;
+      long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+      // the statistics arrive in one flush: wait until the figure is non-zero and stable for 2 s
+      long stableSince = System.nanoTime();
+      while (System.nanoTime() < deadline) {
+        long now;
+        try (ResultSet rs = s.executeQuery(sql)) {
+          now = rs.next() ? rs.getLong(1) : 0;
+        }
+        if (now != last) {
+          last = now;
+          stableSince = System.nanoTime();
+        } else if (now > 0 && System.nanoTime() - stableSince > Duration.ofSeconds(2).toNanos()) {
+          return now;
+        }
+        Thread.sleep(200);
       }
-      Thread.sleep(200);
+      return last;
     }
-    return last;
   }
 
   private long single(Db db, String sql) throws SQLException {
