@@ -170,6 +170,18 @@ final class ArchitectureRules {
               "dev.postbox.bench.internal.RabbitBench",
               "the RabbitMQ benchmark runs a private RabbitMQ node (RabbitMqServer)"),
           Map.entry(
+              "dev.postbox.bench.internal.RabbitHandover",
+              "the shard hand-over benchmark kills a leased instance in its own ChildJvm, given the"
+                  + " embedded PostgreSQL's address (PostgresServer)"),
+          Map.entry(
+              "dev.postbox.bench.internal.CapacityBench",
+              "the capacity benchmark reads WAL positions, table sizes and dead tuples on the"
+                  + " embedded PostgreSQL (PostgresServer)"),
+          Map.entry(
+              "dev.postbox.verify.KafkaClusterFaults",
+              "the Kafka campaign's --cluster kills, freezes and restarts the brokers of the test"
+                  + " kit's three-node cluster (KafkaCluster)"),
+          Map.entry(
               "dev.postbox.bench.internal.RrBench",
               "the request/reply benchmark's RabbitMQ part runs a private RabbitMQ node"
                   + " (RabbitMqServer)"),
