@@ -94,34 +94,48 @@ final class KafkaClusterFaults {
     }
   }
 
-  private void killLeader(Fault f, SplittableRandom r) {
-    KafkaCluster cluster = env.cluster();
+  /** A partition of the campaign topic and the broker leading it. */
+  private record Led(int partition, String tp, int node) {}
+
+  /**
+   * A random partition of the campaign topic and its leader; empty (the fault logged as not fired)
+   * when the partition has no leader now.
+   */
+  private java.util.Optional<Led> randomLedPartition(Fault f, SplittableRandom r) {
     int partition = r.nextInt(Campaign.PARTITIONS);
     String tp = env.topic() + "-" + partition;
-    OptionalInt leader = cluster.leaderOf(env.topic(), partition);
+    OptionalInt leader = env.cluster().leaderOf(env.topic(), partition);
     if (leader.isEmpty()) {
       log.notFired(f.kind, tp, "the partition has no leader now");
+      return java.util.Optional.empty();
+    }
+    return java.util.Optional.of(new Led(partition, tp, leader.getAsInt()));
+  }
+
+  private void killLeader(Fault f, SplittableRandom r) {
+    java.util.Optional<Led> led = randomLedPartition(f, r);
+    if (led.isEmpty()) {
       return;
     }
-    int node = leader.getAsInt();
+    int partition = led.get().partition();
+    int node = led.get().node();
     long t0 = System.nanoTime();
-    cluster.kill(node);
+    env.cluster().kill(node);
     String moved = awaitNewLeader(partition, node, t0);
     Campaign.sleep(Math.max(0, DOWN_MS - millisSince(t0)));
-    String detail = "kill -9 of the leader of " + tp + "; " + moved;
+    String detail = "kill -9 of the leader of " + led.get().tp() + "; " + moved;
     restart(f, node, detail, t0);
   }
 
   private void freezeLeader(Fault f, SplittableRandom r) {
-    KafkaCluster cluster = env.cluster();
-    int partition = r.nextInt(Campaign.PARTITIONS);
-    String tp = env.topic() + "-" + partition;
-    OptionalInt leader = cluster.leaderOf(env.topic(), partition);
-    if (leader.isEmpty()) {
-      log.notFired(f.kind, tp, "the partition has no leader now");
+    java.util.Optional<Led> led = randomLedPartition(f, r);
+    if (led.isEmpty()) {
       return;
     }
-    int node = leader.getAsInt();
+    KafkaCluster cluster = env.cluster();
+    int partition = led.get().partition();
+    String tp = led.get().tp();
+    int node = led.get().node();
     long t0 = System.nanoTime();
     cluster.freeze(node);
     String moved;
