@@ -86,6 +86,7 @@ public final class BenchRunner {
 
   /** Runs everything; the report lists the measurements in the order they were taken. */
   public BenchReport run() throws Exception {
+    dev.postbox.bench.internal.MachineLoad.now("start", cores()).ifPresent(this::record);
     try (BenchEnv env = BenchEnv.start()) {
       if (groups.contains("relay")) {
         relay(env);
@@ -149,6 +150,7 @@ public final class BenchRunner {
         new dev.postbox.bench.internal.RrBench(env, config, log).run().forEach(this::record);
       }
     }
+    dev.postbox.bench.internal.MachineLoad.now("end", cores()).ifPresent(this::record);
     return new BenchReport(LocalDate.now(), cores(), memoryGb(), config.quick(), results);
   }
 

@@ -320,88 +320,89 @@ public final class MessageTracer {
       ps.setObject(1, id);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          String consumer = rs.getString(2);
-          String where = rs.getString(3) + "-" + rs.getInt(4) + "@" + rs.getLong(5);
-          String error = rs.getString(7) + ": " + rs.getString(8);
-          Map<String, String> a =
-              attrs(
-                  "dead_letter_id", Long.toString(rs.getLong(1)),
-                  "topic", rs.getString(3),
-                  "partition", Integer.toString(rs.getInt(4)),
-                  "offset", Long.toString(rs.getLong(5)));
-          steps.add(
-              new Ranked(
-                  new Step(
-                      instant(rs, 10),
-                      "failed",
-                      consumer,
-                      "first failure reading " + where + ": " + error,
-                      a),
-                  3));
-          Map<String, String> d = new LinkedHashMap<>(a);
-          d.put("classification", rs.getString(6));
-          d.put("attempts", Integer.toString(rs.getInt(9)));
-          d.put("error", error);
-          d.put("last_failure", instant(rs, 11).toString());
-          d.put("status", rs.getString(12));
-          d.put("replays", Integer.toString(rs.getInt(13)));
-          steps.add(
-              new Ranked(
-                  new Step(
-                      instant(rs, 14),
-                      "dead-lettered",
-                      consumer,
-                      rs.getString(6)
-                          + " after "
-                          + rs.getInt(9)
-                          + " attempt(s): "
-                          + error
-                          + " (dead letter "
-                          + rs.getLong(1)
-                          + ", "
-                          + rs.getString(12)
-                          + ")",
-                      d),
-                  5));
-          if (rs.getTimestamp(15) != null) {
-            steps.add(
-                new Ranked(
-                    new Step(
-                        instant(rs, 15),
-                        "replayed",
-                        consumer,
-                        "dead letter " + rs.getLong(1) + " replayed by " + rs.getString(16),
-                        attrs(
-                            "dead_letter_id",
-                            Long.toString(rs.getLong(1)),
-                            "by",
-                            rs.getString(16))),
-                    6));
-          }
-          if (rs.getTimestamp(17) != null) {
-            steps.add(
-                new Ranked(
-                    new Step(
-                        instant(rs, 17),
-                        "discarded",
-                        consumer,
-                        "dead letter "
-                            + rs.getLong(1)
-                            + " discarded by "
-                            + rs.getString(18)
-                            + ": "
-                            + rs.getString(19),
-                        attrs(
-                            "dead_letter_id",
-                            Long.toString(rs.getLong(1)),
-                            "by",
-                            rs.getString(18),
-                            "reason",
-                            rs.getString(19))),
-                    6));
-          }
+          deadLetterSteps(rs, steps);
         }
       }
+    }
+  }
+
+  /** The steps of one dead letter row: its first failure, dead-lettering, replay and discard. */
+  private static void deadLetterSteps(ResultSet rs, List<Ranked> steps) throws SQLException {
+    String consumer = rs.getString(2);
+    String where = rs.getString(3) + "-" + rs.getInt(4) + "@" + rs.getLong(5);
+    String error = rs.getString(7) + ": " + rs.getString(8);
+    Map<String, String> a =
+        attrs(
+            "dead_letter_id", Long.toString(rs.getLong(1)),
+            "topic", rs.getString(3),
+            "partition", Integer.toString(rs.getInt(4)),
+            "offset", Long.toString(rs.getLong(5)));
+    steps.add(
+        new Ranked(
+            new Step(
+                instant(rs, 10),
+                "failed",
+                consumer,
+                "first failure reading " + where + ": " + error,
+                a),
+            3));
+    Map<String, String> d = new LinkedHashMap<>(a);
+    d.put("classification", rs.getString(6));
+    d.put("attempts", Integer.toString(rs.getInt(9)));
+    d.put("error", error);
+    d.put("last_failure", instant(rs, 11).toString());
+    d.put("status", rs.getString(12));
+    d.put("replays", Integer.toString(rs.getInt(13)));
+    steps.add(
+        new Ranked(
+            new Step(
+                instant(rs, 14),
+                "dead-lettered",
+                consumer,
+                rs.getString(6)
+                    + " after "
+                    + rs.getInt(9)
+                    + " attempt(s): "
+                    + error
+                    + " (dead letter "
+                    + rs.getLong(1)
+                    + ", "
+                    + rs.getString(12)
+                    + ")",
+                d),
+            5));
+    if (rs.getTimestamp(15) != null) {
+      steps.add(
+          new Ranked(
+              new Step(
+                  instant(rs, 15),
+                  "replayed",
+                  consumer,
+                  "dead letter " + rs.getLong(1) + " replayed by " + rs.getString(16),
+                  attrs("dead_letter_id", Long.toString(rs.getLong(1)), "by", rs.getString(16))),
+              6));
+    }
+    if (rs.getTimestamp(17) != null) {
+      steps.add(
+          new Ranked(
+              new Step(
+                  instant(rs, 17),
+                  "discarded",
+                  consumer,
+                  "dead letter "
+                      + rs.getLong(1)
+                      + " discarded by "
+                      + rs.getString(18)
+                      + ": "
+                      + rs.getString(19),
+                  attrs(
+                      "dead_letter_id",
+                      Long.toString(rs.getLong(1)),
+                      "by",
+                      rs.getString(18),
+                      "reason",
+                      rs.getString(19))),
+              6));
     }
   }
 

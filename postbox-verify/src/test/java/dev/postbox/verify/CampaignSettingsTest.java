@@ -35,7 +35,8 @@ class CampaignSettingsTest {
         RelayMode.IDEMPOTENT,
         ConsumerMode.INBOX,
         faultRate,
-        timeBox);
+        timeBox,
+        false);
   }
 
   @Test

@@ -288,6 +288,16 @@ public final class EventTypes {
                   + "'");
         }
       }
+      Map<String, Upcaster[]> upcasters = upcasterChains(byType, problems);
+      if (!problems.isEmpty()) {
+        throw new IllegalArgumentException("invalid event types: " + String.join("; ", problems));
+      }
+      return new EventTypes(codec, byType, byClass, upcasters);
+    }
+
+    /** Each type's upcasters indexed by the version they upcast from; problems are added. */
+    private Map<String, Upcaster[]> upcasterChains(
+        Map<String, Registration> byType, List<String> problems) {
       Map<String, TreeMap<Integer, Upcaster>> chains = new HashMap<>();
       for (PendingUpcaster u : pending) {
         Registration r = byType.get(u.type());
@@ -340,10 +350,7 @@ public final class EventTypes {
         }
         upcasters.put(e.getKey(), array);
       }
-      if (!problems.isEmpty()) {
-        throw new IllegalArgumentException("invalid event types: " + String.join("; ", problems));
-      }
-      return new EventTypes(codec, byType, byClass, upcasters);
+      return upcasters;
     }
   }
 }

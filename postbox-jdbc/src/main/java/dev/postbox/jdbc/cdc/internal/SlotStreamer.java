@@ -68,6 +68,9 @@ public final class SlotStreamer {
   private CommitTracker tracker;
   private long epoch;
   private long resumeFrom;
+  // the streaming thread's own: failed attempts in a row, and whether it said it stands by
+  private int failures;
+  private boolean standbyLogged;
   private long lastStatus;
 
   public SlotStreamer(
@@ -136,66 +139,10 @@ public final class SlotStreamer {
   }
 
   private void loop() {
-    int failures = 0;
-    boolean standbyLogged = false;
     while (!stopped) {
       try {
-        if (!lease.holds(epoch)) {
-          if (!reading) {
-            sleeper.sleep(MAX_IDLE_WAIT); // stopping: take no lease
-            continue;
-          }
-          Optional<SlotLease.Acquired> acquired = lease.tryAcquire();
-          if (acquired.isEmpty()) {
-            if (!standbyLogged) {
-              log.info("CDC relay {}: another instance holds the slot's lease; standing by", name);
-              standbyLogged = true;
-            }
-            failures = 0;
-            sleeper.sleep(standbyRetry);
-            continue;
-          }
-          standbyLogged = false;
-          takeOver(acquired.get());
-        }
-        try (Connection c = setup.openReplicationConnection()) {
-          PGReplicationStream stream;
-          try {
-            stream = setup.startStream(c, resumeFrom);
-          } catch (SQLException e) {
-            if (!ReplicationSetup.SLOT_IN_USE.equals(e.getSQLState())) {
-              Optional<String> lost = setup.lostReason();
-              if (lost.isEmpty()) {
-                throw e;
-              }
-              recovery.recreate(epoch, lost.get(), true);
-              newTracker();
-              recovery.republish(epoch, queue, () -> reading && !stopped);
-              continue;
-            }
-            // the ex-owner's walsender is still going away (or was never ended: try again)
-            lease.endOtherWalsenders();
-            sleeper.sleep(MAX_IDLE_WAIT.multipliedBy(20));
-            continue;
-          }
-          failures = 0;
-          active = true;
-          log.info(
-              "CDC relay {}: streaming the slot (lease epoch {}) from {}",
-              name,
-              epoch,
-              resumeFrom > 0 ? LogSequenceNumber.valueOf(resumeFrom) : "its confirmed position");
-          try {
-            stream(stream);
-          } finally {
-            active = false;
-            decoder.reset();
-            try {
-              stream.close();
-            } catch (SQLException e) {
-              log.debug("closing the replication stream", e);
-            }
-          }
+        if (holdsLease()) {
+          streamOnce();
         }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
@@ -217,6 +164,80 @@ public final class SlotStreamer {
         } catch (InterruptedException ie) {
           Thread.currentThread().interrupt();
           return;
+        }
+      }
+    }
+  }
+
+  /**
+   * Whether this instance holds the slot's lease, taking it over when it is free; otherwise it
+   * waits a while (stopping, or another instance holds it) and says no.
+   */
+  private boolean holdsLease() throws SQLException, InterruptedException {
+    if (lease.holds(epoch)) {
+      return true;
+    }
+    if (!reading) {
+      sleeper.sleep(MAX_IDLE_WAIT); // stopping: take no lease
+      return false;
+    }
+    Optional<SlotLease.Acquired> acquired = lease.tryAcquire();
+    if (acquired.isEmpty()) {
+      if (!standbyLogged) {
+        log.info("CDC relay {}: another instance holds the slot's lease; standing by", name);
+        standbyLogged = true;
+      }
+      failures = 0;
+      sleeper.sleep(standbyRetry);
+      return false;
+    }
+    standbyLogged = false;
+    takeOver(acquired.get());
+    return true;
+  }
+
+  /**
+   * One replication connection: starts the stream at {@code resumeFrom} and streams until it ends;
+   * a lost slot is recreated (and its events republished), a slot still in use by the ex-owner's
+   * walsender is waited for.
+   */
+  private void streamOnce() throws SQLException, InterruptedException {
+    try (Connection c = setup.openReplicationConnection()) {
+      PGReplicationStream stream;
+      try {
+        stream = setup.startStream(c, resumeFrom);
+      } catch (SQLException e) {
+        if (!ReplicationSetup.SLOT_IN_USE.equals(e.getSQLState())) {
+          Optional<String> lost = setup.lostReason();
+          if (lost.isEmpty()) {
+            throw e;
+          }
+          recovery.recreate(epoch, lost.get(), true);
+          newTracker();
+          recovery.republish(epoch, queue, () -> reading && !stopped);
+          return;
+        }
+        // the ex-owner's walsender is still going away (or was never ended: try again)
+        lease.endOtherWalsenders();
+        sleeper.sleep(MAX_IDLE_WAIT.multipliedBy(20));
+        return;
+      }
+      failures = 0;
+      active = true;
+      log.info(
+          "CDC relay {}: streaming the slot (lease epoch {}) from {}",
+          name,
+          epoch,
+          resumeFrom > 0 ? LogSequenceNumber.valueOf(resumeFrom) : "its confirmed position");
+      try {
+        stream(stream);
+      } finally {
+        active = false;
+        decoder.reset();
+        try {
+          stream.close();
+        } catch (SQLException e) {
+          log.debug("closing the replication stream", e);
         }
       }
     }
