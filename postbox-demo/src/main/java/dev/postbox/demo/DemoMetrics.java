@@ -1,7 +1,6 @@
 package dev.postbox.demo;
 
 import dev.postbox.jdbc.OperationsProbe;
-import dev.postbox.kafka.ConsumerLagProbe;
 import dev.postbox.micrometer.MicrometerPostboxMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -26,8 +25,9 @@ import javax.sql.DataSource;
  * <ul>
  *   <li>its own registry: the tables read by {@link OperationsProbe} (pending outbox rows and the
  *       relay lag as time, stuck rows, dead letters and parked messages with the age of the oldest)
- *       and the consumer groups read from outside by {@link ConsumerLagProbe} (the age of the
- *       oldest unprocessed message, which keeps growing while a consumer is stopped);
+ *       and the inventory's lag read from outside ({@link LagGauges}): on Kafka its consumer
+ *       group's (the age of the oldest unprocessed message, which keeps growing while a consumer is
+ *       stopped), on RabbitMQ its shard queues' ready messages, consumers and stall;
  *   <li>each child process's own endpoint (relays: {@code postbox_relay_*}; the inventory: {@code
  *       postbox_consumer_*}, including the duplicates-suppressed counter), with a {@code process}
  *       label; a process that is paused or restarting is left out of that scrape.
@@ -40,37 +40,28 @@ final class DemoMetrics implements AutoCloseable {
 
   private final PrometheusMeterRegistry registry =
       new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-  private final ConsumerLagProbe lag;
+  private final LagGauges lag;
   private final Map<String, Integer> children = new ConcurrentHashMap<>();
   private final HttpClient http =
       HttpClient.newBuilder().connectTimeout(Duration.ofMillis(500)).build();
   private final MetricsEndpoint endpoint;
 
-  private DemoMetrics(int port, DataSource ds, String bootstrap, String... groups)
+  private DemoMetrics(int port, DataSource ds, ShopTransport transport, String group, String topic)
       throws IOException {
     MicrometerPostboxMetrics metrics = MicrometerPostboxMetrics.of(registry);
     OperationsProbe.builder(ds).stuckThreshold(Duration.ofSeconds(60)).build().bindTo(metrics);
-    // no Kafka (the RabbitMQ demo): no group lag gauges
-    lag =
-        bootstrap == null
-            ? null
-            : ConsumerLagProbe.builder(bootstrap).groups(groups).build().bindTo(metrics);
+    lag = transport.lagGauges(metrics, group, topic);
     endpoint = MetricsEndpoint.start(port, this::scrape);
   }
 
   /**
-   * Starts the endpoint on {@code port} (0: a free port); Kafka's group lag if {@code bootstrap}.
+   * Starts the endpoint on {@code port} (0: a free port), with the lag gauges of {@code group}'s
+   * subscription to {@code topic} on {@code transport}.
    */
   static DemoMetrics start(
-      int port, DataSource ds, java.util.Optional<String> bootstrap, String... groups)
+      int port, DataSource ds, ShopTransport transport, String group, String topic)
       throws IOException {
-    return new DemoMetrics(port, ds, bootstrap.orElse(null), groups);
-  }
-
-  /** Starts the endpoint on {@code port} (0: a free port). */
-  static DemoMetrics start(int port, DataSource ds, String bootstrap, String... groups)
-      throws IOException {
-    return new DemoMetrics(port, ds, bootstrap, groups);
+    return new DemoMetrics(port, ds, transport, group, topic);
   }
 
   /** The endpoint's URL. */
@@ -97,11 +88,9 @@ final class DemoMetrics implements AutoCloseable {
   /** The merged exposition (what {@code GET /metrics} returns). */
   String scrape() {
     try {
-      if (lag != null) {
-        lag.read(); // finds partitions the groups committed since the last scrape
-      }
+      lag.refresh();
     } catch (RuntimeException e) {
-      // gauges read NaN while Kafka cannot be reached
+      // gauges read NaN while the broker cannot be reached
     }
     Map<String, Family> families = new LinkedHashMap<>();
     merge(families, registry.scrape(), null);
@@ -193,8 +182,6 @@ final class DemoMetrics implements AutoCloseable {
   @Override
   public void close() {
     endpoint.close();
-    if (lag != null) {
-      lag.close();
-    }
+    lag.close();
   }
 }

@@ -9,7 +9,6 @@ import dev.postbox.kafka.KafkaDeadLetters;
 import dev.postbox.kafka.KafkaRequester;
 import dev.postbox.testkit.KafkaBroker;
 import dev.postbox.testkit.PostboxInfrastructure;
-import java.util.Optional;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
@@ -66,8 +65,24 @@ final class KafkaShopTransport implements ShopTransport {
   }
 
   @Override
-  public Optional<String> lagBootstrap() {
-    return Optional.of(kafka.bootstrapServers());
+  public LagGauges lagGauges(
+      dev.postbox.core.metrics.PostboxMetrics metrics, String group, String topic) {
+    dev.postbox.kafka.ConsumerLagProbe probe =
+        dev.postbox.kafka.ConsumerLagProbe.builder(kafka.bootstrapServers())
+            .groups(group)
+            .build()
+            .bindTo(metrics);
+    return new LagGauges() {
+      @Override
+      public void refresh() {
+        probe.read();
+      }
+
+      @Override
+      public void close() {
+        probe.close();
+      }
+    };
   }
 
   @Override

@@ -15,7 +15,6 @@ import dev.postbox.rabbitmq.RabbitMessages;
 import dev.postbox.rabbitmq.RabbitRequester;
 import dev.postbox.rabbitmq.RabbitTopology;
 import dev.postbox.testkit.RabbitMqServer;
-import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 
@@ -139,8 +138,24 @@ final class RabbitShopTransport implements ShopTransport {
   }
 
   @Override
-  public Optional<String> lagBootstrap() {
-    return Optional.empty();
+  public LagGauges lagGauges(
+      dev.postbox.core.metrics.PostboxMetrics metrics, String group, String topic) {
+    dev.postbox.rabbitmq.RabbitLagProbe probe =
+        dev.postbox.rabbitmq.RabbitLagProbe.builder(uri)
+            .subscription(group, SHARDS, topic)
+            .build()
+            .bindTo(metrics);
+    return new LagGauges() {
+      @Override
+      public void refresh() {
+        // the gauges read the queues themselves (at most once per second)
+      }
+
+      @Override
+      public void close() {
+        probe.close();
+      }
+    };
   }
 
   @Override

@@ -134,7 +134,7 @@ final class ShopDemo {
       PostboxMigrations.migrate(ds);
       ShopSchema.create(ds, options.customers());
       PaymentsPhase.createTables(ds);
-      metrics = DemoMetrics.start(options.metricsPort(), ds, transport.lagBootstrap(), inventory);
+      metrics = DemoMetrics.start(options.metricsPort(), ds, transport, inventory, topic);
       out.printf("metrics: %s (Prometheus text format)%n", metrics.url());
 
       DeliveryHistory history = new DeliveryHistory();

@@ -6,7 +6,6 @@ import dev.postbox.core.reply.LateReplyListener;
 import dev.postbox.core.reply.Requester;
 import dev.postbox.core.spi.DeadLetterStore.DeadLetter;
 import java.util.Locale;
-import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 
@@ -78,8 +77,11 @@ sealed interface ShopTransport permits KafkaShopTransport, RabbitShopTransport {
    */
   Requester requester(String replyTopic, LateReplyListener late);
 
-  /** Kafka's bootstrap servers for the consumer-lag gauges; empty on RabbitMQ. */
-  Optional<String> lagBootstrap();
+  /**
+   * The consumer-lag gauges of {@code group}'s subscription to {@code topic}, bound to {@code
+   * metrics}: on Kafka the group's lag, on RabbitMQ its shard queues' depth, consumers and stall.
+   */
+  LagGauges lagGauges(dev.postbox.core.metrics.PostboxMetrics metrics, String group, String topic);
 
   /**
    * Reads every message of {@code topic} from the beginning and hands it to {@code observer} until

@@ -62,6 +62,17 @@ class RabbitShopDemoIT {
     assertThat(report.parkedKeys()).as(output).isPositive();
     assertThat(report.parkedOrderViolations()).isZero();
     assertThat(report.ok()).as(report.toText() + "\n" + output).isTrue();
+    // the metrics endpoint's lag gauges read the inventory's shard queues: each has its consumers
+    assertThat(
+            report.metrics().entrySet().stream()
+                .filter(e -> e.getKey().startsWith("postbox_queue_consumers{"))
+                .filter(e -> e.getValue() > 0)
+                .count())
+        .as(report.metrics().toString())
+        .isEqualTo(RabbitShopTransport.SHARDS);
+    assertThat(report.metrics().keySet())
+        .anyMatch(k -> k.startsWith("postbox_queue_ready_messages{"))
+        .anyMatch(k -> k.startsWith("postbox_queue_stalled{"));
 
     System.out.println(report.toText());
     Path json = dir.resolve("report.json");
