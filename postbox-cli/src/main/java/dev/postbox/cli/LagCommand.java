@@ -4,11 +4,14 @@ import dev.postbox.admin.ConsumerLagSource;
 import dev.postbox.admin.LagReport;
 import dev.postbox.admin.PostboxAdmin;
 import dev.postbox.core.consumer.QueueLag;
+import dev.postbox.jdbc.OutboxException;
+import dev.postbox.jdbc.PostgresConsumerAgeStore;
 import dev.postbox.kafka.ConsumerLagProbe;
 import dev.postbox.rabbitmq.RabbitLagProbe;
 import dev.postbox.rabbitmq.RabbitTopology;
 import java.util.List;
 import java.util.concurrent.Callable;
+import javax.sql.DataSource;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -21,10 +24,12 @@ import picocli.CommandLine.Option;
       "Consumer lag as age: with --bootstrap-servers and --group, the age of the oldest record each"
           + " group has not finished per partition (Kafka, from committed offsets); with"
           + " --transport rabbitmq, --rabbitmq-uri, --subscription and --topic, the messages ready"
-          + " and the consumers of each shard queue (RabbitMQ, from a passive queue.declare;"
-          + " STALLED when messages wait with no consumer; the oldest message's age is measured"
-          + " by the subscriber's process only, RabbitMQ 3.10 not reporting it for quorum"
-          + " queues, so oldest_unfinished_age is null here); always, per"
+          + " and the consumers of each shard queue (RabbitMQ, from a passive queue.declare) and"
+          + " the age of the oldest message not finished, as the subscribers report it to the"
+          + " database (RabbitSubscriber ageStore; unknown, null, for a queue no instance"
+          + " reported within 30 s); IDLE when nothing waits and nothing is unfinished, STALLED"
+          + " when messages wait with no consumer or a message has been unfinished for 60 s or"
+          + " more; always, per"
           + " consumer, the pending dead letters and parked keys with their oldest ages.",
       "Exit code: 0."
     })
@@ -118,11 +123,19 @@ final class LagCommand implements Callable<Integer> {
           "--transport rabbitmq needs --rabbitmq-uri (or $POSTBOX_RABBITMQ_URL), --subscription"
               + " and --topic");
     }
+    DataSource ds = db.dataSource();
     RabbitLagProbe.Builder b = RabbitLagProbe.builder(rabbitUri);
     subscriptions.forEach(s -> b.subscription(s, shards, topics.toArray(String[]::new)));
+    try {
+      b.ages(PostgresConsumerAgeStore.create(ds));
+    } catch (OutboxException e) {
+      System.err.println(
+          "note: the oldest messages' ages are not shown: "
+              + e.getMessage()
+              + " (postbox_consumer_age, migration V21)");
+    }
     try (RabbitLagProbe probe = b.build()) {
-      PostboxAdmin admin =
-          PostboxAdmin.builder(db.dataSource()).queueLagSource(probe::read).build();
+      PostboxAdmin admin = PostboxAdmin.builder(ds).queueLagSource(probe::read).build();
       return print(admin.lag());
     }
   }
@@ -148,16 +161,17 @@ final class LagCommand implements Callable<Integer> {
     }
     if (!r.queues().isEmpty()) {
       System.out.printf(
-          "%-20s %-20s %5s %8s %9s %s%n",
-          "SUBSCRIPTION", "TOPIC", "SHARD", "READY", "CONSUMERS", "");
+          "%-20s %-20s %5s %8s %9s %18s %s%n",
+          "SUBSCRIPTION", "TOPIC", "SHARD", "READY", "CONSUMERS", "OLDEST UNFINISHED", "");
       for (QueueLag q : r.queues()) {
         System.out.printf(
-            "%-20s %-20s %5d %8d %9d %s%n",
+            "%-20s %-20s %5d %8d %9d %18s %s%n",
             q.subscription(),
             q.topic(),
             q.shard(),
             q.messagesReady(),
             q.consumers(),
+            q.oldestUnfinishedAge().map(OutboxCommand::age).orElse("unknown"),
             q.stalled() ? "STALLED" : q.idle() ? "IDLE" : "");
       }
     }

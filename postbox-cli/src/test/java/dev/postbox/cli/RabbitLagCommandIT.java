@@ -1,14 +1,18 @@
 package dev.postbox.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.postbox.core.Message;
+import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.spi.RelayPublisher.PublishOutcome;
+import dev.postbox.jdbc.PostgresConsumerAgeStore;
 import dev.postbox.rabbitmq.RabbitRelayPublisher;
+import dev.postbox.rabbitmq.RabbitSubscriber;
 import dev.postbox.rabbitmq.RabbitTopology;
 import dev.postbox.testkit.PostboxTest;
 import dev.postbox.testkit.PostboxTestContext;
@@ -16,6 +20,7 @@ import dev.postbox.testkit.RabbitMqServer;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
@@ -23,7 +28,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@code postbox lag --transport rabbitmq} against a real RabbitMQ node and PostgreSQL: the ready
- * messages and consumers of each shard queue of a subscription, in the text table and the JSON.
+ * messages and consumers of each shard queue of a subscription, in the text table and the JSON; the
+ * age unknown while no subscriber reports it, then, with a subscriber reporting to the database,
+ * age 0 and idle on each queue it drained.
  */
 @PostboxTest
 class RabbitLagCommandIT {
@@ -101,6 +108,38 @@ class RabbitLagCommandIT {
     }
     assertThat(ready).isEqualTo(12);
     assertThat(json.has("consumers")).isTrue();
+
+    // a subscriber elsewhere reports its ages to the database: the command reads them
+    try (RabbitSubscriber s =
+        RabbitSubscriber.builder(server.uri(), Subscription.builder(sub).topics(topic).build())
+            .shards(2)
+            .ageStore(PostgresConsumerAgeStore.create(ctx.dataSource()))
+            .ageReportInterval(Duration.ofMillis(100))
+            .handler(d -> {})
+            .build()) {
+      s.start();
+      await().atMost(Duration.ofSeconds(60)).until(() -> s.stats().applied() == 12);
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .until(() -> {
+            JsonNode qs = new ObjectMapper().readTree(run(withJson.toArray(String[]::new)).out());
+            for (JsonNode q : qs.get("queues")) {
+              if (!q.get("idle").asBoolean()) {
+                return false;
+              }
+            }
+            return true;
+          });
+      JsonNode measured =
+          new ObjectMapper().readTree(run(withJson.toArray(String[]::new)).out()).get("queues");
+      for (JsonNode q : measured) {
+        assertThat(q.get("oldest_unfinished_age").asDouble()).isZero();
+        assertThat(q.get("consumers").asInt()).isEqualTo(1);
+        assertThat(q.get("stalled").asBoolean()).isFalse();
+      }
+      Run table = run(args);
+      assertThat(table.out()).contains("OLDEST UNFINISHED", "IDLE");
+    }
     assertThat(run("lag", "--pg-url", url, "--transport", "rabbitmq").code())
         .as("the subscription and topic are needed")
         .isNotZero();

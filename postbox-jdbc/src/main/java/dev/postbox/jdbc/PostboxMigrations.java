@@ -51,7 +51,8 @@ public final class PostboxMigrations {
           "V17__header_text_never_fails.sql",
           "V18__console_security_audit.sql",
           "V19__shard_leases.sql",
-          "V20__replay_jobs.sql");
+          "V20__replay_jobs.sql",
+          "V21__consumer_ages.sql");
 
   private PostboxMigrations() {}
 

@@ -15,7 +15,7 @@
 --                     letters back: their payloads are for operators), outbox INSERT (handlers that publish);
 --                     its business tables are granted by you
 --   postbox_operator  dead letters (read, replay, discard, purge), replay audit, parked keys, unpublishable outbox
---                     rows (retry/skip); no business table, no inbox
+--                     rows (retry/skip), the consumers' reported ages (read); no business table, no inbox
 --
 -- Every role that inserts into postbox_outbox fires its trigger, which reads postbox_relay_instance.idle: those
 -- roles get SELECT on that one column. Business tables are yours: grant them to postbox_app and postbox_consumer
@@ -61,7 +61,7 @@ $owner$;
 REVOKE ALL ON postbox_outbox, postbox_relay_lane, postbox_relay_instance, postbox_outbox_resolution,
               postbox_inbox, postbox_entity_version, postbox_dead_letter, postbox_replay_audit, postbox_parked,
               postbox_consumer_offset, postbox_dead_letter_group, postbox_cdc_slot, postbox_shard_member,
-              postbox_shard_lease, postbox_replay_job, postbox_replay_job_letter
+              postbox_shard_lease, postbox_replay_job, postbox_replay_job_letter, postbox_consumer_age
     FROM postbox_app, postbox_relay, postbox_consumer, postbox_operator;
 REVOKE ALL ON postbox_schema_history FROM postbox_app, postbox_relay, postbox_consumer, postbox_operator;
 
@@ -91,6 +91,10 @@ GRANT INSERT ON postbox_dead_letter TO postbox_consumer;
 GRANT SELECT (id, consumer, message_id, replays) ON postbox_dead_letter TO postbox_consumer;
 -- Shard leases (V19): the instances of a subscription heartbeat and share its shards.
 GRANT SELECT, INSERT, UPDATE, DELETE ON postbox_shard_member, postbox_shard_lease TO postbox_consumer;
+-- Consumer ages (V21): each instance reports the oldest unfinished message of the queues it consumes, replaces
+-- and prunes its reports; the operator's command line and console read them (lag as age).
+GRANT SELECT, INSERT, UPDATE, DELETE ON postbox_consumer_age TO postbox_consumer;
+GRANT SELECT ON postbox_consumer_age TO postbox_operator;
 
 -- The operator: dead letters and their replay (written to the outbox again, an earlier unpublished copy of the
 -- same id replaced), the audit of replays, parked keys, unpublishable rows retried or skipped.

@@ -50,7 +50,8 @@ class PostboxMigrationsTest {
             "V17__header_text_never_fails.sql",
             "V18__console_security_audit.sql",
             "V19__shard_leases.sql",
-            "V20__replay_jobs.sql");
+            "V20__replay_jobs.sql",
+            "V21__consumer_ages.sql");
   }
 
   @Test
@@ -69,7 +70,7 @@ class PostboxMigrationsTest {
     assertThat(exists(ds, "postbox_parked")).isFalse();
     assertThat(PostboxMigrations.migrateTo(ds, 2)).isZero();
     assertThat(PostboxMigrations.migrate(ds)).isEqualTo(PostboxMigrations.scripts().size() - 3);
-    assertThat(PostboxMigrations.latestVersion()).isEqualTo(20);
+    assertThat(PostboxMigrations.latestVersion()).isEqualTo(21);
   }
 
   @Test

@@ -7,6 +7,7 @@ import static org.awaitility.Awaitility.await;
 import dev.postbox.core.Message;
 import dev.postbox.core.Payload;
 import dev.postbox.core.relay.Relay;
+import dev.postbox.core.spi.ConsumerAgeStore;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.RelayPublisher;
@@ -25,6 +26,8 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.UUID;
@@ -143,6 +146,12 @@ class RolesIT {
     assertThat(shards.acquire("billing", "i1", List.of(0, 1), Duration.ofMinutes(1)))
         .containsExactly(0, 1);
     shards.unregister("billing", "i1");
+    // and report the oldest unfinished message of each queue they consume (V21)
+    Instant t = Instant.parse("2026-01-01T00:00:00Z");
+    ConsumerAgeStore consumerAges = PostgresConsumerAgeStore.create(consumer);
+    consumerAges.report("billing", "i1", Map.of("billing.orders.0", Optional.of(t)), t);
+    assertThat(consumerAges.read("billing", t, Duration.ofMinutes(1)))
+        .isEqualTo(Map.of("billing.orders.0", Optional.of(t)));
 
     // the operator: reads, replays and discards dead letters; no business table, no inbox
     DeadLetterStore operatorLetters = PostgresDeadLetterStore.create(operator);
@@ -181,6 +190,11 @@ class RolesIT {
     exec(operator, "UPDATE postbox_replay_job_letter SET outcome = 'REPLAYED', done_at = now()");
     exec(operator, "UPDATE postbox_replay_job SET state = 'DONE', replayed = 1");
     denied(operator, "DELETE FROM postbox_replay_job");
+    // the consumers' ages: read (the command line's and the console's lag), never written
+    assertThat(PostgresConsumerAgeStore.create(operator).read("billing", t, Duration.ofMinutes(1)))
+        .containsOnlyKeys("billing.orders.0");
+    denied(operator, "DELETE FROM postbox_consumer_age");
+    denied(relay, "SELECT count(*) FROM postbox_consumer_age");
     denied(consumer, "SELECT count(*) FROM postbox_replay_job");
     denied(operator, "SELECT * FROM orders");
     denied(operator, "SELECT count(*) FROM postbox_inbox");

@@ -8,15 +8,20 @@ import dev.postbox.core.consumer.QueueLag;
 import dev.postbox.core.metrics.MetricName;
 import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.metrics.Tags;
+import dev.postbox.core.spi.ConsumerAgeStore;
 import dev.postbox.core.time.Ticker;
 import java.io.IOException;
+import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.ToDoubleFunction;
@@ -25,10 +30,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Measures the backlog of RabbitMQ subscriptions per shard queue: the messages ready for delivery
- * and the consumers, from the broker with a passive {@code queue.declare} (AMQP; no plugin), and,
- * for the subscribers running in this process ({@link Builder#subscriber}), <b>the age of the
- * oldest message</b> they received and have not finished ({@link
- * RabbitSubscriber#oldestUnfinishedAges()}).
+ * and the consumers, from the broker with a passive {@code queue.declare} (AMQP; no plugin), and
+ * <b>the age of the oldest message</b> the subscribers received and have not finished: of those
+ * running in this process ({@link Builder#subscriber}, {@link
+ * RabbitSubscriber#oldestUnfinishedAges()}), and of those running anywhere that report to a
+ * consumer age store ({@link Builder#ages}, {@link RabbitSubscriber.Builder#ageStore}).
  *
  * <p>Why the age comes from the consumer, not the broker: RabbitMQ 3.10 has no AMQP method for the
  * head message's age; the management API's {@code head_message_timestamp} (and {@code rabbitmqctl
@@ -43,8 +49,9 @@ import org.slf4j.LoggerFactory;
  * <b>stalled</b> is messages ready with no consumer, or a delivery unfinished for longer than
  * {@link Builder#stalledAfter} (a hung handler holds the head, perhaps with none ready: the depth
  * alone reads that as idle); anything else is working, and a ready count or age growing between
- * reads while consumers run is one falling behind. A probe in another process (the CLI) has the
- * broker's counts only: its age is unknown (empty) and only the first kind of stall shows.
+ * reads while consumers run is one falling behind. A queue whose age nobody measured (no subscriber
+ * here, no report in the age store within {@link Builder#ageStaleAfter}) has the broker's counts
+ * only: its age is unknown (empty), it is never idle, and only the first kind of stall shows.
  *
  * <p>{@link #bindTo} reports each watched queue as the gauges {@code postbox.queue.ready}, {@code
  * postbox.queue.consumers} and {@code postbox.queue.stalled} (tags {@code group} = subscription,
@@ -68,12 +75,21 @@ public final class RabbitLagProbe implements AutoCloseable {
   /** Default age of an unfinished delivery above which its queue counts as stalled. */
   public static final Duration DEFAULT_STALLED_AFTER = Duration.ofSeconds(60);
 
+  /**
+   * Default age above which a subscriber's report in the {@link Builder#ages} store counts as
+   * unknown (six of the subscribers' default report intervals).
+   */
+  public static final Duration DEFAULT_AGE_STALE_AFTER = Duration.ofSeconds(30);
+
   private record Watched(String subscription, String topic, int shards) {}
 
   private final ConnectionFactory factory;
   private final List<Watched> watched;
   private final List<RabbitSubscriber> subscribers;
   private final Duration stalledAfter;
+  private final Optional<ConsumerAgeStore> ageStore;
+  private final Duration ageStaleAfter;
+  private final Clock clock;
   private final Ticker ticker;
   private Connection connection; // guarded by this
   private Map<String, QueueLag> gauged = Map.of(); // guarded by this
@@ -85,6 +101,9 @@ public final class RabbitLagProbe implements AutoCloseable {
     this.watched = List.copyOf(b.watched.values());
     this.subscribers = List.copyOf(b.subscribers);
     this.stalledAfter = b.stalledAfter;
+    this.ageStore = Optional.ofNullable(b.ageStore);
+    this.ageStaleAfter = b.ageStaleAfter;
+    this.clock = b.clock;
     this.ticker = b.ticker;
   }
 
@@ -105,6 +124,8 @@ public final class RabbitLagProbe implements AutoCloseable {
     for (RabbitSubscriber s : subscribers) {
       s.oldestUnfinishedAges().forEach((q, age) -> ages.merge(q, age, RabbitLagProbe::older));
     }
+    ageStore.ifPresent(
+        store -> reported(store).forEach((q, a) -> ages.merge(q, a, RabbitLagProbe::older)));
     List<QueueLag> out = new ArrayList<>();
     for (Watched w : watched) {
       for (int shard = 0; shard < w.shards(); shard++) {
@@ -171,6 +192,33 @@ public final class RabbitLagProbe implements AutoCloseable {
     return new QueueLag(w.subscription(), w.topic(), shard, queue, ready, consumers, age, stalled);
   }
 
+  /**
+   * The ages the watched subscriptions' instances reported to {@code store} within the staleness
+   * bound, by queue (0 where they have nothing unfinished); none if the store cannot be read.
+   */
+  private Map<String, Duration> reported(ConsumerAgeStore store) {
+    Instant now = clock.instant();
+    Set<String> names = new LinkedHashSet<>();
+    watched.forEach(w -> names.add(w.subscription()));
+    Map<String, Duration> out = new LinkedHashMap<>();
+    for (String name : names) {
+      try {
+        store
+            .read(name, now, ageStaleAfter)
+            .forEach(
+                (q, oldest) -> out.put(q, oldest.map(t -> ageAt(t, now)).orElse(Duration.ZERO)));
+      } catch (RuntimeException e) {
+        log.warn("lag probe: cannot read the reported ages of {}: {}", name, e.toString());
+      }
+    }
+    return out;
+  }
+
+  private static Duration ageAt(Instant oldest, Instant now) {
+    Duration age = Duration.between(oldest, now);
+    return age.isNegative() ? Duration.ZERO : age;
+  }
+
   private static Duration older(Duration a, Duration b) {
     return a.compareTo(b) >= 0 ? a : b;
   }
@@ -231,6 +279,10 @@ public final class RabbitLagProbe implements AutoCloseable {
     private final Map<String, Watched> watched = new LinkedHashMap<>();
     private final List<RabbitSubscriber> subscribers = new ArrayList<>();
     private Duration stalledAfter = DEFAULT_STALLED_AFTER;
+    private ConsumerAgeStore ageStore;
+    private Duration ageStaleAfter = DEFAULT_AGE_STALE_AFTER;
+    private boolean ageStaleAfterSet;
+    private Clock clock = Clock.systemUTC();
     private Ticker ticker = Ticker.SYSTEM;
 
     private Builder(String uri) {
@@ -286,6 +338,39 @@ public final class RabbitLagProbe implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Also reads the age of the oldest unfinished delivery of each shard queue from {@code store},
+     * where the subscribers of the watched subscriptions report it wherever they run ({@link
+     * RabbitSubscriber.Builder#ageStore}); default: none, the age is known only for the subscribers
+     * given to {@link #subscriber}. A queue's age is then the oldest any live instance reported (0
+     * when all reported nothing unfinished, so an idle queue reads idle); a queue whose reports are
+     * all older than {@link #ageStaleAfter} (its instances stopped, or cannot reach the store)
+     * reads as unknown, not idle. PostgreSQL: {@code PostgresConsumerAgeStore.create(dataSource)}.
+     * A store that cannot be read is logged and its ages left unknown.
+     */
+    public Builder ages(ConsumerAgeStore store) {
+      this.ageStore = Objects.requireNonNull(store, "store");
+      return this;
+    }
+
+    /**
+     * How old a report in the {@link #ages} store may be and still count (default 30 s; positive;
+     * only with a store): above the subscribers' {@link RabbitSubscriber.Builder#ageReportInterval}
+     * (default 5 s), with room for a report that was slow or failed and for the clock skew between
+     * machines.
+     */
+    public Builder ageStaleAfter(Duration age) {
+      this.ageStaleAfter = Objects.requireNonNull(age, "age");
+      this.ageStaleAfterSet = true;
+      return this;
+    }
+
+    /** Sets the clock the reported times are aged on; for tests. Not an API. */
+    Builder clock(Clock clock) {
+      this.clock = Objects.requireNonNull(clock, "clock");
+      return this;
+    }
+
     /** Sets the monotonic time of the gauges' shared reading; for tests. Not an API. */
     Builder ticker(Ticker ticker) {
       this.ticker = Objects.requireNonNull(ticker, "ticker");
@@ -296,6 +381,14 @@ public final class RabbitLagProbe implements AutoCloseable {
     public RabbitLagProbe build() {
       if (watched.isEmpty()) {
         throw new IllegalArgumentException("the lag probe needs at least one subscription");
+      }
+      if (ageStaleAfterSet && ageStore == null) {
+        throw new IllegalArgumentException(
+            "the lag probe's ageStaleAfter is set but there is no ages store to read");
+      }
+      if (ageStaleAfter.isNegative() || ageStaleAfter.isZero()) {
+        throw new IllegalArgumentException(
+            "the lag probe's ageStaleAfter must be positive, was " + ageStaleAfter);
       }
       return new RabbitLagProbe(this);
     }

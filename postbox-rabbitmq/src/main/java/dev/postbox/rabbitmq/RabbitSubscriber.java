@@ -7,10 +7,12 @@ import dev.postbox.core.consumer.ConsumerStats;
 import dev.postbox.core.consumer.OrderedSubscriberBuilder;
 import dev.postbox.core.consumer.SubscriberBuilder;
 import dev.postbox.core.consumer.Subscription;
+import dev.postbox.core.engine.ConsumerAgeReporter;
 import dev.postbox.core.engine.DeliveryProcessor;
 import dev.postbox.core.engine.InboxJanitor;
 import dev.postbox.core.engine.KeyedExecutor;
 import dev.postbox.core.engine.ParkedDrainer;
+import dev.postbox.core.spi.ConsumerAgeStore;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.ShardLeaseStore;
 import dev.postbox.core.time.Sleeper;
@@ -108,6 +110,12 @@ public final class RabbitSubscriber implements AutoCloseable {
   /** Default time a shard lease lasts without renewal (with {@link Builder#shardLeases}). */
   public static final Duration DEFAULT_SHARD_LEASE_TTL = Duration.ofSeconds(10);
 
+  /**
+   * Default interval at which the subscriber reports its oldest unfinished deliveries to the {@link
+   * Builder#ageStore} (with one).
+   */
+  public static final Duration DEFAULT_AGE_REPORT_INTERVAL = Duration.ofSeconds(5);
+
   /** Default client-provided connection name prefix (the subscription name follows). */
   public static final String CONNECTION_NAME_PREFIX = "postbox-";
 
@@ -133,6 +141,7 @@ public final class RabbitSubscriber implements AutoCloseable {
   private final SubscriptionShards shardWork;
   private final Housekeeping housekeeping = new Housekeeping();
   private final boolean parked;
+  private final Optional<ConsumerAgeReporter> ageReporter;
   private volatile boolean running;
   private Connection connection;
 
@@ -194,6 +203,18 @@ public final class RabbitSubscriber implements AutoCloseable {
         new UnfinishedAges(
             b.subscription.name(), List.copyOf(b.subscription.topics()), b.shards, common.clock());
     unfinished.bindTo(common.metrics(), this::heldShards);
+    this.ageReporter =
+        Optional.ofNullable(b.ageStore)
+            .map(store ->
+                new ConsumerAgeReporter(
+                    store,
+                    b.subscription.name(),
+                    member,
+                    () -> unfinished.oldest(heldShards()),
+                    common.clock(),
+                    b.ageReportInterval,
+                    sleeper,
+                    () -> running));
     this.executor = new KeyedExecutor("postbox-" + subscription.name(), subscription.concurrency());
     this.parked = ordered.parking().isPresent();
     this.shardWork =
@@ -273,6 +294,8 @@ public final class RabbitSubscriber implements AutoCloseable {
               sleeper,
               () -> running));
     }
+    ageReporter.ifPresent(
+        r -> housekeeping.startJoined("postbox-age-report-" + subscription.name(), r));
     if (parked) {
       housekeeping.startJoined(
           "postbox-unpark-" + subscription.name(),
@@ -343,7 +366,9 @@ public final class RabbitSubscriber implements AutoCloseable {
    * timestamp} property (the relay stamps the publish time, in whole seconds), else when it was
    * received; against the builder's {@link Builder#clock}. Also the gauge {@code
    * postbox.consumer.oldest.unprocessed.age} (tags group, topic, partition = shard; NaN for shards
-   * not consumed here). Empty before {@link #start()} and after {@link #close()}.
+   * not consumed here). Empty before {@link #start()} and after {@link #close()}. With {@link
+   * Builder#ageStore}, the times behind these ages are reported there for probes in other
+   * processes.
    */
   public Map<String, Duration> oldestUnfinishedAges() {
     return unfinished.read(heldShards());
@@ -379,6 +404,7 @@ public final class RabbitSubscriber implements AutoCloseable {
     }
     executor.close();
     housekeeping.stop(subscription.shutdownTimeout().plusSeconds(1));
+    ageReporter.ifPresent(ConsumerAgeReporter::forget); // after its last report
     try {
       c.close(5_000);
     } catch (IOException | RuntimeException e) {
@@ -399,6 +425,9 @@ public final class RabbitSubscriber implements AutoCloseable {
     private String deadLetterExchange;
     private ShardLeaseStore shardLeases;
     private Duration shardLeaseTtl = DEFAULT_SHARD_LEASE_TTL;
+    private ConsumerAgeStore ageStore;
+    private Duration ageReportInterval = DEFAULT_AGE_REPORT_INTERVAL;
+    private boolean ageReportIntervalSet;
     private List<com.rabbitmq.client.Address> addresses = List.of();
 
     private Builder(String uri, Subscription subscription) {
@@ -504,6 +533,32 @@ public final class RabbitSubscriber implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Reports, every {@link #ageReportInterval} and as this instance's {@link #member}, the time of
+     * the oldest delivery it received from each shard queue it consumes and has not finished (as
+     * {@link RabbitSubscriber#oldestUnfinishedAges()} reads it, on the builder's clock) to {@code
+     * store} (default: none; the age is then known in this process only), so that a lag probe in
+     * another process ({@link RabbitLagProbe.Builder#ages}: the command line's {@code lag}, a
+     * console) reads each queue's age, idle and stalled. The reports are removed at {@link
+     * RabbitSubscriber#close()}; a failed report is logged and tried again at the next interval.
+     * PostgreSQL: {@code PostgresConsumerAgeStore.create(dataSource)}.
+     */
+    public Builder ageStore(ConsumerAgeStore store) {
+      this.ageStore = Objects.requireNonNull(store, "store");
+      return this;
+    }
+
+    /**
+     * How often the {@link #ageStore} is reported to (default 5 s, at least 100 ms; only with an
+     * age store). A probe reading the store counts a report older than its {@link
+     * RabbitLagProbe.Builder#ageStaleAfter} (default 30 s) as unknown: keep this well below it.
+     */
+    public Builder ageReportInterval(Duration interval) {
+      this.ageReportInterval = Objects.requireNonNull(interval, "interval");
+      this.ageReportIntervalSet = true;
+      return this;
+    }
+
     /** Sets the monotonic time and sleeping (default: the system's); for tests. Not an API. */
     Builder time(Ticker ticker, Sleeper sleeper) {
       return useTime(ticker, sleeper);
@@ -557,7 +612,24 @@ public final class RabbitSubscriber implements AutoCloseable {
               ordered().parking().isPresent(),
               !retryTiers.isEmpty());
       checkIdempotencyStore(subscription);
+      checkAgeReports();
       return new RabbitSubscriber(this, common(), ordered());
+    }
+
+    private void checkAgeReports() {
+      if (ageReportIntervalSet && ageStore == null) {
+        throw new IllegalArgumentException(
+            "subscription '"
+                + subscription.name()
+                + "': ageReportInterval is set but there is no ageStore to report to");
+      }
+      if (ageReportInterval.compareTo(Duration.ofMillis(100)) < 0) {
+        throw new IllegalArgumentException(
+            "subscription '"
+                + subscription.name()
+                + "': ageReportInterval must be at least 100 ms, was "
+                + ageReportInterval);
+      }
     }
   }
 }

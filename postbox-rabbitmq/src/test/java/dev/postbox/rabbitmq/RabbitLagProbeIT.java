@@ -13,7 +13,10 @@ import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.metrics.Tags;
 import dev.postbox.core.spi.RelayPublisher.PublishOutcome;
 import dev.postbox.core.time.FakeTime;
+import dev.postbox.jdbc.PostboxMigrations;
+import dev.postbox.jdbc.PostgresConsumerAgeStore;
 import dev.postbox.testkit.PostboxTest;
+import dev.postbox.testkit.PostboxTestContext;
 import dev.postbox.testkit.RabbitMqServer;
 import java.time.Clock;
 import java.time.Duration;
@@ -22,6 +25,7 @@ import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
@@ -34,7 +38,8 @@ import org.junit.jupiter.api.Test;
  * {@link RabbitLagProbe} against a real RabbitMQ node: the ready messages of a subscription's shard
  * queues after publishing with nobody consuming (stalled), and the consumer and the drained queues
  * once a subscriber runs; a subscription that never started has no queues to report; the age of the
- * oldest unfinished message from a subscriber in this process, on an injected clock.
+ * oldest unfinished message from a subscriber in this process, on an injected clock, and from the
+ * store it reports to, for a probe without the subscriber.
  */
 @PostboxTest
 class RabbitLagProbeIT {
@@ -168,6 +173,96 @@ class RabbitLagProbeIT {
         assertThat(probe.read().get(0).oldestUnfinishedAge()).contains(Duration.ZERO);
         assertThat(gauge.getAsDouble()).isZero();
       }
+    } finally {
+      release.countDown();
+    }
+  }
+
+  /**
+   * The same readings from a probe in another process's place: no subscriber given, the ages read
+   * from the store the subscriber reports to (PostgreSQL): idle while nothing waits; with a handler
+   * that hangs, the age of the head as the injected clock moves, and stalled past {@code
+   * stalledAfter} though a consumer is subscribed; idle again once released; unknown (and not idle)
+   * once the subscriber closed and its reports are gone.
+   */
+  @Test
+  void aProbeWithoutTheSubscriberReadsTheAgeAndTheStallFromTheStore(PostboxTestContext ctx)
+      throws Exception {
+    RabbitMqServer server = RabbitMqServer.sharedOrSkip();
+    PostboxMigrations.migrate(ctx.dataSource());
+    String topic = "age-store-" + UUID.randomUUID();
+    String name = "age-store-" + UUID.randomUUID().toString().substring(0, 8);
+    FakeTime time = FakeTime.startingAt(Instant.now().truncatedTo(ChronoUnit.SECONDS));
+    CountDownLatch release = new CountDownLatch(1);
+    RabbitSubscriber s =
+        RabbitSubscriber.builder(server.uri(), Subscription.builder(name).topics(topic).build())
+            .shards(1)
+            .prefetch(2)
+            .clock(time.clock())
+            .ageStore(PostgresConsumerAgeStore.create(ctx.newDataSource(2)))
+            .ageReportInterval(Duration.ofMillis(100))
+            .handler(d -> {
+              if (!release.await(120, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("never released");
+              }
+            })
+            .build();
+    try (AutoCloseable closeLast = s;
+        AutoCloseable releaseFirst = release::countDown;
+        RabbitLagProbe elsewhere =
+            RabbitLagProbe.builder(server.uri())
+                .subscription(name, 1, topic)
+                .ages(PostgresConsumerAgeStore.create(ctx.newDataSource(2)))
+                .stalledAfter(Duration.ofSeconds(60))
+                .clock(time.clock())
+                .build()) {
+      s.start();
+      await().atMost(Duration.ofSeconds(60)).until(() -> elsewhere.read().get(0).idle());
+      QueueLag idle = elsewhere.read().get(0);
+      assertThat(idle.oldestUnfinishedAge()).contains(Duration.ZERO);
+      assertThat(idle.consumers()).isEqualTo(1);
+      assertThat(idle.stalled()).isFalse();
+
+      publish(server, topic, 5, time.clock());
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> s.inFlight() == 2 && elsewhere.read().get(0).messagesReady() == 3);
+      time.advance(Duration.ofSeconds(30));
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() ->
+              elsewhere
+                  .read()
+                  .get(0)
+                  .oldestUnfinishedAge()
+                  .equals(Optional.of(Duration.ofSeconds(30))));
+      QueueLag working = elsewhere.read().get(0);
+      assertThat(working.idle()).isFalse();
+      assertThat(working.stalled()).as("30 s, below stalledAfter: working").isFalse();
+
+      time.advance(Duration.ofSeconds(60));
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() ->
+              elsewhere
+                  .read()
+                  .get(0)
+                  .oldestUnfinishedAge()
+                  .equals(Optional.of(Duration.ofSeconds(90))));
+      QueueLag stalled = elsewhere.read().get(0);
+      assertThat(stalled.stalled()).as("a hung handler holds the head").isTrue();
+      assertThat(stalled.consumers()).isEqualTo(1);
+      assertThat(stalled.messagesReady()).isEqualTo(3);
+
+      release.countDown();
+      await().atMost(Duration.ofSeconds(60)).until(() -> s.stats().applied() == 5);
+      await().atMost(Duration.ofSeconds(30)).until(() -> elsewhere.read().get(0).idle());
+      assertThat(elsewhere.read().get(0).stalled()).isFalse();
+
+      s.close();
+      QueueLag gone = elsewhere.read().get(0);
+      assertThat(gone.oldestUnfinishedAge()).as("its reports removed at close: unknown").isEmpty();
+      assertThat(gone.idle()).as("unknown is not idle").isFalse();
     } finally {
       release.countDown();
     }

@@ -7,6 +7,7 @@ import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.metrics.PostboxMetrics;
 import dev.postbox.core.spi.IdempotencyStore;
 import dev.postbox.core.spi.InboxStore;
+import dev.postbox.jdbc.PostgresConsumerAgeStore;
 import dev.postbox.jdbc.PostgresDeadLetterStore;
 import dev.postbox.jdbc.PostgresInboxStore;
 import dev.postbox.jdbc.PostgresParkingStore;
@@ -207,6 +208,10 @@ public final class PostboxConsumers implements SmartLifecycle {
         properties.getTransport() == PostboxProperties.Transport.RABBITMQ
                 && properties.getRabbitmq().isShardLeases()
             ? Optional.of(PostgresShardLeaseStore.create(dataSource))
+            : Optional.empty(),
+        properties.getTransport() == PostboxProperties.Transport.RABBITMQ
+                && properties.getRabbitmq().isAgeReports()
+            ? Optional.of(PostgresConsumerAgeStore.create(dataSource))
             : Optional.empty());
   }
 

@@ -208,6 +208,12 @@ public class PostboxProperties {
     /** How long a shard lease lasts without renewal (a stopped instance's shards move after it). */
     private Duration shardLeaseTtl = DEFAULT_SHARD_LEASE_TTL;
 
+    /**
+     * Whether each subscriber reports the time of its oldest unfinished delivery per shard queue to
+     * PostgreSQL (postbox_consumer_age), so that ./postbox lag and other processes read the age.
+     */
+    private boolean ageReports = DEFAULT_AGE_REPORTS;
+
     /** {@code RabbitSubscriber.DEFAULT_SHARDS} (a compile-time constant: no class is loaded). */
     static final int DEFAULT_SHARDS = 4;
 
@@ -222,6 +228,9 @@ public class PostboxProperties {
 
     /** {@code RabbitSubscriber.DEFAULT_SHARD_LEASE_TTL} (TransportConfigurationTest checks it). */
     static final Duration DEFAULT_SHARD_LEASE_TTL = Duration.ofSeconds(10);
+
+    /** Default: no age reports (the age is known in the subscriber's process only). */
+    static final boolean DEFAULT_AGE_REPORTS = false;
 
     public String getUri() {
       return uri;
@@ -269,6 +278,14 @@ public class PostboxProperties {
 
     public void setShardLeaseTtl(Duration shardLeaseTtl) {
       this.shardLeaseTtl = shardLeaseTtl;
+    }
+
+    public boolean isAgeReports() {
+      return ageReports;
+    }
+
+    public void setAgeReports(boolean ageReports) {
+      this.ageReports = ageReports;
     }
 
     /** What {@code spring.rabbitmq.*} adds: further addresses and TLS. */

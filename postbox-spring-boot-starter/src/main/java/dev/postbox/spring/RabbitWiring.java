@@ -135,6 +135,7 @@ final class RabbitWiring implements TransportWiring {
     stores
         .shardLeases()
         .ifPresent(l -> b.shardLeases(l).shardLeaseTtl(rabbit().getShardLeaseTtl()));
+    stores.ageStore().ifPresent(b::ageStore);
     RabbitSubscriber subscriber = b.build();
     int shards = rabbit().getShards() * c.subscription().topics().size();
     return new Consumer() {

@@ -2,6 +2,7 @@ package dev.postbox.spring;
 
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.metrics.PostboxMetrics;
+import dev.postbox.core.spi.ConsumerAgeStore;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.spi.IdempotencyStore;
 import dev.postbox.core.spi.InboxStore;
@@ -22,14 +23,15 @@ interface TransportWiring extends AutoCloseable {
 
   /**
    * The PostgreSQL stores a consumer gets from the delivery table (shard leases: with {@code
-   * postbox.rabbitmq.shard-leases}).
+   * postbox.rabbitmq.shard-leases}; the age store: with {@code postbox.rabbitmq.age-reports}).
    */
   record Stores(
       Optional<InboxStore> inbox,
       Optional<IdempotencyStore> idempotency,
       Optional<DeadLetterStore> deadLetters,
       Optional<ParkingStore> parking,
-      Optional<ShardLeaseStore> shardLeases) {}
+      Optional<ShardLeaseStore> shardLeases,
+      Optional<ConsumerAgeStore> ageStore) {}
 
   /** A new publisher for the relay. */
   RelayPublisher relayPublisher();

@@ -77,6 +77,7 @@ class SpringStarterRabbitIT {
     registry.add("postbox.rabbitmq.uri", () -> RabbitMqServer.sharedOrSkip().uri());
     registry.add("postbox.rabbitmq.shards", () -> "2");
     registry.add("postbox.rabbitmq.shard-leases", () -> "true");
+    registry.add("postbox.rabbitmq.age-reports", () -> "true");
     registry.add("postbox.topics[" + ORDERS + "].guarantee", () -> "effectively-once");
     registry.add(
         "postbox.topics[" + ORDERS + "].concurrency", () -> "2"); // the pool of 8 (PoolCheck)
@@ -227,6 +228,19 @@ class SpringStarterRabbitIT {
         .isEqualTo(2);
     // a second application would have failed on the primary key into the dead letters
     assertThat(count("SELECT count(*) FROM postbox_dead_letter")).isZero();
+  }
+
+  @Test
+  void theRabbitConsumerReportsItsOldestUnfinishedDeliveriesToTheDatabase() {
+    // postbox.rabbitmq.age-reports: one row per shard queue it consumes (2), for ./postbox lag
+    await()
+        .atMost(Duration.ofSeconds(90))
+        .until(() ->
+            count(
+                    "SELECT count(*) FROM postbox_consumer_age WHERE consumer = 'inventory'"
+                        + " AND queue LIKE ?",
+                    "%" + ORDERS + "%")
+                == 2);
   }
 
   @Test

@@ -117,6 +117,7 @@ class TransportConfigurationTest {
     assertThat(p.getRabbitmq().getConfirmTimeout())
         .isEqualTo(RabbitRelayPublisher.DEFAULT_CONFIRM_TIMEOUT);
     assertThat(p.getRabbitmq().isShardLeases()).isFalse();
+    assertThat(p.getRabbitmq().isAgeReports()).isFalse();
     assertThat(p.getRabbitmq().getShardLeaseTtl())
         .isEqualTo(RabbitSubscriber.DEFAULT_SHARD_LEASE_TTL);
   }

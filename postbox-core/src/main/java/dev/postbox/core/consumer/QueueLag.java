@@ -17,8 +17,9 @@ import java.util.Optional;
  * @param consumers consumers subscribed to the queue (with a single active consumer, the broker may
  *     report only the active one)
  * @param oldestUnfinishedAge the age of the oldest message a consumer received from the queue and
- *     has not finished; zero when none; empty when unknown (it is measured only in the consumer's
- *     own process: a probe elsewhere has the broker's counts only)
+ *     has not finished; zero when none; empty when unknown (it is measured by the consumers: a
+ *     probe elsewhere knows it only from what they report to a {@code ConsumerAgeStore}, and
+ *     otherwise has the broker's counts only)
  * @param stalled messages wait and nobody consumes them, or the oldest unfinished message is older
  *     than the probe's threshold (a consumer hangs)
  */

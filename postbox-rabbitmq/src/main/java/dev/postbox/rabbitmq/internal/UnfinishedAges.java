@@ -11,6 +11,7 @@ import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
@@ -67,6 +68,23 @@ public final class UnfinishedAges {
   }
 
   /**
+   * The time of the oldest unfinished delivery of each shard queue of {@code heldShards} (empty
+   * when none), by queue name, in topic and shard order: what is reported to a consumer age store.
+   */
+  public Map<String, Optional<Instant>> oldest(Set<Integer> heldShards) {
+    Map<String, Optional<Instant>> out = new LinkedHashMap<>();
+    for (String topic : topics) {
+      for (int shard = 0; shard < shards; shard++) {
+        if (heldShards.contains(shard)) {
+          String queue = RabbitTopology.queue(subscription, topic, shard);
+          out.put(queue, of(queue).oldest());
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
    * Registers {@link MetricName#CONSUMER_OLDEST_UNPROCESSED_AGE} per topic and shard (tags {@code
    * group}, {@code topic}, {@code partition} = the shard): seconds, NaN for a shard this instance
    * does not consume now ({@code heldShards}).
@@ -112,17 +130,23 @@ public final class UnfinishedAges {
 
     /** The age of the oldest unfinished delivery; 0 when none. */
     public Duration oldestAge() {
+      Optional<Instant> oldest = oldest();
+      if (oldest.isEmpty()) {
+        return Duration.ZERO;
+      }
+      Duration age = Duration.between(oldest.get(), clock.instant());
+      return age.isNegative() ? Duration.ZERO : age;
+    }
+
+    /** The time of the oldest unfinished delivery; empty when none. */
+    public Optional<Instant> oldest() {
       Instant oldest = null;
       for (Instant t : since.values()) {
         if (oldest == null || t.isBefore(oldest)) {
           oldest = t;
         }
       }
-      if (oldest == null) {
-        return Duration.ZERO;
-      }
-      Duration age = Duration.between(oldest, clock.instant());
-      return age.isNegative() ? Duration.ZERO : age;
+      return Optional.ofNullable(oldest);
     }
   }
 }
