@@ -44,9 +44,11 @@ final class E2eFigures {
    * Each event's latencies in ms (aligned by index, not sorted): commit to effect committed, and
    * its hops commit to the broker's acknowledgement ({@code ack}), acknowledgement to the
    * consumer's receipt ({@code poll}), receipt to effect committed ({@code apply}); {@code pollMs}
-   * and {@code applyMs} are null when the receipt was not measured. A hop read below 0 (Kafka: the
-   * two hops that meet at the broker's stamp read up to half a millisecond off; RabbitMQ: a
-   * consumer can receive a message before the relay has its confirm) counts as 0.
+   * and {@code applyMs} are null when the receipt was not measured. An acknowledgement read after
+   * the receipt (after the effect's commit when the receipt was not measured) counts at it, so the
+   * hops add up to the total: the broker acknowledged before it delivered, and the reading is late
+   * (Kafka: the stamp's millisecond read at its middle, up to half a millisecond off; RabbitMQ: the
+   * relay reads its confirms per batch, after claiming or marking). A hop read below 0 counts as 0.
    */
   record Latencies(double[] totalMs, double[] ackMs, double[] pollMs, double[] applyMs) {
     /** The hop's latencies, or null when it was not measured. */
@@ -74,12 +76,12 @@ final class E2eFigures {
     double[] apply = receipts ? new double[n] : null;
     for (int i = 0; i < n; i++) {
       double commit = e.commitMicros()[i] / 1_000.0;
-      double acked = e.ackMicros()[i] / 1_000.0;
       double effect = e.effectMicros()[i] / 1_000.0;
+      double received = receipts ? e.receiveMicros()[i] / 1_000.0 : effect;
+      double acked = Math.min(e.ackMicros()[i] / 1_000.0, received);
       total[i] = Math.max(0, effect - commit);
       ack[i] = Math.max(0, acked - commit);
       if (receipts) {
-        double received = e.receiveMicros()[i] / 1_000.0;
         poll[i] = Math.max(0, received - acked);
         apply[i] = Math.max(0, effect - received);
       }

@@ -31,10 +31,11 @@ final class E2eRabbit {
   static final List<String> HOPS =
       List.of(
           "commit to the relay having the broker's publisher confirm (per relay batch: when its"
-              + " wait for the batch's confirms returned)",
+              + " wait for the batch's confirms returned; at most the receipt, or the effect's"
+              + " commit where the receipt is not measured)",
           "the relay's confirm to the consumer receiving the message (a quorum queue delivers and"
-              + " confirms a message once a majority has it, so a receipt before the relay had"
-              + " its batch's confirms reads 0)",
+              + " confirms a message once a majority has it; a confirm the relay read after the"
+              + " receipt counts at the receipt, and this hop reads 0)",
           "the consumer's receipt to the effect's transaction committed");
 
   private static final Duration READY = Duration.ofSeconds(60);

@@ -35,7 +35,7 @@ class E2eFiguresTest {
   }
 
   @Test
-  void aHopReadBelowZeroWithinTheStampsResolutionCountsAsZero() {
+  void anAcknowledgementReadAfterTheReceiptCountsAtItAndTheHopsStillAddUp() {
     // polled 0.2 ms after the stamp's millisecond began: before its midpoint (read at 1,001.5)
     Events e =
         new Events(
@@ -47,8 +47,21 @@ class E2eFiguresTest {
     Latencies l = E2eFigures.latencies(e);
 
     assertThat(l.pollMs()[0]).isZero();
-    assertThat(l.ackMs()[0]).isCloseTo(1.5, within(1e-9));
+    assertThat(l.ackMs()[0]).isCloseTo(1.2, within(1e-9));
+    assertThat(l.applyMs()[0]).isCloseTo(0.8, within(1e-9));
     assertThat(l.totalMs()[0]).isCloseTo(2.0, within(1e-9));
+  }
+
+  @Test
+  void withoutTheReceiptAnAcknowledgementReadAfterTheEffectCountsAtTheEffect() {
+    // the relay read its batch's confirms 5 ms after the consumer's effect committed
+    Events e =
+        new Events(new long[] {1_000_000}, new long[] {1_015_000}, null, new long[] {1_010_000});
+
+    Latencies l = E2eFigures.latencies(e);
+
+    assertThat(l.ackMs()[0]).isCloseTo(10.0, within(1e-9));
+    assertThat(E2eFigures.tailShares(l, 99)[0]).isCloseTo(100, within(1e-9));
   }
 
   @Test
