@@ -24,6 +24,7 @@ import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -82,7 +83,7 @@ public final class RabbitBench {
 
   /** Runs every figure; empty when no RabbitMQ is available (one line says so). */
   public List<Measurement> run() throws Exception {
-    java.util.Optional<String> unavailable = RabbitNode.unavailable();
+    Optional<String> unavailable = RabbitNode.unavailable();
     if (unavailable.isPresent()) {
       log.println("rabbitmq: skipped: " + unavailable.get());
       return List.of();
