@@ -32,10 +32,12 @@ import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.util.backoff.FixedBackOff;
 
 /**
- * The two consumers of the end-to-end race, each writing one dedupe row and one effect row per
- * message in one transaction per batch, and each reporting its effects' commits to an {@link
+ * The two Kafka consumers of the end-to-end race, each writing one dedupe row and one effect row
+ * per message in one transaction per batch, and each reporting its effects' commits to an {@link
  * E2eTimes}: our {@code EFFECTIVELY_ONCE} batch consumer (as the consumer group's batch race wires
- * it, {@link ConsumerBench}) and Spring Kafka's batch listener with the same dedupe and effect.
+ * it, {@link ConsumerBench}) and Spring Kafka's batch listener with the same dedupe and effect
+ * ({@link #applyBatch}, which Spring AMQP's listener in the RabbitMQ peer shares, {@link
+ * E2eRabbitConsumers}).
  */
 final class E2eConsumers {
 
