@@ -170,6 +170,14 @@ final class ArchitectureRules {
               "dev.postbox.bench.internal.RabbitBench",
               "the RabbitMQ benchmark runs a private RabbitMQ node (RabbitMqServer)"),
           Map.entry(
+              "dev.postbox.bench.internal.RabbitNode",
+              "the RabbitMQ benchmarks take this machine's RabbitMQ: a private node or the external"
+                  + " broker the environment names (RabbitMqServer)"),
+          Map.entry(
+              "dev.postbox.bench.internal.E2eRabbit",
+              "the end-to-end race's RabbitMQ pipelines run a private RabbitMQ node for each of"
+                  + " their runs (RabbitMqServer, through RabbitNode)"),
+          Map.entry(
               "dev.postbox.bench.internal.RabbitHandover",
               "the shard hand-over benchmark kills a leased instance in its own ChildJvm, given the"
                   + " embedded PostgreSQL's address (PostgresServer)"),

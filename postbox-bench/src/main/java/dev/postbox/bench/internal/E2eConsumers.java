@@ -1,5 +1,7 @@
 package dev.postbox.bench.internal;
 
+import static java.nio.charset.StandardCharsets.US_ASCII;
+
 import dev.postbox.bench.internal.BenchEnv.Db;
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.consumer.Delivery;
@@ -30,10 +32,12 @@ import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.util.backoff.FixedBackOff;
 
 /**
- * The two consumers of the end-to-end race, each writing one dedupe row and one effect row per
- * message in one transaction per batch, and each reporting its effects' commits to an {@link
+ * The two Kafka consumers of the end-to-end race, each writing one dedupe row and one effect row
+ * per message in one transaction per batch, and each reporting its effects' commits to an {@link
  * E2eTimes}: our {@code EFFECTIVELY_ONCE} batch consumer (as the consumer group's batch race wires
- * it, {@link ConsumerBench}) and Spring Kafka's batch listener with the same dedupe and effect.
+ * it, {@link ConsumerBench}) and Spring Kafka's batch listener with the same dedupe and effect
+ * ({@link #applyBatch}, which Spring AMQP's listener in the RabbitMQ peer shares, {@link
+ * E2eRabbitConsumers}).
  */
 final class E2eConsumers {
 
@@ -101,10 +105,7 @@ final class E2eConsumers {
   /** Spring's batch listener on {@code topic}, started and assigned. */
   static AutoCloseable spring(BenchEnv env, Db db, String topic, E2eTimes times)
       throws InterruptedException {
-    BenchEnv.execute(
-        db.dataSource(),
-        "CREATE TABLE IF NOT EXISTS bench_spring_dedupe (consumer text NOT NULL,"
-            + " message_id uuid NOT NULL, PRIMARY KEY (message_id, consumer))");
+    dedupeTable(db);
     String group = "bench-e2e-spring-" + GROUPS.incrementAndGet();
     Map<String, Object> props = new HashMap<>(times.consumerProperties());
     props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, env.bootstrap());
@@ -132,39 +133,58 @@ final class E2eConsumers {
     return container::stop;
   }
 
+  /** Spring's dedupe table: one row per consumer and message id. */
+  static void dedupeTable(Db db) {
+    BenchEnv.execute(
+        db.dataSource(),
+        "CREATE TABLE IF NOT EXISTS bench_spring_dedupe (consumer text NOT NULL,"
+            + " message_id uuid NOT NULL, PRIMARY KEY (message_id, consumer))");
+  }
+
   /** One poll batch in one transaction: the dedupe rows, then the new messages' effects. */
   private static void apply(
       Db db, String group, List<ConsumerRecord<byte[], byte[]>> records, E2eTimes times) {
     UUID[] ids = new UUID[records.size()];
+    String[] keys = new String[ids.length];
+    for (int i = 0; i < ids.length; i++) {
+      ConsumerRecord<byte[], byte[]> r = records.get(i);
+      ids[i] =
+          UUID.fromString(new String(r.headers().lastHeader(KafkaRecords.CE_ID).value(), US_ASCII));
+      keys[i] = r.key() == null ? null : new String(r.key(), StandardCharsets.UTF_8);
+    }
+    applyBatch(db, group, "e2e-spring", ids, keys, times);
+  }
+
+  /**
+   * Spring's listener's work for one batch, in one JDBC transaction: a dedupe row per message
+   * ({@code group}, id; ON CONFLICT DO NOTHING) as one JDBC batch, then the effect rows ({@code
+   * effect}, id, key) of the new ones as another; reports their effects' commit to {@code times}.
+   */
+  static void applyBatch(
+      Db db, String group, String effect, UUID[] ids, String[] keys, E2eTimes times) {
     boolean[] fresh = new boolean[ids.length];
     try (Connection c = db.dataSource().getConnection()) {
       c.setAutoCommit(false);
       try (PreparedStatement dedupe =
               c.prepareStatement(
                   "INSERT INTO bench_spring_dedupe VALUES (?, ?) ON CONFLICT DO NOTHING");
-          PreparedStatement effect = c.prepareStatement(INSERT_EFFECT)) {
-        for (int i = 0; i < ids.length; i++) {
-          ids[i] =
-              UUID.fromString(
-                  new String(
-                      records.get(i).headers().lastHeader(KafkaRecords.CE_ID).value(),
-                      StandardCharsets.US_ASCII));
+          PreparedStatement effects = c.prepareStatement(INSERT_EFFECT)) {
+        for (UUID id : ids) {
           dedupe.setString(1, group);
-          dedupe.setObject(2, ids[i]);
+          dedupe.setObject(2, id);
           dedupe.addBatch();
         }
         int[] inserted = dedupe.executeBatch();
         for (int i = 0; i < inserted.length; i++) {
           fresh[i] = inserted[i] != 0;
           if (fresh[i]) {
-            byte[] key = records.get(i).key();
-            effect.setString(1, "e2e-spring");
-            effect.setObject(2, ids[i]);
-            effect.setString(3, key == null ? null : new String(key, StandardCharsets.UTF_8));
-            effect.addBatch();
+            effects.setString(1, effect);
+            effects.setObject(2, ids[i]);
+            effects.setString(3, keys[i]);
+            effects.addBatch();
           }
         }
-        effect.executeBatch();
+        effects.executeBatch();
         c.commit();
       } catch (SQLException e) {
         c.rollback();
@@ -182,7 +202,7 @@ final class E2eConsumers {
   }
 
   /** Our inbox, reporting each message's commit (when the store's transaction returned). */
-  private record Recording(InboxStore delegate, E2eTimes times) implements InboxStore {
+  record Recording(InboxStore delegate, E2eTimes times) implements InboxStore {
     @Override
     public boolean processOnce(String consumer, UUID messageId, Work work) throws Exception {
       boolean applied = delegate.processOnce(consumer, messageId, work);

@@ -9,27 +9,28 @@ import java.util.Map;
  */
 final class E2eFigures {
 
-  /** The broker stamps with millisecond resolution (truncated): read at its middle. */
-  static final double STAMP_MIDPOINT_MS = BrokerAckTimes.STAMP_MIDPOINT_MS;
-
   /** The hops of an event, in order. */
   static final String[] HOPS = {"ack", "poll", "apply"};
 
   private E2eFigures() {}
 
   /**
-   * Each event's instants (aligned by index): business commit, broker append stamp, the consumer's
-   * poll that returned it, its effect's commit.
+   * Each event's instants (aligned by index), wall clock in microseconds: business commit, the
+   * broker's acknowledgement, the consumer's receipt, its effect's commit.
    *
-   * @param commitMicros wall clock, microseconds
-   * @param appendMs the broker's {@code LogAppendTime}, milliseconds
-   * @param pollMicros wall clock, microseconds
-   * @param effectMicros wall clock, microseconds
+   * @param commitMicros the business commit
+   * @param ackMicros the broker's acknowledgement (Kafka: its append stamp, read at the middle of
+   *     its millisecond; RabbitMQ: the relay's publisher confirm)
+   * @param receiveMicros the consumer's receipt (Kafka: its poll), or null when the consumer shows
+   *     none: the two hops on either side of it are then absent
+   * @param effectMicros the commit of the effect
    */
-  record Events(long[] commitMicros, long[] appendMs, long[] pollMicros, long[] effectMicros) {
+  record Events(long[] commitMicros, long[] ackMicros, long[] receiveMicros, long[] effectMicros) {
     Events {
       int n = commitMicros.length;
-      if (appendMs.length != n || pollMicros.length != n || effectMicros.length != n) {
+      if (ackMicros.length != n
+          || (receiveMicros != null && receiveMicros.length != n)
+          || effectMicros.length != n) {
         throw new IllegalArgumentException("every event needs its four instants");
       }
     }
@@ -41,11 +42,16 @@ final class E2eFigures {
 
   /**
    * Each event's latencies in ms (aligned by index, not sorted): commit to effect committed, and
-   * its hops commit to broker append ({@code ack}), append to the consumer's poll ({@code poll}),
-   * poll to effect committed ({@code apply}). The two hops that meet at the broker's stamp read up
-   * to half a millisecond off; a reading below 0 counts as 0.
+   * its hops commit to the broker's acknowledgement ({@code ack}), acknowledgement to the
+   * consumer's receipt ({@code poll}), receipt to effect committed ({@code apply}); {@code pollMs}
+   * and {@code applyMs} are null when the receipt was not measured. An acknowledgement read after
+   * the receipt (after the effect's commit when the receipt was not measured) counts at it, so the
+   * hops add up to the total: the broker acknowledged before it delivered, and the reading is late
+   * (Kafka: the stamp's millisecond read at its middle, up to half a millisecond off; RabbitMQ: the
+   * relay reads its confirms per batch, after claiming or marking). A hop read below 0 counts as 0.
    */
   record Latencies(double[] totalMs, double[] ackMs, double[] pollMs, double[] applyMs) {
+    /** The hop's latencies, or null when it was not measured. */
     double[] hop(String name) {
       return switch (name) {
         case "ack" -> ackMs;
@@ -54,24 +60,31 @@ final class E2eFigures {
         default -> throw new IllegalArgumentException("no hop " + name);
       };
     }
+
+    boolean has(String hop) {
+      return hop(hop) != null;
+    }
   }
 
   /** The latencies of {@code e}. */
   static Latencies latencies(Events e) {
     int n = e.size();
+    boolean receipts = e.receiveMicros() != null;
     double[] total = new double[n];
     double[] ack = new double[n];
-    double[] poll = new double[n];
-    double[] apply = new double[n];
+    double[] poll = receipts ? new double[n] : null;
+    double[] apply = receipts ? new double[n] : null;
     for (int i = 0; i < n; i++) {
       double commit = e.commitMicros()[i] / 1_000.0;
-      double append = e.appendMs()[i] + STAMP_MIDPOINT_MS;
-      double polled = e.pollMicros()[i] / 1_000.0;
       double effect = e.effectMicros()[i] / 1_000.0;
+      double received = receipts ? e.receiveMicros()[i] / 1_000.0 : effect;
+      double acked = Math.min(e.ackMicros()[i] / 1_000.0, received);
       total[i] = Math.max(0, effect - commit);
-      ack[i] = Math.max(0, append - commit);
-      poll[i] = Math.max(0, polled - append);
-      apply[i] = Math.max(0, effect - polled);
+      ack[i] = Math.max(0, acked - commit);
+      if (receipts) {
+        poll[i] = Math.max(0, received - acked);
+        apply[i] = Math.max(0, effect - received);
+      }
     }
     return new Latencies(total, ack, poll, apply);
   }
@@ -91,25 +104,39 @@ final class E2eFigures {
   /**
    * Each hop's share, in percent, of the time of the events at or above the {@code p}-th percentile
    * of the total (the tail): sum of the hop over sum of the three hops, so the shares add up to
-   * 100. Empty events give 0 for each.
+   * 100; when a hop was not measured, over the sum of the totals instead, and NaN for the hops not
+   * measured. Empty events give 0 for each measured hop.
    */
   static double[] tailShares(Latencies l, double p) {
     double[] out = new double[HOPS.length];
+    boolean all = true;
+    for (int h = 0; h < HOPS.length; h++) {
+      if (!l.has(HOPS[h])) {
+        out[h] = Double.NaN;
+        all = false;
+      }
+    }
     if (l.totalMs().length == 0) {
       return out;
     }
     double threshold = percentile(l.totalMs(), p);
     double[] sums = new double[HOPS.length];
+    double totals = 0;
     for (int i = 0; i < l.totalMs().length; i++) {
       if (l.totalMs()[i] >= threshold) {
+        totals += l.totalMs()[i];
         for (int h = 0; h < HOPS.length; h++) {
-          sums[h] += l.hop(HOPS[h])[i];
+          if (l.has(HOPS[h])) {
+            sums[h] += l.hop(HOPS[h])[i];
+          }
         }
       }
     }
-    double all = Arrays.stream(sums).sum();
+    double of = all ? Arrays.stream(sums).sum() : totals;
     for (int h = 0; h < HOPS.length; h++) {
-      out[h] = all <= 0 ? 0 : 100 * sums[h] / all;
+      if (l.has(HOPS[h])) {
+        out[h] = of <= 0 ? 0 : 100 * sums[h] / of;
+      }
     }
     return out;
   }
@@ -144,8 +171,9 @@ final class E2eFigures {
       return percentile(latencies.totalMs(), p);
     }
 
+    /** The hop's {@code p}-th percentile; NaN when it was not measured. */
     double hop(String name, double p) {
-      return percentile(latencies.hop(name), p);
+      return latencies.has(name) ? percentile(latencies.hop(name), p) : Double.NaN;
     }
 
     boolean sustained() {

@@ -18,26 +18,39 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * End to end, not hop by hop (issue 44): from the business commit to the consumer's effect
- * committed, three pipelines raced on the same writers, database and broker, in rounds.
+ * committed, five pipelines raced on the same writers and database, in rounds.
  *
  * <ul>
  *   <li>{@code cdc}: Postbox's CDC relay to Kafka, then our {@code EFFECTIVELY_ONCE} batch consumer
  *       (inbox rows and effects in one transaction per batch);
  *   <li>{@code polling}: Postbox's polling relay, then the same consumer;
  *   <li>{@code debezium_spring}: Debezium embedded in its low-latency configuration, then Spring
- *       Kafka's batch listener with the same dedupe row and effect in one transaction per batch.
+ *       Kafka's batch listener with the same dedupe row and effect in one transaction per batch;
+ *   <li>{@code rabbit_polling}: Postbox's polling relay with publisher confirms to RabbitMQ's
+ *       quorum shard queues, then our {@code EFFECTIVELY_ONCE} consumer in batches ({@code
+ *       RabbitSubscriber}, key order);
+ *   <li>{@code rabbit_spring}: the same relay and queues, then Spring AMQP's batch listener ({@code
+ *       SimpleMessageListenerContainer}, one per shard queue) with the same dedupe row and effect
+ *       in one transaction per batch, acking after the commit.
  * </ul>
  *
+ * <p>The RabbitMQ pipelines need a RabbitMQ ({@link RabbitNode}: this machine's {@code
+ * rabbitmq-server}, a node started for each of their runs, or an external broker); without one they
+ * are skipped with one line saying why, and the Kafka pipelines run alone. Each Postbox pipeline's
+ * p99 is set against its peer on the same broker ({@link E2eReport#PEERS}).
+ *
  * <p><b>Method.</b> Each pipeline runs alone, started afresh on its own schema (and slot) and its
- * own topic stamped by the broker at append ({@code LogAppendTime}); the order rotates from round
- * to round so that no pipeline always runs first or last. The open-loop writers of {@link
- * LatencyBench#offer} record each commit's wall-clock instant; the consumers' poll ({@link
- * E2eInterceptor}) and effect commit ({@link E2eConsumers}) are read from the same clock. Each
- * pipeline gets a warm-up at 1,000/s, then the offered rates, each waited out (every effect
- * committed) before the next. In the first round, before its rates, the first pipeline's writers
- * run back to back for a phase (the writers' maximum with it streaming and consuming); half and a
- * quarter of it are rates of every pipeline. Each figure is the median of the rounds, the worst
- * round beside it ({@link E2eReport}).
+ * own topic (Kafka: stamped by the broker at append, {@code LogAppendTime}; RabbitMQ: the relay's
+ * publisher confirms, {@link RelayConfirmTimes}); the order rotates from round to round so that no
+ * pipeline always runs first or last. The open-loop writers of {@link LatencyBench#offer} record
+ * each commit's wall-clock instant; the consumers' receipt (Kafka: the poll, {@link
+ * E2eInterceptor}; Spring AMQP: the container taking the message; our RabbitMQ consumer: not
+ * measured, {@link E2eRabbitConsumers#OURS_HOW}) and effect commit ({@link E2eConsumers}) are read
+ * from the same clock. Each pipeline gets a warm-up at 1,000/s, then the offered rates, each waited
+ * out (every effect committed) before the next. In the first round, before its rates, the first
+ * pipeline's writers run back to back for a phase (the writers' maximum with it streaming and
+ * consuming); half and a quarter of it are rates of every pipeline. Each figure is the median of
+ * the rounds, the worst round beside it ({@link E2eReport}).
  */
 public final class E2eRace {
 
@@ -55,18 +68,30 @@ public final class E2eRace {
   private final BenchConfig config;
   private final PrintStream log;
   private final List<E2ePipeline> pipelines;
+  private final Optional<String> rabbitSkipped;
 
   public E2eRace(BenchEnv env, BenchConfig config, PrintStream log) {
     this.env = env;
     this.config = config;
     this.log = log;
-    this.pipelines =
-        List.of(
-            new E2eCdcPipeline(), new E2ePollingPipeline(), new E2eDebeziumSpringPipeline(config));
+    List<E2ePipeline> all =
+        new ArrayList<>(
+            List.of(
+                new E2eCdcPipeline(),
+                new E2ePollingPipeline(),
+                new E2eDebeziumSpringPipeline(config)));
+    rabbitSkipped = RabbitNode.unavailable();
+    if (rabbitSkipped.isEmpty()) {
+      all.add(new E2eRabbitPollingPipeline());
+      all.add(new E2eRabbitSpringPipeline());
+    }
+    this.pipelines = List.copyOf(all);
   }
 
   /** The writers' maximum, then every pipeline's figures per rate, then the ratios. */
   public List<Measurement> run() throws Exception {
+    rabbitSkipped.ifPresent(
+        why -> log.println("bench: e2e: rabbit_polling and rabbit_spring skipped: " + why));
     int rounds = config.quick() ? 1 : ROUNDS;
     Map<String, List<List<Phase>>> byPipeline = new LinkedHashMap<>();
     pipelines.forEach(p -> byPipeline.put(p.key(), new ArrayList<>()));
@@ -82,17 +107,24 @@ public final class E2eRace {
       }
     }
     Map<String, String> how = new LinkedHashMap<>();
+    Map<String, List<String>> hops = new LinkedHashMap<>();
     pipelines.forEach(p -> how.put(p.key(), p.how()));
-    return E2eReport.measurements(writerMax, how, byPipeline);
+    pipelines.forEach(p -> hops.put(p.key(), p.hops()));
+    return E2eReport.measurements(writerMax, how, hops, byPipeline);
   }
 
   private record Run(double writerMax, List<Phase> phases) {}
 
   private Run run(E2ePipeline p, int round, double writerMax) throws Exception {
+    try (AutoCloseable broker = p.broker()) {
+      return run(p, round, writerMax, p.topic(env));
+    }
+  }
+
+  private Run run(E2ePipeline p, int round, double writerMax, String topic) throws Exception {
     Db db = env.database("e2e_" + p.key() + round, LatencyBench.WRITERS + 24);
-    String topic = env.primedTopic("e2e", ConsumerBench.PARTITIONS, BrokerAckTimes.TOPIC_CONFIG);
     WriteBench.BusinessTx tx = new WriteBench.BusinessTx(db, Optional.of(Outbox.postgres()), topic);
-    try (E2eTimes times = E2eTimes.open();
+    try (E2eTimes times = E2eTimes.open(p.receives());
         AutoCloseable running = p.start(env, db, topic, times)) {
       phase(db, tx, times, "warm-up", 1_000, max(config.latencyPhase(), WARM_UP));
       double max = writerMax;

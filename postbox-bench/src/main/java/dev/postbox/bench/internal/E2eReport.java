@@ -15,12 +15,35 @@ import java.util.function.ToDoubleFunction;
  * The end-to-end race's report ({@link E2eRace}): per pipeline and rate, commit to effect committed
  * (p50, p99, p99.9: each the median of the rounds; the worst round's p99 beside it), each hop's p50
  * and p99 and its share of the slowest 1 %, the achieved rate and the CPU per event by process
- * kind; then each Postbox pipeline's p99 over the peer's.
+ * kind; then each Postbox pipeline's p99 over its peer's (on the same broker).
  */
 final class E2eReport {
 
-  /** The peer pipeline every ratio is taken against. */
+  /** The peer pipeline the Kafka pipelines' ratios are taken against. */
   static final String PEER = "debezium_spring";
+
+  /** The peer pipeline the RabbitMQ pipeline's ratios are taken against. */
+  static final String RABBIT_PEER = "rabbit_spring";
+
+  /** Each Postbox pipeline's peer, by key: the ratios are taken on the same broker. */
+  static final Map<String, String> PEERS =
+      Map.of("cdc", PEER, "polling", PEER, "rabbit_polling", RABBIT_PEER);
+
+  /** What each peer pipeline is, for the ratios' notes. */
+  private static final Map<String, String> PEER_WHAT =
+      Map.of(
+          PEER,
+          "Debezium embedded -> Kafka -> Spring Kafka's batch listener",
+          RABBIT_PEER,
+          "the same polling relay -> RabbitMQ -> Spring AMQP's batch listener");
+
+  /** What the hops are on Kafka: broker append stamp, poll, effect committed. */
+  static final List<String> KAFKA_HOPS =
+      List.of(
+          "commit to the broker's append stamp (LogAppendTime, read at the middle of its"
+              + " millisecond)",
+          "broker append to the consumer's poll returning the record",
+          "the consumer's poll to the effect's transaction committed");
 
   /** The targets for the p99, ms, by pipeline and rate. */
   static final Map<String, Double> TARGETS =
@@ -40,6 +63,19 @@ final class E2eReport {
    */
   static List<Measurement> measurements(
       double writerMax, Map<String, String> how, Map<String, List<List<Phase>>> byPipeline) {
+    return measurements(writerMax, how, Map.of(), byPipeline);
+  }
+
+  /**
+   * As {@link #measurements(double, Map, Map)}, with what each pipeline's three hops are ({@code
+   * hops}, by pipeline key; {@link #KAFKA_HOPS} for a pipeline not named). A hop a pipeline did not
+   * measure has no figures.
+   */
+  static List<Measurement> measurements(
+      double writerMax,
+      Map<String, String> how,
+      Map<String, List<String>> hops,
+      Map<String, List<List<Phase>>> byPipeline) {
     List<String> rateKeys = null;
     for (Map.Entry<String, List<List<Phase>>> e : byPipeline.entrySet()) {
       if (e.getValue().isEmpty()) {
@@ -64,25 +100,29 @@ final class E2eReport {
                     + " half and a quarter of it are the half_max and quarter_max rates"));
     for (Map.Entry<String, List<List<Phase>>> e : byPipeline.entrySet()) {
       for (int i = 0; i < rateKeys.size(); i++) {
-        out.addAll(figures(e.getKey(), how.getOrDefault(e.getKey(), ""), e.getValue(), i));
+        out.addAll(
+            figures(
+                e.getKey(),
+                how.getOrDefault(e.getKey(), ""),
+                hops.getOrDefault(e.getKey(), KAFKA_HOPS),
+                e.getValue(),
+                i));
       }
     }
-    List<List<Phase>> peer = byPipeline.get(PEER);
-    if (peer != null) {
-      for (String ours : byPipeline.keySet()) {
-        if (ours.equals(PEER)) {
-          continue;
-        }
-        for (int i = 0; i < rateKeys.size(); i++) {
-          out.add(ratio(ours, byPipeline.get(ours), peer, i));
-        }
+    for (String ours : byPipeline.keySet()) {
+      String peer = PEERS.get(ours);
+      if (peer == null || !byPipeline.containsKey(peer)) {
+        continue;
+      }
+      for (int i = 0; i < rateKeys.size(); i++) {
+        out.add(ratio(ours, byPipeline.get(ours), peer, byPipeline.get(peer), i));
       }
     }
     return out;
   }
 
   private static List<Measurement> figures(
-      String pipeline, String how, List<List<Phase>> rounds, int i) {
+      String pipeline, String how, List<String> hops, List<List<Phase>> rounds, int i) {
     String rate = rounds.get(0).get(i).key();
     String name = "e2e_" + pipeline + "_" + rate;
     List<Measurement> out = new ArrayList<>();
@@ -108,8 +148,11 @@ final class E2eReport {
             "offered " + rounds.get(0).get(i).offered() + "/s; rounds " + achieved(rounds, i)));
     for (int h = 0; h < E2eFigures.HOPS.length; h++) {
       String hop = E2eFigures.HOPS[h];
+      if (!rounds.get(0).get(i).latencies().has(hop)) {
+        continue; // not measured on this pipeline (its how says why)
+      }
       int index = h;
-      String hopWhat = HOP_WHAT[h];
+      String hopWhat = hops.get(h);
       out.add(
           median(name + "_hop_" + hop + "_p50_ms", rounds, i, p -> p.hop(hop, 50), "ms", hopWhat));
       out.add(
@@ -123,12 +166,15 @@ final class E2eReport {
               "%",
               "share of "
                   + hopWhat
-                  + " in the time of the slowest 1 % of events (the three hops"
-                  + " add up to 100)"));
+                  + " in the time of the slowest 1 % of events"
+                  + (rounds.get(0).get(i).latencies().has("poll")
+                      ? " (the three hops add up to 100)"
+                      : " (of their commit-to-effect time)")));
     }
     String cpuWhat =
         "CPU microseconds per event during the phase: jvm = this JVM (writers, Postbox relay and"
-            + " consumer, Spring's container), broker = its child processes (the broker, and"
+            + " consumer, Spring's container), broker = its child processes (the Kafka broker;"
+            + " for the RabbitMQ pipelines also the RabbitMQ node, started for their run only;"
             + " Debezium's JVM for the peer), postgres = the server and its backends (ended ones"
             + " too)";
     out.add(median(name + "_cpu_us_per_event", rounds, i, p -> cpu(p, "total"), "us", cpuWhat));
@@ -145,18 +191,12 @@ final class E2eReport {
     return out;
   }
 
-  private static final String[] HOP_WHAT = {
-    "commit to the broker's append stamp (LogAppendTime, read at the middle of its millisecond)",
-    "broker append to the consumer's poll returning the record",
-    "the consumer's poll to the effect's transaction committed"
-  };
-
   private static Measurement ratio(
-      String ours, List<List<Phase>> oursRounds, List<List<Phase>> peer, int i) {
+      String ours, List<List<Phase>> oursRounds, String peerKey, List<List<Phase>> peer, int i) {
     String rate = oursRounds.get(0).get(i).key();
     double o = E2eFigures.median(column(oursRounds, i, p -> p.total(99)));
     double t = E2eFigures.median(column(peer, i, p -> p.total(99)));
-    String name = "e2e_" + ours + "_vs_" + PEER + "_" + rate + "_p99";
+    String name = "e2e_" + ours + "_vs_" + peerKey + "_" + rate + "_p99";
     Measurement m =
         Measurement.of(name, o / Math.max(t, 1e-9), "x")
             .note(
@@ -165,11 +205,12 @@ final class E2eReport {
                     + "_"
                     + rate
                     + "_p99_ms / e2e_"
-                    + PEER
+                    + peerKey
                     + "_"
                     + rate
-                    + "_p99_ms (baseline: the peer pipeline, Debezium embedded -> Kafka -> Spring"
-                    + " Kafka's batch listener; lower is better)");
+                    + "_p99_ms (baseline: the peer pipeline, "
+                    + PEER_WHAT.get(peerKey)
+                    + "; lower is better)");
     boolean targeted = ours.equals("cdc") && (rate.equals("1k") || rate.equals("half_max"));
     return targeted ? m.target(Target.atMost(MAX_VS_PEER)) : m;
   }

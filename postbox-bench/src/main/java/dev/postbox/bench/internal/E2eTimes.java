@@ -9,11 +9,14 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The instants of each event of an end-to-end run, by message id, all read from this host's wall
- * clock: the business commit (microseconds, right after {@code commit()} returned), the broker's
- * append stamp ({@code LogAppendTime}, milliseconds), the consumer's poll that returned it
- * (microseconds, in {@link E2eInterceptor}) and the commit of its effect (microseconds, right after
- * the effect's transaction committed). A consumer finds its recorder through the property {@link
- * #RECORDER} that {@link #consumerProperties()} gives it.
+ * clock, in microseconds: the business commit (right after {@code commit()} returned), the broker's
+ * acknowledgement (Kafka: the append stamp {@code LogAppendTime}, whole milliseconds read at their
+ * middle; RabbitMQ: when the relay had its publisher confirm, {@link RelayConfirmTimes}), the
+ * consumer's receipt (Kafka: the poll that returned it, in {@link E2eInterceptor}; Spring AMQP: the
+ * container taking it) and the commit of its effect (right after the effect's transaction
+ * committed). A recorder opened {@linkplain #open(boolean) without receipts} takes events without
+ * that instant (a consumer that shows no receipt). A Kafka consumer finds its recorder through the
+ * property {@link #RECORDER} that {@link #consumerProperties()} gives it.
  */
 final class E2eTimes implements AutoCloseable {
 
@@ -25,16 +28,27 @@ final class E2eTimes implements AutoCloseable {
   private static final Clock CLOCK = Clock.systemUTC();
 
   private final String id = "e2e-" + IDS.incrementAndGet();
-  private final Map<UUID, Long> appendMs = new ConcurrentHashMap<>();
-  private final Map<UUID, Long> pollMicros = new ConcurrentHashMap<>();
+  private final boolean receipts;
+  private final Map<UUID, Long> ackMicros = new ConcurrentHashMap<>();
+  private final Map<UUID, Long> receiveMicros = new ConcurrentHashMap<>();
   private final Map<UUID, Long> effectMicros = new ConcurrentHashMap<>();
   private final AtomicLong effects = new AtomicLong();
 
-  private E2eTimes() {}
+  private E2eTimes(boolean receipts) {
+    this.receipts = receipts;
+  }
 
-  /** A new recorder, found by its consumers until closed. */
+  /** A new recorder of every instant, found by its consumers until closed. */
   static E2eTimes open() {
-    E2eTimes t = new E2eTimes();
+    return open(true);
+  }
+
+  /**
+   * A new recorder, found by its consumers until closed; without {@code receipts} it takes events
+   * without the consumer's receipt, and its events carry none ({@link E2eFigures.Events}).
+   */
+  static E2eTimes open(boolean receipts) {
+    E2eTimes t = new E2eTimes(receipts);
     REGISTRY.put(t.id, t);
     return t;
   }
@@ -55,10 +69,24 @@ final class E2eTimes implements AutoCloseable {
     return Map.of("interceptor.classes", E2eInterceptor.class.getName(), RECORDER, id);
   }
 
-  /** A poll returned message {@code id}, appended at {@code appendedMs}; the first poll counts. */
+  /**
+   * A poll returned message {@code id}, stamped by the broker at {@code appendedMs} (truncated to
+   * the millisecond: read at its middle, {@link BrokerAckTimes#STAMP_MIDPOINT_MS}); the first poll
+   * counts.
+   */
   void polled(UUID message, long appendedMs, long atMicros) {
-    appendMs.putIfAbsent(message, appendedMs);
-    pollMicros.putIfAbsent(message, atMicros);
+    acked(message, appendedMs * 1_000L + Math.round(BrokerAckTimes.STAMP_MIDPOINT_MS * 1_000));
+    received(message, atMicros);
+  }
+
+  /** The broker acknowledged message {@code id} at {@code atMicros}; the first counts. */
+  void acked(UUID message, long atMicros) {
+    ackMicros.putIfAbsent(message, atMicros);
+  }
+
+  /** The consumer received message {@code id} at {@code atMicros}; the first receipt counts. */
+  void received(UUID message, long atMicros) {
+    receiveMicros.putIfAbsent(message, atMicros);
   }
 
   /** The effect of message {@code id} committed at {@code atMicros}; the first commit counts. */
@@ -75,8 +103,8 @@ final class E2eTimes implements AutoCloseable {
 
   /** Forgets every instant (after a phase whose events are not measured). */
   void clear() {
-    appendMs.clear();
-    pollMicros.clear();
+    ackMicros.clear();
+    receiveMicros.clear();
     effectMicros.clear();
     effects.set(0);
   }
@@ -88,27 +116,27 @@ final class E2eTimes implements AutoCloseable {
   E2eFigures.Events take(Map<UUID, Long> committedMicros) {
     int n = committedMicros.size();
     long[] commit = new long[n];
-    long[] append = new long[n];
-    long[] poll = new long[n];
+    long[] ack = new long[n];
+    long[] receive = new long[n];
     long[] effect = new long[n];
     int i = 0;
     for (Map.Entry<UUID, Long> e : committedMicros.entrySet()) {
-      Long a = appendMs.get(e.getKey());
-      Long p = pollMicros.get(e.getKey());
+      Long a = ackMicros.get(e.getKey());
+      Long r = receiveMicros.get(e.getKey());
       Long f = effectMicros.get(e.getKey());
-      if (a == null || p == null || f == null) {
+      if (a == null || (receipts && r == null) || f == null) {
         continue;
       }
       commit[i] = e.getValue();
-      append[i] = a;
-      poll[i] = p;
+      ack[i] = a;
+      receive[i] = receipts ? r : 0;
       effect[i++] = f;
     }
     clear();
     return new E2eFigures.Events(
         java.util.Arrays.copyOf(commit, i),
-        java.util.Arrays.copyOf(append, i),
-        java.util.Arrays.copyOf(poll, i),
+        java.util.Arrays.copyOf(ack, i),
+        receipts ? java.util.Arrays.copyOf(receive, i) : null,
         java.util.Arrays.copyOf(effect, i));
   }
 

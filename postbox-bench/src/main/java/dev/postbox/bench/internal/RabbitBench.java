@@ -8,7 +8,6 @@ import dev.postbox.bench.BenchConfig;
 import dev.postbox.bench.Measurement;
 import dev.postbox.bench.Target;
 import dev.postbox.bench.internal.BenchEnv.Db;
-import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.Message;
 import dev.postbox.core.consumer.Ordering;
 import dev.postbox.core.consumer.Subscription;
@@ -25,6 +24,7 @@ import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -65,7 +65,7 @@ import org.springframework.amqp.rabbit.listener.api.ChannelAwareBatchMessageList
 public final class RabbitBench {
 
   static final int RUNS = 3;
-  static final int SHARDS = 4;
+  static final int SHARDS = RabbitBest.SHARDS;
   private static final String INSERT_EFFECT = "INSERT INTO bench_effect VALUES (?, ?, ?)";
   private static final AtomicInteger SEQ = new AtomicInteger();
 
@@ -83,18 +83,12 @@ public final class RabbitBench {
 
   /** Runs every figure; empty when no RabbitMQ is available (one line says so). */
   public List<Measurement> run() throws Exception {
-    String url = System.getenv(RabbitMqServer.URL_ENV);
-    if (url != null && !url.isBlank()) {
-      server = RabbitMqServer.external(url);
-    } else if (RabbitMqServer.findScript().isPresent()) {
-      server = RabbitMqServer.startPrivate(RabbitMqServer.findScript().get());
-    } else {
-      log.println(
-          "rabbitmq: skipped: no rabbitmq-server installed and "
-              + RabbitMqServer.URL_ENV
-              + " is not set");
+    Optional<String> unavailable = RabbitNode.unavailable();
+    if (unavailable.isPresent()) {
+      log.println("rabbitmq: skipped: " + unavailable.get());
       return List.of();
     }
+    server = RabbitNode.start();
     uri = server.uri();
     try {
       List<Measurement> out = new ArrayList<>();
@@ -157,9 +151,7 @@ public final class RabbitBench {
       }
       return out;
     } finally {
-      if (!server.isExternal()) {
-        server.close();
-      }
+      RabbitNode.release(server);
     }
   }
 
@@ -353,35 +345,15 @@ public final class RabbitBench {
     Db db = env.database("rabbit_eo", 40);
     String name = "bench-eo-" + SEQ.incrementAndGet();
     String topic = filled("eo", name, SHARDS, n);
-    Subscription s =
-        Subscription.builder(name)
-            .topics(topic)
-            .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
-            .concurrency(32)
-            .batchSize(batch ? 100 : 1)
-            .build();
+    Subscription s = RabbitBest.eoSubscription(name, topic, batch);
     DataSource ds = db.dataSource();
     RabbitSubscriber.Builder b =
         RabbitSubscriber.builder(uri, s)
             .shards(SHARDS)
-            .prefetch(250)
+            .prefetch(RabbitBest.PREFETCH)
             .inbox(PostgresInboxStore.create(ds));
     if (batch) {
-      b.batchHandler(ds2 -> {
-        if (ds2.isEmpty()) {
-          return; // every one a duplicate
-        }
-        try (PreparedStatement ps =
-            ds2.get(0).connection().orElseThrow().prepareStatement(INSERT_EFFECT)) {
-          for (var d : ds2) {
-            ps.setString(1, "eo-batch");
-            ps.setObject(2, d.message().id());
-            ps.setString(3, d.message().key().orElse(null));
-            ps.addBatch();
-          }
-          ps.executeBatch();
-        }
-      });
+      b.batchHandler(RabbitBest.effects("eo-batch"));
     } else {
       b.handler(d -> {
         try (PreparedStatement ps = d.connection().orElseThrow().prepareStatement(INSERT_EFFECT)) {
@@ -432,13 +404,10 @@ public final class RabbitBench {
     List<SimpleMessageListenerContainer> containers = new ArrayList<>();
     try {
       for (int i = 0; i < SHARDS; i++) {
-        SimpleMessageListenerContainer c = new SimpleMessageListenerContainer(cf);
-        c.setQueueNames(RabbitTopology.queue(name, topic, i));
-        c.setConcurrentConsumers(1);
-        c.setPrefetchCount(250);
+        String queue = RabbitTopology.queue(name, topic, i);
+        SimpleMessageListenerContainer c;
         if (batch) {
-          c.setConsumerBatchEnabled(true);
-          c.setBatchSize(100);
+          c = RabbitBest.springBatch(cf, queue);
           c.setMessageListener(
               (ChannelAwareBatchMessageListener)
                   (messages, channel) -> {
@@ -458,6 +427,10 @@ public final class RabbitBench {
                     applied.addAndGet(messages.size());
                   });
         } else {
+          c = new SimpleMessageListenerContainer(cf);
+          c.setQueueNames(queue);
+          c.setConcurrentConsumers(1);
+          c.setPrefetchCount(RabbitBest.PREFETCH);
           c.setMessageListener(
               (MessageListener)
                   m -> {

@@ -22,7 +22,7 @@ class E2eFiguresTest {
     Events e =
         new Events(
             new long[] {1_000_000},
-            new long[] {1_004},
+            new long[] {1_004_500},
             new long[] {1_006_500},
             new long[] {1_010_000});
 
@@ -35,20 +35,51 @@ class E2eFiguresTest {
   }
 
   @Test
-  void aHopReadBelowZeroWithinTheStampsResolutionCountsAsZero() {
-    // polled 0.2 ms after the stamp's millisecond began: before its midpoint
+  void anAcknowledgementReadAfterTheReceiptCountsAtItAndTheHopsStillAddUp() {
+    // polled 0.2 ms after the stamp's millisecond began: before its midpoint (read at 1,001.5)
     Events e =
         new Events(
             new long[] {1_000_000},
-            new long[] {1_001},
+            new long[] {1_001_500},
             new long[] {1_001_200},
             new long[] {1_002_000});
 
     Latencies l = E2eFigures.latencies(e);
 
     assertThat(l.pollMs()[0]).isZero();
-    assertThat(l.ackMs()[0]).isCloseTo(1.5, within(1e-9));
+    assertThat(l.ackMs()[0]).isCloseTo(1.2, within(1e-9));
+    assertThat(l.applyMs()[0]).isCloseTo(0.8, within(1e-9));
     assertThat(l.totalMs()[0]).isCloseTo(2.0, within(1e-9));
+  }
+
+  @Test
+  void withoutTheReceiptAnAcknowledgementReadAfterTheEffectCountsAtTheEffect() {
+    // the relay read its batch's confirms 5 ms after the consumer's effect committed
+    Events e =
+        new Events(new long[] {1_000_000}, new long[] {1_015_000}, null, new long[] {1_010_000});
+
+    Latencies l = E2eFigures.latencies(e);
+
+    assertThat(l.ackMs()[0]).isCloseTo(10.0, within(1e-9));
+    assertThat(E2eFigures.tailShares(l, 99)[0]).isCloseTo(100, within(1e-9));
+  }
+
+  @Test
+  void withoutTheReceiptOnlyTheAckHopIsMeasuredAndItsShareIsOfTheTotal() {
+    // confirmed 3 ms after the commit, effect 10 ms after it
+    Events e =
+        new Events(new long[] {1_000_000}, new long[] {1_003_000}, null, new long[] {1_010_000});
+
+    Latencies l = E2eFigures.latencies(e);
+
+    assertThat(l.totalMs()[0]).isCloseTo(10.0, within(1e-9));
+    assertThat(l.ackMs()[0]).isCloseTo(3.0, within(1e-9));
+    assertThat(l.has("poll")).isFalse();
+    assertThat(l.has("apply")).isFalse();
+    double[] shares = E2eFigures.tailShares(l, 99);
+    assertThat(shares[0]).isCloseTo(30, within(1e-9));
+    assertThat(shares[1]).isNaN();
+    assertThat(shares[2]).isNaN();
   }
 
   @Test

@@ -43,8 +43,8 @@ class E2eInterceptorTest {
       times.applied(id, 1_300_000);
       E2eFigures.Events events = times.take(Map.of(id, 1_200_000L));
       assertThat(events.size()).isEqualTo(1);
-      assertThat(events.appendMs()[0]).isEqualTo(1_234);
-      assertThat(events.pollMicros()[0]).isPositive();
+      assertThat(events.ackMicros()[0]).as("the stamp's middle").isEqualTo(1_234_500);
+      assertThat(events.receiveMicros()[0]).isPositive();
       assertThat(events.effectMicros()[0]).isEqualTo(1_300_000);
       assertThat(times.effects()).as("take clears the recorder").isZero();
     }
@@ -65,8 +65,27 @@ class E2eInterceptorTest {
       E2eFigures.Events events = times.take(Map.of(seen, 5_000L, notApplied, 5_000L));
 
       assertThat(events.size()).isEqualTo(1);
-      assertThat(events.appendMs()[0]).isEqualTo(10);
-      assertThat(events.pollMicros()[0]).isEqualTo(10_000);
+      assertThat(events.ackMicros()[0]).isEqualTo(10_500);
+      assertThat(events.receiveMicros()[0]).isEqualTo(10_000);
+      assertThat(events.effectMicros()[0]).isEqualTo(30_000);
+    }
+  }
+
+  @Test
+  void aRecorderWithoutReceiptsTakesEventsWithoutThem() {
+    UUID id = UUID.randomUUID();
+    UUID unconfirmed = UUID.randomUUID();
+    try (E2eTimes times = E2eTimes.open(false)) {
+      times.acked(id, 11_000);
+      times.acked(id, 12_000); // the relay's resend: the first confirm counts
+      times.applied(id, 30_000);
+      times.applied(unconfirmed, 30_000);
+
+      E2eFigures.Events events = times.take(Map.of(id, 5_000L, unconfirmed, 5_000L));
+
+      assertThat(events.size()).as("an event without its confirm is left out").isEqualTo(1);
+      assertThat(events.ackMicros()[0]).isEqualTo(11_000);
+      assertThat(events.receiveMicros()).isNull();
       assertThat(events.effectMicros()[0]).isEqualTo(30_000);
     }
   }

@@ -75,6 +75,38 @@ class E2eReportTest {
   }
 
   @Test
+  void theRabbitPipelineIsSetAgainstItsPeerOnRabbitAndHasNoHopItDidNotMeasure() {
+    Map<String, List<List<Phase>>> rounds = new LinkedHashMap<>();
+    rounds.put("polling", List.of(List.of(phase("1k", 1_000, 20))));
+    rounds.put("debezium_spring", List.of(List.of(phase("1k", 1_000, 40))));
+    rounds.put("rabbit_polling", List.of(List.of(withoutReceipt(phase("1k", 1_000, 10)))));
+    rounds.put("rabbit_spring", List.of(List.of(phase("1k", 1_000, 50))));
+
+    List<Measurement> out =
+        E2eReport.measurements(
+            2_000, Map.of(), Map.of("rabbit_spring", List.of("a", "b", "c")), rounds);
+
+    assertThat(value(out, "e2e_rabbit_polling_vs_rabbit_spring_1k_p99"))
+        .isCloseTo(10.0 / 50, within(1e-9));
+    assertThat(measurement(out, "e2e_rabbit_polling_vs_rabbit_spring_1k_p99").note())
+        .contains("Spring AMQP");
+    assertThat(value(out, "e2e_polling_vs_debezium_spring_1k_p99")).isCloseTo(0.5, within(1e-9));
+    assertThat(out)
+        .extracting(Measurement::name)
+        .doesNotContain(
+            "e2e_rabbit_polling_vs_debezium_spring_1k_p99",
+            "e2e_rabbit_spring_vs_debezium_spring_1k_p99",
+            "e2e_rabbit_polling_1k_hop_poll_p99_ms",
+            "e2e_rabbit_polling_1k_hop_apply_tail_share_pct")
+        .contains("e2e_rabbit_spring_1k_hop_poll_p99_ms");
+    assertThat(value(out, "e2e_rabbit_polling_1k_hop_ack_p99_ms")).isCloseTo(2.5, within(1e-9));
+    assertThat(value(out, "e2e_rabbit_polling_1k_hop_ack_tail_share_pct"))
+        .as("of the total when the other hops are not measured")
+        .isCloseTo(25, within(1e-9));
+    assertThat(measurement(out, "e2e_rabbit_spring_1k_hop_poll_p99_ms").note()).isEqualTo("b");
+  }
+
+  @Test
   void everyRoundNeedsTheSameRates() {
     Map<String, List<List<Phase>>> rounds = new LinkedHashMap<>();
     rounds.put("cdc", List.of(List.of(phase("1k", 1_000, 10))));
@@ -102,6 +134,16 @@ class E2eReportTest {
         rate,
         new Latencies(total, ack, poll, apply),
         Map.of("jvm", 15.0, "broker", 5.0, "postgres", 10.0, "total", 30.0));
+  }
+
+  private static Phase withoutReceipt(Phase p) {
+    Latencies l = p.latencies();
+    return new Phase(
+        p.key(),
+        p.offered(),
+        p.achieved(),
+        new Latencies(l.totalMs(), l.ackMs(), null, null),
+        p.cpuUs());
   }
 
   private static Optional<Target> target(List<Measurement> out, String name) {
