@@ -29,7 +29,9 @@ import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.slf4j.Logger;
@@ -45,6 +47,11 @@ import org.slf4j.LoggerFactory;
  * leaders start there, while the subscriber connects to node 0 and the relay to node 1: each kill
  * hits one role only. Checked as {@link RabbitEndToEndIT} does: one effect per message, every key's
  * effects in order; and the killed node rejoins the cluster.
+ *
+ * <p>The three tests share one cluster (starting one takes 15-30 s): each starts with every node
+ * running in the cluster (checked; a node a failed test left down is started again first), restarts
+ * the node it killed, and has its own topic, subscription (so its own shard queues and subscriber
+ * connection name) and relay connection name.
  */
 @PostboxTest
 class RabbitClusterIT {
@@ -56,15 +63,30 @@ class RabbitClusterIT {
   private static final int RELAY = 1;
   private static final int KILL_AT = 100;
 
+  private static RabbitCluster cluster;
+
   private final List<AutoCloseable> open = new ArrayList<>();
   private final List<RabbitSubscriber> subscribers = new ArrayList<>();
-  private RabbitCluster cluster;
+
+  @BeforeAll
+  static void startCluster() {
+    cluster = RabbitCluster.builderOrSkip().build();
+    cluster.start();
+  }
+
+  @AfterAll
+  static void closeCluster() {
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
 
   @BeforeEach
-  void startCluster() {
-    cluster = RabbitCluster.builderOrSkip().build();
-    open.add(cluster);
-    cluster.start();
+  void everyNodeRunsInTheCluster() {
+    cluster.heal();
+    assertThat(cluster.runningNodes())
+        .as("nodes running in the cluster")
+        .isEqualTo(Set.of(0, 1, 2));
   }
 
   @AfterEach
@@ -86,7 +108,7 @@ class RabbitClusterIT {
       assertThat(cluster.membersOf(q)).as("members of " + q).isEqualTo(Set.of(0, 1, 2));
     }
     CountDownLatch killed = subscriber(ds, sub, LEADERS);
-    relay(ds);
+    relay(ds, sub);
     write(ds, topic, 0, 600, 30);
     awaitKill(killed);
     write(ds, topic, 600, 300, 30); // written while the node is down
@@ -117,7 +139,7 @@ class RabbitClusterIT {
     String connection = RabbitSubscriber.CONNECTION_NAME_PREFIX + sub.name();
     CountDownLatch killed = subscriber(ds, sub, SUBSCRIBER);
     assertThat(cluster.nodesOfConnection(connection)).containsExactly(SUBSCRIBER);
-    relay(ds);
+    relay(ds, sub);
     write(ds, topic, 0, 600, 30);
     awaitKill(killed);
     write(ds, topic, 600, 300, 30); // written while the node is down
@@ -143,14 +165,14 @@ class RabbitClusterIT {
     Subscription sub = subscription("publish", topic);
     declareShardsOn(LEADERS, sub, topic);
     CountDownLatch killed = subscriber(ds, sub, RELAY);
-    relay(ds);
+    String relayConnection = relay(ds, sub);
     write(ds, topic, 0, 600, 30);
     awaitKill(killed);
     write(ds, topic, 600, 300, 30); // published only through another node
     awaitDistinctEffects(ds, sub.name(), 900);
     assertNoDuplicateAndKeyOrder(ds, sub.name(), 900);
     LOG.info("after the relay's node was killed: {}", subscribers.get(0).stats());
-    assertThat(cluster.nodesOfConnection(RabbitRelayPublisher.DEFAULT_CONNECTION_NAME))
+    assertThat(cluster.nodesOfConnection(relayConnection))
         .as("the relay's connection after its node was killed")
         .hasSize(1)
         .doesNotContain(RELAY);
@@ -210,12 +232,15 @@ class RabbitClusterIT {
     await().atMost(Duration.ofMinutes(3)).until(() -> killed.getCount() == 0);
   }
 
-  private void relay(DataSource ds) {
+  /** A relay publishing through node {@link #RELAY} first; its connection's name. */
+  private String relay(DataSource ds, Subscription sub) {
+    String connection = RabbitRelayPublisher.DEFAULT_CONNECTION_NAME + "-" + sub.name();
     Relay r =
         Relay.builder(
                 PostgresRelayStore.create(ds),
                 RabbitRelayPublisher.builder(cluster.uri())
                     .addresses(addressesFrom(RELAY))
+                    .connectionName(connection)
                     .confirmTimeout(Duration.ofSeconds(10))
                     .build())
             .instanceId("relay-" + UUID.randomUUID())
@@ -226,6 +251,7 @@ class RabbitClusterIT {
             .build();
     r.start();
     open.add(r);
+    return connection;
   }
 
   private static Subscription subscription(String name, String topic) {

@@ -48,7 +48,7 @@ public final class RabbitNodeProcess {
 
   private RabbitNodeProcess(Setup setup) {
     this.script = setup.script;
-    this.name = "postbox-" + setup.amqpPort + "@localhost";
+    this.name = nodeName(setup.amqpPort);
     this.amqpPort = setup.amqpPort;
     this.distPort = setup.distPort;
     this.dir = setup.dir;
@@ -164,6 +164,13 @@ public final class RabbitNodeProcess {
               ""));
       return lines;
     }
+  }
+
+  /**
+   * The node name of the node with AMQP port {@code amqpPort}: {@code postbox-<port>@localhost}.
+   */
+  public static String nodeName(int amqpPort) {
+    return "postbox-" + amqpPort + "@localhost";
   }
 
   /** The node name, {@code <name>@localhost}. */
