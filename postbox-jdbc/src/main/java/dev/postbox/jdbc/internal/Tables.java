@@ -31,7 +31,10 @@ final class Tables {
         }
       }
     } catch (SQLException e) {
-      throw error.apply("cannot check " + String.join(", ", tables) + " in the current schema", e);
+      // the database's own words (unreachable, no permission, ...), not only that the check failed
+      throw error.apply(
+          "cannot check " + String.join(", ", tables) + " in the current schema: " + e.getMessage(),
+          e);
     }
   }
 }
