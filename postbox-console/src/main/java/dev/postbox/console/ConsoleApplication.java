@@ -40,7 +40,10 @@ public class ConsoleApplication {
         new Dependency("database", retry, consoleClock),
         settings.getKafka().getBootstrapServers() == null
             ? java.util.Optional.empty()
-            : java.util.Optional.of(new Dependency("kafka", retry, consoleClock)));
+            : java.util.Optional.of(new Dependency("kafka", retry, consoleClock)),
+        settings.getRabbitmq().getUri() == null
+            ? java.util.Optional.empty()
+            : java.util.Optional.of(new Dependency("rabbitmq", retry, consoleClock)));
   }
 
   @Bean(destroyMethod = "close")
@@ -82,7 +85,8 @@ public class ConsoleApplication {
   PostboxAdmin postboxAdmin(
       DataSource consoleDataSource,
       ConsoleProperties settings,
-      org.springframework.beans.factory.ObjectProvider<KafkaLag> kafkaLag) {
+      org.springframework.beans.factory.ObjectProvider<KafkaLag> kafkaLag,
+      org.springframework.beans.factory.ObjectProvider<RabbitLag> rabbitLag) {
     PostboxAdmin.Builder b =
         PostboxAdmin.builder(consoleDataSource)
             .decoder(RabbitDeadLetters.decoderOr(KafkaDeadLetters.decoder()))
@@ -91,6 +95,10 @@ public class ConsoleApplication {
     KafkaLag lag = kafkaLag.getIfAvailable();
     if (lag != null) {
       b.lagSource(lag);
+    }
+    RabbitLag queues = rabbitLag.getIfAvailable();
+    if (queues != null) {
+      b.queueLagSource(queues);
     }
     return b.build();
   }
@@ -155,5 +163,66 @@ public class ConsoleApplication {
                 .build(),
         health.kafka().orElseThrow(),
         k.getTimeout());
+  }
+
+  /**
+   * The RabbitMQ queue lag of the dashboard, when a broker and subscriptions are configured: a lag
+   * probe with a short connection timeout behind the RabbitMQ circuit, reading the ages the
+   * subscribers report to the database ({@code postbox_consumer_age}).
+   */
+  @Bean(destroyMethod = "close")
+  @org.springframework.boot.autoconfigure.condition.ConditionalOnProperty(
+      "postbox.console.rabbitmq.uri")
+  RabbitLag rabbitLag(ConsoleProperties settings, Health health, DataSource consoleDataSource) {
+    ConsoleProperties.Rabbitmq r = settings.getRabbitmq();
+    if (r.getSubscriptions().isEmpty()) {
+      throw new IllegalStateException(
+          "postbox.console.rabbitmq.uri is set but "
+              + RabbitSubscriptions.SETTING
+              + " is empty: name the subscriptions whose queues the dashboard shows, each"
+              + " subscription:shards:topic");
+    }
+    RabbitSubscriptions watched = RabbitSubscriptions.parse(r.getSubscriptions());
+    if (r.getClientTimeout().compareTo(r.getTimeout()) < 0) {
+      throw new IllegalStateException(
+          "postbox.console.rabbitmq.client-timeout ("
+              + r.getClientTimeout()
+              + ") must not be shorter than postbox.console.rabbitmq.timeout ("
+              + r.getTimeout()
+              + "): a page would stop waiting only after the reading failed");
+    }
+    if (r.getStalledAfter().isNegative() || r.getStalledAfter().isZero()) {
+      throw new IllegalStateException(
+          "postbox.console.rabbitmq.stalled-after must be positive, was " + r.getStalledAfter());
+    }
+    String uri = withConnectionTimeout(r.getUri(), r.getClientTimeout());
+    ConsoleAgeStore ages = new ConsoleAgeStore(consoleDataSource);
+    java.util.function.Supplier<dev.postbox.rabbitmq.RabbitLagProbe> probes =
+        () ->
+            watched
+                .watchedBy(dev.postbox.rabbitmq.RabbitLagProbe.builder(uri))
+                .ages(ages)
+                .stalledAfter(r.getStalledAfter())
+                .build();
+    try {
+      probes.get().close(); // checks the URI and the subscriptions now, not at the first page
+    } catch (IllegalArgumentException e) {
+      // the builder's message repeats the URI, password and all: not in the log
+      throw new IllegalStateException(
+          "postbox.console.rabbitmq.uri is not an AMQP URI such as"
+              + " amqp://user:pass@host:5672/vhost");
+    }
+    return new RabbitLag(probes, health.rabbitmq().orElseThrow(), r.getTimeout());
+  }
+
+  /**
+   * {@code uri} with the client's TCP connection timeout ({@code connection_timeout}, in ms) unless
+   * it names one.
+   */
+  static String withConnectionTimeout(String uri, java.time.Duration timeout) {
+    if (uri.contains("connection_timeout=")) {
+      return uri;
+    }
+    return uri + (uri.contains("?") ? "&" : "?") + "connection_timeout=" + timeout.toMillis();
   }
 }

@@ -97,6 +97,22 @@ public final class ConsoleCommand implements Callable<Integer> {
   java.util.List<String> groups = java.util.List.of();
 
   @Option(
+      names = "--rabbitmq-uri",
+      description =
+          "RabbitMQ broker, amqp://user:pass@host:5672/vhost, to show the subscriptions' shard"
+              + " queues with their lag as age on the dashboard (default: $POSTBOX_RABBITMQ_URL;"
+              + " with --rabbitmq-subscription).")
+  String rabbitmqUri;
+
+  @Option(
+      names = "--rabbitmq-subscription",
+      split = ",",
+      description =
+          "RabbitMQ subscriptions whose queues the dashboard shows, each subscription:shards:topic"
+              + " (for example shipping:4:orders; one entry per topic; with a RabbitMQ URI).")
+  java.util.List<String> rabbitmqSubscriptions = java.util.List.of();
+
+  @Option(
       names = "--demo",
       description =
           "The console on an embedded PostgreSQL with a sample shop's failures (dead letters, a"
@@ -264,6 +280,11 @@ public final class ConsoleCommand implements Callable<Integer> {
     if (bootstrap != null && !bootstrap.isBlank() && !groups.isEmpty()) {
       props.put("postbox.console.kafka.bootstrap-servers", bootstrap);
       props.put("postbox.console.kafka.groups", String.join(",", groups));
+    }
+    String rabbitmq = rabbitmqUri != null ? rabbitmqUri : env.apply("POSTBOX_RABBITMQ_URL");
+    if (rabbitmq != null && !rabbitmq.isBlank() && !rabbitmqSubscriptions.isEmpty()) {
+      props.put("postbox.console.rabbitmq.uri", rabbitmq);
+      props.put("postbox.console.rabbitmq.subscriptions", String.join(",", rabbitmqSubscriptions));
     }
     if (!oidc(props)) {
       return 2;

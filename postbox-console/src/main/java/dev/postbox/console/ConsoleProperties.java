@@ -16,6 +16,7 @@ public class ConsoleProperties {
   private final Map<String, User> users = new LinkedHashMap<>();
   private final Login login = new Login();
   private final Kafka kafka = new Kafka();
+  private final Rabbitmq rabbitmq = new Rabbitmq();
   private final ReplayJobs replayJobs = new ReplayJobs();
   private final ConsoleOidcProperties oidc = new ConsoleOidcProperties();
   private double replayRate = dev.postbox.jdbc.Replayer.DEFAULT_RATE_PER_SECOND;
@@ -73,6 +74,11 @@ public class ConsoleProperties {
   /** Where the dashboard reads the consumer groups' lag as age (optional). */
   public Kafka getKafka() {
     return kafka;
+  }
+
+  /** Where the dashboard reads the RabbitMQ subscriptions' queue lag as age (optional). */
+  public Rabbitmq getRabbitmq() {
+    return rabbitmq;
   }
 
   /** Optional single sign-on with an OpenID Connect provider, beside the local users. */
@@ -169,6 +175,72 @@ public class ConsoleProperties {
     /** Whether both the brokers and at least one group are given. */
     boolean configured() {
       return bootstrapServers != null && !bootstrapServers.isBlank() && !groups.isEmpty();
+    }
+  }
+
+  /**
+   * A RabbitMQ broker and the subscriptions whose shard queues the dashboard shows ({@code
+   * postbox.console.rabbitmq.*}): each entry of {@code subscriptions} is {@code
+   * subscription:shards:topic} (one topic; a subscription of several topics is one entry per
+   * topic).
+   */
+  public static class Rabbitmq {
+    private String uri;
+    private java.util.List<String> subscriptions = new java.util.ArrayList<>();
+    private java.time.Duration timeout = java.time.Duration.ofSeconds(1);
+    private java.time.Duration clientTimeout = java.time.Duration.ofSeconds(10);
+    private java.time.Duration stalledAfter =
+        dev.postbox.rabbitmq.RabbitLagProbe.DEFAULT_STALLED_AFTER;
+
+    /** The broker, {@code amqp://user:pass@host:5672/vhost}. */
+    public String getUri() {
+      return uri;
+    }
+
+    public void setUri(String uri) {
+      this.uri = uri;
+    }
+
+    /** The subscriptions watched, each {@code subscription:shards:topic}. */
+    public java.util.List<String> getSubscriptions() {
+      return subscriptions;
+    }
+
+    public void setSubscriptions(java.util.List<String> subscriptions) {
+      this.subscriptions = subscriptions;
+    }
+
+    /** How long a page waits for RabbitMQ's queue lag (default 1 s). */
+    public java.time.Duration getTimeout() {
+      return timeout;
+    }
+
+    public void setTimeout(java.time.Duration timeout) {
+      this.timeout = timeout;
+    }
+
+    /**
+     * The client's TCP connection timeout (default 10 s): how long a reading a page stopped waiting
+     * for may try to connect before it fails; its answer serves the next page.
+     */
+    public java.time.Duration getClientTimeout() {
+      return clientTimeout;
+    }
+
+    public void setClientTimeout(java.time.Duration clientTimeout) {
+      this.clientTimeout = clientTimeout;
+    }
+
+    /**
+     * How old an unfinished message may get before its queue reads as stalled (default 60 s; the
+     * lag probe's {@code stalledAfter}).
+     */
+    public java.time.Duration getStalledAfter() {
+      return stalledAfter;
+    }
+
+    public void setStalledAfter(java.time.Duration stalledAfter) {
+      this.stalledAfter = stalledAfter;
     }
   }
 
