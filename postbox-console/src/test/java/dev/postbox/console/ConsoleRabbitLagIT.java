@@ -153,6 +153,7 @@ class ConsoleRabbitLagIT {
           String html = r.getResponse().getContentAsString();
           assertThat(html).contains("RabbitMQ unreachable since").contains("id=\"rabbitmq-down\"");
           assertThat(rows(html)).isEmpty();
+          assertThat(html).contains("RabbitMQ unreachable: not read.");
         });
     // while the circuit is open, pages answer at once and keep the banner
     MvcResult again = dashboard();
