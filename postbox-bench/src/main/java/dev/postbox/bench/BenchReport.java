@@ -12,22 +12,36 @@ import java.util.Optional;
 /**
  * The result of a benchmark run: when, on what machine, in which mode, and the measurements in the
  * order they were taken. Renders the JSON report (a published interface: top-level {@code date},
- * {@code cores}, {@code memory_gb}, {@code quick}, then one key per measurement mapping to {@code
- * value, unit, baseline, baseline_name, ratio, target, met, note}, null where not applicable) and
- * the Markdown table. Immutable and thread-safe.
+ * {@code cores}, {@code memory_gb}, {@code quick}, the {@code machine} facts (e.g. {@code
+ * machine_load_average_start}: numbers), then one key per measurement mapping to {@code value,
+ * unit, baseline, baseline_name, ratio, target, met, note}, null where not applicable) and the
+ * Markdown table. Immutable and thread-safe.
  *
  * @param date the day of the run
  * @param cores available processors
  * @param memoryGb physical memory of the machine in GB (0 if unknown)
  * @param quick whether this was the quick (CI) mode
+ * @param machine the machine's state while the run was taken, by JSON key (its load averages)
  * @param measurements the figures, in order
  */
 public record BenchReport(
-    LocalDate date, int cores, double memoryGb, boolean quick, List<Measurement> measurements) {
+    LocalDate date,
+    int cores,
+    double memoryGb,
+    boolean quick,
+    java.util.Map<String, Double> machine,
+    List<Measurement> measurements) {
 
   public BenchReport {
     Objects.requireNonNull(date, "date");
+    machine = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(machine));
     measurements = List.copyOf(measurements);
+  }
+
+  /** A report without facts about the machine's state beyond its cores and memory. */
+  public BenchReport(
+      LocalDate date, int cores, double memoryGb, boolean quick, List<Measurement> measurements) {
+    this(date, cores, memoryGb, quick, java.util.Map.of(), measurements);
   }
 
   /** The measurement called {@code name}, if there is one. */
@@ -43,6 +57,7 @@ public record BenchReport(
     root.put("cores", cores);
     root.put("memory_gb", Math.round(memoryGb * 10) / 10.0);
     root.put("quick", quick);
+    machine.forEach(root::put);
     for (Measurement m : measurements) {
       ObjectNode n = root.putObject(m.name());
       n.put("value", round(m.value()));

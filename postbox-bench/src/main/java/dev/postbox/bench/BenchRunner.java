@@ -86,7 +86,8 @@ public final class BenchRunner {
 
   /** Runs everything; the report lists the measurements in the order they were taken. */
   public BenchReport run() throws Exception {
-    dev.postbox.bench.internal.MachineLoad.now("start", cores()).ifPresent(this::record);
+    java.util.Map<String, Double> machine = new java.util.LinkedHashMap<>();
+    dev.postbox.bench.internal.MachineLoad.record("start", machine);
     try (BenchEnv env = BenchEnv.start()) {
       if (groups.contains("relay")) {
         relay(env);
@@ -150,8 +151,8 @@ public final class BenchRunner {
         new dev.postbox.bench.internal.RrBench(env, config, log).run().forEach(this::record);
       }
     }
-    dev.postbox.bench.internal.MachineLoad.now("end", cores()).ifPresent(this::record);
-    return new BenchReport(LocalDate.now(), cores(), memoryGb(), config.quick(), results);
+    dev.postbox.bench.internal.MachineLoad.record("end", machine);
+    return new BenchReport(LocalDate.now(), cores(), memoryGb(), config.quick(), machine, results);
   }
 
   private void relay(BenchEnv env) throws Exception {

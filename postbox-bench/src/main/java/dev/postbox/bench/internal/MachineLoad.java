@@ -1,6 +1,5 @@
 package dev.postbox.bench.internal;
 
-import dev.postbox.bench.Measurement;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -8,8 +7,9 @@ import java.util.Optional;
 
 /**
  * The machine's load while a run was taken: the 1-minute load average of {@code /proc/loadavg}
- * (Linux), recorded at the run's start and end, so a report says itself whether other work shared
- * the cores with it (on 2 cores, a load above 2 means something waited for a core).
+ * (Linux), recorded at the run's start and end as top-level facts of the report (beside its date
+ * and cores), so a report says itself whether other work shared the cores with it (on 2 cores, a
+ * load above 2 means something waited for a core).
  */
 public final class MachineLoad {
 
@@ -18,19 +18,11 @@ public final class MachineLoad {
   private MachineLoad() {}
 
   /**
-   * {@code machine_load_average_<when>}: the 1-minute load average now, empty where the system has
-   * no {@code /proc/loadavg}.
+   * The 1-minute load average now, under its report key {@code machine_load_average_<when>};
+   * nothing where the system has no {@code /proc/loadavg}.
    */
-  public static Optional<Measurement> now(String when, int cores) {
-    return read(LOADAVG)
-        .map(load ->
-            Measurement.of("machine_load_average_" + when, load, "load")
-                .note(
-                    "1-minute load average at the run's "
-                        + when
-                        + " (/proc/loadavg), on "
-                        + cores
-                        + " cores"));
+  public static void record(String when, java.util.Map<String, Double> into) {
+    read(LOADAVG).ifPresent(load -> into.put("machine_load_average_" + when, load));
   }
 
   static Optional<Double> read(Path loadavg) {
