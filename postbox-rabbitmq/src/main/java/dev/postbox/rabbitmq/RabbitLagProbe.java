@@ -48,8 +48,9 @@ import org.slf4j.LoggerFactory;
  * <p>Why there is no consumer utilisation: RabbitMQ reports it only through the management plugin's
  * HTTP API, and on 3.10.8 a quorum queue's {@code consumer_utilisation} reads 1.0 whenever it has a
  * consumer, one with a full prefetch or one far behind included (a classic queue reads 0.946 and
- * 0.0018 there; docs/proof/measurements/2026-12-05-rabbitmq-consumer-utilisation.txt). It would read
- * "keeping up" for a hung consumer; the ready count, the age and {@code stalled} show it instead.
+ * 0.0018 there; docs/proof/measurements/2026-12-05-rabbitmq-consumer-utilisation.txt). It would
+ * read "keeping up" for a hung consumer; the ready count, the age and {@code stalled} show it
+ * instead.
  *
  * <p>The reading, as on Kafka: <b>idle</b> is nothing ready and nothing unfinished (age 0);
  * <b>stalled</b> is messages ready with no consumer, or a delivery unfinished for longer than
