@@ -612,24 +612,9 @@ public final class RabbitSubscriber implements AutoCloseable {
               ordered().parking().isPresent(),
               !retryTiers.isEmpty());
       checkIdempotencyStore(subscription);
-      checkAgeReports();
+      RabbitSubscriberChecks.checkAgeReports(
+          subscription.name(), ageReportIntervalSet, ageStore != null, ageReportInterval);
       return new RabbitSubscriber(this, common(), ordered());
-    }
-
-    private void checkAgeReports() {
-      if (ageReportIntervalSet && ageStore == null) {
-        throw new IllegalArgumentException(
-            "subscription '"
-                + subscription.name()
-                + "': ageReportInterval is set but there is no ageStore to report to");
-      }
-      if (ageReportInterval.compareTo(Duration.ofMillis(100)) < 0) {
-        throw new IllegalArgumentException(
-            "subscription '"
-                + subscription.name()
-                + "': ageReportInterval must be at least 100 ms, was "
-                + ageReportInterval);
-      }
     }
   }
 }

@@ -71,4 +71,25 @@ final class RabbitSubscriberChecks {
     }
     return prefetch;
   }
+
+  /**
+   * Fails unless the age reports are consistent: an interval only with a store to report to, and at
+   * least 100 ms.
+   */
+  static void checkAgeReports(
+      String subscription, boolean intervalSet, boolean hasStore, java.time.Duration interval) {
+    if (intervalSet && !hasStore) {
+      throw new IllegalArgumentException(
+          "subscription '"
+              + subscription
+              + "': ageReportInterval is set but there is no ageStore to report to");
+    }
+    if (interval.compareTo(java.time.Duration.ofMillis(100)) < 0) {
+      throw new IllegalArgumentException(
+          "subscription '"
+              + subscription
+              + "': ageReportInterval must be at least 100 ms, was "
+              + interval);
+    }
+  }
 }
