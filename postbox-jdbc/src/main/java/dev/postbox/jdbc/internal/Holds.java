@@ -13,10 +13,20 @@ import java.util.List;
  */
 record Holds(List<String> topics, List<String> keys, List<Long> keyPositions) {
 
-  // Few rows, read from a partial index before each claim, so that a claim without any holds (the
-  // normal case) is the plain one.
-  private static final String READ =
-      "SELECT msg_key, position, topic, hold FROM postbox_outbox WHERE hold IS NOT NULL";
+  /** Holding rows read per statement; more are read page by page. */
+  static final int PAGE = 500;
+
+  // Few rows, read from the partial index postbox_outbox_holding before each claim, so that a claim
+  // without any holds (the normal case) is the plain one. The ORDER BY position LIMIT is what keeps
+  // it on that index: before the outbox's first ANALYZE (a new table, or a burst of inserts the
+  // statistics have not seen) the planner takes "hold IS NOT NULL" for most rows and reads the
+  // whole table instead (measured on 100,000 pending rows: 20 ms per claim against 0.05 ms; it cost
+  // the relay a quarter of its throughput). An ordered scan with a limit is cheapest on the index
+  // whatever the estimate, so the plan no longer depends on the statistics.
+  static final String READ =
+      "SELECT msg_key, position, topic, hold FROM postbox_outbox"
+          + " WHERE hold IS NOT NULL AND position > ? ORDER BY position LIMIT "
+          + PAGE;
 
   /** Whether nothing holds. */
   boolean none() {
@@ -49,16 +59,25 @@ record Holds(List<String> topics, List<String> keys, List<Long> keyPositions) {
     List<String> topics = new ArrayList<>();
     List<String> keys = new ArrayList<>();
     List<Long> positions = new ArrayList<>();
-    try (PreparedStatement ps = c.prepareStatement(READ);
-        ResultSet rs = ps.executeQuery()) {
-      while (rs.next()) {
-        String key = rs.getString(1);
-        if (key != null) {
-          keys.add(key);
-          positions.add(rs.getLong(2));
-        }
-        if ("TOPIC".equals(rs.getString(4))) {
-          topics.add(rs.getString(3));
+    try (PreparedStatement ps = c.prepareStatement(READ)) {
+      long after = Long.MIN_VALUE;
+      int read = PAGE;
+      while (read == PAGE) {
+        ps.setLong(1, after);
+        read = 0;
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            read++;
+            after = rs.getLong(2);
+            String key = rs.getString(1);
+            if (key != null) {
+              keys.add(key);
+              positions.add(after);
+            }
+            if ("TOPIC".equals(rs.getString(4))) {
+              topics.add(rs.getString(3));
+            }
+          }
         }
       }
     }
