@@ -55,10 +55,12 @@ final class ClusterFaults {
    * @param fired whether it was injected (false: the partition had no leader)
    * @param at when, ISO-8601
    * @param atOrder the index of the measured order about to be placed
-   * @param recoveryMs from the fault to the consumer's first receipt of an order committed after it
-   *     (on the killed leader's partition for {@code kafka_leader_kill}); -1 if none was
+   * @param recoveryMs from the fault to the consumer's first receipt of an order committed after
+   *     the kill took effect (on the killed leader's partition for {@code kafka_leader_kill}); -1
+   *     if none was
    * @param stepsMs the recovery's steps, each in ms from the fault: {@code new_leader}, {@code
-   *     broker_restarted}, {@code replicas_in_sync}; or {@code promoted}, {@code first_commit}
+   *     broker_restarted}, {@code replicas_in_sync}; or {@code promoted}, {@code first_commit} (the
+   *     first order committed after the kill, on the promoted standby)
    */
   record Fault(
       @JsonProperty("kind") String kind,
@@ -81,7 +83,8 @@ final class ClusterFaults {
       boolean fired,
       String at,
       int atOrder,
-      long nanos,
+      long nanos, // when it began
+      long down, // when the kill had taken effect: commits after it are on the other side
       OptionalInt partition,
       Map<String, Long> steps) {}
 
@@ -119,7 +122,7 @@ final class ClusterFaults {
     if (leader.isEmpty()) {
       add(
           new Injected(
-              "kafka_leader_kill", tp, false, now(), index, 0, OptionalInt.empty(), map()));
+              "kafka_leader_kill", tp, false, now(), index, 0, 0, OptionalInt.empty(), map()));
       out.printf("fault not fired: %s has no leader now%n", tp);
       done.countDown();
       return;
@@ -127,7 +130,8 @@ final class ClusterFaults {
     int node = leader.getAsInt();
     long t0 = System.nanoTime();
     String at = now();
-    kafka.kill(node);
+    kafka.kill(node); // returns once the JVM is gone
+    long down = System.nanoTime();
     Injected f =
         new Injected(
             "kafka_leader_kill",
@@ -136,6 +140,7 @@ final class ClusterFaults {
             at,
             index,
             t0,
+            down,
             OptionalInt.of(PARTITION),
             map());
     add(f);
@@ -177,23 +182,27 @@ final class ClusterFaults {
 
   private void failOver(int index) {
     long t0 = System.nanoTime();
-    Injected f =
-        new Injected(
-            "postgres_failover",
-            "primary "
-                + hostPort(pair.primary().jdbcUrl())
-                + " killed, standby "
-                + hostPort(pair.standby().jdbcUrl())
-                + " promoted",
-            true,
-            now(),
-            index,
-            t0,
-            OptionalInt.empty(),
-            map());
-    add(f);
+    String at = now();
+    String target =
+        "primary "
+            + hostPort(pair.primary().jdbcUrl())
+            + " killed, standby "
+            + hostPort(pair.standby().jdbcUrl())
+            + " promoted";
     try {
-      pair.killPrimary();
+      pair.killPrimary(); // returns once its processes are gone
+      Injected f =
+          new Injected(
+              "postgres_failover",
+              target,
+              true,
+              at,
+              index,
+              t0,
+              System.nanoTime(),
+              OptionalInt.empty(),
+              map());
+      add(f);
       out.printf("fault: kill -9 of the PostgreSQL primary at order %,d%n", index);
       pair.promote();
       record(f, "promoted");
@@ -229,14 +238,14 @@ final class ClusterFaults {
         }
         if (f.kind().equals("postgres_failover")) {
           commitNanos.values().stream()
-              .filter(n -> n > f.nanos())
+              .filter(n -> n > f.down())
               .mapToLong(Long::longValue)
               .min()
               .ifPresent(n -> steps.put("first_commit", (n - f.nanos()) / 1_000_000));
         }
         OptionalLong received =
             f.fired()
-                ? observer.firstReceivedAfter(f.nanos(), commitNanos, f.partition())
+                ? observer.firstReceivedAfter(f.down(), commitNanos, f.partition())
                 : OptionalLong.empty();
         long recovery = received.isPresent() ? (received.getAsLong() - f.nanos()) / 1_000_000 : -1;
         faults.add(
