@@ -62,6 +62,20 @@ record DemoInfrastructure(
     }
   }
 
+  /**
+   * Rejects a cluster run the demo does not offer: only Kafka with the polling relay, and enough
+   * orders for the faults to fall between them.
+   */
+  static void checkClusterRun(ShopTransport.Kind kind, RelayMode mode, int orders) {
+    if (kind != ShopTransport.Kind.KAFKA || mode != RelayMode.POLLING_TABLE) {
+      throw new IllegalArgumentException(
+          "--cluster runs on Kafka with the polling relay (--transport kafka --relay polling)");
+    }
+    if (orders < 30) {
+      throw new IllegalArgumentException("--cluster needs at least 30 orders");
+    }
+  }
+
   boolean isCluster() {
     return kafkaCluster.isPresent();
   }

@@ -15,7 +15,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.TreeSet;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -127,12 +126,8 @@ final class ShopDemo {
       RelayMode mode,
       boolean cluster,
       Clock clock) {
-    if (cluster && (kind != ShopTransport.Kind.KAFKA || mode != RelayMode.POLLING_TABLE)) {
-      throw new IllegalArgumentException(
-          "--cluster runs on Kafka with the polling relay (--transport kafka --relay polling)");
-    }
-    if (cluster && options.orders() < 30) {
-      throw new IllegalArgumentException("--cluster needs at least 30 orders");
+    if (cluster) {
+      DemoInfrastructure.checkClusterRun(kind, mode, options.orders());
     }
     this.options = options;
     this.out = out;
@@ -251,7 +246,7 @@ final class ShopDemo {
                 .daemon(true)
                 .start(() -> failures.watchParked(ds));
         PoisonAndReplay.Poison poison = failures.injectFailures(ds, topic);
-        awaitOthers(ds, poison.otherOrders(), outageStart);
+        failures.awaitOthers(ds, poison.otherOrders(), outageStart, options.timeout());
 
         // Phase 3: relay throughput. The backlog is committed in one transaction, so the running
         // relays find all of it at once and drain it with the leases they hold; the rate is
@@ -502,22 +497,5 @@ final class ShopDemo {
     out.printf(
         "timed out after %s: the inventory applied %,d of %,d orders (records not yet done: %s)%n",
         options.timeout(), effects, orders, lag < 0 ? "?" : Long.toString(lag));
-  }
-
-  /**
-   * Waits until the other customers' orders placed during the outage are applied (they flow on
-   * while the wholesale keys are parked), so that the backlog below does not compete with them.
-   */
-  private void awaitOthers(HikariDataSource ds, Set<UUID> others, long outageStart)
-      throws Exception {
-    long deadline = System.nanoTime() + options.timeout().toNanos();
-    long applied = 0;
-    while (System.nanoTime() < deadline
-        && (applied = ShopAudit.applied(ds, others)) < others.size()) {
-      Thread.sleep(100);
-    }
-    out.printf(
-        "other customers' orders placed meanwhile: %,d of %,d applied %.1f s into the outage%n",
-        applied, others.size(), secondsSince(outageStart));
   }
 }
