@@ -55,7 +55,7 @@ public final class PostboxCli implements Runnable {
             + " database fails over (kill -9 of the primary, the standby promoted). Kafka and the"
             + " polling relay only. The report adds cluster and faults (each fault's time and"
             + " recovery times).",
-        "Exit code: 0 all invariants held, 1 an invariant broke, 3 inconclusive (no crash fired)."
+        "Exit code: 0 all invariants held, 1 an invariant broke, 3 inconclusive (no crash, or no cluster fault, fired)."
       })
   static final class Demo implements Callable<Integer> {
     @Option(
