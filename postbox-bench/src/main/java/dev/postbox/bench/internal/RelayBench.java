@@ -16,6 +16,7 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Future;
 import org.apache.kafka.clients.producer.KafkaProducer;
 
@@ -65,7 +66,8 @@ public final class RelayBench {
         runs(),
         round -> {
           List<Long> shares = new ArrayList<>();
-          double rate = drain(instances, n, shares);
+          StringBuilder cpu = new StringBuilder();
+          double rate = drain(instances, n, shares, cpu);
           return new Repeated.Run(
               rate,
               n
@@ -73,7 +75,9 @@ public final class RelayBench {
                   + " (retention 0), per-key order kept across "
                   + instances
                   + " instance(s), default batch size"
-                  + (instances == 1 ? "" : "; published per instance in the last run " + shares));
+                  + (instances == 1 ? "" : "; published per instance in the last run " + shares)
+                  + "; CPU of the last run's drain "
+                  + cpu);
         });
   }
 
@@ -83,11 +87,17 @@ public final class RelayBench {
   }
 
   private double drain(int instances, int n) throws InterruptedException {
-    return drain(instances, n, new ArrayList<>());
+    return drain(instances, n, new ArrayList<>(), new StringBuilder());
   }
 
-  /** {@link #drain(int, int)}, adding to {@code shares} how many rows each instance published. */
-  private double drain(int instances, int n, List<Long> shares) throws InterruptedException {
+  /**
+   * {@link #drain(int, int)}, adding to {@code shares} how many rows each instance published and to
+   * {@code cpu} the CPU time of this JVM, the broker and PostgreSQL during the drain, with the
+   * cores they kept busy on average (the machine's cores are the limit when that nears their
+   * count).
+   */
+  private double drain(int instances, int n, List<Long> shares, StringBuilder cpu)
+      throws InterruptedException {
     Db db = env.database("relay" + instances, 4 * instances);
     String topic = env.primedTopic("relay", 6);
     BenchEnv.seedOutbox(db, topic, n);
@@ -101,6 +111,8 @@ public final class RelayBench {
               .retention(Duration.ZERO)
               .build());
     }
+    ProcessCpu processes = ProcessCpu.of(db.dataSource());
+    Map<String, Double> before = processes.snapshot();
     long t0 = System.nanoTime();
     relays.forEach(Relay::start);
     try {
@@ -110,12 +122,27 @@ public final class RelayBench {
           n,
           Duration.ofSeconds(60));
       double rate = Rate.since(t0, n);
+      cpu.append(cpuBusy(before, processes.snapshot(), (System.nanoTime() - t0) / 1e6));
       relays.forEach(r -> shares.add(r.stats().published()));
       return rate;
     } finally {
       relays.forEach(Relay::close);
       db.dataSource().close(); // a new database per run: its pool is not needed after it
     }
+  }
+
+  /** "jvm 1,234 ms, broker ..., postgres ... in 2,000 ms: 1.85 cores busy" between snapshots. */
+  static String cpuBusy(Map<String, Double> before, Map<String, Double> after, double wallMs) {
+    StringBuilder out = new StringBuilder();
+    double total = 0;
+    for (Map.Entry<String, Double> e : after.entrySet()) {
+      double ms = e.getValue() - before.getOrDefault(e.getKey(), 0.0);
+      total += ms;
+      out.append(e.getKey()).append(' ').append(String.format("%,.0f", ms)).append(" ms, ");
+    }
+    return out.append(
+            String.format("in %,.0f ms of wall time: %.2f cores busy", wallMs, total / wallMs))
+        .toString();
   }
 
   /**
