@@ -199,7 +199,17 @@ final class ArchitectureRules {
                   + " (RabbitMqServer)"),
           Map.entry(
               "dev.postbox.demo.KafkaShopTransport",
-              "the demo on Kafka: the test kit's Kafka broker (KafkaBroker)"),
+              "the demo on Kafka: the test kit's Kafka broker (KafkaBroker), or with --cluster its"
+                  + " three-broker cluster (KafkaCluster)"),
+          Map.entry(
+              "dev.postbox.demo.DemoInfrastructure",
+              "the demo's infrastructure: the shared PostgreSQL and broker (PostboxInfrastructure,"
+                  + " PostgresServer), or with --cluster a three-broker cluster and a PostgreSQL"
+                  + " pair (KafkaCluster, PostgresPair)"),
+          Map.entry(
+              "dev.postbox.demo.ClusterFaults",
+              "./postbox demo --cluster kills and restarts a partition leader (KafkaCluster) and"
+                  + " fails the database over (PostgresPair)"),
           Map.entry(
               "dev.postbox.demo.RabbitShopTransport",
               "the demo on RabbitMQ: a private RabbitMQ node (RabbitMqServer)"),

@@ -93,6 +93,12 @@ import java.util.Map;
  * the poison messages, the replays and the inventory's {@code stock.updated} stay outbox rows,
  * which the CDC relay streams too).
  *
+ * <p>{@code cluster} is true for a run on a cluster ({@code --cluster}: three Kafka brokers, a
+ * PostgreSQL primary with a synchronous standby); {@code faults} then lists the faults injected
+ * mid-run ({@link ClusterFaults.Fault}: {@code kind}, {@code target}, {@code fired}, {@code at},
+ * {@code at_order}, {@code recovery_ms} and {@code steps_ms}), empty otherwise. Every other key
+ * means what it means on a single node, and the same invariants hold.
+ *
  * <p>{@code ok} requires all of that, the topic checks ({@code missing}, {@code order_violations},
  * {@code unexpected} all 0) and that the injected crashes fired; {@code inconclusive} is true when
  * everything held but an armed crash ({@code relay_crashes}, {@code consumer_crashes}) did not
@@ -146,11 +152,14 @@ public record DemoReport(
     @JsonProperty("requests_resent") long requestsResent,
     @JsonProperty("wholesale_orders_charged") long wholesaleOrdersCharged,
     @JsonProperty("relay") String relay,
-    @JsonProperty("outbox") String outbox) {
+    @JsonProperty("outbox") String outbox,
+    @JsonProperty("cluster") boolean cluster,
+    @JsonProperty("faults") List<ClusterFaults.Fault> faults) {
 
   public DemoReport {
     metrics = java.util.Collections.unmodifiableMap(new java.util.TreeMap<>(metrics));
     traceExample = List.copyOf(traceExample);
+    faults = List.copyOf(faults);
   }
 
   /** Writes the report as JSON. */
@@ -164,80 +173,106 @@ public record DemoReport(
 
   /** The report as a human-readable table. */
   public String toText() {
-    return String.join(
-        "\n",
-        "Postbox demo: the shop's orders and inventory services, outbox relays and a consumer",
-        String.format("  transport                  %s", transport),
-        String.format("  relay / outbox             %s / %s", relay, outbox),
-        String.format("  orders committed           %,d (+ %,d backlog)", orders, backlog),
-        String.format("  events committed           %,d", committed),
-        String.format("  events published (distinct) %,d", published),
-        String.format("  events missing             %,d   (must be 0)", missing),
-        String.format("  per-key order violations   %,d   (must be 0)", orderViolations),
-        String.format(
-            "  duplicates on the topic    %,d   (each order.created is published twice; a relay"
-                + " crash adds more)",
-            topicDuplicates),
-        String.format("  unexpected events          %,d   (must be 0)", unexpected),
-        String.format("  relays / crashes injected  %d / %d", relays, relayCrashes),
-        "  inventory service (EFFECTIVELY_ONCE, its own process)",
-        String.format(
-            "    crashes injected         %d   (between an effect's commit and its offset commit)",
-            consumerCrashes),
-        String.format("    duplicates delivered     %,d", duplicatesDelivered),
-        String.format("    duplicates suppressed    %,d   (must be > 0)", duplicatesSuppressed),
-        String.format(
-            "    effects applied          %,d   (must equal orders committed)", effectsApplied),
-        String.format("    duplicate effects        %,d   (must be 0)", duplicateEffects),
-        String.format(
-            "    stock expected / actual  %,d / %,d   (must be equal)", stockExpected, stockActual),
-        "  poison and a warehouse outage (dedicated keys; the other keys flow on)",
-        String.format(
-            "    poison sent              %,d   (malformed JSON, schema version 3, unknown product)",
-            poisonSent),
-        String.format(
-            "    dead-lettered before replay %,d   (must equal poison sent)",
-            deadLetteredBeforeReplay),
-        String.format(
-            "    replayed after the fix   %,d   (the unknown product added; replayed via the outbox)",
-            replayed),
-        String.format(
-            "    applied after replay     %,d   (exactly once; must equal replayed)",
-            appliedAfterReplay),
-        String.format(
-            "    dead-lettered            %,d   (after replay; must be %d: malformed JSON and unknown version,"
-                + " no data fix helps)",
-            deadLettered, poisonUnfixable),
-        String.format(
-            "    keys parked              %,d   (warehouse down %d s: parked, retried in order after"
-                + " delays)",
-            parkedKeys, outageSeconds),
-        String.format("    parked keys out of order %,d   (must be 0)", parkedOrderViolations),
-        "  payments (request/reply; its own process, halted once between a charge and its reply)",
-        String.format(
-            "    requests sent            %,d   (%,d again with the same id on purpose)",
-            requestsSent, requestsResent),
-        String.format(
-            "    replies / timeouts       %,d / %,d   (must add up to requests sent)",
-            repliesReceived, requestTimeouts),
-        String.format(
-            "    late replies             %,d   (to the late-reply listener)", lateReplies),
-        String.format(
-            "    orders charged           %,d   (each wholesale order once)",
-            wholesaleOrdersCharged),
-        String.format("    duplicate charges        %,d   (must be 0)", duplicateCharges),
-        String.format("    payments crashes         %d", paymentsCrashes),
-        String.format("    round trip p50 %.1f ms, p99 %.1f ms", rrP50Ms, rrP99Ms),
-        String.format("  relay throughput (backlog) %,.0f events/s", relayEventsPerS),
-        String.format("  orders placed              %,.0f orders/s", ordersPerS),
-        String.format(
-            "  commit-to-consumer latency p50 %.1f ms, p99 %.1f ms, max %.1f ms",
-            publishLatencyMsP50, publishLatencyMsP99, publishLatencyMsMax),
-        "  result                     "
-            + (ok
-                ? "OK"
-                : inconclusive
-                    ? "INCONCLUSIVE (an injected crash did not fire, or no key was parked)"
-                    : "INVARIANT BROKEN"));
+    return java.util.stream.Stream.of(
+            "Postbox demo: the shop's orders and inventory services, outbox relays and a consumer",
+            String.format("  transport                  %s", transport),
+            String.format("  relay / outbox             %s / %s", relay, outbox),
+            String.format("  orders committed           %,d (+ %,d backlog)", orders, backlog),
+            String.format("  events committed           %,d", committed),
+            String.format("  events published (distinct) %,d", published),
+            String.format("  events missing             %,d   (must be 0)", missing),
+            String.format("  per-key order violations   %,d   (must be 0)", orderViolations),
+            String.format(
+                "  duplicates on the topic    %,d   (each order.created is published twice; a relay"
+                    + " crash adds more)",
+                topicDuplicates),
+            String.format("  unexpected events          %,d   (must be 0)", unexpected),
+            String.format("  relays / crashes injected  %d / %d", relays, relayCrashes),
+            "  inventory service (EFFECTIVELY_ONCE, its own process)",
+            String.format(
+                "    crashes injected         %d   (between an effect's commit and its offset commit)",
+                consumerCrashes),
+            String.format("    duplicates delivered     %,d", duplicatesDelivered),
+            String.format("    duplicates suppressed    %,d   (must be > 0)", duplicatesSuppressed),
+            String.format(
+                "    effects applied          %,d   (must equal orders committed)", effectsApplied),
+            String.format("    duplicate effects        %,d   (must be 0)", duplicateEffects),
+            String.format(
+                "    stock expected / actual  %,d / %,d   (must be equal)",
+                stockExpected, stockActual),
+            "  poison and a warehouse outage (dedicated keys; the other keys flow on)",
+            String.format(
+                "    poison sent              %,d   (malformed JSON, schema version 3, unknown product)",
+                poisonSent),
+            String.format(
+                "    dead-lettered before replay %,d   (must equal poison sent)",
+                deadLetteredBeforeReplay),
+            String.format(
+                "    replayed after the fix   %,d   (the unknown product added; replayed via the outbox)",
+                replayed),
+            String.format(
+                "    applied after replay     %,d   (exactly once; must equal replayed)",
+                appliedAfterReplay),
+            String.format(
+                "    dead-lettered            %,d   (after replay; must be %d: malformed JSON and unknown version,"
+                    + " no data fix helps)",
+                deadLettered, poisonUnfixable),
+            String.format(
+                "    keys parked              %,d   (warehouse down %d s: parked, retried in order after"
+                    + " delays)",
+                parkedKeys, outageSeconds),
+            String.format("    parked keys out of order %,d   (must be 0)", parkedOrderViolations),
+            "  payments (request/reply; its own process, halted once between a charge and its reply)",
+            String.format(
+                "    requests sent            %,d   (%,d again with the same id on purpose)",
+                requestsSent, requestsResent),
+            String.format(
+                "    replies / timeouts       %,d / %,d   (must add up to requests sent)",
+                repliesReceived, requestTimeouts),
+            String.format(
+                "    late replies             %,d   (to the late-reply listener)", lateReplies),
+            String.format(
+                "    orders charged           %,d   (each wholesale order once)",
+                wholesaleOrdersCharged),
+            String.format("    duplicate charges        %,d   (must be 0)", duplicateCharges),
+            String.format("    payments crashes         %d", paymentsCrashes),
+            String.format("    round trip p50 %.1f ms, p99 %.1f ms", rrP50Ms, rrP99Ms),
+            String.format("  relay throughput (backlog) %,.0f events/s", relayEventsPerS),
+            String.format("  orders placed              %,.0f orders/s", ordersPerS),
+            String.format(
+                "  commit-to-consumer latency p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+                publishLatencyMsP50, publishLatencyMsP99, publishLatencyMsMax),
+            faultLines(),
+            "  result                     "
+                + (ok
+                    ? "OK"
+                    : inconclusive
+                        ? "INCONCLUSIVE (an injected crash or fault did not fire, or no key was"
+                            + " parked)"
+                        : "INVARIANT BROKEN"))
+        .filter(line -> !line.isEmpty())
+        .collect(java.util.stream.Collectors.joining("\n"));
+  }
+
+  /** The cluster faults, one line each (empty on a single node). */
+  private String faultLines() {
+    if (!cluster) {
+      return "";
+    }
+    StringBuilder b =
+        new StringBuilder(
+            "  cluster                    3 Kafka brokers, PostgreSQL + synchronous standby");
+    for (ClusterFaults.Fault f : faults) {
+      b.append(
+          String.format(
+              "%n    %-17s %s at order %,d: %s; recovered (consumer) after %,d ms; steps (ms) %s",
+              f.kind(),
+              f.fired() ? "fired" : "NOT FIRED",
+              f.atOrder(),
+              f.target(),
+              f.recoveryMs(),
+              f.stepsMs()));
+    }
+    return b.toString();
   }
 }

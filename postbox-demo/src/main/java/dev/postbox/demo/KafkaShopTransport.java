@@ -8,24 +8,46 @@ import dev.postbox.core.spi.DeadLetterStore.DeadLetter;
 import dev.postbox.kafka.KafkaDeadLetters;
 import dev.postbox.kafka.KafkaRequester;
 import dev.postbox.testkit.KafkaBroker;
+import dev.postbox.testkit.KafkaCluster;
 import dev.postbox.testkit.PostboxInfrastructure;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
+import java.util.function.ObjIntConsumer;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 
-/** The shop on the test kit's Kafka broker (the demo's default): see {@link ShopTransport}. */
+/**
+ * The shop on the test kit's Kafka broker (the demo's default) or on its three-broker {@link
+ * KafkaCluster} ({@code --cluster}): see {@link ShopTransport}.
+ */
 final class KafkaShopTransport implements ShopTransport {
 
-  private final KafkaBroker kafka;
+  private final String bootstrapServers;
+  private final ObjIntConsumer<String> topicCreator; // name, partitions
+  private final String description;
 
-  private KafkaShopTransport(KafkaBroker kafka) {
-    this.kafka = kafka;
+  private KafkaShopTransport(
+      String bootstrapServers, ObjIntConsumer<String> topicCreator, String description) {
+    this.bootstrapServers = bootstrapServers;
+    this.topicCreator = topicCreator;
+    this.description = description;
   }
 
   static KafkaShopTransport start() {
-    return new KafkaShopTransport(PostboxInfrastructure.shared().kafka());
+    KafkaBroker kafka = PostboxInfrastructure.shared().kafka();
+    return new KafkaShopTransport(
+        kafka.bootstrapServers(), kafka::createTopic, "Kafka broker process");
+  }
+
+  /** The shop on {@code cluster} (started): topics with replication factor 3. */
+  static KafkaShopTransport on(KafkaCluster cluster) {
+    return new KafkaShopTransport(
+        cluster.bootstrapServers(),
+        cluster::createTopic,
+        "Kafka cluster of "
+            + cluster.size()
+            + " brokers (KRaft; replication factor 3, min.insync.replicas=2)");
   }
 
   @Override
@@ -35,29 +57,29 @@ final class KafkaShopTransport implements ShopTransport {
 
   @Override
   public String address() {
-    return kafka.bootstrapServers();
+    return bootstrapServers;
   }
 
   @Override
   public String describe() {
-    return "Kafka broker process";
+    return description;
   }
 
   @Override
   public void createTopics(String ordersTopic, String stockTopic, String inventoryGroup) {
-    kafka.createTopic(ordersTopic, 6);
-    kafka.createTopic(stockTopic, 3);
+    topicCreator.accept(ordersTopic, 6);
+    topicCreator.accept(stockTopic, 3);
   }
 
   @Override
   public void createPaymentTopics(String requestTopic, String replyTopic, String paymentsGroup) {
-    kafka.createTopic(requestTopic, 3);
-    kafka.createTopic(replyTopic, 1);
+    topicCreator.accept(requestTopic, 3);
+    topicCreator.accept(replyTopic, 1);
   }
 
   @Override
   public Requester requester(String replyTopic, LateReplyListener late) {
-    return KafkaRequester.builder(kafka.bootstrapServers(), replyTopic)
+    return KafkaRequester.builder(bootstrapServers, replyTopic)
         .name("orders")
         .lateReplyListener(late)
         .build()
@@ -68,7 +90,7 @@ final class KafkaShopTransport implements ShopTransport {
   public LagGauges lagGauges(
       dev.postbox.core.metrics.PostboxMetrics metrics, String group, String topic) {
     dev.postbox.kafka.ConsumerLagProbe probe =
-        dev.postbox.kafka.ConsumerLagProbe.builder(kafka.bootstrapServers())
+        dev.postbox.kafka.ConsumerLagProbe.builder(bootstrapServers)
             .groups(group)
             .build()
             .bindTo(metrics);
@@ -87,13 +109,13 @@ final class KafkaShopTransport implements ShopTransport {
 
   @Override
   public void observe(String topic, ShopObserver observer, AtomicBoolean running) {
-    observer.consume(kafka.bootstrapServers(), topic, running);
+    observer.consume(bootstrapServers, topic, running);
   }
 
   @Override
   public long notYetDone(HikariDataSource ds, String group, String topic) throws Exception {
     Properties p = new Properties();
-    p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+    p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
     try (Admin admin = Admin.create(p)) {
       return ShopAudit.lag(admin, group, topic);
     }

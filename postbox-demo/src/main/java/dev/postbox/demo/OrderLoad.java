@@ -4,10 +4,12 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.postbox.core.Message;
 import dev.postbox.jdbc.Outbox;
 import dev.postbox.jdbc.OutboxTransaction;
+import dev.postbox.jdbc.TransactionWork;
 import dev.postbox.testkit.DeliveryHistory;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -20,6 +22,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.IntConsumer;
 
 /**
  * The orders service's load: orders placed by concurrent writers (order row and {@code
@@ -35,6 +38,8 @@ final class OrderLoad {
   private final Map<UUID, Long> commitNanos = new ConcurrentHashMap<>();
   private final AtomicInteger ordersPlaced = new AtomicInteger(); // order rows committed
   private final Outbox outbox; // the orders' and the backlog's events
+  private volatile Duration failoverPatience = Duration.ZERO; // 0: a failed order fails the load
+  private volatile IntConsumer beforeMeasuredOrder = i -> {};
 
   OrderLoad(int writers, int customers, int backlog, DeliveryHistory history) {
     this(writers, customers, backlog, history, Outbox.postgres());
@@ -47,6 +52,16 @@ final class OrderLoad {
     this.backlogEvents = backlog;
     this.history = history;
     this.outbox = outbox;
+  }
+
+  /**
+   * Makes the orders survive a database failover ({@link FailoverWrites}, for up to {@code
+   * patience} each) and calls {@code beforeMeasuredOrder} with each measured order's index (0, 1,
+   * ...) in the writer thread about to place it, before it does ({@link ClusterFaults}).
+   */
+  void acrossFailover(Duration patience, IntConsumer beforeMeasuredOrder) {
+    this.failoverPatience = patience;
+    this.beforeMeasuredOrder = beforeMeasuredOrder;
   }
 
   /** The orders service: each order is one transaction writing the order row and its event. */
@@ -66,10 +81,17 @@ final class OrderLoad {
       futures.add(
           pool.submit(() -> {
             Random random = new Random(seed);
-            while (next.getAndIncrement() < count) {
+            int index;
+            while ((index = next.getAndIncrement()) < count) {
+              if (measured) {
+                beforeMeasuredOrder.accept(index);
+              }
               String customer = "customer-" + (1 + hotSkewed(random));
+              TransactionWork<Message> order = tx -> placeOrder(tx, topic, customer, random, null);
               Message m =
-                  outbox.inTransaction(ds, tx -> placeOrder(tx, topic, customer, random, null));
+                  failoverPatience.isZero()
+                      ? outbox.inTransaction(ds, order)
+                      : FailoverWrites.commit(outbox, ds, failoverPatience, order);
               ordersPlaced.incrementAndGet();
               long seq = Long.parseLong(m.header("seq").orElseThrow());
               if (measured) {

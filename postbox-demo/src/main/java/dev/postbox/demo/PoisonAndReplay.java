@@ -12,6 +12,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -55,6 +56,23 @@ final class PoisonAndReplay {
     this.orders = orders;
     this.outageSeconds = outageSeconds;
     this.load = load;
+  }
+
+  /**
+   * Waits until the other customers' orders placed during the outage are applied (they flow on
+   * while the wholesale keys are parked), so that the backlog below does not compete with them.
+   */
+  void awaitOthers(HikariDataSource ds, Set<UUID> others, long outageStart, Duration timeout)
+      throws Exception {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    long applied = 0;
+    while (System.nanoTime() < deadline
+        && (applied = ShopAudit.applied(ds, others)) < others.size()) {
+      Thread.sleep(100);
+    }
+    out.printf(
+        "other customers' orders placed meanwhile: %,d of %,d applied %.1f s into the outage%n",
+        applied, others.size(), (System.nanoTime() - outageStart) / 1e9);
   }
 
   /** The keys that had parked messages, as {@link #watchParked} saw them. */

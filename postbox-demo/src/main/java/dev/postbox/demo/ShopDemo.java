@@ -6,15 +6,15 @@ import dev.postbox.jdbc.MessageTrace;
 import dev.postbox.jdbc.MessageTracer;
 import dev.postbox.jdbc.PostboxMigrations;
 import dev.postbox.testkit.DeliveryHistory;
-import dev.postbox.testkit.PostboxInfrastructure;
 import dev.postbox.testkit.PostgresServer;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
+import java.util.Optional;
 import java.util.TreeSet;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -39,6 +39,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * the inventory does not know) are dead-lettered; after the "fix" (the product is added) the
  * unknown-product orders are replayed through the outbox and applied exactly once; the malformed
  * and unknown-version ones cannot be fixed by data and stay dead-lettered.
+ *
+ * <p>On a cluster ({@code --cluster}, {@link DemoInfrastructure#cluster()}) the same story runs on
+ * three Kafka brokers and a PostgreSQL primary with a synchronous standby, and while the orders are
+ * placed a partition leader is killed and the database fails over ({@link ClusterFaults}).
  */
 final class ShopDemo {
 
@@ -89,6 +93,8 @@ final class ShopDemo {
   private final PrintStream out;
   private final ShopTransport.Kind kind;
   private final RelayMode mode;
+  private final boolean cluster;
+  private final Clock clock;
   private ShopTransport transport; // while run() runs
   private DemoMetrics metrics; // the scrape endpoint, while run() runs
 
@@ -106,20 +112,48 @@ final class ShopDemo {
    * RelayMode}: the CDC relay streams the schema's slot, which is dropped at the end).
    */
   ShopDemo(Options options, PrintStream out, ShopTransport.Kind kind, RelayMode mode) {
+    this(options, out, kind, mode, false, Clock.systemUTC());
+  }
+
+  /**
+   * The shop as above, on a cluster if {@code cluster} (Kafka and the polling relay only), the
+   * faults' times read from {@code clock}.
+   */
+  ShopDemo(
+      Options options,
+      PrintStream out,
+      ShopTransport.Kind kind,
+      RelayMode mode,
+      boolean cluster,
+      Clock clock) {
+    if (cluster) {
+      DemoInfrastructure.checkClusterRun(kind, mode, options.orders());
+    }
     this.options = options;
     this.out = out;
     this.kind = kind;
     this.mode = mode;
+    this.cluster = cluster;
+    this.clock = clock;
   }
 
   DemoReport run() throws Exception {
     Files.createDirectories(options.workDir());
-    PostboxInfrastructure infra = PostboxInfrastructure.shared();
     long t0 = System.nanoTime();
+    try (DemoInfrastructure infra =
+        cluster ? DemoInfrastructure.cluster() : DemoInfrastructure.single(kind)) {
+      return run(infra, t0);
+    }
+  }
+
+  private DemoReport run(DemoInfrastructure infra, long t0) throws Exception {
     PostgresServer pg = infra.postgres();
-    transport = ShopTransport.start(kind);
+    transport = infra.transport();
     out.printf(
-        "infrastructure up in %.1f s (PostgreSQL + %s)%n", secondsSince(t0), transport.describe());
+        "infrastructure up in %.1f s (%s + %s)%n",
+        secondsSince(t0),
+        cluster ? "PostgreSQL primary and synchronous standby" : "PostgreSQL",
+        transport.describe());
 
     String schema = pg.createSchema("shop");
     String topic = "shop.orders." + schema;
@@ -149,6 +183,11 @@ final class ShopDemo {
           "relay: %s; the orders service writes its events as %s%n",
           mode.relay(), mode == RelayMode.CDC_EMIT ? "WAL-only logical messages" : "outbox rows");
       ShopObserver observer = new ShopObserver(out, options.timeout(), history);
+      Optional<ClusterFaults> faults =
+          cluster
+              ? Optional.of(new ClusterFaults(infra, topic, options.orders(), clock, out))
+              : Optional.empty();
+      faults.ifPresent(f -> load.acrossFailover(options.timeout(), f::beforeOrder));
       PoisonAndReplay failures =
           new PoisonAndReplay(out, options.orders(), options.outageSeconds(), load, transport);
       AtomicBoolean consuming = new AtomicBoolean(true);
@@ -191,6 +230,9 @@ final class ShopDemo {
             "placed %,d orders in %.1f s with %d writers; waiting for the consumer%n",
             options.orders(), placeSeconds, options.writers());
         observer.awaitConsumed(WARMUP_ORDERS + options.orders());
+        if (faults.isPresent()) {
+          faults.get().awaitDone(); // the killed broker back, before the next phases
+        }
         // The inventory is slower than the orders service (it receives every order twice, and it
         // restarts once); let it catch up so that it does not compete with the relays below.
         awaitInventory(ds, inventory, topic, "caught up", load.placed());
@@ -204,7 +246,7 @@ final class ShopDemo {
                 .daemon(true)
                 .start(() -> failures.watchParked(ds));
         PoisonAndReplay.Poison poison = failures.injectFailures(ds, topic);
-        awaitOthers(ds, poison.otherOrders(), outageStart);
+        failures.awaitOthers(ds, poison.otherOrders(), outageStart, options.timeout());
 
         // Phase 3: relay throughput. The backlog is committed in one transaction, so the running
         // relays find all of it at once and drain it with the leases they hold; the rate is
@@ -263,6 +305,7 @@ final class ShopDemo {
             observer,
             failures,
             supervisor,
+            faults,
             new Phases(
                 placeSeconds,
                 relayRate,
@@ -328,6 +371,7 @@ final class ShopDemo {
       ShopObserver observer,
       PoisonAndReplay failures,
       DemoSupervisor supervisor,
+      Optional<ClusterFaults> faults,
       Phases f)
       throws Exception {
     DeliveryHistory.Report h = observer.checkObservations();
@@ -340,7 +384,8 @@ final class ShopDemo {
         (options.crashAtBatch() > 0 && supervisor.relayCrashes() == 0)
             || (options.consumerCrashAt() > 0 && supervisor.consumerCrashes() == 0)
             || (options.outageSeconds() > 0 && failures.parkedKeys().isEmpty())
-            || supervisor.paymentsCrashes() == 0;
+            || supervisor.paymentsCrashes() == 0
+            || (faults.isPresent() && !faults.get().allFired());
     boolean invariants =
         h.ok()
             && inv.effectsApplied() == orders
@@ -402,7 +447,9 @@ final class ShopDemo {
         f.payments().resent(),
         f.payments().ordersCharged(),
         mode.relay(),
-        mode.outbox());
+        mode.outbox(),
+        cluster,
+        faults.map(c -> c.report(observer, load.commitNanos())).orElse(List.of()));
   }
 
   /** The trace of the first replayed message (printed, and a list of steps for the report). */
@@ -450,22 +497,5 @@ final class ShopDemo {
     out.printf(
         "timed out after %s: the inventory applied %,d of %,d orders (records not yet done: %s)%n",
         options.timeout(), effects, orders, lag < 0 ? "?" : Long.toString(lag));
-  }
-
-  /**
-   * Waits until the other customers' orders placed during the outage are applied (they flow on
-   * while the wholesale keys are parked), so that the backlog below does not compete with them.
-   */
-  private void awaitOthers(HikariDataSource ds, Set<UUID> others, long outageStart)
-      throws Exception {
-    long deadline = System.nanoTime() + options.timeout().toNanos();
-    long applied = 0;
-    while (System.nanoTime() < deadline
-        && (applied = ShopAudit.applied(ds, others)) < others.size()) {
-      Thread.sleep(100);
-    }
-    out.printf(
-        "other customers' orders placed meanwhile: %,d of %,d applied %.1f s into the outage%n",
-        applied, others.size(), secondsSince(outageStart));
   }
 }

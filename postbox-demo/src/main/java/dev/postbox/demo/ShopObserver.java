@@ -9,6 +9,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalInt;
+import java.util.OptionalLong;
 import java.util.Properties;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
@@ -32,6 +34,7 @@ final class ShopObserver {
   private final DeliveryHistory history; // guarded by itself
   private final List<Observation> observations = new ArrayList<>(); // guarded by itself
   private final Map<UUID, Long> receiveNanos = new ConcurrentHashMap<>();
+  private final Map<UUID, Integer> partitions = new ConcurrentHashMap<>(); // Kafka only
 
   ShopObserver(PrintStream out, Duration timeout, DeliveryHistory history) {
     this.out = out;
@@ -58,7 +61,9 @@ final class ShopObserver {
         var records = consumer.poll(Duration.ofMillis(100));
         long now = System.nanoTime();
         for (ConsumerRecord<byte[], byte[]> r : records) {
-          observed(KafkaRecords.fromRecord(r), now);
+          Message m = KafkaRecords.fromRecord(r);
+          partitions.putIfAbsent(m.id(), r.partition());
+          observed(m, now);
         }
       }
     } catch (Exception e) {
@@ -106,6 +111,21 @@ final class ShopObserver {
           "timed out after %s: %,d of %,d events consumed%n",
           timeout, receiveNanos.size(), distinct);
     }
+  }
+
+  /**
+   * When ({@link System#nanoTime()}) the consumer first received one of the messages committed
+   * after {@code since} ({@code commitNanos}); only those on {@code partition} of the Kafka topic
+   * if one is given. Empty if none was received.
+   */
+  OptionalLong firstReceivedAfter(long since, Map<UUID, Long> commitNanos, OptionalInt partition) {
+    return commitNanos.entrySet().stream()
+        .filter(e -> e.getValue() > since && receiveNanos.containsKey(e.getKey()))
+        .filter(e ->
+            partition.isEmpty()
+                || Integer.valueOf(partition.getAsInt()).equals(partitions.get(e.getKey())))
+        .mapToLong(e -> receiveNanos.get(e.getKey()))
+        .min();
   }
 
   double[] latenciesMillis(Map<UUID, Long> commitNanos) {

@@ -36,7 +36,19 @@ import javax.sql.DataSource;
  */
 public final class OperationsProbe {
 
-  private static final String READ =
+  // Whether any row failed (holds), on the partial index postbox_outbox_failed (_holding) whatever
+  // the statistics: a bare "failed_at IS NOT NULL" is planned as a scan of the whole outbox before
+  // its first ANALYZE (the planner takes most rows to match); an ordered scan with a limit stays on
+  // the index. The rows are counted only when there are some.
+  static final String ANY_FAILED =
+      "EXISTS (SELECT 1 FROM (SELECT failed_at FROM postbox_outbox WHERE failed_at IS NOT NULL"
+          + " ORDER BY failed_at LIMIT 1) f)";
+
+  static final String ANY_HOLD =
+      "EXISTS (SELECT 1 FROM (SELECT position FROM postbox_outbox WHERE hold IS NOT NULL"
+          + " ORDER BY position LIMIT 1) h)";
+
+  static final String READ =
       "SELECT"
           + " (SELECT count(*) FROM postbox_outbox WHERE "
           + PendingRows.CONDITION
@@ -45,16 +57,22 @@ public final class OperationsProbe {
           + "   WHERE "
           + PendingRows.CONDITION
           + " ORDER BY position LIMIT 1),"
-          + " (SELECT count(*) FROM postbox_outbox WHERE failed_at IS NOT NULL),"
+          + " (SELECT CASE WHEN "
+          + ANY_FAILED
+          + " THEN (SELECT count(*) FROM postbox_outbox WHERE failed_at IS NOT NULL) ELSE 0 END),"
           + " (SELECT count(*) FROM postbox_dead_letter WHERE status = 'PENDING'),"
           + " (SELECT extract(epoch FROM clock_timestamp() - first_failure) FROM postbox_dead_letter"
           + "   WHERE status = 'PENDING' ORDER BY first_failure, id LIMIT 1),"
           + " (SELECT count(*) FROM postbox_parked),"
           + " (SELECT count(DISTINCT (consumer, msg_key)) FROM postbox_parked),"
           + " (SELECT extract(epoch FROM clock_timestamp() - min(parked_at)) FROM postbox_parked),"
-          + " (SELECT count(*) FROM postbox_outbox WHERE hold IS NOT NULL),"
-          // the pending rows are counted only while some row holds (the CASE skips the scan)
-          + " (SELECT CASE WHEN EXISTS (SELECT 1 FROM postbox_outbox WHERE hold IS NOT NULL)"
+          // the holding rows, and the pending rows behind them, are counted only while some row
+          // holds (the CASE skips both scans)
+          + " (SELECT CASE WHEN "
+          + ANY_HOLD
+          + " THEN (SELECT count(*) FROM postbox_outbox WHERE hold IS NOT NULL) ELSE 0 END),"
+          + " (SELECT CASE WHEN "
+          + ANY_HOLD
           + "   THEN (SELECT count(*) FROM postbox_outbox o"
           + "     WHERE "
           + PendingRows.condition("o")

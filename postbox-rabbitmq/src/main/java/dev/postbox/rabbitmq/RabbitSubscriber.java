@@ -429,6 +429,7 @@ public final class RabbitSubscriber implements AutoCloseable {
     private Duration ageReportInterval = DEFAULT_AGE_REPORT_INTERVAL;
     private boolean ageReportIntervalSet;
     private List<com.rabbitmq.client.Address> addresses = List.of();
+    private java.util.function.Consumer<ConnectionFactory> customizer = f -> {};
 
     private Builder(String uri, Subscription subscription) {
       Objects.requireNonNull(uri, "uri");
@@ -600,6 +601,18 @@ public final class RabbitSubscriber implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Customizes the RabbitMQ client's {@link ConnectionFactory} the subscriber connects with,
+     * after every setting above whatever the order of the calls (e.g. a {@code MetricsCollector}, a
+     * {@code TrafficListener} that sees each delivery as the client reads it, socket settings). The
+     * client's automatic connection and topology recovery stay on: the subscriber relies on them.
+     * Default: none.
+     */
+    public Builder connectionFactory(java.util.function.Consumer<ConnectionFactory> customizer) {
+      this.customizer = Objects.requireNonNull(customizer, "customizer");
+      return this;
+    }
+
     /** Validates and builds the subscriber (not yet started). */
     public RabbitSubscriber build() {
       prefetch =
@@ -614,6 +627,9 @@ public final class RabbitSubscriber implements AutoCloseable {
       checkIdempotencyStore(subscription);
       RabbitSubscriberChecks.checkAgeReports(
           subscription.name(), ageReportIntervalSet, ageStore != null, ageReportInterval);
+      customizer.accept(factory);
+      factory.setAutomaticRecoveryEnabled(true);
+      factory.setTopologyRecoveryEnabled(true);
       return new RabbitSubscriber(this, common(), ordered());
     }
   }

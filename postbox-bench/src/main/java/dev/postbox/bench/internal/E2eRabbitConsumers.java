@@ -42,10 +42,8 @@ final class E2eRabbitConsumers {
           + ", prefetch "
           + RabbitBest.PREFETCH
           + "): inbox records + effect INSERTs in one transaction per batch, acks after it."
-          + " The receipt is not measured, so neither hop beside it is: the subscriber takes each"
-          + " delivery on the RabbitMQ client's consumer thread and shows no hook there (Kafka's"
-          + " consumer has its interceptor); the first instant the bench sees is the batch's"
-          + " transaction, after the batching";
+          + " Receipt: the RabbitMQ client reading the delivery off the connection (a"
+          + " TrafficListener set through the subscriber's connectionFactory customizer)";
 
   /** How Spring's container is configured (for the notes). */
   static final String SPRING_HOW =
@@ -74,6 +72,7 @@ final class E2eRabbitConsumers {
             .prefetch(RabbitBest.PREFETCH)
             .inbox(new E2eConsumers.Recording(PostgresInboxStore.create(db.dataSource()), times))
             .batchHandler(RabbitBest.effects("e2e-rabbit-eob"))
+            .connectionFactory(f -> f.setTrafficListener(new DeliveryReceipts(times)))
             .build();
     try {
       sub.start();

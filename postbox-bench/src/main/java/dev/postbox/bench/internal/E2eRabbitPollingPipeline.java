@@ -5,8 +5,8 @@ import java.util.List;
 
 /**
  * Postbox on RabbitMQ: the polling relay (its defaults) with publisher confirms to the shard
- * queues, then our {@code EFFECTIVELY_ONCE} batch consumer. Its consumer's receipt is not measured
- * ({@link E2eRabbitConsumers#OURS_HOW} says why): of its hops only the broker's acknowledgement.
+ * queues, then our {@code EFFECTIVELY_ONCE} batch consumer; its receipt is the client reading the
+ * delivery ({@link DeliveryReceipts}).
  */
 final class E2eRabbitPollingPipeline implements E2ePipeline {
 
@@ -20,11 +20,6 @@ final class E2eRabbitPollingPipeline implements E2ePipeline {
   @Override
   public String how() {
     return E2eRabbit.RELAY_HOW + " -> " + E2eRabbitConsumers.OURS_HOW;
-  }
-
-  @Override
-  public boolean receives() {
-    return false;
   }
 
   @Override
