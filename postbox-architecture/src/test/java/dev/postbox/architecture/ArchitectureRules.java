@@ -150,6 +150,10 @@ final class ArchitectureRules {
               "dev.postbox.bench.internal.BenchEnv",
               "the benchmark environment: embedded PostgreSQL and Kafka broker, measured like for like"),
           Map.entry(
+              "dev.postbox.bench.internal.ClusterBench",
+              "the cluster benchmark starts the test kit's three-broker Kafka cluster"
+                  + " (KafkaCluster) beside the single broker"),
+          Map.entry(
               "dev.postbox.bench.internal.DebeziumPeer",
               "the Debezium peer runs in its own ChildJvm (it needs other Kafka client jars)"),
           Map.entry(

@@ -59,9 +59,13 @@ public final class BenchCli implements Callable<Integer> {
               + " ackrounds (the CDC relay and Debezium in three alternating rounds at 1k, 2k, 5k,"
               + " half and a quarter of the writers' maximum: each p99 the median of its"
               + " rounds), inboxkeys (PostgreSQL's CPU per message of an inbox batch claim"
-              + " with the keys of schema version 15 and 16, one and twelve connections) and capacity"
+              + " with the keys of schema version 15 and 16, one and twelve connections), capacity"
               + " (WAL bytes, table size and dead tuples per event: business write, table and"
-              + " emit-message outbox, relay delete or mark, inbox record, purge and vacuum).")
+              + " emit-message outbox, relay delete or mark, inbox record, purge and vacuum) and"
+              + " cluster (a 3-broker Kafka cluster, replication factor 3, min.insync.replicas=2,"
+              + " acks=all, beside the single broker in one run: relay with 1, 2 and 4 instances,"
+              + " effectively-once batch consumer, commit to broker-ack latency at 1,000/s; three"
+              + " more broker JVMs, so never part of the default run).")
   java.util.List<String> only = BenchRunner.GROUPS;
 
   @Option(

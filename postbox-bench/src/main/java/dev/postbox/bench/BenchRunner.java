@@ -44,7 +44,11 @@ public final class BenchRunner {
    * figures (the polling relay to an at-least-once consumer at 1k, 5k and 20k/s), without the race
    * of pipelines; {@code capacity}, what each event costs PostgreSQL (WAL bytes of the business
    * write, the table and emit-message outboxes, the relay's delete or mark, the inbox's record,
-   * purge and vacuum; table size and dead tuples per 10,000 rows), the capacity model's inputs.
+   * purge and vacuum; table size and dead tuples per 10,000 rows), the capacity model's inputs;
+   * {@code cluster}, the same work on a three-broker Kafka cluster (replication factor 3, {@code
+   * min.insync.replicas=2}, {@code acks=all}) beside the single broker in one run: the relay with
+   * 1, 2 and 4 instances, the effectively-once batch consumer, commit to broker acknowledgement at
+   * 1,000/s (three more broker JVMs: too heavy for every run on 2 cores).
    */
   public static final List<String> OPT_IN_GROUPS =
       List.of(
@@ -59,7 +63,8 @@ public final class BenchRunner {
           "ackrounds",
           "inboxkeys",
           "latency",
-          "capacity");
+          "capacity",
+          "cluster");
 
   private final BenchConfig config;
   private final PrintStream log;
@@ -143,6 +148,9 @@ public final class BenchRunner {
       }
       if (groups.contains("capacity")) {
         new dev.postbox.bench.internal.CapacityBench(env, config).run().forEach(this::record);
+      }
+      if (groups.contains("cluster")) {
+        new dev.postbox.bench.internal.ClusterBench(env, config, log).run().forEach(this::record);
       }
       if (groups.contains("admin")) {
         new dev.postbox.bench.internal.AdminBench(env, config, log).run().forEach(this::record);

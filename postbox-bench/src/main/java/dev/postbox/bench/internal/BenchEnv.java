@@ -6,6 +6,7 @@ import dev.postbox.jdbc.Outbox;
 import dev.postbox.jdbc.PostboxMigrations;
 import dev.postbox.kafka.KafkaRecords;
 import dev.postbox.testkit.KafkaBroker;
+import dev.postbox.testkit.KafkaCluster;
 import dev.postbox.testkit.PostboxInfrastructure;
 import dev.postbox.testkit.PostgresServer;
 import java.sql.Connection;
@@ -38,10 +39,10 @@ public final class BenchEnv implements AutoCloseable {
   private static final AtomicInteger SEQ = new AtomicInteger();
 
   private final PostgresServer pg;
-  private final java.util.function.Supplier<KafkaBroker> kafka;
+  private final java.util.function.Supplier<Kafka> kafka;
   private final List<AutoCloseable> closeables = new ArrayList<>();
 
-  private BenchEnv(PostgresServer pg, java.util.function.Supplier<KafkaBroker> kafka) {
+  private BenchEnv(PostgresServer pg, java.util.function.Supplier<Kafka> kafka) {
     this.pg = pg;
     this.kafka = kafka;
   }
@@ -49,8 +50,49 @@ public final class BenchEnv implements AutoCloseable {
   /** Starts (or connects to) the shared infrastructure. */
   public static BenchEnv start() {
     PostboxInfrastructure infra = PostboxInfrastructure.shared();
-    KafkaBroker kafka = infra.kafka();
+    Kafka kafka = new OnBroker(infra.kafka());
     return new BenchEnv(infra.postgres(), () -> kafka);
+  }
+
+  /**
+   * The same PostgreSQL server with {@code cluster} (started) as the Kafka: topics are created on
+   * it with its replication factor (3 on three brokers) and its {@code min.insync.replicas}. The
+   * returned environment closes only the pools it made, not the cluster nor this environment.
+   */
+  public BenchEnv onCluster(KafkaCluster cluster) {
+    Kafka onCluster = new OnCluster(cluster);
+    return new BenchEnv(pg, () -> onCluster);
+  }
+
+  /** Where the topics live: the test kit's broker or a cluster. */
+  private interface Kafka {
+    String bootstrapServers();
+
+    void createTopic(String name, int partitions, Map<String, String> config);
+  }
+
+  private record OnBroker(KafkaBroker broker) implements Kafka {
+    @Override
+    public String bootstrapServers() {
+      return broker.bootstrapServers();
+    }
+
+    @Override
+    public void createTopic(String name, int partitions, Map<String, String> config) {
+      broker.createTopic(name, partitions, config);
+    }
+  }
+
+  private record OnCluster(KafkaCluster cluster) implements Kafka {
+    @Override
+    public String bootstrapServers() {
+      return cluster.bootstrapServers();
+    }
+
+    @Override
+    public void createTopic(String name, int partitions, Map<String, String> config) {
+      cluster.createTopic(name, partitions, config);
+    }
   }
 
   /** PostgreSQL only, for benchmarks of another broker: the Kafka methods throw. */
@@ -108,7 +150,7 @@ public final class BenchEnv implements AutoCloseable {
   public String topic(String prefix, int partitions) {
     String topic =
         "bench." + prefix + "." + ProcessHandle.current().pid() + "." + SEQ.incrementAndGet();
-    kafka.get().createTopic(topic, partitions);
+    kafka.get().createTopic(topic, partitions, Map.of());
     return topic;
   }
 

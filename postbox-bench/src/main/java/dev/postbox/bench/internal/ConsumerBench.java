@@ -307,6 +307,30 @@ public final class ConsumerBench {
                 + " round runs ours, the ceiling, then Spring's)"));
   }
 
+  /**
+   * One run of the batch race's {@code EFFECTIVELY_ONCE} batch consumer over the {@linkplain
+   * #prepare() prepared} topic, in a group of its own, as a run of a repeated figure (the cluster
+   * group's consumer figure).
+   */
+  Repeated.Once eoBatchRun() {
+    return round -> {
+      RaceRuns.Run r =
+          run("eo_batch", topic, eoBatch(topic), config.consumerEvents(), this::batchWiring);
+      return new Repeated.Run(
+          r.rate(),
+          String.format(
+              java.util.Locale.ROOT,
+              "%,d records, %d partitions; batches of up to %d, inbox records + effect INSERTs in"
+                  + " one transaction per batch (as consumer_eo_batch_per_s); last run: first"
+                  + " record after %.0f ms, %.0f msgs/s from then on",
+              config.consumerEvents(),
+              PARTITIONS,
+              BATCH_SIZE,
+              r.firstMs(),
+              r.steadyRate()));
+    };
+  }
+
   /** The same effects as {@link #batchWiring}, without the inbox: one transaction per batch. */
   private void aloBatchWiring(KafkaSubscriber.Builder b) {
     DataSource ds = db.dataSource();

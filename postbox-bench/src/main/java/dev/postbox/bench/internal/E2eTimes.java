@@ -84,6 +84,17 @@ final class E2eTimes implements AutoCloseable {
     ackMicros.putIfAbsent(message, atMicros);
   }
 
+  /** How many messages have an acknowledgement instant (since the last {@link #clear()}). */
+  int acks() {
+    return ackMicros.size();
+  }
+
+  /** When message {@code id} was acknowledged, if it was. */
+  java.util.OptionalLong ackedAt(UUID message) {
+    Long at = ackMicros.get(message);
+    return at == null ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(at);
+  }
+
   /** The consumer received message {@code id} at {@code atMicros}; the first receipt counts. */
   void received(UUID message, long atMicros) {
     receiveMicros.putIfAbsent(message, atMicros);

@@ -57,28 +57,33 @@ public final class RelayBench {
    * of {@link #runs()} runs after a warm-up run.
    */
   public Measurement relay(int instances) throws Exception {
-    int n = config.relayEvents();
     String name =
         instances == 1 ? "relay_1_instance_events_per_s" : "relay_2_instances_events_per_s";
-    return Repeated.median(
-        name,
-        "events/s",
-        runs(),
-        round -> {
-          List<Long> shares = new ArrayList<>();
-          StringBuilder cpu = new StringBuilder();
-          double rate = drain(instances, n, shares, cpu);
-          return new Repeated.Run(
-              rate,
-              n
-                  + " outbox rows drained, published (acks=all, idempotent) and deleted"
-                  + " (retention 0), per-key order kept across "
-                  + instances
-                  + " instance(s), default batch size"
-                  + (instances == 1 ? "" : "; published per instance in the last run " + shares)
-                  + "; CPU of the last run's drain "
-                  + cpu);
-        });
+    return Repeated.median(name, "events/s", runs(), drainRun(instances));
+  }
+
+  /**
+   * One drain of {@link BenchConfig#relayEvents()} seeded rows by {@code instances} relay instances
+   * on this environment's broker, as a run of a repeated figure: events/s from start to the last
+   * row published.
+   */
+  public Repeated.Once drainRun(int instances) {
+    int n = config.relayEvents();
+    return round -> {
+      List<Long> shares = new ArrayList<>();
+      StringBuilder cpu = new StringBuilder();
+      double rate = drain(instances, n, shares, cpu);
+      return new Repeated.Run(
+          rate,
+          n
+              + " outbox rows drained, published (acks=all, idempotent) and deleted"
+              + " (retention 0), per-key order kept across "
+              + instances
+              + " instance(s), default batch size"
+              + (instances == 1 ? "" : "; published per instance in the last run " + shares)
+              + "; CPU of the last run's drain "
+              + cpu);
+    };
   }
 
   /** Runs per repeated figure: 3 (1 in quick mode, where CI checks the report, not numbers). */
