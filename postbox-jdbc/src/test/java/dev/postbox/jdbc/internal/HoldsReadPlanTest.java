@@ -7,11 +7,8 @@ import dev.postbox.testkit.PostboxTest;
 import dev.postbox.testkit.PostboxTestContext;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.Statement;
 import java.util.List;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -26,8 +23,6 @@ import org.junit.jupiter.api.Test;
  */
 @PostboxTest
 class HoldsReadPlanTest {
-
-  private static final Pattern REMOVED = Pattern.compile("Rows Removed by Filter: (\\d+)");
 
   @Test
   void theHoldsReadStaysOnItsIndexBeforeTheOutboxIsAnalyzed(PostboxTestContext ctx)
@@ -50,16 +45,9 @@ class HoldsReadPlanTest {
           try (PreparedStatement ps =
               c.prepareStatement("EXPLAIN (ANALYZE, TIMING OFF) " + Holds.READ)) {
             ps.setLong(1, Long.MIN_VALUE);
-            try (ResultSet rs = ps.executeQuery()) {
-              while (rs.next()) {
-                String line = rs.getString(1);
-                plan.append(line).append('\n');
-                Matcher m = REMOVED.matcher(line);
-                if (m.find()) {
-                  removed += Long.parseLong(m.group(1));
-                }
-              }
-            }
+            ExplainedPlan explained = ExplainedPlan.of(ps);
+            plan.append(explained.text());
+            removed += explained.removed();
           }
         } finally {
           c.rollback();

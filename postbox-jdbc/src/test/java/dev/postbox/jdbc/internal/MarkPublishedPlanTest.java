@@ -11,8 +11,6 @@ import java.sql.ResultSet;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -29,9 +27,6 @@ import org.junit.jupiter.api.Test;
  */
 @PostboxTest
 class MarkPublishedPlanTest {
-
-  private static final Pattern REMOVED =
-      Pattern.compile("Rows Removed by (?:Join )?Filter: (\\d+)");
 
   @Test
   void aMarkLooksAtRowsInProportionToItsBatchWhenTheLeaseStatisticsAreStale(PostboxTestContext ctx)
@@ -100,16 +95,9 @@ class MarkPublishedPlanTest {
             ps.setArray(4, c.createArrayOf("int8", positions.toArray()));
             ps.setArray(5, c.createArrayOf("int4", partitions));
             ps.setArray(6, c.createArrayOf("int8", offsets));
-            try (ResultSet rs = ps.executeQuery()) {
-              while (rs.next()) {
-                String line = rs.getString(1);
-                plan.append(line).append('\n');
-                Matcher m = REMOVED.matcher(line);
-                if (m.find()) {
-                  removed += Long.parseLong(m.group(1));
-                }
-              }
-            }
+            ExplainedPlan explained = ExplainedPlan.of(ps);
+            plan.append(explained.text());
+            removed += explained.removed();
           }
           try (Statement st = c.createStatement();
               ResultSet rs =
