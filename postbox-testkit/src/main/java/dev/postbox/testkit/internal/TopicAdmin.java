@@ -22,6 +22,7 @@ import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 
 /** An admin client for one cluster, created on first use. Thread-safe. */
 public final class TopicAdmin implements AutoCloseable {
@@ -133,11 +134,28 @@ public final class TopicAdmin implements AutoCloseable {
     }
   }
 
-  /** One partition's description as the cluster sees it now. */
+  /**
+   * One partition's description as the cluster sees it now. On a cluster the admin asks the least
+   * loaded broker, and a broker that has not applied the topic's creation yet answers {@code
+   * UnknownTopicOrPartition} (the creation waited for one broker to show every leader, not all):
+   * that answer is asked again, up to the topic timeout.
+   */
   public TopicPartitionInfo partition(String topic, int partition) {
-    TopicDescription d =
-        get(admin().describeTopics(List.of(topic)).allTopicNames(), "describe topic " + topic)
-            .get(topic);
+    long deadline = System.nanoTime() + TOPIC_TIMEOUT.toNanos();
+    TopicDescription d;
+    while (true) {
+      try {
+        d =
+            get(admin().describeTopics(List.of(topic)).allTopicNames(), "describe topic " + topic)
+                .get(topic);
+        break;
+      } catch (UnknownTopicOrPartitionException notYet) {
+        if (System.nanoTime() - deadline >= 0) {
+          throw notYet;
+        }
+        sleep();
+      }
+    }
     return d.partitions().stream()
         .filter(p -> p.partition() == partition)
         .findFirst()
