@@ -9,18 +9,14 @@ import dev.postbox.core.consumer.SubscriberBuilder;
 import dev.postbox.core.consumer.Subscription;
 import dev.postbox.core.engine.ConsumerAgeReporter;
 import dev.postbox.core.engine.DeliveryProcessor;
-import dev.postbox.core.engine.InboxJanitor;
 import dev.postbox.core.engine.KeyedExecutor;
-import dev.postbox.core.engine.ParkedDrainer;
 import dev.postbox.core.spi.ConsumerAgeStore;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.spi.ShardLeaseStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
-import dev.postbox.rabbitmq.internal.BrokerDeadLetters;
 import dev.postbox.rabbitmq.internal.Housekeeping;
 import dev.postbox.rabbitmq.internal.InFlight;
-import dev.postbox.rabbitmq.internal.ParkedDeliveries;
 import dev.postbox.rabbitmq.internal.RecoveryRetries;
 import dev.postbox.rabbitmq.internal.ShardConsumer;
 import dev.postbox.rabbitmq.internal.SubscriptionShards;
@@ -171,33 +167,8 @@ public final class RabbitSubscriber implements AutoCloseable {
             common.clock(),
             sleeper);
     this.processor =
-        DeliveryProcessor.builder(RabbitBinding.TRANSPORT, b.subscription)
-            .handler(common.handler().orElse(null))
-            .batchHandler(ordered.batchHandler().orElse(null))
-            .inbox(common.inbox())
-            .idempotency(
-                common
-                    .idempotencyStore()
-                    .map(store ->
-                        new DeliveryProcessor.Idempotency(store, common.onDuplicate(), sleeper)))
-            .deadLetters(
-                deadLetterExchange.isPresent()
-                    ? Optional.of(new BrokerDeadLetters(common.deadLetters(), waitQueues))
-                    : common.deadLetters())
-            .parking(
-                ordered
-                    .parking()
-                    .map(p ->
-                        new DeliveryProcessor.Parking(
-                            p,
-                            ordered.parkingTiers(),
-                            ordered.blockKeyAfterDeadLetter(),
-                            ParkedDeliveries::of)))
-            .retriesExhausted(waitQueues.enabled() ? Optional.of(waitQueues) : Optional.empty())
-            .time(common.clock(), ticker, sleeper)
-            .metrics(common.metrics())
-            .openTelemetry(common.openTelemetry().orElse(null))
-            .build();
+        RabbitDeliveryProcessor.build(
+            b.subscription, common, ordered, deadLetterExchange.isPresent(), waitQueues);
     waitQueues.attach(processor);
     this.unfinished =
         new UnfinishedAges(
@@ -283,24 +254,15 @@ public final class RabbitSubscriber implements AutoCloseable {
       throw new IllegalStateException(
           "subscription '" + subscription.name() + "': cannot start consuming: " + e, e);
     }
-    if (subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE) {
-      housekeeping.start(
-          "postbox-inbox-purge-" + subscription.name(),
-          new InboxJanitor(
-              inbox.orElseThrow(),
-              subscription.name(),
-              subscription.inboxRetention(),
-              inboxPurgeInterval,
-              sleeper,
-              () -> running));
-    }
-    ageReporter.ifPresent(
-        r -> housekeeping.startJoined("postbox-age-report-" + subscription.name(), r));
-    if (parked) {
-      housekeeping.startJoined(
-          "postbox-unpark-" + subscription.name(),
-          new ParkedDrainer(subscription.name(), processor::drainParked, sleeper, () -> running));
-    }
+    SubscriberChores.start(
+        housekeeping,
+        subscription,
+        inbox.filter(store -> subscription.guarantee() == DeliveryGuarantee.EFFECTIVELY_ONCE),
+        inboxPurgeInterval,
+        ageReporter,
+        parked ? Optional.of(processor) : Optional.empty(),
+        sleeper,
+        () -> running);
     log.info(
         "{} consuming {} of {} (prefetch {})",
         subscription.name(),
