@@ -68,15 +68,18 @@ record CampaignRounds(int minRounds, long targetInjections, Duration timeBox, Lo
                   + n);
           return List.copyOf(results.values());
         }
+        long roundStart = ticker.getAsLong();
         ScenarioResult r = round.run(s, n);
+        long roundSeconds = (ticker.getAsLong() - roundStart) / 1_000_000_000L;
         injections += r.injections();
         results.merge(name.apply(s), r, ScenarioResult::merge);
         progress.accept(List.copyOf(results.values()));
         out.printf(
-            "%s round %d: %d injections, %d messages, %d violations, recovery %d ms%s (total"
-                + " injections %d)%n",
+            "%s round %d: %d s, %d injections, %d messages, %d violations, recovery %d ms%s"
+                + " (total injections %d)%n",
             name.apply(s),
             n,
+            roundSeconds,
             r.injections(),
             r.findings().messages(),
             r.violations(),

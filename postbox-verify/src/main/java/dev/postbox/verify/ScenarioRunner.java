@@ -119,7 +119,21 @@ final class ScenarioRunner {
     // phase instead of an inconclusive one
     long latest = start + phaseTime.multipliedBy(settings.minFires() > 0 ? 6 : 1).toNanos();
     long nextNudge = start + phaseTime.toNanos() / 4;
+    boolean extended = false;
     while (System.nanoTime() < end || (System.nanoTime() < latest && !enoughFired(s))) {
+      if (!extended && System.nanoTime() - end >= 0) {
+        extended = true;
+        out.println(
+            "  "
+                + s.name()
+                + ": phase goes on past "
+                + phaseTime.toSeconds()
+                + " s (up to "
+                + (latest - start) / 1_000_000_000L
+                + " s): "
+                + String.join(", ", notEnoughFired(s)));
+        out.flush();
+      }
       // sample the committed offsets all through the faults (the injectors never wait for it)
       checker.auditOffsets();
       if (System.nanoTime() - nextNudge >= 0 && waitingForRevocation()) {
@@ -276,21 +290,35 @@ final class ScenarioRunner {
 
   /** Whether every fault {@code s} schedules fired {@code minFires} times (mixed: see below). */
   private boolean enoughFired(Scenario s) {
+    return notEnoughFired(s).isEmpty();
+  }
+
+  /** What the phase still waits for before it may end (empty: nothing). */
+  private List<String> notEnoughFired(Scenario s) {
     Map<String, Integer> fired = log.fired();
     int min = settings.minFires();
-    if (min > 0 && checker.committedIn(env.phase()) < MIN_COMMITTED) {
-      return false; // a phase in which (almost) nothing committed proves (almost) nothing
+    List<String> missing = new ArrayList<>();
+    long committed = checker.committedIn(env.phase());
+    if (min > 0 && committed < MIN_COMMITTED) {
+      // a phase in which (almost) nothing committed proves (almost) nothing
+      missing.add(committed + " of " + MIN_COMMITTED + " business transactions committed");
     }
     for (Fault f : s.external()) {
       if (fired.getOrDefault(f.kind, 0) < Math.min(min, 1)) {
-        return false;
+        missing.add(f.kind + " not fired");
       }
     }
     if (s.external().isEmpty()) {
-      return s.crashPoints().stream().allMatch(p -> fired.getOrDefault(p, 0) >= min);
+      s.crashPoints().stream()
+          .filter(p -> fired.getOrDefault(p, 0) < min)
+          .forEach(p -> missing.add(p + " fired " + fired.getOrDefault(p, 0) + " of " + min));
+    } else if (!s.crashPoints().isEmpty()) {
+      int sum = s.crashPoints().stream().mapToInt(p -> fired.getOrDefault(p, 0)).sum();
+      if (sum < min) {
+        missing.add("crash points fired " + sum + " of " + min);
+      }
     }
-    return s.crashPoints().isEmpty()
-        || s.crashPoints().stream().mapToInt(p -> fired.getOrDefault(p, 0)).sum() >= min;
+    return missing;
   }
 
   private final Map<String, Integer> rotation = new java.util.concurrent.ConcurrentHashMap<>();

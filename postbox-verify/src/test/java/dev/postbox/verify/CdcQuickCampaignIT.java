@@ -2,9 +2,7 @@ package dev.postbox.verify;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -31,8 +29,8 @@ class CdcQuickCampaignIT {
   void cdcCampaignLosesNothingAndKeepsPerKeyOrderThroughEveryFault() throws Exception {
     long seed = 20261201L;
     Path dir = Path.of("target", "verify-it-cdc", Long.toString(System.currentTimeMillis()));
-    ByteArrayOutputStream buffer = new ByteArrayOutputStream();
-    PrintStream out = new PrintStream(buffer, true, StandardCharsets.UTF_8);
+    CampaignOutput output = new CampaignOutput();
+    PrintStream out = output.out();
     VerifyCli cli = new VerifyCli();
     cli.quick = true;
     cli.relay = "cdc";
@@ -48,8 +46,7 @@ class CdcQuickCampaignIT {
     Report report = new Report(seed, results, started, Duration.between(started, Instant.now()));
     report.printText(out);
     report.writeJson(dir.resolve("report.json"));
-    String text = buffer.toString(StandardCharsets.UTF_8);
-    System.out.println(text);
+    String text = output.text();
 
     assertThat(results)
         .extracting(ScenarioResult::name)

@@ -4,9 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -39,8 +37,8 @@ class KafkaClusterCampaignIT {
     cli.scenarios = List.of(Scenario.Fault.CLUSTER_LEADER_KILL.kind);
     Campaign.Settings settings = cli.settings(seed, dir);
     assertThat(settings.cluster()).isTrue();
-    ByteArrayOutputStream buffer = new ByteArrayOutputStream();
-    PrintStream out = new PrintStream(buffer, true, StandardCharsets.UTF_8);
+    CampaignOutput output = new CampaignOutput();
+    PrintStream out = output.out();
     Instant started = Instant.now();
     List<ScenarioResult> results;
     try (Campaign campaign = new Campaign(settings, out)) {
@@ -53,8 +51,7 @@ class KafkaClusterCampaignIT {
                 settings.dir().resolve("faults.log"));
     report.printText(out);
     report.writeJson(dir.resolve("report.json"));
-    String text = buffer.toString(StandardCharsets.UTF_8);
-    System.out.println(text);
+    String text = output.text();
 
     assertThat(text).contains("Kafka cluster of 3 brokers", "transport kafka (cluster)");
     assertThat(results).extracting(ScenarioResult::name).containsExactly("cluster-leader-kill");

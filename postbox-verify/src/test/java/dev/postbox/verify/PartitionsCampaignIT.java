@@ -3,9 +3,7 @@ package dev.postbox.verify;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -33,8 +31,8 @@ class PartitionsCampaignIT {
     cli.quick = true;
     cli.scenarios = List.of(Scenario.PARTITIONS);
     Optional<String> unavailable = NetworkPartitions.unavailable();
-    ByteArrayOutputStream buffer = new ByteArrayOutputStream();
-    PrintStream out = new PrintStream(buffer, true, StandardCharsets.UTF_8);
+    CampaignOutput output = new CampaignOutput();
+    PrintStream out = output.out();
     Instant started = Instant.now();
     List<ScenarioResult> results;
     try (Campaign campaign = new Campaign(cli.settings(seed, dir), out)) {
@@ -43,8 +41,7 @@ class PartitionsCampaignIT {
     Report report = new Report(seed, results, started, Duration.between(started, Instant.now()));
     report.printText(out);
     report.writeJson(dir.resolve("report.json"));
-    String text = buffer.toString(StandardCharsets.UTF_8);
-    System.out.println(text);
+    String text = output.text();
 
     assertThat(results).extracting(ScenarioResult::name).containsExactly(Scenario.PARTITIONS);
     ScenarioResult r = results.get(0);

@@ -2,9 +2,7 @@ package dev.postbox.verify;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -22,15 +20,15 @@ import org.junit.jupiter.api.Timeout;
  * audit without samples is). Runs in CI (a few minutes).
  */
 // a whole campaign/demo run in one method: longer than the default 10 minutes per test
-@Timeout(value = 40, unit = TimeUnit.MINUTES)
+@Timeout(value = 25, unit = TimeUnit.MINUTES)
 class QuickCampaignIT {
 
   @Test
   void quickCampaignHoldsEveryGuarantee() throws Exception {
     long seed = 20261130L;
     Path dir = Path.of("target", "verify-it", Long.toString(System.currentTimeMillis()));
-    ByteArrayOutputStream buffer = new ByteArrayOutputStream();
-    PrintStream out = new PrintStream(buffer, true, StandardCharsets.UTF_8);
+    CampaignOutput output = new CampaignOutput();
+    PrintStream out = output.out();
     Instant started = Instant.now();
     List<ScenarioResult> results;
     try (Campaign campaign = new Campaign(VerifyCli.quickSettings(seed, dir), out)) {
@@ -39,8 +37,7 @@ class QuickCampaignIT {
     Report report = new Report(seed, results, started, Duration.between(started, Instant.now()));
     report.printText(out);
     report.writeJson(dir.resolve("report.json"));
-    String text = buffer.toString(StandardCharsets.UTF_8);
-    System.out.println(text);
+    String text = output.text();
 
     assertThat(results)
         .extracting(ScenarioResult::name)

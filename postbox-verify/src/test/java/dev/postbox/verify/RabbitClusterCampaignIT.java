@@ -3,9 +3,7 @@ package dev.postbox.verify;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.postbox.testkit.RabbitCluster;
-import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
@@ -42,14 +40,13 @@ class RabbitClusterCampaignIT {
     Path dir = Path.of("target", "verify-rabbit-cluster-it", Long.toString(System.nanoTime()));
     RabbitCampaign.Settings settings =
         RabbitVerify.quick(20261205L, dir, scenarios, RelayMode.IDEMPOTENT, true);
-    ByteArrayOutputStream buffer = new ByteArrayOutputStream();
-    PrintStream out = new PrintStream(buffer, true, StandardCharsets.UTF_8);
+    CampaignOutput output = new CampaignOutput();
+    PrintStream out = output.out();
     Optional<List<ScenarioResult>> results;
     try (RabbitCampaign campaign = new RabbitCampaign(settings, out)) {
       results = campaign.run();
     }
-    String text = buffer.toString(StandardCharsets.UTF_8);
-    System.out.println(text);
+    String text = output.text();
     assertThat(results).as(text).isPresent();
     assertThat(results.get()).extracting(ScenarioResult::name).containsExactlyElementsOf(names);
     for (ScenarioResult r : results.get()) {

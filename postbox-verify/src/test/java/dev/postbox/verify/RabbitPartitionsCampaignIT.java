@@ -4,9 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.postbox.testkit.RabbitMqServer;
-import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
@@ -43,15 +41,14 @@ class RabbitPartitionsCampaignIT {
             .filter(u -> !u.isBlank())
             .map(u -> "partitions need this command's own RabbitMQ node")
             .or(NetworkPartitions::unavailable);
-    ByteArrayOutputStream buffer = new ByteArrayOutputStream();
-    PrintStream out = new PrintStream(buffer, true, StandardCharsets.UTF_8);
+    CampaignOutput output = new CampaignOutput();
+    PrintStream out = output.out();
     Optional<List<ScenarioResult>> results;
     // its own node (null: not a shared one), which listens on the partitions' broker address
     try (RabbitCampaign campaign = new RabbitCampaign(settings, out, null)) {
       results = campaign.run();
     }
-    String text = buffer.toString(StandardCharsets.UTF_8);
-    System.out.println(text);
+    String text = output.text();
     assertThat(results).as(text).isPresent();
     assertThat(results.get())
         .extracting(ScenarioResult::name)

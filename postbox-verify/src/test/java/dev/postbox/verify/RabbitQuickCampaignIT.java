@@ -3,9 +3,7 @@ package dev.postbox.verify;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.postbox.testkit.RabbitMqServer;
-import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
@@ -75,14 +73,13 @@ class RabbitQuickCampaignIT {
     Path dir = Path.of("target", "verify-rabbit-it", Long.toString(System.currentTimeMillis()));
     RabbitCampaign.Settings settings =
         RabbitVerify.quick(seed, dir, scenarios, relay, consumers, false);
-    ByteArrayOutputStream buffer = new ByteArrayOutputStream();
-    PrintStream out = new PrintStream(buffer, true, StandardCharsets.UTF_8);
+    CampaignOutput output = new CampaignOutput();
+    PrintStream out = output.out();
     Optional<List<ScenarioResult>> results;
     try (RabbitCampaign campaign = new RabbitCampaign(settings, out, rabbit)) {
       results = campaign.run();
     }
-    String text = buffer.toString(StandardCharsets.UTF_8);
-    System.out.println(text);
+    String text = output.text();
     assertThat(results).as(text).isPresent();
     assertThat(results.get()).extracting(ScenarioResult::name).containsExactlyElementsOf(names);
     for (ScenarioResult r : results.get()) {

@@ -3,9 +3,7 @@ package dev.postbox.verify;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.postbox.testkit.RabbitMqServer;
-import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
@@ -27,13 +25,12 @@ class RabbitRequestReplyScenarioIT {
   void everyRequestEndsAndNoneIsAppliedTwiceThroughCrashes() throws Exception {
     RabbitMqServer.sharedOrSkip(); // only the skip: the scenario starts its own node
     Path dir = Path.of("target", "verify-it", "rr-rabbitmq-" + System.currentTimeMillis());
-    ByteArrayOutputStream buffer = new ByteArrayOutputStream();
-    PrintStream out = new PrintStream(buffer, true, StandardCharsets.UTF_8);
+    CampaignOutput output = new CampaignOutput();
+    PrintStream out = output.out();
     RequestReplyScenario.Result r =
         new RequestReplyScenario(20261201L, dir, out, true).run(150, 1, Duration.ofSeconds(60));
     RequestReplyScenario.print(r, out);
-    String text = buffer.toString(StandardCharsets.UTF_8);
-    System.out.println(text);
+    String text = output.text();
 
     assertThat(r.transport()).isEqualTo("RabbitMQ");
     assertThat(r.done()).as(text).isTrue();

@@ -2,9 +2,7 @@ package dev.postbox.verify;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
@@ -23,13 +21,12 @@ class RequestReplyScenarioIT {
   @Test
   void everyRequestEndsAndNoneIsAppliedTwiceThroughCrashes() throws Exception {
     Path dir = Path.of("target", "verify-it", "rr-" + System.currentTimeMillis());
-    ByteArrayOutputStream buffer = new ByteArrayOutputStream();
-    PrintStream out = new PrintStream(buffer, true, StandardCharsets.UTF_8);
+    CampaignOutput output = new CampaignOutput();
+    PrintStream out = output.out();
     RequestReplyScenario.Result r =
         new RequestReplyScenario(20261201L, dir, out).run(150, 1, Duration.ofSeconds(60));
     RequestReplyScenario.print(r, out);
-    String text = buffer.toString(StandardCharsets.UTF_8);
-    System.out.println(text);
+    String text = output.text();
 
     assertThat(r.done()).as(text).isTrue();
     assertThat(r.violations()).as(text).isZero();
