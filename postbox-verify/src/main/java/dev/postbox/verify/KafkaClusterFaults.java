@@ -4,6 +4,9 @@ import dev.postbox.testkit.KafkaCluster;
 import dev.postbox.verify.Scenario.Fault;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.SplittableRandom;
 import java.util.concurrent.ExecutionException;
@@ -11,7 +14,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.IntSupplier;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.DescribeMetadataQuorumOptions;
+import org.apache.kafka.common.config.ConfigResource;
 
 /**
  * The Kafka campaign on a three-broker cluster ({@code --cluster}): starts the test kit's {@link
@@ -30,7 +36,14 @@ import org.apache.kafka.clients.admin.DescribeMetadataQuorumOptions;
  *       quorum's leader, also a broker), started again {@value #DOWN_MS} ms later;
  *   <li>{@link Fault#CLUSTER_ROLLING_RESTART}: each broker in turn stopped with {@code SIGTERM}
  *       (controlled shutdown) and started again, the next one only once every partition of the
- *       topic has all three replicas in sync again (one fault per broker restarted).
+ *       topic has all three replicas in sync again (one fault per broker restarted);
+ *   <li>{@link Fault#CLUSTER_ISR_BELOW_MIN}: the topic's {@code min.insync.replicas} raised to 3
+ *       and a random broker killed with {@code kill -9}, so every partition's in-sync replicas (2)
+ *       are below the minimum and the brokers refuse the relays' {@code acks=all} writes ({@code
+ *       NOT_ENOUGH_REPLICAS}) for {@value #BELOW_MIN_MS} ms; then the broker started again, every
+ *       replica back in sync, and the topic's override removed (the cluster's minimum, 2, again).
+ *       Raising the minimum is how three combined KRaft nodes get there: two brokers down would
+ *       also take the controller quorum's majority.
  * </ul>
  *
  * Not thread-safe: one injector thread per fault kind, and a scenario injects one kind.
@@ -49,6 +62,9 @@ final class KafkaClusterFaults {
    * (each JVM logged its first line only 66 s after its launch).
    */
   static final Duration STARTUP_TIMEOUT = Duration.ofMinutes(6);
+
+  /** How long every partition's in-sync replicas stay below the minimum. */
+  static final long BELOW_MIN_MS = 6_000;
 
   /** Each broker JVM's heap: three of them beside the campaign's processes on two cores. */
   static final String BROKER_HEAP = "320m";
@@ -90,6 +106,7 @@ final class KafkaClusterFaults {
       case CLUSTER_LEADER_FREEZE -> freezeLeader(f, r);
       case CLUSTER_CONTROLLER_KILL -> killController(f);
       case CLUSTER_ROLLING_RESTART -> rollingRestart(f);
+      case CLUSTER_ISR_BELOW_MIN -> isrBelowMin(f, r);
       default -> throw new IllegalArgumentException("not a cluster fault: " + f);
     }
   }
@@ -218,6 +235,94 @@ final class KafkaClusterFaults {
                   : "replicas not in sync within " + MOVE_WAIT.toSeconds() + " s"));
     }
   }
+
+  private void isrBelowMin(Fault f, SplittableRandom r) {
+    KafkaCluster cluster = env.cluster();
+    if (!awaitTrue(this::topicInSync)) {
+      log.notFired(
+          f.kind,
+          env.topic(),
+          "the topic's replicas were not all in sync within " + MOVE_WAIT.toSeconds() + " s");
+      return;
+    }
+    int node = r.nextInt(cluster.size());
+    if (!awaitTrue(() -> setMinInsync(Optional.of(cluster.size())))) {
+      log.notFired(f.kind, env.topic(), "min.insync.replicas could not be raised");
+      return;
+    }
+    long t0 = System.nanoTime();
+    StringBuilder detail =
+        new StringBuilder("min.insync.replicas " + cluster.size() + " on " + env.topic());
+    try {
+      cluster.kill(node);
+      detail.append(", kill -9 of broker-").append(node).append(": ");
+      if (awaitTrue(() -> isrWithout(node))) {
+        long below = System.nanoTime();
+        detail.append("every partition's in-sync replicas 2 (below the minimum) after ");
+        detail.append(millisSince(t0)).append(" ms");
+        Campaign.sleep(BELOW_MIN_MS);
+        detail.append(", for ").append(millisSince(below)).append(" ms");
+      } else {
+        detail.append("the in-sync replicas did not shrink within ");
+        detail.append(MOVE_WAIT.toSeconds()).append(" s");
+      }
+      try {
+        cluster.start(node);
+        detail.append("; started again, ");
+        detail.append(
+            awaitTrue(this::topicInSync)
+                ? "every replica in sync after " + millisSince(t0) + " ms"
+                : "replicas not in sync within " + MOVE_WAIT.toSeconds() + " s");
+      } catch (RuntimeException e) {
+        detail.append("; start failed (the heal starts it): ").append(e.getMessage());
+      }
+    } finally {
+      // the cluster's own minimum again, whatever happened above
+      boolean restored = awaitTrue(() -> setMinInsync(Optional.empty()));
+      detail.append(
+          restored
+              ? "; the topic's override removed (min.insync.replicas 2)"
+              : "; the topic's min.insync.replicas override could NOT be removed");
+    }
+    log.fired(f.kind, broker(node), detail.toString());
+  }
+
+  /** Whether no partition of the topic counts {@code node} among its in-sync replicas. */
+  private boolean isrWithout(int node) {
+    for (int p = 0; p < Campaign.PARTITIONS; p++) {
+      if (env.cluster().inSyncReplicas(env.topic(), p).contains(node)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Sets the topic's {@code min.insync.replicas} to {@code value}, or removes its override when
+   * empty; false if the cluster did not confirm it in time.
+   */
+  private boolean setMinInsync(Optional<Integer> value) {
+    ConfigResource topic = new ConfigResource(ConfigResource.Type.TOPIC, env.topic());
+    AlterConfigOp op =
+        value.isPresent()
+            ? new AlterConfigOp(
+                new ConfigEntry(MIN_INSYNC, value.get().toString()), AlterConfigOp.OpType.SET)
+            : new AlterConfigOp(new ConfigEntry(MIN_INSYNC, ""), AlterConfigOp.OpType.DELETE);
+    try {
+      env.admin()
+          .incrementalAlterConfigs(Map.of(topic, List.of(op)))
+          .all()
+          .get(ADMIN_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+      return true;
+    } catch (ExecutionException | TimeoutException e) {
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
+  private static final String MIN_INSYNC = "min.insync.replicas";
 
   /** Starts {@code node} again and logs the fault as fired with how long it was down. */
   private void restart(Fault f, int node, String detail, long t0) {

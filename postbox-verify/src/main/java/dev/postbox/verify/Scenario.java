@@ -50,7 +50,12 @@ record Scenario(
     /** Cluster: {@code kill -9} of the active KRaft controller (a combined node), then a start. */
     CLUSTER_CONTROLLER_KILL("cluster-controller-kill"),
     /** Cluster: each broker stopped cleanly and started again in turn (one roll). */
-    CLUSTER_ROLLING_RESTART("cluster-rolling-restart");
+    CLUSTER_ROLLING_RESTART("cluster-rolling-restart"),
+    /**
+     * Cluster: every partition's in-sync replicas below {@code min.insync.replicas} for a while (a
+     * broker killed while the topic asks for all three), then the broker back and the minimum 2.
+     */
+    CLUSTER_ISR_BELOW_MIN("cluster-isr-below-min");
 
     final String kind;
 
@@ -97,7 +102,8 @@ record Scenario(
           Fault.CLUSTER_LEADER_KILL,
           Fault.CLUSTER_LEADER_FREEZE,
           Fault.CLUSTER_CONTROLLER_KILL,
-          Fault.CLUSTER_ROLLING_RESTART);
+          Fault.CLUSTER_ROLLING_RESTART,
+          Fault.CLUSTER_ISR_BELOW_MIN);
 
   /** The single broker's fault, which does not run on a cluster. */
   static final Set<Fault> SINGLE_BROKER_FAULTS = Set.of(Fault.BROKER_RESTART);
@@ -180,15 +186,16 @@ record Scenario(
 
   /**
    * The scenarios of a three-broker cluster, each named after its one fault: a partition leader
-   * killed, a partition leader frozen past its session timeout, the active controller killed, and a
-   * rolling restart.
+   * killed, a partition leader frozen past its session timeout, the active controller killed, a
+   * rolling restart, and the in-sync replicas below the minimum for a while.
    */
   static List<Scenario> clusterScenarios() {
     return java.util.stream.Stream.of(
             Fault.CLUSTER_LEADER_KILL,
             Fault.CLUSTER_LEADER_FREEZE,
             Fault.CLUSTER_CONTROLLER_KILL,
-            Fault.CLUSTER_ROLLING_RESTART)
+            Fault.CLUSTER_ROLLING_RESTART,
+            Fault.CLUSTER_ISR_BELOW_MIN)
         .map(f -> new Scenario(f.kind, List.of(), 0, Set.of(f)))
         .toList();
   }

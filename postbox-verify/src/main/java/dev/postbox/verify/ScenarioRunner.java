@@ -421,6 +421,7 @@ final class ScenarioRunner {
       case CLUSTER_LEADER_KILL, CLUSTER_CONTROLLER_KILL -> 6_000 + r.nextInt(4_000);
       case CLUSTER_LEADER_FREEZE -> 6_000 + r.nextInt(4_000);
       case CLUSTER_ROLLING_RESTART -> 5_000 + r.nextInt(3_000);
+      case CLUSTER_ISR_BELOW_MIN -> 6_000 + r.nextInt(4_000);
     };
   }
 
@@ -460,7 +461,8 @@ final class ScenarioRunner {
       case CLUSTER_LEADER_KILL,
           CLUSTER_LEADER_FREEZE,
           CLUSTER_CONTROLLER_KILL,
-          CLUSTER_ROLLING_RESTART ->
+          CLUSTER_ROLLING_RESTART,
+          CLUSTER_ISR_BELOW_MIN ->
           clusterFaults.inject(f, r);
     }
   }

@@ -94,11 +94,12 @@ class ScenarioSelectionTest {
             "cluster-leader-kill",
             "cluster-leader-freeze",
             "cluster-controller-kill",
-            "cluster-rolling-restart");
+            "cluster-rolling-restart",
+            "cluster-isr-below-min");
     assertThat(VerifyCli.scenarioNames("kafka", RelayMode.IDEMPOTENT)).containsAll(clusterNames);
     // on the cluster: its own scenarios first, then the processes' own, no broker restart
     List<Scenario> onCluster = Scenario.all(RelayMode.IDEMPOTENT, true);
-    assertThat(onCluster.subList(0, 4))
+    assertThat(onCluster.subList(0, clusterNames.size()))
         .extracting(Scenario::name)
         .containsExactlyElementsOf(clusterNames);
     assertThat(onCluster)
