@@ -1,7 +1,12 @@
 package dev.postbox.testkit;
 
 import dev.postbox.testkit.internal.EmbeddedPostgresPair;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
 
 /**
  * A PostgreSQL primary with a streaming standby, both embedded (the zonky PostgreSQL 18 bundle),
@@ -22,7 +27,9 @@ import java.time.Duration;
  *
  * <p>{@link #current()} is a {@link PostgresServer} whose JDBC URL names both servers with {@code
  * targetServerType=primary} (pgjdbc's multi-host URL): its schemas, pools and URLs reach whichever
- * server is the primary, before and after a promote. Thread-safe.
+ * server is the primary, before and after a promote. A promote swaps the roles, and {@link
+ * #rejoin()} makes the former primary a standby of the new one, so a pair fails over as often as a
+ * test asks. Thread-safe.
  */
 public interface PostgresPair extends AutoCloseable {
 
@@ -57,21 +64,45 @@ public interface PostgresPair extends AutoCloseable {
   PostgresServer standby();
 
   /**
+   * The server that is the primary now: {@link #primary()} until the first {@link #promote()}, then
+   * the promoted one (its own URL; its lifecycle methods act on that server).
+   */
+  PostgresServer activePrimary();
+
+  /**
    * The current primary, through a multi-host JDBC URL ({@code targetServerType=primary}); its
    * lifecycle methods ({@code start}, {@code stop}, {@code crash}, ...) throw {@link
    * UnsupportedOperationException}.
    */
   PostgresServer current();
 
-  /** {@code kill -9} of the primary's postmaster and every one of its server processes. */
+  /**
+   * {@code kill -9} of the {@linkplain #activePrimary() active primary}'s postmaster and every one
+   * of its server processes.
+   */
   void killPrimary();
 
   /**
-   * Promotes the standby ({@code SELECT pg_promote()}) and waits until it accepts writes.
+   * Promotes the standby ({@code SELECT pg_promote()}) and waits until it accepts writes; it is the
+   * {@linkplain #activePrimary() active primary} from then on. The former primary must be down
+   * (killed or stopped) first: nothing here fences it.
    *
    * @throws IllegalStateException if it did not within the timeout
    */
   void promote();
+
+  /**
+   * Makes the server a {@link #promote()} left behind a streaming standby of the active primary: it
+   * is killed if it runs, its data directory is replaced by a fresh base backup of the active
+   * primary (a physical slot made there first), and once it streams the active primary names it as
+   * its synchronised standby slot and, in a synchronous pair, its synchronous standby. Until then
+   * the promoted server waits for no standby (commits and logical decoding go on, as with Patroni's
+   * non-strict synchronous mode). Logical failover slots are synchronised to it again by its slot
+   * synchronisation worker.
+   *
+   * @throws IllegalStateException if the pair was not started, or the standby did not stream
+   */
+  void rejoin();
 
   /**
    * Waits until the standby has replayed all the WAL the primary has written so far.
@@ -88,6 +119,8 @@ public interface PostgresPair extends AutoCloseable {
   final class Builder {
     private boolean synchronous;
     private Duration startupTimeout = Duration.ofSeconds(120);
+    private final Map<String, String> serverConfig = new LinkedHashMap<>();
+    private Optional<Path> directory = Optional.empty();
 
     private Builder() {}
 
@@ -110,9 +143,27 @@ public interface PostgresPair extends AutoCloseable {
       return this;
     }
 
+    /** A server setting ({@code postgres -c name=value}) for both servers. */
+    public Builder serverConfig(String name, String value) {
+      if (name == null || name.isBlank() || value == null) {
+        throw new IllegalArgumentException("serverConfig needs a name and a value");
+      }
+      serverConfig.put(name, value);
+      return this;
+    }
+
+    /**
+     * Where the two servers keep their data and logs ({@code a} and {@code b} under it), kept after
+     * {@link PostgresPair#close()}; default a folder of the test kit's, deleted at close.
+     */
+    public Builder directory(Path directory) {
+      this.directory = Optional.of(Objects.requireNonNull(directory, "directory"));
+      return this;
+    }
+
     /** A pair with this configuration, not started yet. */
     public PostgresPair build() {
-      return new EmbeddedPostgresPair(synchronous, startupTimeout);
+      return new EmbeddedPostgresPair(synchronous, startupTimeout, serverConfig, directory);
     }
   }
 }

@@ -17,7 +17,8 @@ import org.junit.jupiter.api.Test;
 /**
  * A primary with a streaming standby from a low-level base backup: rows reach the standby, a
  * failover logical slot is synchronised to it, and after {@code kill -9} of the primary and a
- * promote the multi-host pool writes to the former standby, which holds the slot.
+ * promote the multi-host pool writes to the former standby, which holds the slot; the former
+ * primary rejoins as a standby, and a second failover returns to it with every acknowledged row.
  */
 @Tag("integration")
 class PostgresPairTest {
@@ -81,6 +82,34 @@ class PostgresPairTest {
           assertThat(longOf(c, "SELECT inet_server_port()"))
               .isEqualTo(portOf(pair.standby().jdbcUrl()));
           exec(c, "SELECT pg_drop_replication_slot('pair_slot')");
+        }
+
+        // the former primary rejoins as a standby of the promoted one; a second failover brings
+        // the first server back as the primary, with every acknowledged row
+        pair.rejoin();
+        assertThat(pair.activePrimary()).isSameAs(pair.standby());
+        exec(ds, "INSERT INTO t VALUES (103)");
+        pair.awaitReplayed(WAIT);
+        try (Connection c = DriverManager.getConnection(pair.primary().jdbcUrl(schema))) {
+          assertThat(bool(c, "SELECT pg_is_in_recovery()")).isTrue();
+          assertThat(longOf(c, "SELECT count(*) FROM t")).isEqualTo(103);
+        }
+        exec(ds, "INSERT INTO t VALUES (104)"); // synchronous again: on the standby on return
+        pair.killPrimary();
+        assertThat(pair.standby().isRunning()).isFalse();
+        pair.promote();
+        assertThat(pair.activePrimary()).isSameAs(pair.primary());
+        await()
+            .atMost(WAIT)
+            .ignoreExceptions()
+            .until(() -> {
+              exec(ds, "INSERT INTO t VALUES (105)");
+              return true;
+            });
+        try (Connection c = ds.getConnection()) {
+          assertThat(longOf(c, "SELECT count(*) FROM t")).isEqualTo(105);
+          assertThat(longOf(c, "SELECT inet_server_port()"))
+              .isEqualTo(portOf(pair.primary().jdbcUrl()));
         }
       }
     }

@@ -5,6 +5,7 @@ import dev.postbox.jdbc.PostboxMigrations;
 import dev.postbox.testkit.ChildJvm;
 import dev.postbox.testkit.KafkaBroker;
 import dev.postbox.testkit.KafkaCluster;
+import dev.postbox.testkit.PostgresPair;
 import dev.postbox.testkit.PostgresServer;
 import dev.postbox.verify.Fleet.Child;
 import dev.postbox.verify.Fleet.Role;
@@ -24,18 +25,21 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 
 /**
- * The system a campaign runs on: PostgreSQL (its own process, synchronous commit on), a Kafka
- * broker (its own JVM; with {@code --cluster} the test kit's three-broker KRaft cluster, every
- * client given every broker's address), the harness schema and topic, and the fleet of producers,
- * relays and consumers (each its own JVM); and what the scenarios need of it (the history checker,
- * the servers brought back up, the phase the children are started for).
+ * The system a campaign runs on: PostgreSQL (its own process, synchronous commit on; with {@code
+ * --cluster} a primary with a synchronous streaming standby, every client given both servers'
+ * addresses with {@code targetServerType=primary}), a Kafka broker (its own JVM; with {@code
+ * --cluster} the test kit's three-broker KRaft cluster, every client given every broker's address),
+ * the harness schema and topic, and the fleet of producers, relays and consumers (each its own
+ * JVM); and what the scenarios need of it (the history checker, the servers brought back up, the
+ * phase the children are started for).
  */
 final class CampaignEnvironment implements AutoCloseable {
 
   private final Campaign.Settings settings;
   private final PrintStream out;
   private final FaultLog log;
-  private PostgresServer pg;
+  private PostgresServer pg; // with --cluster: the pair's multi-host URL (no lifecycle)
+  private PostgresPair pair; // with --cluster
   private KafkaBroker kafka; // on one broker
   private KafkaCluster cluster; // with --cluster, in place of kafka
   private HikariDataSource ds;
@@ -64,8 +68,117 @@ final class CampaignEnvironment implements AutoCloseable {
     this.log = log;
   }
 
+  /** The campaign's settings. */
+  Campaign.Settings settings() {
+    return settings;
+  }
+
+  /** PostgreSQL as the processes reach it (with {@code --cluster}: whichever is the primary). */
   PostgresServer pg() {
     return pg;
+  }
+
+  /**
+   * The server that is the primary now, whose lifecycle the database faults act on: the one server,
+   * or the pair's {@linkplain PostgresPair#activePrimary() active primary}.
+   */
+  synchronized PostgresServer primaryServer() {
+    return pair != null ? pair.activePrimary() : pg;
+  }
+
+  /** Whether the pair's standby runs and streams from the primary (false without a pair). */
+  boolean standbyStreams() {
+    if (pair == null) {
+      return false;
+    }
+    try (Connection c = ds.getConnection();
+        Statement st = c.createStatement();
+        ResultSet rs =
+            st.executeQuery(
+                "SELECT count(*) = 1 FROM pg_stat_replication WHERE application_name = '"
+                    + PostgresPair.STANDBY_NAME
+                    + "' AND state = 'streaming'")) {
+      return rs.next() && rs.getBoolean(1);
+    } catch (Exception e) {
+      return false;
+    }
+  }
+
+  /**
+   * Whether the standby holds a synchronised, persistent copy of every failover slot of the primary
+   * (and the primary has one): the CDC relay's slot survives a failover then. With {@code within}
+   * above zero, waits up to that long, a standby snapshot logged on the primary each second (the
+   * standby's copy becomes persistent only once the primary's slot moved past the WAL it has, which
+   * takes such a record). False without a pair.
+   */
+  boolean failoverSlotsSynced(Duration within) {
+    if (pair == null) {
+      return false;
+    }
+    long deadline = System.nanoTime() + within.toNanos();
+    while (true) {
+      PostgresServer primary = primaryServer();
+      PostgresServer standby = primary == pair.primary() ? pair.standby() : pair.primary();
+      try (Connection p = java.sql.DriverManager.getConnection(primary.jdbcUrl());
+          Connection q = java.sql.DriverManager.getConnection(standby.jdbcUrl())) {
+        long slots = count(p, "SELECT count(*) FROM pg_replication_slots WHERE failover");
+        long synced =
+            count(
+                q,
+                "SELECT count(*) FROM pg_replication_slots WHERE failover AND synced AND NOT"
+                    + " temporary");
+        if (slots > 0 && synced >= slots) {
+          return true;
+        }
+        if (System.nanoTime() >= deadline) {
+          return false;
+        }
+        count(p, "SELECT count(*) FROM (SELECT pg_log_standby_snapshot()) s");
+      } catch (java.sql.SQLException e) {
+        if (System.nanoTime() >= deadline) {
+          return false;
+        }
+      }
+      Campaign.sleep(1_000);
+    }
+  }
+
+  private static long count(Connection c, String sql) throws java.sql.SQLException {
+    try (Statement st = c.createStatement();
+        ResultSet rs = st.executeQuery(sql)) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+
+  /** What a {@link #failover()} did, and how long each step took from the kill. */
+  record Failover(String killed, String promoted, Duration promotedAfter, Duration rejoinedAfter) {}
+
+  /**
+   * {@code kill -9} of the pair's primary, the promote of its standby, and the former primary
+   * rebuilt as the new primary's standby; under this object's lock, so that {@link #ensureUp()}
+   * never starts the killed primary beside the promoted one.
+   *
+   * @throws IllegalStateException without a pair, or if the promote or the rejoin failed
+   */
+  synchronized Failover failover() {
+    if (pair == null) {
+      throw new IllegalStateException("no PostgreSQL standby: a failover needs --cluster");
+    }
+    String killed = address(pair.activePrimary());
+    long t0 = System.nanoTime();
+    pair.killPrimary();
+    pair.promote();
+    Duration promoted = Duration.ofNanos(System.nanoTime() - t0);
+    String now = address(pair.activePrimary());
+    pair.rejoin();
+    return new Failover(killed, now, promoted, Duration.ofNanos(System.nanoTime() - t0));
+  }
+
+  private static String address(PostgresServer s) {
+    String url = s.jdbcUrl();
+    return url.substring(
+        "jdbc:postgresql://".length(), url.indexOf('/', "jdbc:postgresql://".length()));
   }
 
   /** The single broker; null with {@code --cluster}. */
@@ -197,8 +310,22 @@ final class CampaignEnvironment implements AutoCloseable {
               "hba_file", NetworkPartitions.writeHbaFile(dir.resolve("network")).toString());
       kb.host(network.get().brokerAddress());
     }
-    pg = pgb.build();
-    pg.start();
+    if (settings.cluster()) {
+      // a synchronous standby: a commit the primary acknowledged survives its loss, so a row the
+      // checker misses after a failover is one Postbox lost, not one PostgreSQL did
+      pair =
+          PostgresPair.builder()
+              .synchronous(true)
+              .directory(dir.resolve("postgres-pair"))
+              .serverConfig("track_commit_timestamp", "on")
+              .startupTimeout(Duration.ofMinutes(3))
+              .build();
+      pair.start();
+      pg = pair.current();
+    } else {
+      pg = pgb.build();
+      pg.start();
+    }
     if (settings.cluster()) {
       cluster = KafkaClusterFaults.start(dir.resolve("kafka-cluster"));
     } else {
@@ -278,7 +405,10 @@ final class CampaignEnvironment implements AutoCloseable {
                       // CDC: small batches, so that batches end inside multi-event transactions
                       settings.relay() == RelayMode.CDC ? "4" : "100",
                       settings.relay() == RelayMode.TRANSACTIONAL ? topic : "",
-                      settings.relay() == RelayMode.CDC ? "cdc" : ""));
+                      settings.relay() == RelayMode.CDC ? "cdc" : "",
+                      "", // no RabbitMQ nodes
+                      // on the pair: the CDC slot is a failover slot the standby keeps a copy of
+                      pair != null ? "failover-slot" : ""));
     }
     for (int i = 1; i <= Campaign.CONSUMERS; i++) {
       String name = "consumer-" + i;
@@ -316,7 +446,8 @@ final class CampaignEnvironment implements AutoCloseable {
     }
     fleet.awaitStarted(Duration.ofMinutes(2));
     out.println(
-        "started: PostgreSQL, "
+        "started: PostgreSQL"
+            + (pair != null ? " with a synchronous standby, " : ", ")
             + (cluster != null
                 ? "Kafka cluster of " + cluster.size() + " brokers (KRaft, combined mode), "
                 : "Kafka broker, ")
@@ -358,8 +489,9 @@ final class CampaignEnvironment implements AutoCloseable {
   synchronized void ensureUp() {
     for (int attempt = 1; ; attempt++) {
       try {
-        if (!pg.isRunning()) {
-          pg.start();
+        PostgresServer primary = primaryServer();
+        if (!primary.isRunning()) {
+          primary.start();
         }
         if (cluster != null) {
           cluster.heal();
@@ -417,7 +549,9 @@ final class CampaignEnvironment implements AutoCloseable {
       }
       cluster.close();
     }
-    if (pg != null) {
+    if (pair != null) {
+      pair.close();
+    } else if (pg != null) {
       pg.close();
     }
     network.ifPresent(NetworkPartitions::close);

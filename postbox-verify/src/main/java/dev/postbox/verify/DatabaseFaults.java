@@ -2,19 +2,25 @@ package dev.postbox.verify;
 
 import dev.postbox.testkit.PostgresServer;
 import dev.postbox.verify.Scenario.Fault;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
 
 /**
  * Injects the database faults: a fast restart of PostgreSQL, a crash (SIGKILL of every server
- * process) and recovery, and the termination of the processes' sessions. They take turns: a
- * terminate or a crash never lands on a server that another of them has down (it would neither fire
- * nor prove anything).
+ * process) and recovery, the termination of the processes' sessions, and (on a pair, {@code
+ * --cluster}) a failover to the standby. They take turns: a terminate or a crash never lands on a
+ * server that another of them has down (it would neither fire nor prove anything). On a pair each
+ * lands on the server that is the primary at the time.
  */
 final class DatabaseFaults {
 
+  /** How long a failover that waits for the CDC slot's copy on the standby waits at most. */
+  private static final Duration SLOT_SYNC_WAIT = Duration.ofSeconds(60);
+
   private final CampaignEnvironment env;
   private final FaultLog log;
+  private int failovers;
 
   DatabaseFaults(CampaignEnvironment env, FaultLog log) {
     this.env = env;
@@ -29,8 +35,9 @@ final class DatabaseFaults {
     injectLocked(f);
   }
 
+  /** The server that is the primary now (its own lifecycle, not the multi-host URL). */
   private PostgresServer pg() {
-    return env.pg();
+    return env.primaryServer();
   }
 
   private void injectLocked(Fault f) {
@@ -57,8 +64,55 @@ final class DatabaseFaults {
           log.note(f.kind + "-skipped", "no session to terminate");
         }
       }
+      case POSTGRES_FAILOVER -> failover(f);
       default -> throw new IllegalArgumentException(f + " is not a database fault");
     }
+  }
+
+  /**
+   * {@code kill -9} of the primary, the promote of its synchronous standby, and the former primary
+   * rebuilt as the new one's standby ({@link CampaignEnvironment#failover()}); fired once the
+   * standby was promoted. Skipped while the primary is down (another database fault) or the pair
+   * has no standby (a rejoin that failed: a promote would have nothing to promote).
+   */
+  private void failover(Fault f) {
+    if (env.postmasterStart().isEmpty()) {
+      log.note(f.kind + "-skipped", "PostgreSQL is down (another database fault)");
+      return;
+    }
+    if (!env.standbyStreams()) {
+      log.note(f.kind + "-skipped", "the standby is not streaming");
+      return;
+    }
+    String slot = "";
+    if (env.settings().relay() == RelayMode.CDC) {
+      // every other failover waits until the standby holds the CDC relay's slot (the relay then
+      // resumes from the synchronised copy); the others come whenever they come, and find it
+      // synchronised or not (the relay then makes the slot again and republishes what is pending)
+      boolean await = failovers++ % 2 == 0;
+      long t0 = System.nanoTime();
+      boolean synced = env.failoverSlotsSynced(await ? SLOT_SYNC_WAIT : Duration.ZERO);
+      slot =
+          "; the CDC slot "
+              + (synced ? "synchronised on the standby" : "not synchronised on the standby")
+              + (await
+                  ? " (waited " + (System.nanoTime() - t0) / 1_000_000 + " ms for it)"
+                  : " (not waited for)");
+    }
+    CampaignEnvironment.Failover r = env.failover();
+    log.fired(
+        f.kind,
+        "postgres",
+        "primary "
+            + r.killed()
+            + " killed -9, standby "
+            + r.promoted()
+            + " promoted (writable "
+            + r.promotedAfter().toMillis()
+            + " ms after the kill), the former primary its synchronous standby again after "
+            + r.rejoinedAfter().toMillis()
+            + " ms"
+            + slot);
   }
 
   /** Restarts PostgreSQL {@code how}; fired if its postmaster's start time moved on. */

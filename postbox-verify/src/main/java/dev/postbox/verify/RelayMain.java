@@ -13,8 +13,9 @@ import java.time.Duration;
  * servers (or an {@code amqp://} URI: RabbitMQ's relay publisher), instance id, lease TTL in ms,
  * batch size, the transactional relay's {@code transactional.id} prefix (empty or absent: the
  * idempotent relay), {@code cdc} to run the CDC relay instead (the lease TTL is then the slot
- * lease's) or empty, and the RabbitMQ nodes' {@code host:port} comma-separated (a cluster: the
- * publisher's {@code addresses}) or absent. Prints {@code started} when running.
+ * lease's) or empty, the RabbitMQ nodes' {@code host:port} comma-separated (a cluster: the
+ * publisher's {@code addresses}) or empty or absent, and {@code failover-slot} (the CDC relay's
+ * slot made a failover slot: a PostgreSQL pair) or absent. Prints {@code started} when running.
  */
 public final class RelayMain {
 
@@ -32,6 +33,7 @@ public final class RelayMain {
               .standbyRetryInterval(Duration.ofMillis(200))
               .statusInterval(Duration.ofSeconds(2))
               .shutdownTimeout(Duration.ofSeconds(10))
+              .failoverSlot(args.length > 8 && args[8].equals("failover-slot"))
               .build();
       cdc.start();
       System.out.println("relay " + id + " started (cdc)");

@@ -55,7 +55,12 @@ record Scenario(
      * Cluster: every partition's in-sync replicas below {@code min.insync.replicas} for a while (a
      * broker killed while the topic asks for all three), then the broker back and the minimum 2.
      */
-    CLUSTER_ISR_BELOW_MIN("cluster-isr-below-min");
+    CLUSTER_ISR_BELOW_MIN("cluster-isr-below-min"),
+    /**
+     * Cluster: {@code kill -9} of the PostgreSQL primary, its synchronous standby promoted, then
+     * the former primary rebuilt as the new primary's standby.
+     */
+    POSTGRES_FAILOVER("postgres-failover");
 
     final String kind;
 
@@ -96,14 +101,18 @@ record Scenario(
   static final Set<Fault> PARTITION_FAULTS =
       Set.of(Fault.PARTITION_RELAY_POSTGRES, Fault.PARTITION_CONSUMER_KAFKA);
 
-  /** The faults of a three-broker cluster ({@code --cluster}); none runs on the single broker. */
+  /**
+   * The faults of a three-broker cluster and a PostgreSQL primary with a standby ({@code
+   * --cluster}); none runs on the single broker and server.
+   */
   static final Set<Fault> CLUSTER_FAULTS =
       Set.of(
           Fault.CLUSTER_LEADER_KILL,
           Fault.CLUSTER_LEADER_FREEZE,
           Fault.CLUSTER_CONTROLLER_KILL,
           Fault.CLUSTER_ROLLING_RESTART,
-          Fault.CLUSTER_ISR_BELOW_MIN);
+          Fault.CLUSTER_ISR_BELOW_MIN,
+          Fault.POSTGRES_FAILOVER);
 
   /** The single broker's fault, which does not run on a cluster. */
   static final Set<Fault> SINGLE_BROKER_FAULTS = Set.of(Fault.BROKER_RESTART);
@@ -185,9 +194,10 @@ record Scenario(
   }
 
   /**
-   * The scenarios of a three-broker cluster, each named after its one fault: a partition leader
-   * killed, a partition leader frozen past its session timeout, the active controller killed, a
-   * rolling restart, and the in-sync replicas below the minimum for a while.
+   * The scenarios of a three-broker cluster and a PostgreSQL pair, each named after its one fault:
+   * a partition leader killed, a partition leader frozen past its session timeout, the active
+   * controller killed, a rolling restart, the in-sync replicas below the minimum for a while, and
+   * the PostgreSQL primary failing over to its standby.
    */
   static List<Scenario> clusterScenarios() {
     return java.util.stream.Stream.of(
@@ -195,7 +205,8 @@ record Scenario(
             Fault.CLUSTER_LEADER_FREEZE,
             Fault.CLUSTER_CONTROLLER_KILL,
             Fault.CLUSTER_ROLLING_RESTART,
-            Fault.CLUSTER_ISR_BELOW_MIN)
+            Fault.CLUSTER_ISR_BELOW_MIN,
+            Fault.POSTGRES_FAILOVER)
         .map(f -> new Scenario(f.kind, List.of(), 0, Set.of(f)))
         .toList();
   }

@@ -422,6 +422,7 @@ final class ScenarioRunner {
       case CLUSTER_LEADER_FREEZE -> 6_000 + r.nextInt(4_000);
       case CLUSTER_ROLLING_RESTART -> 5_000 + r.nextInt(3_000);
       case CLUSTER_ISR_BELOW_MIN -> 6_000 + r.nextInt(4_000);
+      case POSTGRES_FAILOVER -> 6_000 + r.nextInt(4_000);
     };
   }
 
@@ -452,7 +453,8 @@ final class ScenarioRunner {
 
   private void inject(Fault f, SplittableRandom r) {
     switch (f) {
-      case POSTGRES_RESTART, POSTGRES_CRASH, POSTGRES_TERMINATE -> databaseFaults.inject(f);
+      case POSTGRES_RESTART, POSTGRES_CRASH, POSTGRES_TERMINATE, POSTGRES_FAILOVER ->
+          databaseFaults.inject(f);
       case KILL_9 -> processFaults.kill(f, r);
       case KILL_ACTIVE_RELAY -> processFaults.killActiveRelay(f);
       case PAUSE_RELAY, PAUSE_CONSUMER -> processFaults.pause(f, r);

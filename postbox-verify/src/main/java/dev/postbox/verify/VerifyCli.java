@@ -35,7 +35,8 @@ import picocli.CommandLine.Option;
           + " transform (run only when named): consume-transform-produce transformers halted"
           + " before their Kafka commit and killed -9, outputs checked read_committed."
           + " --cluster: on a three-broker KRaft cluster (partition leaders killed and frozen, the"
-          + " active controller killed, rolling restarts)."
+          + " active controller killed, rolling restarts) and a PostgreSQL primary with a synchronous"
+          + " standby (the primary killed, the standby promoted)."
     })
 public final class VerifyCli implements Callable<Integer> {
 
@@ -151,7 +152,10 @@ public final class VerifyCli implements Callable<Integer> {
               + " cluster-rolling-restart (each broker stopped and started in turn) and"
               + " cluster-isr-below-min (every partition's in-sync replicas below"
               + " min.insync.replicas for 6 s: the topic's minimum raised to 3 and a broker"
-              + " killed, then the broker back and the minimum 2 again), then the"
+              + " killed, then the broker back and the minimum 2 again) and postgres-failover"
+              + " (PostgreSQL runs as a primary with a synchronous streaming standby, every"
+              + " client given both with targetServerType=primary: kill -9 of the primary, the"
+              + " standby promoted, the former primary rebuilt as its standby), then the"
               + " processes' own faults (mixed kills a leader in place of the broker restart); the"
               + " single broker's broker-restart and partitions, and redis-window, request-reply"
               + " and transform (each on its own single broker), do not run. With --transport"

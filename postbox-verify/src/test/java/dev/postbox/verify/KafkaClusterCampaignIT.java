@@ -14,27 +14,32 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * {@code ./postbox verify --cluster --quick --scenarios cluster-leader-kill}: the Kafka campaign's
- * processes (two producers, two relays, three consumers, each its own JVM, every client given the
- * three brokers' addresses) on the test kit's three-broker KRaft cluster (replication factor 3,
- * {@code min.insync.replicas=2}), with the broker leading a random partition of the topic killed
- * with {@code kill -9} while relays publish and consumers consume, and started again; the whole
- * history checked by the single broker's checker: zero lost, zero dead-lettered, zero duplicate
- * effects, per-key order and offsets kept, the fault fired and is in the report's fault list.
+ * {@code ./postbox verify --cluster --quick --scenarios cluster-leader-kill,postgres-failover}: the
+ * Kafka campaign's processes (two producers, two relays, three consumers, each its own JVM, every
+ * client given the three brokers' addresses and both PostgreSQL servers') on the test kit's
+ * three-broker KRaft cluster (replication factor 3, {@code min.insync.replicas=2}) and a PostgreSQL
+ * primary with a synchronous standby: first the broker leading a random partition of the topic
+ * killed with {@code kill -9} while relays publish and consumers consume, and started again; then
+ * the PostgreSQL primary killed with {@code kill -9}, the standby promoted and the former primary
+ * rebuilt as its standby. The whole history checked by the single broker's checker: zero lost, zero
+ * dead-lettered, zero duplicate effects, per-key order and offsets kept, each fault fired and is in
+ * the report's fault list.
  */
 // a whole campaign run in one method: longer than the default 10 minutes per test
 @Timeout(value = 20, unit = TimeUnit.MINUTES)
 class KafkaClusterCampaignIT {
 
   @Test
-  void theCampaignOnAClusterHoldsEveryGuaranteeWhenAPartitionLeaderIsKilled() throws Exception {
+  void theCampaignOnAClusterHoldsEveryGuaranteeWhenALeaderIsKilledAndPostgresFailsOver()
+      throws Exception {
     long seed = 20261206L;
     Path dir = Path.of("target", "verify-kafka-cluster-it", Long.toString(System.nanoTime()));
     VerifyCli cli = new VerifyCli();
     cli.quick = true;
     cli.cluster = true;
     cli.phaseSeconds = 15;
-    cli.scenarios = List.of(Scenario.Fault.CLUSTER_LEADER_KILL.kind);
+    cli.scenarios =
+        List.of(Scenario.Fault.CLUSTER_LEADER_KILL.kind, Scenario.Fault.POSTGRES_FAILOVER.kind);
     Campaign.Settings settings = cli.settings(seed, dir);
     assertThat(settings.cluster()).isTrue();
     CampaignOutput output = new CampaignOutput();
@@ -54,18 +59,23 @@ class KafkaClusterCampaignIT {
     String text = output.text();
 
     assertThat(text).contains("Kafka cluster of 3 brokers", "transport kafka (cluster)");
-    assertThat(results).extracting(ScenarioResult::name).containsExactly("cluster-leader-kill");
-    ScenarioResult r = results.get(0);
-    assertThat(r.violations()).as("violations; see %s\n%s", dir, text).isZero();
-    assertThat(r.inconclusiveReasons()).as("inconclusive\n%s", text).isEmpty();
-    assertThat(r.findings().messages()).as("committed messages").isPositive();
-    assertThat(r.faultsFired().getOrDefault("cluster-leader-kill", 0))
-        .as("leader kills\n%s", text)
-        .isPositive();
+    assertThat(text).contains("PostgreSQL with a synchronous standby");
+    assertThat(results)
+        .extracting(ScenarioResult::name)
+        .containsExactly("cluster-leader-kill", "postgres-failover");
+    for (ScenarioResult r : results) {
+      assertThat(r.violations()).as("violations; see %s\n%s", dir, text).isZero();
+      assertThat(r.inconclusiveReasons()).as("inconclusive\n%s", text).isEmpty();
+      assertThat(r.findings().messages()).as("committed messages").isPositive();
+      assertThat(r.faultsFired().getOrDefault(r.name(), 0))
+          .as("%s fired\n%s", r.name(), text)
+          .isPositive();
+    }
     assertThat(report.exitCode()).isEqualTo(Report.OK);
     JsonNode json = new ObjectMapper().readTree(dir.resolve("report.json").toFile());
     assertThat(json.path("transport").asText()).isEqualTo("kafka");
     assertThat(json.path("cluster").asBoolean()).isTrue();
-    assertThat(json.path("faults").findValuesAsText("kind")).contains("cluster-leader-kill");
+    assertThat(json.path("faults").findValuesAsText("kind"))
+        .contains("cluster-leader-kill", "postgres-failover");
   }
 }

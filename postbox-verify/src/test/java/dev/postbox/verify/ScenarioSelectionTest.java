@@ -95,7 +95,8 @@ class ScenarioSelectionTest {
             "cluster-leader-freeze",
             "cluster-controller-kill",
             "cluster-rolling-restart",
-            "cluster-isr-below-min");
+            "cluster-isr-below-min",
+            "postgres-failover");
     assertThat(VerifyCli.scenarioNames("kafka", RelayMode.IDEMPOTENT)).containsAll(clusterNames);
     // on the cluster: its own scenarios first, then the processes' own, no broker restart
     List<Scenario> onCluster = Scenario.all(RelayMode.IDEMPOTENT, true);

@@ -12,12 +12,16 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** Two {@link EmbeddedPostgresServer}s, the second a streaming standby of the first. */
+/**
+ * Two {@link EmbeddedPostgresServer}s, one a streaming standby of the other; {@link #promote()}
+ * swaps their roles and {@link #rejoin()} makes the former primary a standby again.
+ */
 public final class EmbeddedPostgresPair implements PostgresPair {
 
   private static final Logger LOG = LoggerFactory.getLogger(PostgresPair.class);
@@ -25,25 +29,38 @@ public final class EmbeddedPostgresPair implements PostgresPair {
 
   private final boolean synchronous;
   private final Duration timeout;
-  private final EmbeddedPostgresServer primary;
-  private final Path standbyDir;
-  private final EmbeddedPostgresServer standby;
+  private final EmbeddedPostgresServer first;
+  private final EmbeddedPostgresServer second;
+  private final Optional<Path> ownedDir;
+  // the roles now: first and second at start(), swapped by each promote()
+  private EmbeddedPostgresServer active;
+  private EmbeddedPostgresServer passive;
   private CurrentPrimaryServer current;
   private boolean closed;
 
-  public EmbeddedPostgresPair(boolean synchronous, Duration timeout) {
+  public EmbeddedPostgresPair(
+      boolean synchronous,
+      Duration timeout,
+      Map<String, String> serverConfig,
+      Optional<Path> directory) {
     this.synchronous = synchronous;
     this.timeout = timeout;
-    this.primary =
+    // both servers alike, since either may be the standby: the standby's settings do nothing on a
+    // primary
+    Map<String, String> config = new LinkedHashMap<>(serverConfig);
+    config.put("hot_standby_feedback", "on");
+    config.put("sync_replication_slots", "on");
+    this.ownedDir =
+        directory.isPresent() ? Optional.empty() : Optional.of(OwnedDirectories.create("pg-pair-"));
+    Path dir = directory.orElseGet(ownedDir::get);
+    this.first =
         new EmbeddedPostgresServer(
-            new EmbeddedPostgresServer.Settings(Optional.empty(), Map.of(), timeout));
-    this.standbyDir = OwnedDirectories.create("pg-standby-");
-    this.standby =
+            new EmbeddedPostgresServer.Settings(Optional.of(dir.resolve("a")), config, timeout));
+    this.second =
         new EmbeddedPostgresServer(
-            new EmbeddedPostgresServer.Settings(
-                Optional.of(standbyDir),
-                Map.of("hot_standby_feedback", "on", "sync_replication_slots", "on"),
-                timeout));
+            new EmbeddedPostgresServer.Settings(Optional.of(dir.resolve("b")), config, timeout));
+    this.active = first;
+    this.passive = second;
   }
 
   @Override
@@ -54,68 +71,89 @@ public final class EmbeddedPostgresPair implements PostgresPair {
     if (current != null) {
       return;
     }
-    primary.start();
+    first.start();
     try {
-      execute(
-          primary.jdbcUrl(),
-          "SELECT pg_create_physical_replication_slot('" + PHYSICAL_SLOT + "', true)");
-      Path data = standbyDir.resolve("data");
-      BaseBackup.take(primary.jdbcUrl(), primary.dataDirectory().orElseThrow(), data);
-      BaseBackup.configureStandby(
-          data,
-          "primary_conninfo = 'host=127.0.0.1 port="
-              + primary.port()
-              + " user="
-              + primary.user()
-              + " dbname=postgres application_name="
-              + STANDBY_NAME
-              + "'\nprimary_slot_name = '"
-              + PHYSICAL_SLOT
-              + "'\n");
-      standby.start();
-      awaitTrue(
-          primary.jdbcUrl(),
-          "SELECT count(*) = 1 FROM pg_stat_replication WHERE application_name = '"
-              + STANDBY_NAME
-              + "' AND state = 'streaming'",
-          "the standby to stream");
-      execute(
-          primary.jdbcUrl(),
-          "ALTER SYSTEM SET synchronized_standby_slots = '" + PHYSICAL_SLOT + "'");
-      if (synchronous) {
-        execute(
-            primary.jdbcUrl(),
-            "ALTER SYSTEM SET synchronous_standby_names = '" + STANDBY_NAME + "'");
-      }
-      execute(primary.jdbcUrl(), "SELECT pg_reload_conf()");
-      if (synchronous) {
-        awaitTrue(
-            primary.jdbcUrl(),
-            "SELECT count(*) = 1 FROM pg_stat_replication WHERE application_name = '"
-                + STANDBY_NAME
-                + "' AND sync_state = 'sync'",
-            "the standby to be synchronous");
-      }
+      attachStandby(first, second);
     } catch (IOException | RuntimeException e) {
       throw new InfrastructureStartupException(
           "The PostgreSQL standby did not start: " + EmbeddedPostgresServer.describe(e), e);
     }
-    current = new CurrentPrimaryServer(primary.port(), standby.port(), "postgres", primary.user());
+    current = new CurrentPrimaryServer(first.port(), second.port(), "postgres", first.user());
     LOG.info(
         "PostgreSQL pair: primary 127.0.0.1:{}, {} standby 127.0.0.1:{}",
-        primary.port(),
+        first.port(),
         synchronous ? "synchronous" : "asynchronous",
-        standby.port());
+        second.port());
+  }
+
+  /**
+   * Makes {@code standby} (stopped) a streaming standby of {@code primary} (running): a physical
+   * slot, a base backup into its emptied data directory, its start, then the primary's settings
+   * that name it (the standby slot logical decoding waits for; synchronous_standby_names).
+   */
+  private void attachStandby(EmbeddedPostgresServer primary, EmbeddedPostgresServer standby)
+      throws IOException {
+    execute(
+        primary.jdbcUrl(),
+        "SELECT pg_create_physical_replication_slot('"
+            + PHYSICAL_SLOT
+            + "', true) WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = '"
+            + PHYSICAL_SLOT
+            + "')");
+    Path data = standby.dataDirectory().orElseThrow();
+    Shutdown.deleteRecursively(data);
+    BaseBackup.take(primary.jdbcUrl(), primary.dataDirectory().orElseThrow(), data);
+    BaseBackup.configureStandby(
+        data,
+        "primary_conninfo = 'host=127.0.0.1 port="
+            + primary.port()
+            + " user="
+            + primary.user()
+            + " dbname=postgres application_name="
+            + STANDBY_NAME
+            + "'\nprimary_slot_name = '"
+            + PHYSICAL_SLOT
+            + "'\n"
+            // copied from a primary that names its own standby: this server, once promoted,
+            // waits for no standby until one is attached to it
+            + "synchronous_standby_names = ''\nsynchronized_standby_slots = ''\n");
+    standby.start();
+    awaitTrue(
+        primary.jdbcUrl(),
+        "SELECT count(*) = 1 FROM pg_stat_replication WHERE application_name = '"
+            + STANDBY_NAME
+            + "' AND state = 'streaming'",
+        "the standby to stream");
+    execute(
+        primary.jdbcUrl(), "ALTER SYSTEM SET synchronized_standby_slots = '" + PHYSICAL_SLOT + "'");
+    if (synchronous) {
+      execute(
+          primary.jdbcUrl(), "ALTER SYSTEM SET synchronous_standby_names = '" + STANDBY_NAME + "'");
+    }
+    execute(primary.jdbcUrl(), "SELECT pg_reload_conf()");
+    if (synchronous) {
+      awaitTrue(
+          primary.jdbcUrl(),
+          "SELECT count(*) = 1 FROM pg_stat_replication WHERE application_name = '"
+              + STANDBY_NAME
+              + "' AND sync_state = 'sync'",
+          "the standby to be synchronous");
+    }
   }
 
   @Override
   public PostgresServer primary() {
-    return primary;
+    return first;
   }
 
   @Override
   public PostgresServer standby() {
-    return standby;
+    return second;
+  }
+
+  @Override
+  public synchronized PostgresServer activePrimary() {
+    return active;
   }
 
   @Override
@@ -128,18 +166,59 @@ public final class EmbeddedPostgresPair implements PostgresPair {
 
   @Override
   public void killPrimary() {
-    primary.crash();
+    activePrimary().crash();
   }
 
   @Override
   public void promote() {
-    execute(standby.jdbcUrl(), "SELECT pg_promote(true, " + timeout.toSeconds() + ")");
-    awaitTrue(standby.jdbcUrl(), "SELECT NOT pg_is_in_recovery()", "the standby to be promoted");
-    LOG.info("PostgreSQL 127.0.0.1:{} promoted", standby.port());
+    EmbeddedPostgresServer promoted;
+    synchronized (this) {
+      promoted = passive;
+    }
+    execute(promoted.jdbcUrl(), "SELECT pg_promote(true, " + timeout.toSeconds() + ")");
+    awaitTrue(promoted.jdbcUrl(), "SELECT NOT pg_is_in_recovery()", "the standby to be promoted");
+    synchronized (this) {
+      passive = active;
+      active = promoted;
+    }
+    LOG.info("PostgreSQL 127.0.0.1:{} promoted", promoted.port());
+  }
+
+  @Override
+  public synchronized void rejoin() {
+    if (closed) {
+      throw new IllegalStateException("the pair is closed");
+    }
+    if (current == null) {
+      throw new IllegalStateException("the pair was never started: call start()");
+    }
+    long t0 = System.nanoTime();
+    if (passive.isRunning()) {
+      // a former primary must never run beside the promoted one: it goes down before it is rebuilt
+      passive.crash();
+    }
+    try {
+      attachStandby(active, passive);
+    } catch (IOException e) {
+      throw new IllegalStateException(
+          "the former primary did not rejoin as a standby: " + EmbeddedPostgresServer.describe(e),
+          e);
+    }
+    LOG.info(
+        "PostgreSQL 127.0.0.1:{} rejoined as a standby of 127.0.0.1:{} in {} ms",
+        passive.port(),
+        active.port(),
+        Duration.ofNanos(System.nanoTime() - t0).toMillis());
   }
 
   @Override
   public void awaitReplayed(Duration within) {
+    EmbeddedPostgresServer primary;
+    EmbeddedPostgresServer standby;
+    synchronized (this) {
+      primary = active;
+      standby = passive;
+    }
     String lsn = query(primary.jdbcUrl(), "SELECT pg_current_wal_lsn()::text");
     awaitTrue(
         standby.jdbcUrl(),
@@ -155,12 +234,12 @@ public final class EmbeddedPostgresPair implements PostgresPair {
     }
     closed = true;
     try {
-      standby.close();
+      second.close();
     } finally {
       try {
-        primary.close();
+        first.close();
       } finally {
-        OwnedDirectories.delete(standbyDir);
+        ownedDir.ifPresent(OwnedDirectories::delete);
       }
     }
   }
@@ -214,7 +293,7 @@ public final class EmbeddedPostgresPair implements PostgresPair {
   }
 
   @Override
-  public String toString() {
-    return "PostgresPair[primary " + primary + ", standby " + standby + "]";
+  public synchronized String toString() {
+    return "PostgresPair[primary " + active + ", standby " + passive + "]";
   }
 }
