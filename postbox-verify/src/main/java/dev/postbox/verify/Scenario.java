@@ -171,7 +171,7 @@ record Scenario(
    * The scenarios of a campaign with {@code relay}; {@code cluster}: on a three-broker cluster, the
    * cluster's scenarios ({@link #cluster()}) first, then the processes' own ones without the single
    * broker's fault (the broker-restart scenario is left out, and mixed kills a partition's leader
-   * in its place).
+   * in its place and fails PostgreSQL over as well).
    */
   static List<Scenario> all(RelayMode relay, boolean cluster) {
     if (!cluster) {
@@ -186,6 +186,7 @@ record Scenario(
         java.util.EnumSet<Fault> external = java.util.EnumSet.copyOf(s.external());
         external.removeAll(SINGLE_BROKER_FAULTS);
         external.add(Fault.CLUSTER_LEADER_KILL);
+        external.add(Fault.POSTGRES_FAILOVER);
         s = new Scenario(s.name(), s.crashPoints(), s.armProbability(), external, s.parking());
       }
       scenarios.add(s);

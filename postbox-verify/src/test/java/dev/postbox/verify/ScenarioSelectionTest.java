@@ -110,7 +110,10 @@ class ScenarioSelectionTest {
     assertThat(onCluster).noneMatch(Scenario::singleBroker);
     Scenario mixed = onCluster.stream().filter(x -> x.name().equals("mixed")).findFirst().get();
     assertThat(mixed.external())
-        .contains(Scenario.Fault.CLUSTER_LEADER_KILL, Scenario.Fault.KILL_9)
+        .contains(
+            Scenario.Fault.CLUSTER_LEADER_KILL,
+            Scenario.Fault.POSTGRES_FAILOVER,
+            Scenario.Fault.KILL_9)
         .doesNotContain(Scenario.Fault.BROKER_RESTART);
     // and the single broker's campaign runs none of the cluster's faults
     assertThat(Scenario.all()).noneMatch(Scenario::cluster);
