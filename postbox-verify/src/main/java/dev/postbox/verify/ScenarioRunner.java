@@ -93,99 +93,15 @@ final class ScenarioRunner {
     awaitGroupStable(Duration.ofSeconds(60));
     env.producers().forEach(fleet::want);
     AtomicBoolean stop = new AtomicBoolean();
-    List<Thread> injectors = new ArrayList<>();
-    for (Fault f : s.external()) {
-      SplittableRandom r = new SplittableRandom(scenarioSeed * 31 + f.ordinal());
-      // with every kind of fault at once, each comes half as often
-      // the parking scenario's database faults leave room for keys to be parked and unparked
-      double spacing = s.parking() ? 2.0 : s.external().size() > 3 ? 1.5 : 1.0;
-      injectors.add(
-          Thread.ofPlatform()
-              .name("inject-" + f.kind)
-              .start(() -> injectLoop(f, r, spacing, stop)));
-    }
-    if (s.parking()) {
-      SplittableRandom r = new SplittableRandom(scenarioSeed * 37);
-      injectors.add(
-          Thread.ofPlatform().name("transient-failures").start(() -> env.failures().run(r, stop)));
-    }
-    // crash points need process restarts to fire again: their scenarios get more time
-    Duration phaseTime =
-        s.external().isEmpty() ? settings.phase().multipliedBy(8).dividedBy(5) : settings.phase();
-    long start = System.nanoTime();
-    long end = start + phaseTime.toNanos();
-    // with minFires, the phase goes on (up to 6 times as long) until every fault it schedules
-    // fired that often and some business transactions committed, so a slow machine gets a longer
-    // phase instead of an inconclusive one
-    long latest = start + phaseTime.multipliedBy(settings.minFires() > 0 ? 6 : 1).toNanos();
-    long nextNudge = start + phaseTime.toNanos() / 4;
-    boolean extended = false;
-    while (System.nanoTime() < end || (System.nanoTime() < latest && !enoughFired(s))) {
-      if (!extended && System.nanoTime() - end >= 0) {
-        extended = true;
-        out.println(
-            "  "
-                + s.name()
-                + ": phase goes on past "
-                + phaseTime.toSeconds()
-                + " s (up to "
-                + (latest - start) / 1_000_000_000L
-                + " s): "
-                + String.join(", ", notEnoughFired(s)));
-        out.flush();
-      }
-      // sample the committed offsets all through the faults (the injectors never wait for it)
-      checker.auditOffsets();
-      if (System.nanoTime() - nextNudge >= 0 && waitingForRevocation()) {
-        nudgeRebalance();
-        nextNudge = System.nanoTime() + NUDGE_INTERVAL.toNanos();
-      }
-      Thread.sleep(500);
-    }
+    List<Thread> injectors = startInjectors(s, scenarioSeed, stop);
+    long start = runPhase(s);
     reportIfStalled(start);
     stop.set(true);
     for (Thread t : injectors) {
       t.join();
     }
-    partitionFaults.healAll();
-    // heal: no more arming, producer stopped, armed processes restarted unarmed, servers up
-    fleet.armer(c -> Optional.empty());
-    for (Child p : env.producers()) {
-      fleet.stop(p, "end of phase", false);
-    }
-    List<Thread> heal = new ArrayList<>();
-    for (Child c : fleet.children()) {
-      if (c.role() != Role.PRODUCER && (!c.armed().isEmpty() || !c.alive())) {
-        heal.add(Thread.ofPlatform().start(() -> fleet.stop(c, "heal", true)));
-      }
-    }
-    for (Thread t : heal) {
-      t.join();
-    }
-    env.ensureUp();
-    fleet.awaitStarted(Duration.ofMinutes(3));
-    long healed = System.nanoTime();
-    log.note("healed", "all processes up, broker and PostgreSQL up; draining");
-    boolean drained = false;
-    long recoveryDeadline = healed + settings.recoveryBound().toNanos();
-    while (System.nanoTime() < recoveryDeadline) {
-      if (checker.drained()) {
-        drained = true;
-        break;
-      }
-      Thread.sleep(250);
-    }
-    long recoveryMs = (System.nanoTime() - healed) / 1_000_000;
-    if (!drained) {
-      dumpConsumers(); // while it is stalled: the group and what each consumer is doing
-      // keep waiting (the bound is exceeded, a violation) so the rest of the checks see the end
-      long more = System.nanoTime() + settings.recoveryBound().toNanos();
-      while (System.nanoTime() < more && !checker.drained()) {
-        Thread.sleep(500);
-      }
-      log.note("recovery-bound-exceeded", "not drained " + recoveryMs + " ms after the heal");
-    }
-    log.note("drained", recoveryMs + " ms after the heal");
+    heal();
+    Drain drain = drain();
     Findings f = checker.check(phase);
     Map<String, Integer> fired = log.fired();
     Map<String, Integer> notFired = log.notFired();
@@ -220,8 +136,8 @@ final class ScenarioRunner {
         fired,
         notFired,
         f,
-        recoveryMs,
-        !drained,
+        drain.recoveryMs(),
+        !drain.drained(),
         log.unexpectedExits(),
         reasons);
   }
@@ -286,6 +202,130 @@ final class ScenarioRunner {
               .name("rebalance-nudge")
               .start(() -> fleet.stop(c, "rebalance nudge", true));
         });
+  }
+
+  /** How the drain after the heal went: how long it took from the heal, and whether in bound. */
+  private record Drain(long recoveryMs, boolean drained) {}
+
+  /**
+   * Waits until everything committed is applied, up to the recovery bound (and as long again past
+   * it, a violation, so that the checks see the end).
+   */
+  private Drain drain() throws InterruptedException {
+    long healed = System.nanoTime();
+    log.note("healed", "all processes up, broker and PostgreSQL up; draining");
+    boolean drained = false;
+    long recoveryDeadline = healed + settings.recoveryBound().toNanos();
+    while (System.nanoTime() < recoveryDeadline) {
+      if (checker.drained()) {
+        drained = true;
+        break;
+      }
+      Thread.sleep(250);
+    }
+    long recoveryMs = (System.nanoTime() - healed) / 1_000_000;
+    if (!drained) {
+      dumpConsumers(); // while it is stalled: the group and what each consumer is doing
+      // keep waiting (the bound is exceeded, a violation) so the rest of the checks see the end
+      long more = System.nanoTime() + settings.recoveryBound().toNanos();
+      while (System.nanoTime() < more && !checker.drained()) {
+        Thread.sleep(500);
+      }
+      log.note("recovery-bound-exceeded", "not drained " + recoveryMs + " ms after the heal");
+    }
+    log.note("drained", recoveryMs + " ms after the heal");
+    return new Drain(recoveryMs, drained);
+  }
+
+  /** Starts one injector thread per external fault of {@code s} (and the parking's failures). */
+  private List<Thread> startInjectors(Scenario s, long scenarioSeed, AtomicBoolean stop) {
+    List<Thread> injectors = new ArrayList<>();
+    for (Fault f : s.external()) {
+      SplittableRandom r = new SplittableRandom(scenarioSeed * 31 + f.ordinal());
+      // with every kind of fault at once, each comes half as often
+      // the parking scenario's database faults leave room for keys to be parked and unparked
+      double spacing = s.parking() ? 2.0 : s.external().size() > 3 ? 1.5 : 1.0;
+      injectors.add(
+          Thread.ofPlatform()
+              .name("inject-" + f.kind)
+              .start(() -> injectLoop(f, r, spacing, stop)));
+    }
+    if (s.parking()) {
+      SplittableRandom r = new SplittableRandom(scenarioSeed * 37);
+      injectors.add(
+          Thread.ofPlatform().name("transient-failures").start(() -> env.failures().run(r, stop)));
+    }
+    return injectors;
+  }
+
+  /**
+   * The phase itself, while the injectors run: its time, extended while a fault it schedules has
+   * not fired or too little committed; samples the committed offsets and nudges a stuck rebalance.
+   * Returns when it started ({@link System#nanoTime()}).
+   */
+  private long runPhase(Scenario s) throws InterruptedException {
+    // crash points need process restarts to fire again: their scenarios get more time
+    Duration phaseTime =
+        s.external().isEmpty() ? settings.phase().multipliedBy(8).dividedBy(5) : settings.phase();
+    long start = System.nanoTime();
+    long end = start + phaseTime.toNanos();
+    // with minFires, the phase goes on (up to 6 times as long) until every fault it schedules
+    // fired that often and some business transactions committed, so a slow machine gets a longer
+    // phase instead of an inconclusive one
+    long latest = start + phaseTime.multipliedBy(settings.minFires() > 0 ? 6 : 1).toNanos();
+    long nextNudge = start + phaseTime.toNanos() / 4;
+    boolean extended = false;
+    while (System.nanoTime() < end || (System.nanoTime() < latest && !enoughFired(s))) {
+      if (!extended && System.nanoTime() - end >= 0) {
+        extended = true;
+        // asked once: what it waits for may have come since the loop's own check
+        List<String> waitingFor = notEnoughFired(s);
+        if (!waitingFor.isEmpty()) {
+          out.println(
+              "  "
+                  + s.name()
+                  + ": phase goes on past "
+                  + phaseTime.toSeconds()
+                  + " s (up to "
+                  + (latest - start) / 1_000_000_000L
+                  + " s): "
+                  + String.join(", ", waitingFor));
+          out.flush();
+        }
+      }
+      // sample the committed offsets all through the faults (the injectors never wait for it)
+      checker.auditOffsets();
+      if (System.nanoTime() - nextNudge >= 0 && waitingForRevocation()) {
+        nudgeRebalance();
+        nextNudge = System.nanoTime() + NUDGE_INTERVAL.toNanos();
+      }
+      Thread.sleep(500);
+    }
+    return start;
+  }
+
+  /**
+   * The heal: the network whole again, no more arming, the producers stopped, every armed or dead
+   * process restarted unarmed, the servers up and every process started.
+   */
+  private void heal() throws InterruptedException {
+    partitionFaults.healAll();
+    // heal: no more arming, producer stopped, armed processes restarted unarmed, servers up
+    fleet.armer(c -> Optional.empty());
+    for (Child p : env.producers()) {
+      fleet.stop(p, "end of phase", false);
+    }
+    List<Thread> heal = new ArrayList<>();
+    for (Child c : fleet.children()) {
+      if (c.role() != Role.PRODUCER && (!c.armed().isEmpty() || !c.alive())) {
+        heal.add(Thread.ofPlatform().start(() -> fleet.stop(c, "heal", true)));
+      }
+    }
+    for (Thread t : heal) {
+      t.join();
+    }
+    env.ensureUp();
+    fleet.awaitStarted(Duration.ofMinutes(3));
   }
 
   /** Whether every fault {@code s} schedules fired {@code minFires} times (mixed: see below). */
