@@ -65,7 +65,8 @@ final class RedisWindow {
       long unexpectedEffects,
       long leasesExpiredSeen,
       long duplicatesSuppressedSeen,
-      boolean drained) {
+      boolean drained,
+      int unexpectedExits) {
 
     long violations() {
       return lost + unexplainedDuplicates + unexpectedEffects + (drained ? 0 : 1);
@@ -74,6 +75,61 @@ final class RedisWindow {
     boolean inconclusive() {
       return crashesFired == 0;
     }
+  }
+
+  /** The fault log's file name in the scenario's directory. */
+  static final String FAULT_LOG = "faults.log";
+
+  /**
+   * The scenario as a campaign scenario's result, so that its run report is judged and counted like
+   * the campaign's: the crashes that fired are its injections; lost messages, unexplained
+   * duplicates and effects of messages never sent (counted with the duplicate effects: an effect
+   * that should not exist) are violations, and so is a drain that did not finish (as a recovery
+   * bound exceeded); the window's own duplicates are measured only (not a field of the campaign's
+   * findings: its JSON file has them); the republished copies are the topic's duplicates.
+   * Inconclusive when no crash fired.
+   */
+  static ScenarioResult asScenario(Result r) {
+    Findings f =
+        new Findings(
+            r.messages(),
+            0,
+            r.lost(),
+            0,
+            r.unexplainedDuplicates() + r.unexpectedEffects(),
+            r.records(),
+            r.records() - r.messages(),
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            false,
+            0,
+            false);
+    java.util.Map<String, Integer> fired =
+        r.crashesFired() > 0 ? java.util.Map.of(POINT, r.crashesFired()) : java.util.Map.of();
+    int missed = r.crashesArmed() - r.crashesFired();
+    java.util.Map<String, Integer> notFired =
+        missed > 0 ? java.util.Map.of(POINT, missed) : java.util.Map.of();
+    return new ScenarioResult(
+        VerifyCli.REDIS_WINDOW,
+        1,
+        r.crashesFired(),
+        fired,
+        notFired,
+        f,
+        0,
+        !r.drained(),
+        r.unexpectedExits(),
+        r.inconclusive() ? List.of("no crash fired") : List.of());
   }
 
   static final int PARTITIONS = 3;
@@ -108,6 +164,20 @@ final class RedisWindow {
     }
     Files.createDirectories(dir);
     SplittableRandom random = new SplittableRandom(seed);
+    try (FaultLog log = new FaultLog(dir.resolve(FAULT_LOG))) {
+      log.beginScenario(VerifyCli.REDIS_WINDOW + "#1");
+      return Optional.of(run(messages, crashes, url, binary, random, log));
+    }
+  }
+
+  private Result run(
+      int messages,
+      int crashes,
+      Optional<String> url,
+      Optional<Path> binary,
+      SplittableRandom random,
+      FaultLog log)
+      throws Exception {
     try (RedisServer redis = url.isPresent() ? null : RedisServer.startPrivate(binary.get());
         KafkaBroker kafka =
             KafkaBroker.builder()
@@ -157,18 +227,24 @@ final class RedisWindow {
                       targetUrl,
                       Integer.toString(incarnation),
                       Long.toString(LEASE_MS));
+          int hit = 1 + random.nextInt(40);
           if (arm) {
             armed++;
-            b.systemProperty(CrashPoints.PROPERTY, POINT + "@" + (1 + random.nextInt(40)));
+            b.systemProperty(CrashPoints.PROPERTY, POINT + "@" + hit);
           }
+          String name = "consumer-" + incarnation;
           try (ChildJvm child = b.start()) {
             if (arm) {
               Optional<Integer> exit = child.waitFor(Duration.ofSeconds(90));
               if (exit.isPresent() && exit.get() == CrashPoints.EXIT_CODE) {
                 crashed.add(incarnation);
+                log.fired(POINT, name, "halted at its hit " + hit + " and exited");
               } else if (exit.isEmpty()) {
                 drained = caughtUp(admin, topic, group); // the point was never reached
                 child.terminate(Duration.ofSeconds(10));
+                log.notFired(POINT, name, "armed at hit " + hit + ", not reached in 90 s");
+              } else {
+                log.unexpectedExit(name, "exit " + exit.get() + "; log " + child.log());
               }
             } else {
               long deadline = System.nanoTime() + Duration.ofMinutes(5).toNanos();
@@ -190,7 +266,15 @@ final class RedisWindow {
       } finally {
         target.stop(0);
       }
-      return Optional.of(check(messages, sent, armed, crashed, leasesExpired, suppressed, drained));
+      return check(
+          messages,
+          sent,
+          armed,
+          crashed,
+          leasesExpired,
+          suppressed,
+          drained,
+          log.unexpectedExits());
     }
   }
 
@@ -201,7 +285,8 @@ final class RedisWindow {
       Set<Integer> crashed,
       long leasesExpired,
       long suppressed,
-      boolean drained) {
+      boolean drained,
+      int unexpectedExits) {
     RedisWindowCheck.Tally t = RedisWindowCheck.check(Set.copyOf(sent), effects, crashed);
     return new Result(
         messages,
@@ -215,7 +300,8 @@ final class RedisWindow {
         t.unexpected(),
         leasesExpired,
         suppressed,
-        drained);
+        drained,
+        unexpectedExits);
   }
 
   /**

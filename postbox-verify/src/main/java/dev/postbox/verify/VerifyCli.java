@@ -494,9 +494,10 @@ public final class VerifyCli implements Callable<Integer> {
 
   /** Runs the redis-window scenario; returns the exit code combined with {@code campaignExit}. */
   private int redisWindow(long s, Path d, int campaignExit) throws Exception {
+    Path windowDir = d.toAbsolutePath().resolve(REDIS_WINDOW);
+    Instant started = Instant.now();
     Optional<RedisWindow.Result> r =
-        new RedisWindow(s, d.toAbsolutePath().resolve(REDIS_WINDOW), System.out)
-            .run(quick ? 1_000 : 3_000, quick ? 5 : 20);
+        new RedisWindow(s, windowDir, System.out).run(quick ? 1_000 : 3_000, quick ? 5 : 20);
     if (r.isEmpty()) {
       // skipped (no redis-server, no POSTBOX_REDIS_URL): nothing was checked, so nothing is proven
       System.out.println("redis-window: INCONCLUSIVE: skipped, the Redis mode was not checked");
@@ -506,6 +507,19 @@ public final class VerifyCli implements Callable<Integer> {
     new com.fasterxml.jackson.databind.ObjectMapper()
         .writerWithDefaultPrettyPrinter()
         .writeValue(d.resolve(REDIS_WINDOW + ".json").toFile(), r.get());
+    // its own run report, judged and counted by the ledger like a campaign's (consumer mode redis)
+    List<String> args =
+        spec == null ? List.of() : spec.commandLine().getParseResult().originalArgs();
+    new Report(
+            s,
+            List.of(RedisWindow.asScenario(r.get())),
+            started,
+            Duration.between(started, Instant.now()))
+        .withRecord(
+            RunRecord.of(args, "kafka", "direct", "redis", false),
+            windowDir.resolve(RedisWindow.FAULT_LOG))
+        .writeJson(windowDir.resolve("report.json"));
+    System.out.println("redis-window: run report " + windowDir.resolve("report.json"));
     if (campaignExit == Report.VIOLATION || r.get().violations() > 0) {
       return Report.VIOLATION;
     }

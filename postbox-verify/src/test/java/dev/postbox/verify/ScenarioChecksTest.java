@@ -160,4 +160,33 @@ class ScenarioChecksTest {
     assertThat(t.unexpected()).isEqualTo(1);
     assertThat(t.violations()).isEqualTo(2);
   }
+
+  /** A redis-window result: 100 messages, 110 records, 5 armed, {@code fired} crashes. */
+  private static RedisWindow.Result window(
+      int fired, long unexplained, long lost, long unexpected, boolean drained) {
+    return new RedisWindow.Result(
+        100, 110, 5, fired, 104, 3, unexplained, lost, unexpected, 2, 10, drained, 0);
+  }
+
+  @Test
+  void theRedisWindowsRunReportCountsItsCrashesAndPassesWithOnlyWindowDuplicates() {
+    ScenarioResult r = RedisWindow.asScenario(window(4, 0, 0, 0, true));
+    assertThat(r.violations()).isZero();
+    assertThat(r.inconclusive()).isFalse();
+    assertThat(r.injections()).isEqualTo(4);
+    assertThat(r.faultsFired()).containsEntry(RedisWindow.POINT, 4);
+    assertThat(r.faultsNotFired()).containsEntry(RedisWindow.POINT, 1);
+    assertThat(r.findings().topicDuplicates()).isEqualTo(10);
+  }
+
+  @Test
+  void theRedisWindowsRunReportIsAViolationForEachPlantedKindAndInconclusiveWithoutACrash() {
+    assertThat(RedisWindow.asScenario(window(4, 1, 0, 0, true)).violations()).isEqualTo(1);
+    assertThat(RedisWindow.asScenario(window(4, 0, 2, 0, true)).violations()).isEqualTo(2);
+    assertThat(RedisWindow.asScenario(window(4, 0, 0, 1, true)).violations()).isEqualTo(1);
+    assertThat(RedisWindow.asScenario(window(4, 0, 0, 0, false)).violations()).isEqualTo(1);
+    ScenarioResult none = RedisWindow.asScenario(window(0, 0, 0, 0, true));
+    assertThat(none.inconclusive()).isTrue();
+    assertThat(none.violations()).isZero();
+  }
 }
