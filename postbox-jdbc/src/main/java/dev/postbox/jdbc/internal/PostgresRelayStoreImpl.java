@@ -7,7 +7,6 @@ import dev.postbox.core.spi.RelayStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
 import dev.postbox.jdbc.OutboxException;
-import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -45,11 +44,17 @@ public final class PostgresRelayStoreImpl implements RelayStore {
 
   private static int readLaneCount(DataSource dataSource) {
     int laneCount;
-    try (Connection c = dataSource.getConnection();
-        Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery("SELECT count(*) FROM postbox_relay_lane")) {
-      rs.next();
-      laneCount = rs.getInt(1);
+    try {
+      laneCount =
+          StartupQuery.run(
+              dataSource,
+              c -> {
+                try (Statement s = c.createStatement();
+                    ResultSet rs = s.executeQuery("SELECT count(*) FROM postbox_relay_lane")) {
+                  rs.next();
+                  return rs.getInt(1);
+                }
+              });
     } catch (SQLException e) {
       // only a missing table means the migrations have not run; anything else (the database
       // restarting, refusing connections) must not send the operator to migrate
