@@ -48,6 +48,14 @@ record RunRecord(
     this(command, transport, relay, consumerMode, commit, dirty, machine, false);
   }
 
+  /**
+   * This record for a part of the run with its own mode (the redis-window scenario's report): the
+   * same command, commit, tree state and machine.
+   */
+  RunRecord withMode(String transport, String relay, String consumerMode, boolean cluster) {
+    return new RunRecord(command, transport, relay, consumerMode, commit, dirty, machine, cluster);
+  }
+
   /** The record of a run started now in this process's working directory. */
   static RunRecord of(
       List<String> command, String transport, String relay, String consumerMode, boolean cluster) {

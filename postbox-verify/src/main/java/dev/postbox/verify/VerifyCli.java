@@ -306,7 +306,7 @@ public final class VerifyCli implements Callable<Integer> {
     java.util.Set<String> ownRuns = java.util.Set.of(REDIS_WINDOW, REQUEST_REPLY, TRANSFORM);
     if (!scenarios.isEmpty() && scenarios.stream().allMatch(ownRuns::contains)) {
       // the campaign's own scenarios are not asked for
-      int code = redisWindow ? redisWindow(s, d, Report.OK) : Report.OK;
+      int code = redisWindow ? redisWindow(s, d, Report.OK, provenance) : Report.OK;
       code = requestReply ? requestReply(s, d, code, false) : code;
       return transform ? transform(s, d, code) : code;
     }
@@ -336,7 +336,7 @@ public final class VerifyCli implements Callable<Integer> {
       report.writeJson(reportJson);
     }
     System.out.println("fault log and process logs: " + d.toAbsolutePath());
-    int code = redisWindow ? redisWindow(s, d, report.exitCode()) : report.exitCode();
+    int code = redisWindow ? redisWindow(s, d, report.exitCode(), provenance) : report.exitCode();
     code = requestReply ? requestReply(s, d, code, false) : code;
     return transform ? transform(s, d, code) : code;
   }
@@ -493,7 +493,7 @@ public final class VerifyCli implements Callable<Integer> {
   static final String REDIS_WINDOW = "redis-window";
 
   /** Runs the redis-window scenario; returns the exit code combined with {@code campaignExit}. */
-  private int redisWindow(long s, Path d, int campaignExit) throws Exception {
+  private int redisWindow(long s, Path d, int campaignExit, RunRecord provenance) throws Exception {
     Path windowDir = d.toAbsolutePath().resolve(REDIS_WINDOW);
     Instant started = Instant.now();
     Optional<RedisWindow.Result> r =
@@ -507,16 +507,15 @@ public final class VerifyCli implements Callable<Integer> {
     new com.fasterxml.jackson.databind.ObjectMapper()
         .writerWithDefaultPrettyPrinter()
         .writeValue(d.resolve(REDIS_WINDOW + ".json").toFile(), r.get());
-    // its own run report, judged and counted by the ledger like a campaign's (consumer mode redis)
-    List<String> args =
-        spec == null ? List.of() : spec.commandLine().getParseResult().originalArgs();
+    // its own run report, judged and counted by the ledger like a campaign's (consumer mode redis),
+    // with the provenance taken when the run started
     new Report(
             s,
             List.of(RedisWindow.asScenario(r.get())),
             started,
             Duration.between(started, Instant.now()))
         .withRecord(
-            RunRecord.of(args, "kafka", "direct", "redis", false),
+            provenance.withMode("kafka", "direct", "redis", false),
             windowDir.resolve(RedisWindow.FAULT_LOG))
         .writeJson(windowDir.resolve("report.json"));
     System.out.println("redis-window: run report " + windowDir.resolve("report.json"));
