@@ -91,14 +91,13 @@ final class CampaignEnvironment implements AutoCloseable {
     if (pair == null) {
       return false;
     }
-    try (Connection c = ds.getConnection();
-        Statement st = c.createStatement();
-        ResultSet rs =
-            st.executeQuery(
-                "SELECT count(*) = 1 FROM pg_stat_replication WHERE application_name = '"
-                    + PostgresPair.STANDBY_NAME
-                    + "' AND state = 'streaming'")) {
-      return rs.next() && rs.getBoolean(1);
+    try (Connection c = ds.getConnection()) {
+      return HistoryQueries.count(
+              c,
+              "SELECT count(*) FROM pg_stat_replication WHERE application_name = '"
+                  + PostgresPair.STANDBY_NAME
+                  + "' AND state = 'streaming'")
+          == 1;
     } catch (Exception e) {
       return false;
     }
@@ -121,9 +120,10 @@ final class CampaignEnvironment implements AutoCloseable {
       PostgresServer standby = primary == pair.primary() ? pair.standby() : pair.primary();
       try (Connection p = java.sql.DriverManager.getConnection(primary.jdbcUrl());
           Connection q = java.sql.DriverManager.getConnection(standby.jdbcUrl())) {
-        long slots = count(p, "SELECT count(*) FROM pg_replication_slots WHERE failover");
+        long slots =
+            HistoryQueries.count(p, "SELECT count(*) FROM pg_replication_slots WHERE failover");
         long synced =
-            count(
+            HistoryQueries.count(
                 q,
                 "SELECT count(*) FROM pg_replication_slots WHERE failover AND synced AND NOT"
                     + " temporary");
@@ -133,21 +133,13 @@ final class CampaignEnvironment implements AutoCloseable {
         if (System.nanoTime() >= deadline) {
           return false;
         }
-        count(p, "SELECT count(*) FROM (SELECT pg_log_standby_snapshot()) s");
+        HistoryQueries.count(p, "SELECT count(*) FROM (SELECT pg_log_standby_snapshot()) s");
       } catch (java.sql.SQLException e) {
         if (System.nanoTime() >= deadline) {
           return false;
         }
       }
       Campaign.sleep(1_000);
-    }
-  }
-
-  private static long count(Connection c, String sql) throws java.sql.SQLException {
-    try (Statement st = c.createStatement();
-        ResultSet rs = st.executeQuery(sql)) {
-      rs.next();
-      return rs.getLong(1);
     }
   }
 
