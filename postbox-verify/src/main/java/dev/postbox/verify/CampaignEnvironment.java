@@ -5,7 +5,6 @@ import dev.postbox.jdbc.PostboxMigrations;
 import dev.postbox.testkit.ChildJvm;
 import dev.postbox.testkit.KafkaBroker;
 import dev.postbox.testkit.KafkaCluster;
-import dev.postbox.testkit.PostgresPair;
 import dev.postbox.testkit.PostgresServer;
 import dev.postbox.verify.Fleet.Child;
 import dev.postbox.verify.Fleet.Role;
@@ -39,7 +38,7 @@ final class CampaignEnvironment implements AutoCloseable {
   private final PrintStream out;
   private final FaultLog log;
   private PostgresServer pg; // with --cluster: the pair's multi-host URL (no lifecycle)
-  private PostgresPair pair; // with --cluster
+  private FailoverPair pair; // with --cluster
   private KafkaBroker kafka; // on one broker
   private KafkaCluster cluster; // with --cluster, in place of kafka
   private HikariDataSource ds;
@@ -80,97 +79,28 @@ final class CampaignEnvironment implements AutoCloseable {
 
   /**
    * The server that is the primary now, whose lifecycle the database faults act on: the one server,
-   * or the pair's {@linkplain PostgresPair#activePrimary() active primary}.
+   * or the pair's {@linkplain FailoverPair#activePrimary() active primary}.
    */
   synchronized PostgresServer primaryServer() {
     return pair != null ? pair.activePrimary() : pg;
   }
 
-  /** Whether the pair's standby runs and streams from the primary (false without a pair). */
-  boolean standbyStreams() {
-    if (pair == null) {
-      return false;
-    }
-    try (Connection c = ds.getConnection()) {
-      return HistoryQueries.count(
-              c,
-              "SELECT count(*) FROM pg_stat_replication WHERE application_name = '"
-                  + PostgresPair.STANDBY_NAME
-                  + "' AND state = 'streaming'")
-          == 1;
-    } catch (Exception e) {
-      return false;
-    }
+  /** The PostgreSQL pair with {@code --cluster}; empty on one server. */
+  Optional<FailoverPair> pair() {
+    return Optional.ofNullable(pair);
   }
 
   /**
-   * Whether the standby holds a synchronised, persistent copy of every failover slot of the primary
-   * (and the primary has one): the CDC relay's slot survives a failover then. With {@code within}
-   * above zero, waits up to that long, a standby snapshot logged on the primary each second (the
-   * standby's copy becomes persistent only once the primary's slot moved past the WAL it has, which
-   * takes such a record). False without a pair.
-   */
-  boolean failoverSlotsSynced(Duration within) {
-    if (pair == null) {
-      return false;
-    }
-    long deadline = System.nanoTime() + within.toNanos();
-    while (true) {
-      PostgresServer primary = primaryServer();
-      PostgresServer standby = primary == pair.primary() ? pair.standby() : pair.primary();
-      try (Connection p = java.sql.DriverManager.getConnection(primary.jdbcUrl());
-          Connection q = java.sql.DriverManager.getConnection(standby.jdbcUrl())) {
-        long slots =
-            HistoryQueries.count(p, "SELECT count(*) FROM pg_replication_slots WHERE failover");
-        long synced =
-            HistoryQueries.count(
-                q,
-                "SELECT count(*) FROM pg_replication_slots WHERE failover AND synced AND NOT"
-                    + " temporary");
-        if (slots > 0 && synced >= slots) {
-          return true;
-        }
-        if (System.nanoTime() >= deadline) {
-          return false;
-        }
-        HistoryQueries.count(p, "SELECT count(*) FROM (SELECT pg_log_standby_snapshot()) s");
-      } catch (java.sql.SQLException e) {
-        if (System.nanoTime() >= deadline) {
-          return false;
-        }
-      }
-      Campaign.sleep(1_000);
-    }
-  }
-
-  /** What a {@link #failover()} did, and how long each step took from the kill. */
-  record Failover(String killed, String promoted, Duration promotedAfter, Duration rejoinedAfter) {}
-
-  /**
-   * {@code kill -9} of the pair's primary, the promote of its standby, and the former primary
-   * rebuilt as the new primary's standby; under this object's lock, so that {@link #ensureUp()}
-   * never starts the killed primary beside the promoted one.
+   * The pair's {@link FailoverPair#failover()} under this object's lock, so that {@link
+   * #ensureUp()} never starts the killed primary beside the promoted one.
    *
    * @throws IllegalStateException without a pair, or if the promote or the rejoin failed
    */
-  synchronized Failover failover() {
+  synchronized FailoverPair.Failover failover() {
     if (pair == null) {
       throw new IllegalStateException("no PostgreSQL standby: a failover needs --cluster");
     }
-    String killed = address(pair.activePrimary());
-    long t0 = System.nanoTime();
-    pair.killPrimary();
-    pair.promote();
-    Duration promoted = Duration.ofNanos(System.nanoTime() - t0);
-    String now = address(pair.activePrimary());
-    pair.rejoin();
-    return new Failover(killed, now, promoted, Duration.ofNanos(System.nanoTime() - t0));
-  }
-
-  private static String address(PostgresServer s) {
-    String url = s.jdbcUrl();
-    return url.substring(
-        "jdbc:postgresql://".length(), url.indexOf('/', "jdbc:postgresql://".length()));
+    return pair.failover();
   }
 
   /** The single broker; null with {@code --cluster}. */
@@ -303,16 +233,7 @@ final class CampaignEnvironment implements AutoCloseable {
       kb.host(network.get().brokerAddress());
     }
     if (settings.cluster()) {
-      // a synchronous standby: a commit the primary acknowledged survives its loss, so a row the
-      // checker misses after a failover is one Postbox lost, not one PostgreSQL did
-      pair =
-          PostgresPair.builder()
-              .synchronous(true)
-              .directory(dir.resolve("postgres-pair"))
-              .serverConfig("track_commit_timestamp", "on")
-              .startupTimeout(Duration.ofMinutes(3))
-              .build();
-      pair.start();
+      pair = FailoverPair.start(dir.resolve("postgres-pair"));
       pg = pair.current();
     } else {
       pg = pgb.build();

@@ -2,7 +2,6 @@ package dev.postbox.verify;
 
 import dev.postbox.testkit.PostgresServer;
 import dev.postbox.verify.Scenario.Fault;
-import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
 
@@ -15,12 +14,8 @@ import java.util.Optional;
  */
 final class DatabaseFaults {
 
-  /** How long a failover that waits for the CDC slot's copy on the standby waits at most. */
-  private static final Duration SLOT_SYNC_WAIT = Duration.ofSeconds(60);
-
   private final CampaignEnvironment env;
   private final FaultLog log;
-  private int failovers;
 
   DatabaseFaults(CampaignEnvironment env, FaultLog log) {
     this.env = env;
@@ -71,48 +66,20 @@ final class DatabaseFaults {
 
   /**
    * {@code kill -9} of the primary, the promote of its synchronous standby, and the former primary
-   * rebuilt as the new one's standby ({@link CampaignEnvironment#failover()}); fired once the
-   * standby was promoted. Skipped while the primary is down (another database fault) or the pair
-   * has no standby (a rejoin that failed: a promote would have nothing to promote).
+   * rebuilt as the new one's standby ({@link FailoverPair#inject}, under the environment's lock
+   * through {@link CampaignEnvironment#failover()}). Skipped while the primary is down (another
+   * database fault).
    */
   private void failover(Fault f) {
     if (env.postmasterStart().isEmpty()) {
       log.note(f.kind + "-skipped", "PostgreSQL is down (another database fault)");
       return;
     }
-    if (!env.standbyStreams()) {
-      log.note(f.kind + "-skipped", "the standby is not streaming");
-      return;
-    }
-    String slot = "";
-    if (env.settings().relay() == RelayMode.CDC) {
-      // every other failover waits until the standby holds the CDC relay's slot (the relay then
-      // resumes from the synchronised copy); the others come whenever they come, and find it
-      // synchronised or not (the relay then makes the slot again and republishes what is pending)
-      boolean await = failovers++ % 2 == 0;
-      long t0 = System.nanoTime();
-      boolean synced = env.failoverSlotsSynced(await ? SLOT_SYNC_WAIT : Duration.ZERO);
-      slot =
-          "; the CDC slot "
-              + (synced ? "synchronised on the standby" : "not synchronised on the standby")
-              + (await
-                  ? " (waited " + (System.nanoTime() - t0) / 1_000_000 + " ms for it)"
-                  : " (not waited for)");
-    }
-    CampaignEnvironment.Failover r = env.failover();
-    log.fired(
-        f.kind,
-        "postgres",
-        "primary "
-            + r.killed()
-            + " killed -9, standby "
-            + r.promoted()
-            + " promoted (writable "
-            + r.promotedAfter().toMillis()
-            + " ms after the kill), the former primary its synchronous standby again after "
-            + r.rejoinedAfter().toMillis()
-            + " ms"
-            + slot);
+    FailoverPair pair =
+        env.pair()
+            .orElseThrow(() ->
+                new IllegalStateException("no PostgreSQL standby: a failover needs --cluster"));
+    pair.inject(f.kind, env.settings().relay() == RelayMode.CDC, log, env::failover);
   }
 
   /** Restarts PostgreSQL {@code how}; fired if its postmaster's start time moved on. */

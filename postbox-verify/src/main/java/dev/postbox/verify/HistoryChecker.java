@@ -316,12 +316,16 @@ final class HistoryChecker {
     }
   }
 
-  /** Business transactions committed in {@code phase} so far; 0 while the database is down. */
-  long committedIn(int phase) {
+  /**
+   * Business transactions committed in {@code phase} so far; empty when PostgreSQL cannot answer
+   * now (down, failing over), which says nothing about how many committed.
+   */
+  java.util.OptionalLong committedIn(int phase) {
     try (Connection c = ds.getConnection()) {
-      return HistoryQueries.count(c, "SELECT count(*) FROM verify_business WHERE phase = " + phase);
+      return java.util.OptionalLong.of(
+          HistoryQueries.count(c, "SELECT count(*) FROM verify_business WHERE phase = " + phase));
     } catch (Exception e) {
-      return 0;
+      return java.util.OptionalLong.empty();
     }
   }
 

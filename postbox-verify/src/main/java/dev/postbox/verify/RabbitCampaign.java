@@ -95,13 +95,22 @@ final class RabbitCampaign implements AutoCloseable {
   static final String SCALE = "consumer-leaves-and-rejoins";
 
   /**
+   * The PostgreSQL pair's failover ({@code --cluster}): {@code kill -9} of the primary, the standby
+   * promoted, the former primary rebuilt as its standby ({@link FailoverPair}).
+   */
+  static final String FAILOVER = "postgres-failover"; // as the Kafka campaign's fault
+
+  /** What runs only with {@code --cluster}: a node's kill and the database's failover. */
+  static final Set<String> CLUSTER_ONLY = Set.of(RabbitClusterFaults.NODE_KILL, FAILOVER);
+
+  /**
    * The faults that wait at the round's {@link ProgressGate} until a business transaction of the
    * phase committed since the previous one let through, as the Kafka campaign's kills and database
    * faults do: kills spaced for a fast machine would otherwise be counted over a phase in which
    * nothing was written between them.
    */
   static final Set<String> GATED =
-      Set.of(KILL_9, BROKER, BROKER_BACKLOG, RabbitClusterFaults.NODE_KILL);
+      Set.of(KILL_9, BROKER, BROKER_BACKLOG, RabbitClusterFaults.NODE_KILL, FAILOVER);
 
   /** What a single node's campaign runs and {@code --cluster} does not (the one node's faults). */
   static final Set<String> SINGLE_NODE =
@@ -141,24 +150,25 @@ final class RabbitCampaign implements AutoCloseable {
             PREFIX + RabbitClusterFaults.NODE_KILL,
             null,
             List.of(),
-            List.of(RabbitClusterFaults.NODE_KILL)));
+            List.of(RabbitClusterFaults.NODE_KILL)),
+        new RabbitScenario(PREFIX + FAILOVER, null, List.of(), List.of(FAILOVER)));
   }
 
   /**
    * Whether {@code s} runs: every scenario when none is named, except partitions (only named); on a
-   * cluster ({@code --cluster}) the node kill and the processes' own faults, never the single
-   * node's; the node kill only on a cluster.
+   * cluster ({@code --cluster}) the node kill, the database's failover and the processes' own
+   * faults, never the single node's; the node kill and the failover only on a cluster.
    */
   private boolean selected(RabbitScenario s) {
     boolean named =
         settings.only().contains(s.name())
             || settings.only().contains(s.name().substring(PREFIX.length()));
-    boolean nodeKill = s.external().contains(RabbitClusterFaults.NODE_KILL);
+    boolean clusterOnly = s.external().stream().anyMatch(CLUSTER_ONLY::contains);
     if (settings.cluster()) {
       return !s.external().stream().anyMatch(SINGLE_NODE::contains)
           && (named || settings.only().isEmpty());
     }
-    return !nodeKill && (named || (settings.only().isEmpty() && !isPartitions(s)));
+    return !clusterOnly && (named || (settings.only().isEmpty() && !isPartitions(s)));
   }
 
   private static boolean isPartitions(RabbitScenario s) {
@@ -267,7 +277,7 @@ final class RabbitCampaign implements AutoCloseable {
     long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(phaseMs);
     long latest = end + TimeUnit.MILLISECONDS.toNanos(5 * phaseMs);
     HistoryChecker checker = env.checker();
-    ProgressGate gate = new ProgressGate(() -> checker.committedIn(p), Thread::sleep);
+    ProgressGate gate = new ProgressGate(() -> checker.committedIn(p).orElse(-1), Thread::sleep);
     int injections = 0;
     while (System.nanoTime() < end || !enoughFired(s)) {
       if (System.nanoTime() > latest) {

@@ -22,14 +22,15 @@ import java.util.function.Function;
 import javax.sql.DataSource;
 
 /**
- * The system the RabbitMQ campaign runs on: PostgreSQL (its own process), the broker (the command's
- * own private node, an external one named by {@value RabbitMqServer#URL_ENV}, or with {@code
- * --cluster} the test kit's three-node cluster), the harness schema and the consumers' shard
- * queues, the queue reader and history checker, and the fleet of producers, relays ({@code
- * RelayMain} with the RabbitMQ relay publisher) and consumers ({@link RabbitConsumerMain}), each
- * its own JVM, placed in the partitions' network namespaces when there are any; and what a round
- * needs of it (the phase the producers are started for, the armed role restarted, everything
- * brought back up). Not thread-safe.
+ * The system the RabbitMQ campaign runs on: PostgreSQL (its own process; with {@code --cluster} a
+ * primary with a synchronous standby, see {@link FailoverPair}), the broker (the command's own
+ * private node, an external one named by {@value RabbitMqServer#URL_ENV}, or with {@code --cluster}
+ * the test kit's three-node cluster), the harness schema and the consumers' shard queues, the queue
+ * reader and history checker, and the fleet of producers, relays ({@code RelayMain} with the
+ * RabbitMQ relay publisher) and consumers ({@link RabbitConsumerMain}), each its own JVM, placed in
+ * the partitions' network namespaces when there are any; and what a round needs of it (the phase
+ * the producers are started for, the armed role restarted, everything brought back up). Not
+ * thread-safe.
  */
 final class RabbitEnvironment implements AutoCloseable {
 
@@ -44,7 +45,8 @@ final class RabbitEnvironment implements AutoCloseable {
   private final RabbitCampaign.Settings settings;
   private final PrintStream out;
   private final FaultLog log;
-  private PostgresServer pg;
+  private PostgresServer pg; // with --cluster: the pair's multi-host URL (no lifecycle)
+  private FailoverPair pair; // with --cluster
   private RabbitMqServer rabbit;
   private RabbitCluster cluster; // with --cluster, in place of rabbit
   private HikariDataSource ds;
@@ -120,7 +122,9 @@ final class RabbitEnvironment implements AutoCloseable {
     workers.forEach(fleet::want);
     fleet.awaitStarted(Duration.ofMinutes(2));
     out.println(
-        "started: PostgreSQL, RabbitMQ ("
+        "started: PostgreSQL"
+            + (pair != null ? " with a synchronous standby" : "")
+            + ", RabbitMQ ("
             + (cluster != null
                 ? "cluster of " + cluster.size() + " nodes"
                 : rabbit.isExternal() ? "external" : "private node")
@@ -137,16 +141,24 @@ final class RabbitEnvironment implements AutoCloseable {
             + ")");
   }
 
-  /** Starts PostgreSQL with the harness schema; the children's JDBC URL. */
+  /**
+   * Starts PostgreSQL (with {@code --cluster} a primary with a synchronous standby, reached through
+   * the multi-host URL) with the harness schema; the children's JDBC URL.
+   */
   private String startPostgres(Path dir) throws SQLException {
-    PostgresServer.Builder pgb =
-        PostgresServer.builder()
-            .directory(dir.resolve("postgres"))
-            .serverConfig("track_commit_timestamp", "on")
-            .startupTimeout(Duration.ofMinutes(3));
-    network.configure(pgb, dir);
-    pg = pgb.build();
-    pg.start();
+    if (settings.cluster()) {
+      pair = FailoverPair.start(dir.resolve("postgres-pair"));
+      pg = pair.current();
+    } else {
+      PostgresServer.Builder pgb =
+          PostgresServer.builder()
+              .directory(dir.resolve("postgres"))
+              .serverConfig("track_commit_timestamp", "on")
+              .startupTimeout(Duration.ofMinutes(3));
+      network.configure(pgb, dir);
+      pg = pgb.build();
+      pg.start();
+    }
     String schema = pg.createSchema("verify");
     ds = pg.dataSource(schema, 4);
     PostboxMigrations.migrate(ds);
@@ -204,7 +216,10 @@ final class RabbitEnvironment implements AutoCloseable {
                           cdc ? "4" : "100",
                           "",
                           cdc ? "cdc" : "",
-                          addresses)));
+                          addresses,
+                          // on the pair: the CDC slot is a failover slot the standby keeps a copy
+                          // of
+                          pair != null ? "failover-slot" : "")));
     }
   }
 
@@ -272,6 +287,11 @@ final class RabbitEnvironment implements AutoCloseable {
     }
   }
 
+  /** The campaign's settings. */
+  RabbitCampaign.Settings settings() {
+    return settings;
+  }
+
   /** The campaign's directory (servers' data, logs, the fault log). */
   Path directory() {
     return settings.dir();
@@ -292,6 +312,11 @@ final class RabbitEnvironment implements AutoCloseable {
   /** The relays and consumers. */
   List<Child> workers() {
     return workers;
+  }
+
+  /** The PostgreSQL pair with {@code --cluster}; empty on one server. */
+  Optional<FailoverPair> pair() {
+    return Optional.ofNullable(pair);
   }
 
   /** The single node (private or external); null with {@code --cluster}. */
@@ -329,7 +354,9 @@ final class RabbitEnvironment implements AutoCloseable {
     if (cluster != null) {
       cluster.close();
     }
-    if (pg != null) {
+    if (pair != null) {
+      pair.close();
+    } else if (pg != null) {
       pg.close();
     }
     network.close();

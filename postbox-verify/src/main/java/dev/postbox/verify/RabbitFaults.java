@@ -11,8 +11,9 @@ import java.util.SplittableRandom;
  * -9} of a relay or consumer, a consumer frozen past its heartbeat, a consumer leaving and joining
  * again, the broker's faults ({@link RabbitBrokerFaults}: connections dropped, {@code kill -9} of
  * the node, also with a backlog in every shard queue), a cluster node's {@code kill -9} ({@link
- * RabbitClusterFaults}) and the network cuts ({@link RabbitPartitions}). Each picks its target with
- * the campaign's random numbers. Not thread-safe (the random numbers are shared under their lock).
+ * RabbitClusterFaults}), the PostgreSQL pair's failover ({@link FailoverPair}) and the network cuts
+ * ({@link RabbitPartitions}). Each picks its target with the campaign's random numbers. Not
+ * thread-safe (the random numbers are shared under their lock).
  */
 final class RabbitFaults {
 
@@ -53,9 +54,20 @@ final class RabbitFaults {
               RabbitEnvironment.SHARDS,
               split(),
               log);
+      case RabbitCampaign.FAILOVER -> failover();
       case RabbitPartitions.RELAY_FAULT, RabbitPartitions.CONSUMER_FAULT -> partition(fault);
       default -> throw new IllegalArgumentException(fault);
     };
+  }
+
+  /** The PostgreSQL pair's failover ({@link FailoverPair#inject}); the pair's own lock suffices. */
+  private int failover() {
+    FailoverPair pair =
+        env.pair()
+            .orElseThrow(() ->
+                new IllegalStateException("no PostgreSQL standby: a failover needs --cluster"));
+    return pair.inject(
+        RabbitCampaign.FAILOVER, env.settings().relay() == RelayMode.CDC, log, pair::failover);
   }
 
   /** The network cut {@code fault} of its process (a relay's or a consumer's). */

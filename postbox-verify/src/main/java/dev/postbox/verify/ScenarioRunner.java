@@ -156,15 +156,17 @@ final class ScenarioRunner {
    * {@code start}: why, while it is still stalled (the producers and the busy database sessions).
    */
   private void reportIfStalled(long start) {
-    long committed = committedInPhase();
-    if (committed >= MIN_COMMITTED) {
+    java.util.OptionalLong committed = checker.committedIn(env.phase());
+    if (committed.isPresent() && committed.getAsLong() >= MIN_COMMITTED) {
       return;
     }
     List<String> lines = new ArrayList<>();
     lines.add(
         "phase stalled: "
-            + committed
-            + " business transactions committed in "
+            + (committed.isPresent()
+                ? committed.getAsLong() + " business transactions committed"
+                : "PostgreSQL cannot count the business transactions committed now")
+            + " in "
             + (System.nanoTime() - start) / 1_000_000_000
             + " s");
     lines.addAll(StallDiagnostics.describe(env.producers(), env.dataSource()));
@@ -338,10 +340,14 @@ final class ScenarioRunner {
     Map<String, Integer> fired = log.fired();
     int min = settings.minFires();
     List<String> missing = new ArrayList<>();
-    long committed = checker.committedIn(env.phase());
-    if (min > 0 && committed < MIN_COMMITTED) {
+    java.util.OptionalLong committed = checker.committedIn(env.phase());
+    if (min > 0 && committed.isEmpty()) {
+      // PostgreSQL does not answer now (a database fault): no count, and no reason to end yet
+      missing.add("business transactions committed: cannot count now (PostgreSQL does not answer)");
+    } else if (min > 0 && committed.getAsLong() < MIN_COMMITTED) {
       // a phase in which (almost) nothing committed proves (almost) nothing
-      missing.add(committed + " of " + MIN_COMMITTED + " business transactions committed");
+      missing.add(
+          committed.getAsLong() + " of " + MIN_COMMITTED + " business transactions committed");
     }
     for (Fault f : s.external()) {
       if (fired.getOrDefault(f.kind, 0) < Math.min(min, 1)) {
@@ -433,8 +439,11 @@ final class ScenarioRunner {
   }
 
   /** The phase's committed business transactions so far. */
+  /**
+   * The phase's committed business transactions, -1 when PostgreSQL cannot answer (no gate passes).
+   */
   private long committedInPhase() {
-    return checker.committedIn(env.phase());
+    return checker.committedIn(env.phase()).orElse(-1);
   }
 
   /** Database faults (restarts, crashes, killed sessions) wait here for progress. */

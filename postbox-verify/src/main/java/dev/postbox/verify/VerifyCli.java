@@ -161,9 +161,9 @@ public final class VerifyCli implements Callable<Integer> {
               + " single broker's broker-restart and partitions, and redis-window, request-reply"
               + " and transform (each on its own single broker), do not run. With --transport"
               + " rabbitmq: on a three-node RabbitMQ cluster from this machine's rabbitmq-server"
-              + " (every client given every node's address), with the scenario cluster-node-kill"
-              + " (kill -9 of the node holding a shard queue's quorum leader, restarted) and the"
-              + " processes' own faults; the single node's faults (connection-drops, broker-kill,"
+              + " (every client given every node's address) and a PostgreSQL pair as with Kafka,"
+              + " with the scenarios cluster-node-kill (kill -9 of the node holding a shard queue's"
+              + " quorum leader, restarted) and postgres-failover, and the processes' own faults; the single node's faults (connection-drops, broker-kill,"
               + " broker-kill-backlog, partitions) do not run.")
   boolean cluster;
 
@@ -384,9 +384,9 @@ public final class VerifyCli implements Callable<Integer> {
       if (!scenarios.contains(r.name()) && !scenarios.contains(shortName)) {
         continue;
       }
-      boolean nodeKill = r.external().contains(RabbitClusterFaults.NODE_KILL);
+      boolean clusterOnly = r.external().stream().anyMatch(RabbitCampaign.CLUSTER_ONLY::contains);
       boolean singleNode = r.external().stream().anyMatch(RabbitCampaign.SINGLE_NODE::contains);
-      if (nodeKill && !cluster) {
+      if (clusterOnly && !cluster) {
         throw new CommandLine.ParameterException(
             spec.commandLine(), "--scenarios: " + shortName + " runs only with --cluster");
       }

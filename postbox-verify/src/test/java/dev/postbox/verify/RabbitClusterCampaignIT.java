@@ -13,26 +13,27 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * {@code ./postbox verify --transport rabbitmq --cluster --quick --scenarios
- * consumer-crash-points,kill-9,cluster-node-kill}: the RabbitMQ campaign's processes (two
- * producers, two relays, two consumers, each its own JVM, every client given the three nodes'
- * addresses) on a three-node cluster, with the node holding a random shard queue's quorum leader
- * killed with {@code kill -9} and restarted during the phase; and the processes' own faults
- * (consumer crash points, {@code kill -9} of consumers and relays) on the cluster, as the single
- * node's quick campaign runs them. For each scenario: zero lost, zero dead-lettered, zero duplicate
- * effects, per-key order kept, nothing inconclusive, messages committed. One campaign run, so one
- * cluster start, for the three scenarios (each still its own phases and checks, as the command runs
- * them). Skipped without RabbitMQ outside CI.
+ * kill-9,cluster-node-kill,postgres-failover}: the RabbitMQ campaign's processes (two producers,
+ * two relays, two consumers, each its own JVM, every client given the three nodes' addresses and
+ * both PostgreSQL servers') on a three-node cluster and a PostgreSQL primary with a synchronous
+ * standby: {@code kill -9} of consumers and relays; the node holding a random shard queue's quorum
+ * leader killed with {@code kill -9} and restarted during the phase; and the primary killed with
+ * {@code kill -9}, the standby promoted and the former primary rebuilt as its standby. For each
+ * scenario: zero lost, zero dead-lettered, zero duplicate effects, per-key order kept, nothing
+ * inconclusive (so every fault fired), messages committed. One campaign run, so one cluster start,
+ * for the three scenarios (each still its own phases and checks, as the command runs them). Skipped
+ * without RabbitMQ outside CI.
  */
 // a whole campaign run in one method: longer than the default 10 minutes per test
 @Timeout(value = 40, unit = TimeUnit.MINUTES)
 class RabbitClusterCampaignIT {
 
   @Test
-  void theCampaignOnAClusterHoldsEveryGuaranteeThroughALeadersNodeKillAndTheProcessesFaults()
+  void theCampaignOnAClusterHoldsEveryGuaranteeThroughKillsALeadersNodeKillAndAFailover()
       throws Exception {
     runAndCheck(
-        List.of("consumer-crash-points", "kill-9", "cluster-node-kill"),
-        List.of("rabbitmq-consumer-crash-points", "rabbitmq-kill-9", "rabbitmq-cluster-node-kill"));
+        List.of("kill-9", "cluster-node-kill", "postgres-failover"),
+        List.of("rabbitmq-kill-9", "rabbitmq-cluster-node-kill", "rabbitmq-postgres-failover"));
   }
 
   private static void runAndCheck(List<String> scenarios, List<String> names) throws Exception {

@@ -60,10 +60,11 @@ class ScenarioSelectionTest {
   }
 
   @Test
-  void theClusterAndItsNodeKillGoTogetherOnRabbitMq() {
+  void theClusterAndItsNodeKillAndFailoverGoTogetherOnRabbitMq() {
     for (String[] bad :
         List.of(
             new String[] {"--transport", "rabbitmq", "--scenarios", "cluster-node-kill"},
+            new String[] {"--transport", "rabbitmq", "--scenarios", "postgres-failover"},
             new String[] {"--transport", "rabbitmq", "--cluster", "--scenarios", "broker-kill"})) {
       StringWriter err = new StringWriter();
       int code = new CommandLine(new VerifyCli()).setErr(new PrintWriter(err)).execute(bad);
@@ -71,7 +72,13 @@ class ScenarioSelectionTest {
       assertThat(err.toString()).as(String.join(" ", bad)).contains("--cluster");
     }
     assertThat(VerifyCli.scenarioNames("rabbitmq", RelayMode.IDEMPOTENT))
-        .contains("cluster-node-kill", "rabbitmq-cluster-node-kill");
+        .contains(
+            "cluster-node-kill",
+            "rabbitmq-cluster-node-kill",
+            "postgres-failover",
+            "rabbitmq-postgres-failover");
+    // one fault, one name in both campaigns' fault logs and the ledger
+    assertThat(RabbitCampaign.FAILOVER).isEqualTo(Scenario.Fault.POSTGRES_FAILOVER.kind);
   }
 
   @Test
