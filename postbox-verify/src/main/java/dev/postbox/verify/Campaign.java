@@ -46,7 +46,8 @@ final class Campaign implements AutoCloseable {
       ConsumerMode consumerMode,
       double faultRate,
       Duration timeBox,
-      boolean cluster) {
+      boolean cluster,
+      boolean asyncStandby) {
 
     /** The highest {@link #faultRate}. */
     static final double MAX_FAULT_RATE = 10;
@@ -55,6 +56,9 @@ final class Campaign implements AutoCloseable {
       checkFaultRate(faultRate);
       if (timeBox.isNegative()) {
         throw new IllegalArgumentException("time box must not be negative: " + timeBox);
+      }
+      if (asyncStandby && !cluster) {
+        throw new IllegalArgumentException("an asynchronous standby needs --cluster (a pair)");
       }
     }
 
@@ -74,7 +78,8 @@ final class Campaign implements AutoCloseable {
           consumerMode,
           faultRate,
           timeBox,
-          cluster);
+          cluster,
+          asyncStandby);
     }
 
     /** These settings on the three-broker cluster ({@code cluster}) or on one broker. */
@@ -93,7 +98,8 @@ final class Campaign implements AutoCloseable {
           consumerMode,
           faultRate,
           timeBox,
-          cluster);
+          cluster,
+          asyncStandby);
     }
 
     /** The wait before the next external fault, for the default wait {@code ms}. */

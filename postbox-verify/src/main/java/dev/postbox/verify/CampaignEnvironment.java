@@ -85,6 +85,15 @@ final class CampaignEnvironment implements AutoCloseable {
     return pair != null ? pair.activePrimary() : pg;
   }
 
+  /** Where the producers journal their acknowledged commits (on a pair). */
+  private Path journals() {
+    return settings.dir().resolve("journals");
+  }
+
+  private String standbyKind() {
+    return pair.synchronous() ? "a synchronous standby" : "an asynchronous standby";
+  }
+
   /** The PostgreSQL pair with {@code --cluster}; empty on one server. */
   Optional<FailoverPair> pair() {
     return Optional.ofNullable(pair);
@@ -233,7 +242,7 @@ final class CampaignEnvironment implements AutoCloseable {
       kb.host(network.get().brokerAddress());
     }
     if (settings.cluster()) {
-      pair = FailoverPair.start(dir.resolve("postgres-pair"));
+      pair = FailoverPair.start(dir.resolve("postgres-pair"), !settings.asyncStandby());
       pg = pair.current();
     } else {
       pg = pgb.build();
@@ -265,6 +274,9 @@ final class CampaignEnvironment implements AutoCloseable {
     checker =
         new HistoryChecker(ds, admin, reader, topic, Campaign.PARTITIONS, Campaign.GROUP, log);
     checker.relayMode(settings.relay());
+    if (pair != null) {
+      checker.commitJournals(journals(), !pair.synchronous());
+    }
     checker.consumerMode(settings.consumerMode());
     fleet = new Fleet(log);
     failures = new TransientFailures(ds, log);
@@ -298,7 +310,11 @@ final class CampaignEnvironment implements AutoCloseable {
                                   + incarnation),
                           "20",
                           // the CDC relay's campaign: transactions of 1 to 3 events
-                          settings.relay() == RelayMode.CDC ? "3" : "1")));
+                          settings.relay() == RelayMode.CDC ? "3" : "1",
+                          // on the pair: every acknowledged commit journaled outside the database
+                          pair != null
+                              ? journals().resolve(instance + CommitJournal.SUFFIX).toString()
+                              : "")));
     }
     for (int i = 0; i < Campaign.RELAYS; i++) {
       String name = "relay-" + (char) ('a' + i);
@@ -360,7 +376,7 @@ final class CampaignEnvironment implements AutoCloseable {
     fleet.awaitStarted(Duration.ofMinutes(2));
     out.println(
         "started: PostgreSQL"
-            + (pair != null ? " with a synchronous standby, " : ", ")
+            + (pair != null ? " with " + standbyKind() + ", " : ", ")
             + (cluster != null
                 ? "Kafka cluster of " + cluster.size() + " brokers (KRaft, combined mode), "
                 : "Kafka broker, ")

@@ -10,11 +10,13 @@ import java.time.Duration;
 
 /**
  * A campaign's PostgreSQL on a cluster ({@code --cluster}, both transports): a primary with a
- * synchronous streaming standby, reached through the multi-host URL; whether a failover can fire
- * now, and the failover itself as the {@code postgres-failover} fault ({@code kill -9} of the
- * primary, the standby promoted, the former primary rebuilt as its standby), logged with how long
- * each step took. A synchronous standby, so that a commit the primary acknowledged survives its
- * loss: a row the checker misses after a failover is one Postbox lost, not one PostgreSQL did.
+ * streaming standby, reached through the multi-host URL; whether a failover can fire now, and the
+ * failover itself as the {@code postgres-failover} fault ({@code kill -9} of the primary, the
+ * standby promoted, the former primary rebuilt as its standby), logged with how long each step
+ * took. By default a synchronous standby, so that a commit the primary acknowledged survives its
+ * loss: a row the checker misses after a failover is one Postbox lost, not one PostgreSQL did. With
+ * {@code --async-standby} an asynchronous one, which may lose the last acknowledged commits: the
+ * producers' {@link CommitJournal}s let the checker count those apart.
  */
 final class FailoverPair implements AutoCloseable {
 
@@ -25,17 +27,22 @@ final class FailoverPair implements AutoCloseable {
   record Failover(String killed, String promoted, Duration promotedAfter, Duration rejoinedAfter) {}
 
   private final PostgresPair pair;
+  private final boolean synchronous;
   private int failovers;
 
-  private FailoverPair(PostgresPair pair) {
+  private FailoverPair(PostgresPair pair, boolean synchronous) {
     this.pair = pair;
+    this.synchronous = synchronous;
   }
 
-  /** Starts a pair in {@code dir}, commit timestamps on (the checker orders commits by them). */
-  static FailoverPair start(Path dir) {
+  /**
+   * Starts a pair in {@code dir}, commit timestamps on (the checker orders commits by them); its
+   * standby {@code synchronous} or asynchronous ({@code --async-standby}).
+   */
+  static FailoverPair start(Path dir, boolean synchronous) {
     PostgresPair pair =
         PostgresPair.builder()
-            .synchronous(true)
+            .synchronous(synchronous)
             .directory(dir)
             .serverConfig("track_commit_timestamp", "on")
             .startupTimeout(Duration.ofMinutes(3))
@@ -46,12 +53,17 @@ final class FailoverPair implements AutoCloseable {
       pair.close();
       throw e;
     }
-    return new FailoverPair(pair);
+    return new FailoverPair(pair, synchronous);
   }
 
   /** PostgreSQL as the processes reach it: the multi-host URL (no lifecycle of its own). */
   PostgresServer current() {
     return pair.current();
+  }
+
+  /** Whether the standby is synchronous. */
+  boolean synchronous() {
+    return synchronous;
   }
 
   /** The server that is the primary now. */
@@ -165,7 +177,9 @@ final class FailoverPair implements AutoCloseable {
             + r.promoted()
             + " promoted (writable "
             + r.promotedAfter().toMillis()
-            + " ms after the kill), the former primary its synchronous standby again after "
+            + " ms after the kill), the former primary its "
+            + (synchronous ? "synchronous" : "asynchronous")
+            + " standby again after "
             + r.rejoinedAfter().toMillis()
             + " ms"
             + slot);

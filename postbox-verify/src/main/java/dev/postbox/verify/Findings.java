@@ -26,6 +26,14 @@ import java.util.List;
  * @param finalAuditFailed whether the offset audit at the check itself (the sample after the
  *     phase's faults) could not be taken: the scenario is then inconclusive, since the offsets
  *     committed after the previous sample were never checked
+ * @param lostByPostgres messages of the phase whose commit PostgreSQL acknowledged (in a producer's
+ *     {@link CommitJournal}) and that the database no longer holds: transactions PostgreSQL lost
+ *     (an asynchronous standby promoted before it had them), told apart from events Postbox lost
+ *     ({@code lost}); what was published or applied of them is not counted as a rolled-back
+ *     message's
+ * @param postgresLoss how {@code lostByPostgres} is judged: a violation on a synchronous standby
+ *     (which promises that no acknowledged commit is lost), measured on an asynchronous one, or not
+ *     checked (no commit journals: one server)
  */
 record Findings(
     long messages,
@@ -49,10 +57,79 @@ record Findings(
     long stalePublishes,
     boolean staleIsViolation,
     long unstampedRecords,
-    boolean finalAuditFailed) {
+    boolean finalAuditFailed,
+    long lostByPostgres,
+    PostgresLoss postgresLoss) {
+
+  /** How commits PostgreSQL lost are judged. */
+  enum PostgresLoss {
+    /** No commit journals were kept: not looked for (printed as n/a). */
+    NOT_CHECKED,
+    /** An asynchronous standby: PostgreSQL may lose the last commits; measured. */
+    MEASURED,
+    /** A synchronous standby: no acknowledged commit may be lost. */
+    VIOLATION;
+
+    /** The stricter of two (rounds summed). */
+    PostgresLoss and(PostgresLoss o) {
+      return compareTo(o) >= 0 ? this : o;
+    }
+  }
+
+  /** Findings without commit journals (nothing known lost by PostgreSQL). */
+  Findings(
+      long messages,
+      long rolledBack,
+      long lost,
+      long deadLettered,
+      long duplicateEffects,
+      long topicRecords,
+      long topicDuplicates,
+      long staleRepublishes,
+      long orderViolations,
+      long zombieApplies,
+      long rolledBackPublished,
+      long rolledBackApplied,
+      long offsetViolations,
+      long offsetSamples,
+      long offsetRecordsChecked,
+      long offsetAuditFailures,
+      long parked,
+      long unparked,
+      long stalePublishes,
+      boolean staleIsViolation,
+      long unstampedRecords,
+      boolean finalAuditFailed) {
+    this(
+        messages,
+        rolledBack,
+        lost,
+        deadLettered,
+        duplicateEffects,
+        topicRecords,
+        topicDuplicates,
+        staleRepublishes,
+        orderViolations,
+        zombieApplies,
+        rolledBackPublished,
+        rolledBackApplied,
+        offsetViolations,
+        offsetSamples,
+        offsetRecordsChecked,
+        offsetAuditFailures,
+        parked,
+        unparked,
+        stalePublishes,
+        staleIsViolation,
+        unstampedRecords,
+        finalAuditFailed,
+        0,
+        PostgresLoss.NOT_CHECKED);
+  }
 
   long violations() {
     return (staleIsViolation ? stalePublishes : 0)
+        + (postgresLoss == PostgresLoss.VIOLATION ? lostByPostgres : 0)
         + lost
         + deadLettered
         + duplicateEffects
@@ -125,6 +202,8 @@ record Findings(
         stalePublishes + o.stalePublishes,
         staleIsViolation || o.staleIsViolation,
         unstampedRecords + o.unstampedRecords,
-        finalAuditFailed || o.finalAuditFailed);
+        finalAuditFailed || o.finalAuditFailed,
+        lostByPostgres + o.lostByPostgres,
+        postgresLoss.and(o.postgresLoss));
   }
 }

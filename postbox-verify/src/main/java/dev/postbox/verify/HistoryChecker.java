@@ -65,6 +65,21 @@ final class HistoryChecker {
     this.consumerMode = mode;
   }
 
+  // the producers' commit journals, when they keep them (a PostgreSQL pair), and whether the
+  // standby is asynchronous (a commit PostgreSQL lost is then measured, not a violation)
+  private volatile java.nio.file.Path journals;
+  private volatile boolean asynchronousStandby;
+
+  /**
+   * Judges the commits the producers journaled in {@code dir} ({@link CommitJournal}): one the
+   * database no longer holds was lost by PostgreSQL, a violation unless {@code
+   * asynchronousStandby}.
+   */
+  void commitJournals(java.nio.file.Path dir, boolean asynchronousStandby) {
+    this.journals = dir;
+    this.asynchronousStandby = asynchronousStandby;
+  }
+
   /** Which relay the campaign runs: with the transactional relay a stale publish is a violation. */
   void relayMode(RelayMode mode) {
     this.relayMode = mode;
@@ -373,11 +388,16 @@ final class HistoryChecker {
         duplicateEffects = perPosition;
       }
       long zombieApplies = HistoryQueries.count(c, HistoryQueries.zombieSql(phase));
+      Map<UUID, Integer> phases = HistoryQueries.phases(c);
+      // acknowledged commits the database no longer holds: lost by PostgreSQL, not by Postbox;
+      // what was published or applied of them is no rolled-back message's
+      Map<UUID, Integer> lostCommits =
+          journals == null ? Map.of() : CommitJournal.missing(CommitJournal.read(journals), phases);
+      long lostByPostgres = lostCommits.values().stream().filter(p -> p == phase).count();
+      java.util.List<UUID> effectsOfNoRow = HistoryQueries.effectsWithoutBusiness(c);
       long phantomApplied =
-          HistoryQueries.count(
-              c,
-              "SELECT count(*) FROM verify_effect e WHERE NOT EXISTS (SELECT 1 FROM"
-                  + " verify_business b WHERE b.message_id = e.message_id)");
+          effectsOfNoRow.stream().filter(id -> !lostCommits.containsKey(id)).count();
+      long appliedOfLost = effectsOfNoRow.size() - phantomApplied;
       boolean offsetsMode = consumerMode == ConsumerMode.OFFSETS;
       long orderViolations = HistoryQueries.orderViolations(c, phase, offsetsMode);
       if (offsetsMode) {
@@ -393,8 +413,8 @@ final class HistoryChecker {
                   + " (measured: the offsets mode applies a copy at a new offset again)");
         }
       }
-      Map<UUID, Integer> phases = HistoryQueries.phases(c);
       long topicRecords = 0;
+      long publishedOfLost = 0;
       long phantomPublished = 0;
       long staleRepublishes = 0;
       Set<UUID> distinct = new HashSet<>();
@@ -402,6 +422,10 @@ final class HistoryChecker {
         Map<String, Long> maxSeq = new HashMap<>();
         for (Published r : records) {
           Integer p = r.id() == null ? null : phases.get(r.id());
+          if (p == null && lostCommits.containsKey(r.id())) {
+            publishedOfLost++;
+            continue;
+          }
           if (p == null) {
             phantomPublished++;
             continue;
@@ -444,7 +468,30 @@ final class HistoryChecker {
               epochs.stale(),
               relayMode == RelayMode.TRANSACTIONAL,
               epochs.unstamped(),
-              !finalAudit);
+              !finalAudit,
+              lostByPostgres,
+              journals == null
+                  ? Findings.PostgresLoss.NOT_CHECKED
+                  : asynchronousStandby
+                      ? Findings.PostgresLoss.MEASURED
+                      : Findings.PostgresLoss.VIOLATION);
+      if (!lostCommits.isEmpty()) {
+        log.note(
+            "lost-by-postgres",
+            "phase "
+                + phase
+                + ": "
+                + lostByPostgres
+                + " acknowledged commits of the phase are not in the database ("
+                + lostCommits.size()
+                + " in all phases); records of lost commits on the topic "
+                + publishedOfLost
+                + ", effects of them applied "
+                + appliedOfLost
+                + (asynchronousStandby
+                    ? " (an asynchronous standby: measured)"
+                    : " (a synchronous standby: violations)"));
+      }
       reportedOffsetAuditFailures = offsetAuditFailures;
       reportedDeadLetters = deadLetters;
       reportedParked = parkedRows;

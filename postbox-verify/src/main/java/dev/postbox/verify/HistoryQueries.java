@@ -114,6 +114,21 @@ final class HistoryQueries {
     return m;
   }
 
+  /** The message ids of the effects whose message has no business row (any phase). */
+  static java.util.List<UUID> effectsWithoutBusiness(Connection c) throws SQLException {
+    java.util.List<UUID> ids = new java.util.ArrayList<>();
+    try (PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT e.message_id FROM verify_effect e WHERE NOT EXISTS (SELECT 1 FROM"
+                    + " verify_business b WHERE b.message_id = e.message_id)");
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        ids.add(rs.getObject(1, UUID.class));
+      }
+    }
+    return ids;
+  }
+
   static long count(Connection c, String sql) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(sql);
         ResultSet rs = ps.executeQuery()) {

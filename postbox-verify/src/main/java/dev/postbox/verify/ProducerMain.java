@@ -4,12 +4,14 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.postbox.core.Message;
 import dev.postbox.jdbc.Outbox;
 import dev.postbox.jdbc.OutboxTransaction;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 
@@ -26,7 +28,8 @@ import java.util.concurrent.locks.LockSupport;
  * more, each transaction takes 1 to that many distinct keys, in key order so that two transactions
  * never wait for each other's locks in opposite orders, and writes one business row and one message
  * per key: multi-event transactions, which the CDC relay must never confirm in part). Runs until
- * SIGTERM (or a crash point / kill -9).
+ * SIGTERM (or a crash point / kill -9). An optional twelfth argument names a {@link CommitJournal}
+ * file the producer appends each acknowledged commit's message ids to ("" for none).
  */
 public final class ProducerMain {
 
@@ -53,6 +56,8 @@ public final class ProducerMain {
     long seed = Long.parseLong(args[8]);
     int rollbackEvery = Integer.parseInt(args[9]);
     int perTx = args.length > 10 ? Integer.parseInt(args[10]) : 1;
+    CommitJournal journal =
+        args.length > 11 && !args[11].isEmpty() ? CommitJournal.open(Path.of(args[11])) : null;
     HikariDataSource ds = ChildSupport.dataSource(jdbcUrl, name, threads + 1, "");
     Outbox outbox = Outbox.postgres();
     AtomicBoolean running = new AtomicBoolean(true);
@@ -83,7 +88,10 @@ public final class ProducerMain {
                   List<String> txKeys = pickKeys(random, keys, hotKeys, perTx);
                   boolean rollback = rollbackEvery > 0 && n % rollbackEvery == 0;
                   try {
-                    transaction(ds, outbox, topic, name, phase, txKeys, rollback);
+                    List<UUID> ids = transaction(ds, outbox, topic, name, phase, txKeys, rollback);
+                    if (journal != null) {
+                      journal.acknowledged(phase, ids); // the commit returned
+                    }
                   } catch (RuntimeException e) {
                     if (!(e instanceof RollbackOnPurpose) && failures++ % 50 == 0) {
                       System.out.println("producer " + name + ": transaction failed: " + e);
@@ -103,6 +111,9 @@ public final class ProducerMain {
         }
       }
       ds.close();
+      if (journal != null) {
+        journal.close();
+      }
     });
   }
 
@@ -143,7 +154,8 @@ public final class ProducerMain {
     return String.format("key-%04d", k);
   }
 
-  private static void transaction(
+  /** One business transaction; the message ids it committed. */
+  private static List<UUID> transaction(
       HikariDataSource ds,
       Outbox outbox,
       String topic,
@@ -170,21 +182,25 @@ public final class ProducerMain {
         throw new IllegalStateException(e);
       }
     }
-    outbox.inTransaction(
+    return outbox.inTransaction(
         ds,
         tx -> {
+          List<UUID> ids = new ArrayList<>(keys.size());
           for (int i = 0; i < keys.size(); i++) {
-            write(tx, topic, name, phase, keys.get(i), rollback ? built[i] : null);
+            ids.add(write(tx, topic, name, phase, keys.get(i), rollback ? built[i] : null));
           }
           if (rollback) {
             throw new RollbackOnPurpose();
           }
-          return null;
+          return ids;
         });
   }
 
-  /** One key's business row and message in the open transaction ({@code rolledBack}: its id). */
-  private static void write(
+  /**
+   * One key's business row and message in the open transaction ({@code rolledBack}: its id); the
+   * message's id.
+   */
+  private static UUID write(
       OutboxTransaction tx, String topic, String name, int phase, String key, Message rolledBack)
       throws java.sql.SQLException {
     long seq;
@@ -213,5 +229,6 @@ public final class ProducerMain {
       ps.executeUpdate();
     }
     tx.write(m);
+    return m.id();
   }
 }

@@ -59,7 +59,8 @@ final class RabbitCampaign implements AutoCloseable {
       CampaignRounds rounds,
       RelayMode relay,
       ConsumerMode consumers,
-      boolean cluster) {
+      boolean cluster,
+      boolean asyncStandby) {
 
     Settings {
       Campaign.Settings.checkFaultRate(faultRate);

@@ -23,7 +23,7 @@ import javax.sql.DataSource;
 
 /**
  * The system the RabbitMQ campaign runs on: PostgreSQL (its own process; with {@code --cluster} a
- * primary with a synchronous standby, see {@link FailoverPair}), the broker (the command's own
+ * primary with a streaming standby, see {@link FailoverPair}), the broker (the command's own
  * private node, an external one named by {@value RabbitMqServer#URL_ENV}, or with {@code --cluster}
  * the test kit's three-node cluster), the harness schema and the consumers' shard queues, the queue
  * reader and history checker, and the fleet of producers, relays ({@code RelayMain} with the
@@ -110,6 +110,9 @@ final class RabbitEnvironment implements AutoCloseable {
       RabbitTopology.declareShards(ch, SUBSCRIPTION, topic, SHARDS);
     }
     checker = new HistoryChecker(ds, null, reader, topic, SHARDS, SUBSCRIPTION, log);
+    if (pair != null) {
+      checker.commitJournals(journals(), !pair.synchronous());
+    }
     fleet = new Fleet(log);
     // the children reach both servers by the partitions' addresses when there is a network
     String childUri = network.amqpUri(uri);
@@ -123,7 +126,7 @@ final class RabbitEnvironment implements AutoCloseable {
     fleet.awaitStarted(Duration.ofMinutes(2));
     out.println(
         "started: PostgreSQL"
-            + (pair != null ? " with a synchronous standby" : "")
+            + (pair != null ? " with " + standbyKind() : "")
             + ", RabbitMQ ("
             + (cluster != null
                 ? "cluster of " + cluster.size() + " nodes"
@@ -142,12 +145,12 @@ final class RabbitEnvironment implements AutoCloseable {
   }
 
   /**
-   * Starts PostgreSQL (with {@code --cluster} a primary with a synchronous standby, reached through
+   * Starts PostgreSQL (with {@code --cluster} a primary with a streaming standby, reached through
    * the multi-host URL) with the harness schema; the children's JDBC URL.
    */
   private String startPostgres(Path dir) throws SQLException {
     if (settings.cluster()) {
-      pair = FailoverPair.start(dir.resolve("postgres-pair"));
+      pair = FailoverPair.start(dir.resolve("postgres-pair"), !settings.asyncStandby());
       pg = pair.current();
     } else {
       PostgresServer.Builder pgb =
@@ -192,7 +195,11 @@ final class RabbitEnvironment implements AutoCloseable {
                                   + incarnation),
                           "20",
                           // the CDC relay's campaign: transactions of 1 to 3 events
-                          settings.relay() == RelayMode.CDC ? "3" : "1")));
+                          settings.relay() == RelayMode.CDC ? "3" : "1",
+                          // on the pair: every acknowledged commit journaled outside the database
+                          pair != null
+                              ? journals().resolve(instance + CommitJournal.SUFFIX).toString()
+                              : "")));
     }
   }
 
@@ -312,6 +319,15 @@ final class RabbitEnvironment implements AutoCloseable {
   /** The relays and consumers. */
   List<Child> workers() {
     return workers;
+  }
+
+  /** Where the producers journal their acknowledged commits (on a pair). */
+  private Path journals() {
+    return settings.dir().resolve("journals");
+  }
+
+  private String standbyKind() {
+    return pair.synchronous() ? "a synchronous standby" : "an asynchronous standby";
   }
 
   /** The PostgreSQL pair with {@code --cluster}; empty on one server. */

@@ -35,7 +35,8 @@ final class RabbitVerify {
         CampaignRounds.of(s),
         s.relay(),
         s.consumerMode(),
-        cluster);
+        cluster,
+        cluster && s.asyncStandby());
   }
 
   /** The RabbitMQ campaign's {@code --quick} settings for {@code scenarios} (what CI runs). */

@@ -95,7 +95,7 @@ final class Report {
           record.relay(),
           record.consumerMode());
     }
-    String fmt = "%-22s %6s %8s %5s %5s %6s %6s %7s %8s %6s %6s %6s %6s %6s %6s %6s %9s  %s%n";
+    String fmt = "%-22s %6s %8s %5s %7s %5s %6s %6s %7s %8s %6s %6s %6s %6s %6s %6s %6s %9s  %s%n";
     out.printf(
         fmt,
         "scenario",
@@ -114,6 +114,7 @@ final class Report {
         "rb-app",
         "parked",
         "unpark",
+        "pg-lost",
         "recov-ms",
         "injections (fired per kind)");
     long total = 0;
@@ -140,6 +141,11 @@ final class Report {
           f.rolledBackApplied(),
           f.parked(),
           f.unparked(),
+          switch (f.postgresLoss()) {
+            case NOT_CHECKED -> "-";
+            case MEASURED -> f.lostByPostgres() + "~";
+            case VIOLATION -> Long.toString(f.lostByPostgres());
+          },
           r.maxRecoveryMs() + (r.recoveryBoundExceeded() ? "!" : ""),
           r.injections() + " " + r.faultsFired());
       if (r.inconclusive()) {
@@ -171,7 +177,10 @@ final class Report {
             + " its key) are measured only; stale-ep (stale publishes: a record whose relay epoch"
             + " is lower than one of its lane seen earlier in its partition) must be 0 with"
             + " --relay transactional and is measured only (marked ~) with the idempotent relay; parked/unpark (records into/out of the parking) must"
-            + " be above 0 in the parking scenario. A scenario whose offset audit took no sample"
+            + " be above 0 in the parking scenario; pg-lost (acknowledged commits, journaled by"
+            + " the producers, that PostgreSQL no longer holds after a failover: its own loss, not"
+            + " Postbox's) must be 0 with a synchronous standby, is measured only (~) with"
+            + " --async-standby, and is - on one server (no standby, no journal). A scenario whose offset audit took no sample"
             + " or checked no record is INCONCLUSIVE, never a pass.");
     if (rabbitmq()) {
       out.println(NOT_CHECKED_ON_RABBITMQ);
@@ -224,6 +233,8 @@ final class Report {
       s.put("messages", f.messages());
       s.put("rolled_back", f.rolledBack());
       s.put("lost", f.lost());
+      s.put("lost_by_postgres", f.lostByPostgres());
+      s.put("lost_by_postgres_judged", f.postgresLoss().name().toLowerCase(java.util.Locale.ROOT));
       s.put("dead_lettered", f.deadLettered());
       s.put("duplicate_effects", f.duplicateEffects());
       s.put("topic_records", f.topicRecords());

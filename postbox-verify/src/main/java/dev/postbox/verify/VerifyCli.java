@@ -168,6 +168,16 @@ public final class VerifyCli implements Callable<Integer> {
   boolean cluster;
 
   @Option(
+      names = "--async-standby",
+      description =
+          "With --cluster: PostgreSQL's standby is asynchronous instead of synchronous, so a"
+              + " failover can lose the last commits the primary acknowledged. The producers"
+              + " journal every acknowledged commit outside the database, and the checker reports"
+              + " the commits PostgreSQL lost (pg-lost, measured) apart from the events Postbox"
+              + " lost (lost, a violation); with the synchronous default pg-lost is a violation.")
+  boolean asyncStandby;
+
+  @Option(
       names = "--scenarios",
       split = ",",
       description =
@@ -208,7 +218,8 @@ public final class VerifyCli implements Callable<Integer> {
         ConsumerMode.parse(consumerMode),
         faultRate,
         Duration.ofMinutes(maxMinutes != null ? maxMinutes : 0),
-        cluster);
+        cluster,
+        asyncStandby);
   }
 
   public static void main(String[] args) {
@@ -259,6 +270,10 @@ public final class VerifyCli implements Callable<Integer> {
     }
     checkScenarioNames();
     checkClusterScenarios();
+    if (asyncStandby && !cluster) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(), "--async-standby: only with --cluster (the PostgreSQL pair)");
+    }
     // the code and tree as they are when the run starts (the report is written at its end)
     RunRecord provenance = runRecord();
     long s =

@@ -36,6 +36,7 @@ class CampaignSettingsTest {
         ConsumerMode.INBOX,
         faultRate,
         timeBox,
+        false,
         false);
   }
 

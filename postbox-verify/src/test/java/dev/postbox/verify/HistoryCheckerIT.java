@@ -204,6 +204,92 @@ class HistoryCheckerIT {
     }
   }
 
+  /**
+   * With the producers' commit journals: an acknowledged commit the database no longer holds (lost
+   * by PostgreSQL, e.g. an asynchronous standby promoted before it had it) is counted as such, and
+   * its record on the topic and its effect are not blamed on Postbox as a rolled-back message's; a
+   * journaled commit the database holds and nobody applied stays lost by Postbox. The loss is a
+   * violation on a synchronous standby and measured on an asynchronous one; without journals it is
+   * not looked for, and the orphan record and effect are violations as before.
+   */
+  @Test
+  void tellsTheCommitsPostgresLostFromTheEventsPostboxLost(PostboxTestContext ctx)
+      throws Exception {
+    Path dir = Files.createTempDirectory("history-checker-journal-it");
+    try (PostgresServer pg =
+            PostgresServer.builder().serverConfig("track_commit_timestamp", "on").build();
+        FaultLog log = new FaultLog(dir.resolve("faults.log"))) {
+      pg.start();
+      String topic = ctx.topic("journal", 1);
+      try (HikariDataSource ds = pg.dataSource(pg.createSchema("journal"), 2);
+          Admin admin = admin(ctx);
+          TopicReader reader = new TopicReader(ctx.bootstrapServers(), topic, 1)) {
+        PostboxMigrations.migrate(ds);
+        HarnessSchema.create(ds, 4);
+        UUID applied = business(ds, "a", 1);
+        UUID notApplied = business(ds, "a", 2); // Postbox's loss
+        UUID lostByPg = UUID.randomUUID(); // acknowledged, then gone with the old primary
+        UUID orphan = UUID.randomUUID(); // on the topic and applied, never acknowledged
+        Path journals = dir.resolve("journals");
+        try (CommitJournal j = CommitJournal.open(journals.resolve("p#1" + CommitJournal.SUFFIX))) {
+          j.acknowledged(1, java.util.List.of(applied));
+          j.acknowledged(1, java.util.List.of(notApplied, lostByPg));
+        }
+        // a line cut short by a kill while it was written: not read
+        Files.writeString(
+            journals.resolve("p#2" + CommitJournal.SUFFIX), "1," + applied + "\n1,12");
+        assign(ds, "A", 0, 1);
+        effect(ds, applied, "a", 1, "A");
+        effect(ds, lostByPg, "b", 1, "A");
+        effect(ds, orphan, "c", 1, "A");
+        try (KafkaProducer<byte[], byte[]> producer = producer(ctx)) {
+          for (Object[] r :
+              new Object[][] {{applied, "a", 1}, {notApplied, "a", 2}, {lostByPg, "b", 1}}) {
+            ProducerRecord<byte[], byte[]> pr =
+                new ProducerRecord<>(
+                    topic,
+                    0,
+                    ((String) r[1]).getBytes(StandardCharsets.UTF_8),
+                    ("{\"key\":\"" + r[1] + "\",\"seq\":" + r[2] + "}")
+                        .getBytes(StandardCharsets.UTF_8));
+            pr.headers().add(KafkaRecords.CE_ID, r[0].toString().getBytes(StandardCharsets.UTF_8));
+            producer.send(pr).get();
+          }
+        }
+        assertThat(reader.awaitPositions(Map.of(0, 3L), Duration.ofSeconds(30))).isTrue();
+        admin
+            .alterConsumerGroupOffsets(
+                GROUP, Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata(1)))
+            .all()
+            .get();
+
+        HistoryChecker asynchronous = new HistoryChecker(ds, admin, reader, topic, 1, GROUP, log);
+        asynchronous.commitJournals(journals, true);
+        Findings a = asynchronous.check(1);
+        assertThat(a.lostByPostgres()).isEqualTo(1);
+        assertThat(a.postgresLoss()).isEqualTo(Findings.PostgresLoss.MEASURED);
+        assertThat(a.lost()).as("journaled, in the database, never applied").isEqualTo(1);
+        assertThat(a.rolledBackPublished()).as("the lost commit's record is not blamed").isZero();
+        assertThat(a.rolledBackApplied()).as("only the orphan effect").isEqualTo(1);
+        assertThat(a.violations()).isEqualTo(2);
+
+        HistoryChecker synchronous = new HistoryChecker(ds, admin, reader, topic, 1, GROUP, log);
+        synchronous.commitJournals(journals, false);
+        Findings s = synchronous.check(1);
+        assertThat(s.postgresLoss()).isEqualTo(Findings.PostgresLoss.VIOLATION);
+        assertThat(s.violations()).as("a synchronous standby lost nothing").isEqualTo(3);
+
+        HistoryChecker none = new HistoryChecker(ds, admin, reader, topic, 1, GROUP, log);
+        Findings n = none.check(1);
+        assertThat(n.postgresLoss()).isEqualTo(Findings.PostgresLoss.NOT_CHECKED);
+        assertThat(n.lostByPostgres()).isZero();
+        assertThat(n.rolledBackPublished()).isEqualTo(1);
+        assertThat(n.rolledBackApplied()).isEqualTo(2);
+        assertThat(n.violations()).isEqualTo(1 + 1 + 2);
+      }
+    }
+  }
+
   private static UUID business(HikariDataSource ds, String key, long seq) throws Exception {
     UUID id = UUID.randomUUID();
     try (Connection c = ds.getConnection();
