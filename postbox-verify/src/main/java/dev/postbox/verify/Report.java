@@ -95,7 +95,7 @@ final class Report {
           record.relay(),
           record.consumerMode());
     }
-    String fmt = "%-22s %6s %8s %5s %7s %5s %6s %6s %7s %8s %6s %6s %6s %6s %6s %6s %6s %9s  %s%n";
+    String fmt = "%-22s %6s %8s %5s %5s %6s %6s %7s %8s %6s %6s %6s %6s %6s %6s %6s %7s %9s  %s%n";
     out.printf(
         fmt,
         "scenario",
