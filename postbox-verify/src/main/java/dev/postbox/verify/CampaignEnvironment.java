@@ -366,7 +366,10 @@ final class CampaignEnvironment implements AutoCloseable {
                       staticMember ? name : "",
                       consumerParking
                           ? "parking"
-                          : settings.consumerMode() == ConsumerMode.OFFSETS ? "offsets" : ""));
+                          : settings.consumerMode() == ConsumerMode.OFFSETS ? "offsets" : "",
+                      pair != null
+                          ? journals().resolve(instance + AppliedJournal.SUFFIX).toString()
+                          : ""));
     }
     for (Child c : fleet.children()) {
       if (c.role() != Role.PRODUCER) {

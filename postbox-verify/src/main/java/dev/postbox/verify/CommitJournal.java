@@ -57,14 +57,23 @@ final class CommitJournal implements AutoCloseable {
     }
   }
 
-  /** Every message id of every journal in {@code dir}, with its phase; empty if there is none. */
+  /** Every message id of every producers' journal in {@code dir}, with its phase. */
   static Map<UUID, Integer> read(Path dir) {
+    return read(dir, SUFFIX);
+  }
+
+  /**
+   * Every message id of every journal in {@code dir} whose name ends with {@code suffix} ({@link
+   * #SUFFIX}: the producers', {@link AppliedJournal#SUFFIX}: the consumers'), with its phase; empty
+   * if there is none.
+   */
+  static Map<UUID, Integer> read(Path dir, String suffix) {
     Map<UUID, Integer> ids = new HashMap<>();
     if (!Files.isDirectory(dir)) {
       return ids;
     }
     try (Stream<Path> files = Files.list(dir)) {
-      for (Path f : files.filter(p -> p.toString().endsWith(SUFFIX)).toList()) {
+      for (Path f : files.filter(p -> p.toString().endsWith(suffix)).toList()) {
         for (String line : Files.readAllLines(f, StandardCharsets.UTF_8)) {
           int comma = line.indexOf(',');
           if (comma < 0 || line.length() != comma + 37) {

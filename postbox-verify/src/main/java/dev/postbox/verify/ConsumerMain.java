@@ -94,6 +94,11 @@ public final class ConsumerMain {
             instance,
             12,
             idleTxMs > 0 ? "SET idle_in_transaction_session_timeout = " + idleTxMs : "");
+    // on a PostgreSQL pair: the applied messages journaled once their transaction committed
+    javax.sql.DataSource stores =
+        args.length > 9 && !args[9].isEmpty()
+            ? AppliedJournal.journaling(ds, CommitJournal.open(java.nio.file.Path.of(args[9])))
+            : ds;
     RecordingAssignor.recorder(
         (partitions, generation) -> record(ds, instance, partitions, generation));
     Subscription subscription =
@@ -132,9 +137,9 @@ public final class ConsumerMain {
       builder.parking(PostgresParkingStore.create(ds)).parkingTiers(PARKING_TIERS);
     }
     if (offsets) {
-      builder.offsetStore(PostgresOffsetStore.create(ds));
+      builder.offsetStore(PostgresOffsetStore.create(stores));
     } else {
-      builder.inbox(PostgresInboxStore.create(ds));
+      builder.inbox(PostgresInboxStore.create(stores));
     }
     KafkaSubscriber subscriber =
         builder
@@ -162,6 +167,7 @@ public final class ConsumerMain {
                 ps.setLong(6, d.offset());
                 ps.executeUpdate();
               }
+              AppliedJournal.applied(c, body.path("phase").asInt(), d.message().id());
             })
             .build();
     subscriber.start();

@@ -23,6 +23,12 @@ final class FailoverPair implements AutoCloseable {
   /** How long a failover that waits for the CDC slot's copy on the standby waits at most. */
   static final Duration SLOT_SYNC_WAIT = Duration.ofSeconds(60);
 
+  /**
+   * With an asynchronous standby, how long its WAL receiver is frozen before each failover's kill:
+   * the commits the primary acknowledges meanwhile are lost with it.
+   */
+  static final Duration LAG = Duration.ofSeconds(1);
+
   /** What a {@link #failover()} did, and how long each step took from the kill. */
   record Failover(String killed, String promoted, Duration promotedAfter, Duration rejoinedAfter) {}
 
@@ -132,8 +138,16 @@ final class FailoverPair implements AutoCloseable {
    */
   synchronized Failover failover() {
     String killed = address(pair.activePrimary());
+    // an asynchronous standby lags behind, as one does over a slow link: its WAL receiver frozen
+    // for a while, the primary goes on acknowledging commits the standby never receives
+    java.util.OptionalLong receiver = synchronous ? java.util.OptionalLong.empty() : walReceiver();
+    receiver.ifPresent(pid -> signal("STOP", pid));
+    if (receiver.isPresent()) {
+      Campaign.sleep(LAG.toMillis());
+    }
     long t0 = System.nanoTime();
     pair.killPrimary();
+    receiver.ifPresent(pid -> signal("CONT", pid));
     pair.promote();
     Duration promoted = Duration.ofNanos(System.nanoTime() - t0);
     String now = address(pair.activePrimary());
@@ -177,13 +191,40 @@ final class FailoverPair implements AutoCloseable {
             + r.promoted()
             + " promoted (writable "
             + r.promotedAfter().toMillis()
-            + " ms after the kill), the former primary its "
+            + " ms after the kill"
+            + (synchronous
+                ? ""
+                : "; the standby's WAL receiver frozen " + LAG.toMillis() + " ms before it")
+            + "), the former primary its "
             + (synchronous ? "synchronous" : "asynchronous")
             + " standby again after "
             + r.rejoinedAfter().toMillis()
             + " ms"
             + slot);
     return 1;
+  }
+
+  /** The standby's WAL receiver process, if it runs. */
+  private java.util.OptionalLong walReceiver() {
+    PostgresServer primary = pair.activePrimary();
+    PostgresServer standby = primary == pair.primary() ? pair.standby() : pair.primary();
+    try (Connection c = DriverManager.getConnection(standby.jdbcUrl())) {
+      long pid = HistoryQueries.count(c, "SELECT coalesce(max(pid), 0) FROM pg_stat_wal_receiver");
+      return pid > 0 ? java.util.OptionalLong.of(pid) : java.util.OptionalLong.empty();
+    } catch (SQLException e) {
+      return java.util.OptionalLong.empty();
+    }
+  }
+
+  /** {@code kill -<sig> pid}. */
+  private static void signal(String sig, long pid) {
+    try {
+      new ProcessBuilder("kill", "-" + sig, Long.toString(pid)).inheritIO().start().waitFor();
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   /** {@code host:port} of {@code s}. */

@@ -65,19 +65,16 @@ final class HistoryChecker {
     this.consumerMode = mode;
   }
 
-  // the producers' commit journals, when they keep them (a PostgreSQL pair), and whether the
-  // standby is asynchronous (a commit PostgreSQL lost is then measured, not a violation)
-  private volatile java.nio.file.Path journals;
-  private volatile boolean asynchronousStandby;
+  // the producers' and consumers' journals, when they keep them (a PostgreSQL pair)
+  private volatile JournaledCommits journals;
 
   /**
-   * Judges the commits the producers journaled in {@code dir} ({@link CommitJournal}): one the
-   * database no longer holds was lost by PostgreSQL, a violation unless {@code
-   * asynchronousStandby}.
+   * Judges the commits the producers and consumers journaled in {@code dir} ({@link
+   * JournaledCommits}): one the database no longer holds was lost by PostgreSQL, a violation unless
+   * {@code asynchronousStandby}.
    */
   void commitJournals(java.nio.file.Path dir, boolean asynchronousStandby) {
-    this.journals = dir;
-    this.asynchronousStandby = asynchronousStandby;
+    this.journals = new JournaledCommits(dir, asynchronousStandby);
   }
 
   /** Which relay the campaign runs: with the transactional relay a stale publish is a violation. */
@@ -286,7 +283,19 @@ final class HistoryChecker {
         }
       }
     }
+    // applied and committed by a consumer (its journal), or never in the database after all (a
+    // producer's commit PostgreSQL lost): finished as far as Postbox goes; the check counts both
+    if (journals != null) {
+      Set<UUID> open = new HashSet<>(ids);
+      open.removeAll(done);
+      done.addAll(journals.finishedAmong(open, ds));
+    }
     return new Finished(done, parked);
+  }
+
+  /** The consumers' journaled applies, read now; empty without journals. */
+  private Map<UUID, Integer> appliedJournal() {
+    return journals == null ? Map.of() : journals.applied();
   }
 
   /**
@@ -301,12 +310,10 @@ final class HistoryChecker {
           > 0) {
         return false;
       }
-      if (HistoryQueries.count(
-              c,
-              "SELECT count(*) FROM verify_business b WHERE NOT EXISTS (SELECT 1 FROM verify_effect"
-                  + " e WHERE e.message_id = b.message_id) AND NOT EXISTS (SELECT 1 FROM"
-                  + " postbox_dead_letter d WHERE d.message_id = b.message_id)")
-          > 0) {
+      // every committed business transaction applied, dead-lettered, or (journaled by a consumer)
+      // applied with an effect PostgreSQL lost since
+      List<UUID> unfinished = HistoryQueries.unfinished(c, "true");
+      if (!unfinished.isEmpty() && !appliedJournal().keySet().containsAll(unfinished)) {
         return false;
       }
       if (admin == null) {
@@ -354,14 +361,12 @@ final class HistoryChecker {
           HistoryQueries.count(c, "SELECT count(*) FROM verify_business WHERE phase = " + phase);
       long rolledBack =
           HistoryQueries.count(c, "SELECT count(*) FROM verify_rolled_back WHERE phase = " + phase);
-      long lost =
-          HistoryQueries.count(
-              c,
-              "SELECT count(*) FROM verify_business b WHERE phase = "
-                  + phase
-                  + " AND NOT EXISTS (SELECT 1 FROM verify_effect e WHERE e.message_id ="
-                  + " b.message_id) AND NOT EXISTS (SELECT 1 FROM postbox_dead_letter d WHERE"
-                  + " d.message_id = b.message_id)");
+      // a message the consumers journaled as applied (their commit returned) whose effect the
+      // database no longer holds: an effect PostgreSQL lost, not a message Postbox lost
+      Map<UUID, Integer> applied = appliedJournal();
+      List<UUID> unapplied = HistoryQueries.unfinished(c, "phase = " + phase);
+      long effectsLostByPostgres = unapplied.stream().filter(applied::containsKey).count();
+      long lost = unapplied.size() - effectsLostByPostgres;
       // every dead letter, whether its message was applied (a false conflict) or not, and whether
       // it has a message id at all (a record that could not be decoded)
       long deadLetters = HistoryQueries.count(c, "SELECT count(*) FROM postbox_dead_letter");
@@ -392,8 +397,9 @@ final class HistoryChecker {
       // acknowledged commits the database no longer holds: lost by PostgreSQL, not by Postbox;
       // what was published or applied of them is no rolled-back message's
       Map<UUID, Integer> lostCommits =
-          journals == null ? Map.of() : CommitJournal.missing(CommitJournal.read(journals), phases);
-      long lostByPostgres = lostCommits.values().stream().filter(p -> p == phase).count();
+          journals == null ? Map.of() : CommitJournal.missing(journals.committed(), phases);
+      long lostByPostgres =
+          lostCommits.values().stream().filter(p -> p == phase).count() + effectsLostByPostgres;
       java.util.List<UUID> effectsOfNoRow = HistoryQueries.effectsWithoutBusiness(c);
       long phantomApplied =
           effectsOfNoRow.stream().filter(id -> !lostCommits.containsKey(id)).count();
@@ -470,25 +476,23 @@ final class HistoryChecker {
               epochs.unstamped(),
               !finalAudit,
               lostByPostgres,
-              journals == null
-                  ? Findings.PostgresLoss.NOT_CHECKED
-                  : asynchronousStandby
-                      ? Findings.PostgresLoss.MEASURED
-                      : Findings.PostgresLoss.VIOLATION);
-      if (!lostCommits.isEmpty()) {
+              journals == null ? Findings.PostgresLoss.NOT_CHECKED : journals.judged());
+      if (!lostCommits.isEmpty() || effectsLostByPostgres > 0) {
         log.note(
             "lost-by-postgres",
             "phase "
                 + phase
                 + ": "
                 + lostByPostgres
-                + " acknowledged commits of the phase are not in the database ("
+                + " acknowledged commits of the phase are not in the database (producers' "
                 + lostCommits.size()
-                + " in all phases); records of lost commits on the topic "
+                + " in all phases, consumers' effects "
+                + effectsLostByPostgres
+                + " in this phase); records of lost commits on the topic "
                 + publishedOfLost
                 + ", effects of them applied "
                 + appliedOfLost
-                + (asynchronousStandby
+                + (journals.asynchronousStandby()
                     ? " (an asynchronous standby: measured)"
                     : " (a synchronous standby: violations)"));
       }

@@ -114,6 +114,27 @@ final class HistoryQueries {
     return m;
   }
 
+  /**
+   * The message ids of the business transactions matching {@code where} (on {@code b}) with neither
+   * an effect nor a dead letter.
+   */
+  static java.util.List<UUID> unfinished(Connection c, String where) throws SQLException {
+    java.util.List<UUID> ids = new java.util.ArrayList<>();
+    try (PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT b.message_id FROM verify_business b WHERE "
+                    + where
+                    + " AND NOT EXISTS (SELECT 1 FROM verify_effect e WHERE e.message_id ="
+                    + " b.message_id) AND NOT EXISTS (SELECT 1 FROM postbox_dead_letter d WHERE"
+                    + " d.message_id = b.message_id)");
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        ids.add(rs.getObject(1, UUID.class));
+      }
+    }
+    return ids;
+  }
+
   /** The message ids of the effects whose message has no business row (any phase). */
   static java.util.List<UUID> effectsWithoutBusiness(Connection c) throws SQLException {
     java.util.List<UUID> ids = new java.util.ArrayList<>();

@@ -48,6 +48,11 @@ public final class RabbitConsumerMain {
   public static void main(String[] args) throws Exception {
     String instance = args[4];
     HikariDataSource ds = ChildSupport.dataSource(args[0], instance, 12, "");
+    // on a PostgreSQL pair: the applied messages journaled once their transaction committed
+    javax.sql.DataSource stores =
+        args.length > 8 && !args[8].isEmpty()
+            ? AppliedJournal.journaling(ds, CommitJournal.open(java.nio.file.Path.of(args[8])))
+            : ds;
     Subscription subscription =
         Subscription.builder(args[3])
             .topics(args[2])
@@ -74,7 +79,7 @@ public final class RabbitConsumerMain {
         .prefetch(50)
         // a frozen consumer's connection is closed after about 2 x 2 s: the pause scenario
         .heartbeat(Duration.ofSeconds(HEARTBEAT_SECONDS))
-        .inbox(PostgresInboxStore.create(ds))
+        .inbox(PostgresInboxStore.create(stores))
         .deadLetters(PostgresDeadLetterStore.create(ds))
         .handler(d -> {
           JsonNode body = JSON.readTree(d.message().payload().unsafeBytes());
@@ -91,6 +96,7 @@ public final class RabbitConsumerMain {
             ps.setLong(6, d.offset());
             ps.executeUpdate();
           }
+          AppliedJournal.applied(c, body.path("phase").asInt(), d.message().id());
         });
     if (args.length > 6 && args[6].equals(ConsumerMode.SHARD_LEASES.cliName())) {
       builder

@@ -248,7 +248,10 @@ final class RabbitEnvironment implements AutoCloseable {
                           instance,
                           Integer.toString(SHARDS),
                           settings.consumers().cliName(),
-                          addresses)));
+                          addresses,
+                          pair != null
+                              ? journals().resolve(instance + AppliedJournal.SUFFIX).toString()
+                              : "")));
     }
   }
 

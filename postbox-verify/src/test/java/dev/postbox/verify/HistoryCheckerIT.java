@@ -208,9 +208,11 @@ class HistoryCheckerIT {
    * With the producers' commit journals: an acknowledged commit the database no longer holds (lost
    * by PostgreSQL, e.g. an asynchronous standby promoted before it had it) is counted as such, and
    * its record on the topic and its effect are not blamed on Postbox as a rolled-back message's; a
-   * journaled commit the database holds and nobody applied stays lost by Postbox. The loss is a
-   * violation on a synchronous standby and measured on an asynchronous one; without journals it is
-   * not looked for, and the orphan record and effect are violations as before.
+   * journaled commit the database holds and nobody applied stays lost by Postbox, while one a
+   * consumer journaled as applied (its effect's commit lost) is PostgreSQL's loss, and neither the
+   * offset audit nor the drain waits for it. The loss is a violation on a synchronous standby and
+   * measured on an asynchronous one; without journals it is not looked for, and the orphan record
+   * and effect are violations as before.
    */
   @Test
   void tellsTheCommitsPostgresLostFromTheEventsPostboxLost(PostboxTestContext ctx)
@@ -230,10 +232,15 @@ class HistoryCheckerIT {
         UUID notApplied = business(ds, "a", 2); // Postbox's loss
         UUID lostByPg = UUID.randomUUID(); // acknowledged, then gone with the old primary
         UUID orphan = UUID.randomUUID(); // on the topic and applied, never acknowledged
+        UUID effectLost = business(ds, "a", 3); // applied and committed, then gone with the primary
         Path journals = dir.resolve("journals");
         try (CommitJournal j = CommitJournal.open(journals.resolve("p#1" + CommitJournal.SUFFIX))) {
           j.acknowledged(1, java.util.List.of(applied));
           j.acknowledged(1, java.util.List.of(notApplied, lostByPg));
+        }
+        try (CommitJournal j =
+            CommitJournal.open(journals.resolve("c#1" + AppliedJournal.SUFFIX))) {
+          j.acknowledged(1, java.util.List.of(applied, effectLost));
         }
         // a line cut short by a kill while it was written: not read
         Files.writeString(
@@ -244,7 +251,9 @@ class HistoryCheckerIT {
         effect(ds, orphan, "c", 1, "A");
         try (KafkaProducer<byte[], byte[]> producer = producer(ctx)) {
           for (Object[] r :
-              new Object[][] {{applied, "a", 1}, {notApplied, "a", 2}, {lostByPg, "b", 1}}) {
+              new Object[][] {
+                {applied, "a", 1}, {notApplied, "a", 2}, {lostByPg, "b", 1}, {effectLost, "a", 3}
+              }) {
             ProducerRecord<byte[], byte[]> pr =
                 new ProducerRecord<>(
                     topic,
@@ -256,36 +265,45 @@ class HistoryCheckerIT {
             producer.send(pr).get();
           }
         }
-        assertThat(reader.awaitPositions(Map.of(0, 3L), Duration.ofSeconds(30))).isTrue();
+        assertThat(reader.awaitPositions(Map.of(0, 4L), Duration.ofSeconds(30))).isTrue();
         admin
             .alterConsumerGroupOffsets(
-                GROUP, Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata(1)))
+                GROUP, Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata(4)))
             .all()
             .get();
 
         HistoryChecker asynchronous = new HistoryChecker(ds, admin, reader, topic, 1, GROUP, log);
         asynchronous.commitJournals(journals, true);
         Findings a = asynchronous.check(1);
-        assertThat(a.lostByPostgres()).isEqualTo(1);
+        assertThat(a.lostByPostgres()).as("a producer's commit and a consumer's").isEqualTo(2);
         assertThat(a.postgresLoss()).isEqualTo(Findings.PostgresLoss.MEASURED);
         assertThat(a.lost()).as("journaled, in the database, never applied").isEqualTo(1);
         assertThat(a.rolledBackPublished()).as("the lost commit's record is not blamed").isZero();
         assertThat(a.rolledBackApplied()).as("only the orphan effect").isEqualTo(1);
-        assertThat(a.violations()).isEqualTo(2);
+        assertThat(a.offsetViolations()).as("past the never-applied record only").isEqualTo(1);
+        assertThat(a.violations()).isEqualTo(3);
+        assertThat(asynchronous.drained()).as("the never-applied message").isFalse();
 
         HistoryChecker synchronous = new HistoryChecker(ds, admin, reader, topic, 1, GROUP, log);
         synchronous.commitJournals(journals, false);
         Findings s = synchronous.check(1);
         assertThat(s.postgresLoss()).isEqualTo(Findings.PostgresLoss.VIOLATION);
-        assertThat(s.violations()).as("a synchronous standby lost nothing").isEqualTo(3);
+        assertThat(s.violations()).as("a synchronous standby lost nothing").isEqualTo(3 + 2);
 
         HistoryChecker none = new HistoryChecker(ds, admin, reader, topic, 1, GROUP, log);
         Findings n = none.check(1);
         assertThat(n.postgresLoss()).isEqualTo(Findings.PostgresLoss.NOT_CHECKED);
         assertThat(n.lostByPostgres()).isZero();
+        assertThat(n.lost()).isEqualTo(2);
         assertThat(n.rolledBackPublished()).isEqualTo(1);
         assertThat(n.rolledBackApplied()).isEqualTo(2);
-        assertThat(n.violations()).isEqualTo(1 + 1 + 2);
+        assertThat(n.offsetViolations()).isEqualTo(2);
+        assertThat(n.violations()).isEqualTo(2 + 1 + 2 + 2);
+
+        // the never-applied message applied: drained, the consumer-lost effect notwithstanding
+        effect(ds, notApplied, "a", 2, "A");
+        assertThat(asynchronous.drained()).isTrue();
+        assertThat(none.drained()).as("without journals the lost effect is missing").isFalse();
       }
     }
   }
