@@ -34,7 +34,7 @@ final class AppliedJournal {
             AppliedJournal.class.getClassLoader(),
             new Class<?>[] {DataSource.class},
             (proxy, m, args) -> {
-              Object r = invoke(ds, m, args);
+              Object r = call(ds, m, args);
               if (m.getName().equals("getConnection")) {
                 return Proxy.newProxyInstance(
                     AppliedJournal.class.getClassLoader(),
@@ -55,7 +55,7 @@ final class AppliedJournal {
     }
   }
 
-  private static Object invoke(Object target, Method m, Object[] args) throws Throwable {
+  private static Object call(Object target, Method m, Object[] args) throws Throwable {
     try {
       return m.invoke(target, args);
     } catch (InvocationTargetException e) {
@@ -84,8 +84,15 @@ final class AppliedJournal {
     public Object invoke(Object proxy, Method m, Object[] args) throws Throwable {
       switch (m.getName()) {
         case "commit" -> {
-          invoke(target, m, args); // throws if the commit failed: nothing journaled
-          flush();
+          // PostgreSQL turns COMMIT of an aborted transaction into a rollback that pgjdbc reports
+          // as a success: such a transaction's messages are not journaled
+          boolean aborted = aborted();
+          call(target, m, args); // throws if the commit failed: nothing journaled
+          if (aborted) {
+            forget();
+          } else {
+            flush();
+          }
           return null;
         }
         case "rollback", "close" -> forget();
@@ -101,7 +108,13 @@ final class AppliedJournal {
         }
         default -> {}
       }
-      return invoke(target, m, args);
+      return call(target, m, args);
+    }
+
+    private boolean aborted() throws java.sql.SQLException {
+      return target.isWrapperFor(org.postgresql.core.BaseConnection.class)
+          && target.unwrap(org.postgresql.core.BaseConnection.class).getTransactionState()
+              == org.postgresql.core.TransactionState.FAILED;
     }
 
     private synchronized void flush() {
