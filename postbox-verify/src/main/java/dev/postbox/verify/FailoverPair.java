@@ -24,13 +24,18 @@ final class FailoverPair implements AutoCloseable {
   static final Duration SLOT_SYNC_WAIT = Duration.ofSeconds(60);
 
   /**
-   * With an asynchronous standby, how long its WAL receiver is frozen before each failover's kill:
-   * the commits the primary acknowledges meanwhile are lost with it.
+   * With an asynchronous standby, how long its stream is cut before each failover's kill: the
+   * commits the primary acknowledges meanwhile are lost with it.
    */
   static final Duration LAG = Duration.ofSeconds(1);
 
   /** What a {@link #failover()} did, and how long each step took from the kill. */
-  record Failover(String killed, String promoted, Duration promotedAfter, Duration rejoinedAfter) {}
+  record Failover(
+      String killed,
+      String promoted,
+      Duration promotedAfter,
+      Duration rejoinedAfter,
+      boolean streamCut) {}
 
   private final PostgresPair pair;
   private final boolean synchronous;
@@ -138,21 +143,20 @@ final class FailoverPair implements AutoCloseable {
    */
   synchronized Failover failover() {
     String killed = address(pair.activePrimary());
-    // an asynchronous standby lags behind, as one does over a slow link: its WAL receiver frozen
-    // for a while, the primary goes on acknowledging commits the standby never receives
-    java.util.OptionalLong receiver = synchronous ? java.util.OptionalLong.empty() : walReceiver();
-    receiver.ifPresent(pid -> signal("STOP", pid));
-    if (receiver.isPresent()) {
+    // an asynchronous standby lags behind, as one does over a lost link: its stream cut (the
+    // primary's WAL sender terminated; the standby retries only after wal_retrieve_retry_interval,
+    // 5 s), the primary goes on acknowledging commits the standby never receives, then dies
+    boolean cut = !synchronous && cutStream();
+    if (cut) {
       Campaign.sleep(LAG.toMillis());
     }
     long t0 = System.nanoTime();
     pair.killPrimary();
-    receiver.ifPresent(pid -> signal("CONT", pid));
     pair.promote();
     Duration promoted = Duration.ofNanos(System.nanoTime() - t0);
     String now = address(pair.activePrimary());
     pair.rejoin();
-    return new Failover(killed, now, promoted, Duration.ofNanos(System.nanoTime() - t0));
+    return new Failover(killed, now, promoted, Duration.ofNanos(System.nanoTime() - t0), cut);
   }
 
   /**
@@ -192,9 +196,7 @@ final class FailoverPair implements AutoCloseable {
             + " promoted (writable "
             + r.promotedAfter().toMillis()
             + " ms after the kill"
-            + (synchronous
-                ? ""
-                : "; the standby's WAL receiver frozen " + LAG.toMillis() + " ms before it")
+            + (synchronous ? "" : "; the standby's stream cut " + LAG.toMillis() + " ms before it")
             + "), the former primary its "
             + (synchronous ? "synchronous" : "asynchronous")
             + " standby again after "
@@ -204,26 +206,41 @@ final class FailoverPair implements AutoCloseable {
     return 1;
   }
 
-  /** The standby's WAL receiver process, if it runs. */
-  private java.util.OptionalLong walReceiver() {
-    PostgresServer primary = pair.activePrimary();
-    PostgresServer standby = primary == pair.primary() ? pair.standby() : pair.primary();
-    try (Connection c = DriverManager.getConnection(standby.jdbcUrl())) {
-      long pid = HistoryQueries.count(c, "SELECT coalesce(max(pid), 0) FROM pg_stat_wal_receiver");
-      return pid > 0 ? java.util.OptionalLong.of(pid) : java.util.OptionalLong.empty();
-    } catch (SQLException e) {
-      return java.util.OptionalLong.empty();
-    }
-  }
-
-  /** {@code kill -<sig> pid}. */
-  private static void signal(String sig, long pid) {
-    try {
-      new ProcessBuilder("kill", "-" + sig, Long.toString(pid)).inheritIO().start().waitFor();
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException(e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+  /**
+   * Cuts the standby off the primary: the primary's {@code pg_hba.conf} refuses replication
+   * connections from then on (reloaded), and its WAL sender to the standby is terminated; whether
+   * there was one. The primary is killed next and rebuilt from a base backup of the promoted server
+   * by the rejoin, so its changed file goes with it.
+   */
+  private boolean cutStream() {
+    try (Connection c = DriverManager.getConnection(pair.activePrimary().jdbcUrl())) {
+      java.nio.file.Path hba;
+      try (java.sql.Statement st = c.createStatement();
+          java.sql.ResultSet rs = st.executeQuery("SHOW hba_file")) {
+        rs.next();
+        hba = java.nio.file.Path.of(rs.getString(1));
+      }
+      // the first matching line decides: the refusals go first
+      java.nio.file.Files.writeString(
+          hba,
+          "host replication all 127.0.0.1/32 reject\nhost replication all ::1/128 reject\n"
+              + java.nio.file.Files.readString(hba));
+      HistoryQueries.count(c, "SELECT count(*) FROM (SELECT pg_reload_conf() AS r) s WHERE r");
+      // the pid first, then the terminate: a function in the view's WHERE would run on every
+      // session the view joins before the filter
+      long pid =
+          HistoryQueries.count(
+              c,
+              "SELECT coalesce(max(pid), 0) FROM pg_stat_replication WHERE application_name = '"
+                  + PostgresPair.STANDBY_NAME
+                  + "'");
+      return pid > 0
+          && HistoryQueries.count(
+                  c,
+                  "SELECT count(*) FROM (SELECT pg_terminate_backend(" + pid + ") AS t) s WHERE t")
+              == 1;
+    } catch (SQLException | java.io.IOException e) {
+      return false;
     }
   }
 
