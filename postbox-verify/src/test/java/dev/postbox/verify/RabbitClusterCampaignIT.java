@@ -54,6 +54,8 @@ class RabbitClusterCampaignIT {
       assertThat(r.violations()).as("violations in %s; see %s\n%s", r.name(), dir, text).isZero();
       assertThat(r.inconclusiveReasons()).as("%s inconclusive\n%s", r.name(), text).isEmpty();
       assertThat(r.findings().messages()).as("%s messages", r.name()).isPositive();
+      // a synchronous standby: an acknowledged commit PostgreSQL lost would be a violation
+      assertThat(r.findings().postgresLoss()).isEqualTo(Findings.PostgresLoss.VIOLATION);
     }
   }
 }
