@@ -85,15 +85,6 @@ final class CampaignEnvironment implements AutoCloseable {
     return pair != null ? pair.activePrimary() : pg;
   }
 
-  /** Where the producers journal their acknowledged commits (on a pair). */
-  private Path journals() {
-    return settings.dir().resolve("journals");
-  }
-
-  private String standbyKind() {
-    return pair.synchronous() ? "a synchronous standby" : "an asynchronous standby";
-  }
-
   /** The PostgreSQL pair with {@code --cluster}; empty on one server. */
   Optional<FailoverPair> pair() {
     return Optional.ofNullable(pair);
@@ -242,7 +233,9 @@ final class CampaignEnvironment implements AutoCloseable {
       kb.host(network.get().brokerAddress());
     }
     if (settings.cluster()) {
-      pair = FailoverPair.start(dir.resolve("postgres-pair"), !settings.asyncStandby());
+      pair =
+          FailoverPair.start(
+              dir.resolve("postgres-pair"), !settings.asyncStandby(), dir.resolve("journals"));
       pg = pair.current();
     } else {
       pg = pgb.build();
@@ -275,7 +268,7 @@ final class CampaignEnvironment implements AutoCloseable {
         new HistoryChecker(ds, admin, reader, topic, Campaign.PARTITIONS, Campaign.GROUP, log);
     checker.relayMode(settings.relay());
     if (pair != null) {
-      checker.commitJournals(journals(), !pair.synchronous());
+      checker.commitJournals(pair.journals(), !pair.synchronous());
     }
     checker.consumerMode(settings.consumerMode());
     fleet = new Fleet(log);
@@ -312,9 +305,7 @@ final class CampaignEnvironment implements AutoCloseable {
                           // the CDC relay's campaign: transactions of 1 to 3 events
                           settings.relay() == RelayMode.CDC ? "3" : "1",
                           // on the pair: every acknowledged commit journaled outside the database
-                          pair != null
-                              ? journals().resolve(instance + CommitJournal.SUFFIX).toString()
-                              : "")));
+                          pair != null ? pair.journal(instance, CommitJournal.SUFFIX) : "")));
     }
     for (int i = 0; i < Campaign.RELAYS; i++) {
       String name = "relay-" + (char) ('a' + i);
@@ -367,9 +358,7 @@ final class CampaignEnvironment implements AutoCloseable {
                       consumerParking
                           ? "parking"
                           : settings.consumerMode() == ConsumerMode.OFFSETS ? "offsets" : "",
-                      pair != null
-                          ? journals().resolve(instance + AppliedJournal.SUFFIX).toString()
-                          : ""));
+                      pair != null ? pair.journal(instance, AppliedJournal.SUFFIX) : ""));
     }
     for (Child c : fleet.children()) {
       if (c.role() != Role.PRODUCER) {
@@ -379,7 +368,7 @@ final class CampaignEnvironment implements AutoCloseable {
     fleet.awaitStarted(Duration.ofMinutes(2));
     out.println(
         "started: PostgreSQL"
-            + (pair != null ? " with " + standbyKind() + ", " : ", ")
+            + (pair != null ? " with " + pair.standbyKind() + ", " : ", ")
             + (cluster != null
                 ? "Kafka cluster of " + cluster.size() + " brokers (KRaft, combined mode), "
                 : "Kafka broker, ")

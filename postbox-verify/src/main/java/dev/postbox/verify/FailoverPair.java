@@ -39,18 +39,21 @@ final class FailoverPair implements AutoCloseable {
 
   private final PostgresPair pair;
   private final boolean synchronous;
+  private final Path journals;
   private int failovers;
 
-  private FailoverPair(PostgresPair pair, boolean synchronous) {
+  private FailoverPair(PostgresPair pair, boolean synchronous, Path journals) {
     this.pair = pair;
     this.synchronous = synchronous;
+    this.journals = journals;
   }
 
   /**
    * Starts a pair in {@code dir}, commit timestamps on (the checker orders commits by them); its
-   * standby {@code synchronous} or asynchronous ({@code --async-standby}).
+   * standby {@code synchronous} or asynchronous ({@code --async-standby}); the processes journal
+   * their acknowledged commits in {@code journals} ({@link CommitJournal}, {@link AppliedJournal}).
    */
-  static FailoverPair start(Path dir, boolean synchronous) {
+  static FailoverPair start(Path dir, boolean synchronous, Path journals) {
     PostgresPair pair =
         PostgresPair.builder()
             .synchronous(synchronous)
@@ -64,7 +67,7 @@ final class FailoverPair implements AutoCloseable {
       pair.close();
       throw e;
     }
-    return new FailoverPair(pair, synchronous);
+    return new FailoverPair(pair, synchronous, journals);
   }
 
   /** PostgreSQL as the processes reach it: the multi-host URL (no lifecycle of its own). */
@@ -75,6 +78,21 @@ final class FailoverPair implements AutoCloseable {
   /** Whether the standby is synchronous. */
   boolean synchronous() {
     return synchronous;
+  }
+
+  /** "a synchronous standby" or "an asynchronous standby", for the start-up line. */
+  String standbyKind() {
+    return synchronous ? "a synchronous standby" : "an asynchronous standby";
+  }
+
+  /** The folder of the processes' journals, which the checker reads. */
+  Path journals() {
+    return journals;
+  }
+
+  /** The journal file of process {@code instance}, of the kind {@code suffix} names. */
+  String journal(String instance, String suffix) {
+    return journals.resolve(instance + suffix).toString();
   }
 
   /** The server that is the primary now. */

@@ -111,7 +111,7 @@ final class RabbitEnvironment implements AutoCloseable {
     }
     checker = new HistoryChecker(ds, null, reader, topic, SHARDS, SUBSCRIPTION, log);
     if (pair != null) {
-      checker.commitJournals(journals(), !pair.synchronous());
+      checker.commitJournals(pair.journals(), !pair.synchronous());
     }
     fleet = new Fleet(log);
     // the children reach both servers by the partitions' addresses when there is a network
@@ -126,7 +126,7 @@ final class RabbitEnvironment implements AutoCloseable {
     fleet.awaitStarted(Duration.ofMinutes(2));
     out.println(
         "started: PostgreSQL"
-            + (pair != null ? " with " + standbyKind() : "")
+            + (pair != null ? " with " + pair.standbyKind() : "")
             + ", RabbitMQ ("
             + (cluster != null
                 ? "cluster of " + cluster.size() + " nodes"
@@ -150,7 +150,9 @@ final class RabbitEnvironment implements AutoCloseable {
    */
   private String startPostgres(Path dir) throws SQLException {
     if (settings.cluster()) {
-      pair = FailoverPair.start(dir.resolve("postgres-pair"), !settings.asyncStandby());
+      pair =
+          FailoverPair.start(
+              dir.resolve("postgres-pair"), !settings.asyncStandby(), dir.resolve("journals"));
       pg = pair.current();
     } else {
       PostgresServer.Builder pgb =
@@ -197,9 +199,7 @@ final class RabbitEnvironment implements AutoCloseable {
                           // the CDC relay's campaign: transactions of 1 to 3 events
                           settings.relay() == RelayMode.CDC ? "3" : "1",
                           // on the pair: every acknowledged commit journaled outside the database
-                          pair != null
-                              ? journals().resolve(instance + CommitJournal.SUFFIX).toString()
-                              : "")));
+                          pair != null ? pair.journal(instance, CommitJournal.SUFFIX) : "")));
     }
   }
 
@@ -249,9 +249,7 @@ final class RabbitEnvironment implements AutoCloseable {
                           Integer.toString(SHARDS),
                           settings.consumers().cliName(),
                           addresses,
-                          pair != null
-                              ? journals().resolve(instance + AppliedJournal.SUFFIX).toString()
-                              : "")));
+                          pair != null ? pair.journal(instance, AppliedJournal.SUFFIX) : "")));
     }
   }
 
@@ -322,15 +320,6 @@ final class RabbitEnvironment implements AutoCloseable {
   /** The relays and consumers. */
   List<Child> workers() {
     return workers;
-  }
-
-  /** Where the producers journal their acknowledged commits (on a pair). */
-  private Path journals() {
-    return settings.dir().resolve("journals");
-  }
-
-  private String standbyKind() {
-    return pair.synchronous() ? "a synchronous standby" : "an asynchronous standby";
   }
 
   /** The PostgreSQL pair with {@code --cluster}; empty on one server. */
