@@ -102,6 +102,10 @@ final class RequestReplyScenario {
   private final Map<String, AtomicInteger> fired = new ConcurrentHashMap<>();
 
   private final boolean rabbitmq;
+  private int failovers; // 0: one PostgreSQL server; else a pair failed over that many times
+
+  /** The fault's name in {@link #fired} (and the report's crashes fired). */
+  static final String FAILOVER = Scenario.Fault.POSTGRES_FAILOVER.kind;
 
   /** The scenario on Kafka. */
   RequestReplyScenario(long seed, Path dir, PrintStream out) {
@@ -117,6 +121,19 @@ final class RequestReplyScenario {
     this.dir = dir.toAbsolutePath(); // the broker and the children run elsewhere
     this.out = out;
     this.rabbitmq = rabbitmq;
+  }
+
+  /**
+   * This scenario on a PostgreSQL primary with a synchronous standby ({@link FailoverPair}) failed
+   * over {@code n} times while requests flow (each after a further share of the requests was
+   * answered), or on one server ({@code n} 0, the default).
+   */
+  RequestReplyScenario failovers(int n) {
+    if (n < 0) {
+      throw new IllegalArgumentException("failovers must not be negative: " + n);
+    }
+    this.failovers = n;
+    return this;
   }
 
   /** The transport's name in the report. */
@@ -135,40 +152,13 @@ final class RequestReplyScenario {
     Path journal = dir.resolve("requester-journal.txt");
     String topic = "rr-requests-" + Long.toUnsignedString(seed, 36);
     String replies = "rr-replies-" + Long.toUnsignedString(seed, 36);
-    try (PostgresServer pg = PostgresServer.builder().directory(dir.resolve("postgres")).build()) {
-      pg.start();
-      if (rabbitmq) {
-        String url = System.getenv(RabbitMqServer.URL_ENV);
-        RabbitMqServer rabbit =
-            url != null && !url.isBlank()
-                ? RabbitMqServer.external(url)
-                : RabbitMqServer.startPrivate(
-                    RabbitMqServer.findScript()
-                        .orElseThrow(() ->
-                            new IllegalStateException(
-                                "no rabbitmq-server installed and "
-                                    + RabbitMqServer.URL_ENV
-                                    + " is not set")));
-        try {
-          return run(pg, rabbit.uri(), topic, replies, journal, requests, fires, timeout, random);
-        } finally {
-          if (!rabbit.isExternal()) {
-            rabbit.close();
-          }
-        }
-      }
-      try (KafkaBroker kafka =
-          KafkaBroker.builder()
-              .dataDirectory(dir.resolve("kafka"))
-              .maxHeap("384m")
-              .startupTimeout(Duration.ofMinutes(3))
-              .build()) {
-        kafka.start();
-        kafka.createTopic(topic, 3);
-        kafka.createTopic(replies, 1);
-        return run(
-            pg,
-            kafka.bootstrapServers(),
+    if (failovers > 0) {
+      fired.put(FAILOVER, new AtomicInteger());
+      try (FailoverPair pair =
+          FailoverPair.start(dir.resolve("postgres-pair"), true, dir.resolve("journals"))) {
+        return onBroker(
+            pair.current(),
+            Optional.of(pair),
             topic,
             replies,
             journal,
@@ -178,11 +168,73 @@ final class RequestReplyScenario {
             random);
       }
     }
+    try (PostgresServer pg = PostgresServer.builder().directory(dir.resolve("postgres")).build()) {
+      pg.start();
+      return onBroker(
+          pg, Optional.empty(), topic, replies, journal, requests, fires, timeout, random);
+    }
+  }
+
+  /** The scenario with PostgreSQL {@code pg} (on {@code pair} if present) and its broker. */
+  private Result onBroker(
+      PostgresServer pg,
+      Optional<FailoverPair> pair,
+      String topic,
+      String replies,
+      Path journal,
+      int requests,
+      int fires,
+      Duration timeout,
+      SplittableRandom random)
+      throws Exception {
+    if (rabbitmq) {
+      String url = System.getenv(RabbitMqServer.URL_ENV);
+      RabbitMqServer rabbit =
+          url != null && !url.isBlank()
+              ? RabbitMqServer.external(url)
+              : RabbitMqServer.startPrivate(
+                  RabbitMqServer.findScript()
+                      .orElseThrow(() ->
+                          new IllegalStateException(
+                              "no rabbitmq-server installed and "
+                                  + RabbitMqServer.URL_ENV
+                                  + " is not set")));
+      try {
+        return run(
+            pg, pair, rabbit.uri(), topic, replies, journal, requests, fires, timeout, random);
+      } finally {
+        if (!rabbit.isExternal()) {
+          rabbit.close();
+        }
+      }
+    }
+    try (KafkaBroker kafka =
+        KafkaBroker.builder()
+            .dataDirectory(dir.resolve("kafka"))
+            .maxHeap("384m")
+            .startupTimeout(Duration.ofMinutes(3))
+            .build()) {
+      kafka.start();
+      kafka.createTopic(topic, 3);
+      kafka.createTopic(replies, 1);
+      return run(
+          pg,
+          pair,
+          kafka.bootstrapServers(),
+          topic,
+          replies,
+          journal,
+          requests,
+          fires,
+          timeout,
+          random);
+    }
   }
 
   /** The scenario against {@code broker} (Kafka bootstrap servers, or an AMQP URI). */
   private Result run(
       PostgresServer pg,
+      Optional<FailoverPair> pair,
       String broker,
       String topic,
       String replies,
@@ -232,7 +284,13 @@ final class RequestReplyScenario {
         responder.jvm().orElseThrow().awaitLogLine("started", Duration.ofMinutes(2));
         supervisor.want(requester);
         supervisor.startWatching();
+        Thread injector =
+            Thread.ofPlatform()
+                .name("rr-failovers")
+                .start(() -> pair.ifPresent(pr -> failOver(pr, journal, requests)));
         done = awaitDone(journal, Duration.ofMinutes(10));
+        injector.interrupt();
+        injector.join(Duration.ofMinutes(2));
         supervisor.stopAll(
             List.of(requester, responder), "end of scenario", Duration.ofSeconds(20));
       }
@@ -268,6 +326,42 @@ final class RequestReplyScenario {
       out.printf("request-reply: %s halted at %s; restarting%n", c.name(), c.armed());
     } else {
       out.printf("request-reply: %s exited with %d; restarting%n", c.name(), code);
+    }
+  }
+
+  /**
+   * Fails {@code pair} over {@link #failovers} times, the i-th once i shares of the requests were
+   * answered ({@code requests / (failovers + 1)} each), so every failover comes while requests are
+   * in flight; stops early when interrupted (the requester is done).
+   */
+  private void failOver(FailoverPair pair, Path journal, int requests) {
+    for (int i = 1; i <= failovers; i++) {
+      long due = (long) i * requests / (failovers + 1);
+      try {
+        while (replies(journal) < due) {
+          Thread.sleep(250);
+        }
+      } catch (InterruptedException e) {
+        return;
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+      FailoverPair.Failover f = pair.failover();
+      fired.get(FAILOVER).incrementAndGet();
+      out.printf(
+          "request-reply: PostgreSQL failed over after %d replies: primary %s killed -9, standby %s"
+              + " writable %d ms after the kill%n",
+          due, f.killed(), f.promoted(), f.promotedAfter().toMillis());
+    }
+  }
+
+  /** The replies the requester journaled so far. */
+  private static long replies(Path journal) throws java.io.IOException {
+    if (!Files.exists(journal)) {
+      return 0;
+    }
+    try (var lines = Files.lines(journal, StandardCharsets.UTF_8)) {
+      return lines.filter(l -> l.startsWith("REPLY ")).count();
     }
   }
 

@@ -158,8 +158,9 @@ public final class VerifyCli implements Callable<Integer> {
               + " standby promoted, the former primary rebuilt as its standby), then the"
               + " processes' own faults (mixed kills a leader in place of the broker restart, and fails"
               + " PostgreSQL over too); the"
-              + " single broker's broker-restart and partitions, and redis-window, request-reply"
-              + " and transform (each on its own single broker), do not run. With --transport"
+              + " single broker's broker-restart and partitions, and redis-window and transform"
+              + " (each on its own single broker), do not run; request-reply runs only when named,"
+              + " on its own broker and a PostgreSQL pair failed over while requests flow. With --transport"
               + " rabbitmq: on a three-node RabbitMQ cluster from this machine's rabbitmq-server"
               + " (every client given every node's address) and a PostgreSQL pair as with Kafka,"
               + " with the scenarios cluster-node-kill (kill -9 of the node holding a shard queue's"
@@ -315,7 +316,8 @@ public final class VerifyCli implements Callable<Integer> {
     }
     // each on its own single broker: not part of a run on the cluster
     boolean redisWindow = !cluster && (scenarios.isEmpty() || scenarios.contains(REDIS_WINDOW));
-    boolean requestReply = !cluster && (scenarios.isEmpty() || scenarios.contains(REQUEST_REPLY));
+    // on the cluster only when named: on a PostgreSQL pair failed over while requests flow
+    boolean requestReply = scenarios.contains(REQUEST_REPLY) || (!cluster && scenarios.isEmpty());
     // run only when named: its own broker, transformers and checker
     boolean transform = scenarios.contains(TRANSFORM);
     java.util.Set<String> ownRuns = java.util.Set.of(REDIS_WINDOW, REQUEST_REPLY, TRANSFORM);
@@ -389,7 +391,7 @@ public final class VerifyCli implements Callable<Integer> {
    * Refuses (exit 2) the cluster's scenarios without {@code --cluster}, and a single node's (or
    * single broker's) scenarios with it: either would run nothing under a name that says otherwise.
    */
-  private void checkClusterScenarios() {
+  void checkClusterScenarios() {
     if (!transport.equalsIgnoreCase("rabbitmq")) {
       checkKafkaClusterScenarios();
       return;
@@ -424,7 +426,7 @@ public final class VerifyCli implements Callable<Integer> {
         throw new CommandLine.ParameterException(
             spec.commandLine(), "--scenarios: " + name + " runs only with --cluster");
       }
-      if (cluster && !onCluster.contains(name)) {
+      if (cluster && !onCluster.contains(name) && !name.equals(REQUEST_REPLY)) {
         throw new CommandLine.ParameterException(
             spec.commandLine(),
             "--scenarios: "
@@ -491,6 +493,8 @@ public final class VerifyCli implements Callable<Integer> {
     java.nio.file.Files.createDirectories(d);
     RequestReplyScenario.Result r =
         new RequestReplyScenario(s, d.toAbsolutePath().resolve(REQUEST_REPLY), System.out, rabbitmq)
+            // with --cluster: on a PostgreSQL pair, failed over while requests flow
+            .failovers(cluster ? (quick ? 2 : 5) : 0)
             .run(quick ? 300 : 2_000, quick ? 2 : 5, Duration.ofSeconds(30));
     RequestReplyScenario.print(r, System.out);
     new com.fasterxml.jackson.databind.ObjectMapper()

@@ -82,6 +82,19 @@ class ScenarioSelectionTest {
   }
 
   @Test
+  void requestReplyRunsOnTheClusterOnlyWhenNamedOnAPairItFailsOver() throws Exception {
+    VerifyCli cli = new VerifyCli();
+    new CommandLine(cli).parseArgs("--cluster", "--scenarios", "request-reply");
+    cli.checkClusterScenarios(); // accepted: no usage error
+    assertThat(new RequestReplyScenario(1, java.nio.file.Path.of("x"), System.out).failovers(2))
+        .isNotNull();
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> new RequestReplyScenario(1, java.nio.file.Path.of("x"), System.out).failovers(-1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("failovers");
+  }
+
+  @Test
   void kafkasClusterScenariosRunOnlyOnTheClusterAndTheSingleBrokersNotOnIt() {
     for (String[] bad :
         List.of(
@@ -89,8 +102,7 @@ class ScenarioSelectionTest {
             new String[] {"--scenarios", "kill-9,cluster-rolling-restart"},
             new String[] {"--cluster", "--scenarios", "broker-restart"},
             new String[] {"--cluster", "--scenarios", "partitions"},
-            new String[] {"--cluster", "--scenarios", "redis-window"},
-            new String[] {"--cluster", "--scenarios", "request-reply"})) {
+            new String[] {"--cluster", "--scenarios", "redis-window"})) {
       StringWriter err = new StringWriter();
       int code = new CommandLine(new VerifyCli()).setErr(new PrintWriter(err)).execute(bad);
       assertThat(code).as(String.join(" ", bad)).isEqualTo(2);
