@@ -284,13 +284,17 @@ final class RequestReplyScenario {
         responder.jvm().orElseThrow().awaitLogLine("started", Duration.ofMinutes(2));
         supervisor.want(requester);
         supervisor.startWatching();
+        java.util.concurrent.atomic.AtomicBoolean finished =
+            new java.util.concurrent.atomic.AtomicBoolean();
         Thread injector =
             Thread.ofPlatform()
                 .name("rr-failovers")
-                .start(() -> pair.ifPresent(pr -> failOver(pr, journal, requests)));
+                .start(() -> pair.ifPresent(pr -> failOver(pr, journal, requests, finished)));
         done = awaitDone(journal, Duration.ofMinutes(10));
-        injector.interrupt();
-        injector.join(Duration.ofMinutes(2));
+        // no failover is due any more; one under way ends first (a kill without its promote would
+        // leave no primary for the check)
+        finished.set(true);
+        injector.join(Duration.ofMinutes(3));
         supervisor.stopAll(
             List.of(requester, responder), "end of scenario", Duration.ofSeconds(20));
       }
@@ -332,19 +336,30 @@ final class RequestReplyScenario {
   /**
    * Fails {@code pair} over {@link #failovers} times, the i-th once i shares of the requests were
    * answered ({@code requests / (failovers + 1)} each), so every failover comes while requests are
-   * in flight; stops early when interrupted (the requester is done).
+   * in flight; no further one once {@code finished} (the requester is done).
    */
-  private void failOver(FailoverPair pair, Path journal, int requests) {
+  private void failOver(
+      FailoverPair pair,
+      Path journal,
+      int requests,
+      java.util.concurrent.atomic.AtomicBoolean finished) {
     for (int i = 1; i <= failovers; i++) {
       long due = (long) i * requests / (failovers + 1);
       try {
         while (replies(journal) < due) {
+          if (finished.get()) {
+            return;
+          }
           Thread.sleep(250);
         }
       } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
         return;
       } catch (java.io.IOException e) {
         throw new java.io.UncheckedIOException(e);
+      }
+      if (finished.get()) {
+        return;
       }
       FailoverPair.Failover f = pair.failover();
       fired.get(FAILOVER).incrementAndGet();
