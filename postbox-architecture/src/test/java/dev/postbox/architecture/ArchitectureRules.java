@@ -132,6 +132,10 @@ final class ArchitectureRules {
               "dev.postbox.verify.BrokerFaults",
               "the campaign's broker fault kills and restarts the Kafka broker (KafkaBroker)"),
           Map.entry(
+              "dev.postbox.verify.FailoverPair",
+              "the campaign's PostgreSQL pair (PostgresPair): started, failed over and rejoined on"
+                  + " purpose, by both transports' campaigns and the request-reply scenario"),
+          Map.entry(
               "dev.postbox.verify.DatabaseFaults",
               "the campaign's database faults restart, crash and terminate PostgreSQL (PostgresServer)"),
           Map.entry(
