@@ -161,9 +161,8 @@ final class FailoverPair implements AutoCloseable {
    */
   synchronized Failover failover() {
     String killed = address(pair.activePrimary());
-    // an asynchronous standby lags behind, as one does over a lost link: its stream cut (the
-    // primary's WAL sender terminated; the standby retries only after wal_retrieve_retry_interval,
-    // 5 s), the primary goes on acknowledging commits the standby never receives, then dies
+    // an asynchronous standby falls behind, as one does over a lost link: its stream cut (see
+    // cutStream), the primary goes on acknowledging commits the standby never receives, then dies
     boolean cut = !synchronous && cutStream();
     if (cut) {
       Campaign.sleep(LAG.toMillis());
