@@ -91,6 +91,30 @@ final class CommitJournal implements AutoCloseable {
   }
 
   /**
+   * How many times each message id is in the journals in {@code dir} whose name ends with {@code
+   * suffix} (a consumer journals a message once per transaction that applied it).
+   */
+  static Map<UUID, Integer> counts(Path dir, String suffix) {
+    Map<UUID, Integer> counts = new HashMap<>();
+    if (!Files.isDirectory(dir)) {
+      return counts;
+    }
+    try (Stream<Path> files = Files.list(dir)) {
+      for (Path f : files.filter(p -> p.toString().endsWith(suffix)).toList()) {
+        for (String line : Files.readAllLines(f, StandardCharsets.UTF_8)) {
+          int comma = line.indexOf(',');
+          if (comma >= 0 && line.length() == comma + 37) {
+            counts.merge(UUID.fromString(line.substring(comma + 1)), 1, Integer::sum);
+          }
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return counts;
+  }
+
+  /**
    * The journaled ids ({@code acknowledged}, with their phase) that are not among the database's
    * business rows ({@code inDatabase}): commits PostgreSQL acknowledged and lost.
    */

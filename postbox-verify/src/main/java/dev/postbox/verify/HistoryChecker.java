@@ -365,8 +365,10 @@ final class HistoryChecker {
       // database no longer holds: an effect PostgreSQL lost, not a message Postbox lost
       Map<UUID, Integer> applied = appliedJournal();
       List<UUID> unapplied = HistoryQueries.unfinished(c, "phase = " + phase);
-      long effectsLostByPostgres = unapplied.stream().filter(applied::containsKey).count();
-      long lost = unapplied.size() - effectsLostByPostgres;
+      long lost = unapplied.stream().filter(id -> !applied.containsKey(id)).count();
+      // every acknowledged effect the database no longer holds, whether applied again since or not
+      Map<UUID, Integer> effectsLost =
+          journals == null ? Map.of() : journals.effectsLost(HistoryQueries.effectCounts(c));
       // every dead letter, whether its message was applied (a false conflict) or not, and whether
       // it has a message id at all (a record that could not be decoded)
       long deadLetters = HistoryQueries.count(c, "SELECT count(*) FROM postbox_dead_letter");
@@ -398,6 +400,11 @@ final class HistoryChecker {
       // what was published or applied of them is no rolled-back message's
       Map<UUID, Integer> lostCommits =
           journals == null ? Map.of() : CommitJournal.missing(journals.committed(), phases);
+      long effectsLostByPostgres =
+          effectsLost.entrySet().stream()
+              .filter(e -> Integer.valueOf(phase).equals(phases.get(e.getKey())))
+              .mapToLong(Map.Entry::getValue)
+              .sum();
       long lostByPostgres =
           lostCommits.values().stream().filter(p -> p == phase).count() + effectsLostByPostgres;
       java.util.List<UUID> effectsOfNoRow = HistoryQueries.effectsWithoutBusiness(c);
@@ -405,7 +412,10 @@ final class HistoryChecker {
           effectsOfNoRow.stream().filter(id -> !lostCommits.containsKey(id)).count();
       long appliedOfLost = effectsOfNoRow.size() - phantomApplied;
       boolean offsetsMode = consumerMode == ConsumerMode.OFFSETS;
-      long orderViolations = HistoryQueries.orderViolations(c, phase, offsetsMode);
+      // a message whose first effect PostgreSQL lost is judged by that loss, not by where its
+      // re-applied copy came
+      long orderViolations =
+          HistoryQueries.orderViolations(c, phase, offsetsMode, effectsLost.keySet());
       if (offsetsMode) {
         long reapplied = HistoryQueries.reappliedOutOfOrder(c, phase);
         if (reapplied > 0) {

@@ -60,19 +60,47 @@ final class HistoryQueries {
    */
   static long orderViolations(Connection c, int phase, boolean firstEffectsOnly)
       throws SQLException {
-    return outOfOrder(c, phase, firstEffectsOnly ? "rn = 1" : "true");
+    return orderViolations(c, phase, firstEffectsOnly, java.util.Set.of());
+  }
+
+  /**
+   * As {@link #orderViolations(Connection, int, boolean)}, not judging the effects of {@code
+   * reappliedAfterLoss}: messages whose first effect PostgreSQL lost after acknowledging it (an
+   * asynchronous standby promoted), so that what the database holds is a later application of a
+   * copy, in the place the copy came; those losses are counted as PostgreSQL's.
+   */
+  static long orderViolations(
+      Connection c, int phase, boolean firstEffectsOnly, java.util.Set<UUID> reappliedAfterLoss)
+      throws SQLException {
+    return outOfOrder(c, phase, firstEffectsOnly ? "rn = 1" : "true", reappliedAfterLoss);
+  }
+
+  /** How many effects each message has in the database (messages without one are absent). */
+  static Map<UUID, Integer> effectCounts(Connection c) throws SQLException {
+    Map<UUID, Integer> m = new HashMap<>();
+    try (PreparedStatement ps =
+            c.prepareStatement("SELECT message_id, count(*) FROM verify_effect GROUP BY 1");
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        m.put(rs.getObject(1, UUID.class), rs.getInt(2));
+      }
+    }
+    return m;
   }
 
   /** Second and later effects of a message (republished copies) that came after a later one. */
   static long reappliedOutOfOrder(Connection c, int phase) throws SQLException {
-    return outOfOrder(c, phase, "true") - outOfOrder(c, phase, "rn = 1");
+    return outOfOrder(c, phase, "true", java.util.Set.of())
+        - outOfOrder(c, phase, "rn = 1", java.util.Set.of());
   }
 
-  private static long outOfOrder(Connection c, int phase, String which) throws SQLException {
+  private static long outOfOrder(Connection c, int phase, String which, java.util.Set<UUID> skipped)
+      throws SQLException {
     long violations = 0;
     try (PreparedStatement ps =
             c.prepareStatement(
-                "SELECT key, seq, phase, rn FROM (SELECT e.key, e.seq, b.phase, e.id,"
+                "SELECT key, seq, phase, rn, message_id FROM (SELECT e.key, e.seq, b.phase, e.id,"
+                    + " e.message_id,"
                     + " pg_xact_commit_timestamp(e.xmin) AS committed, row_number() OVER"
                     + " (PARTITION BY e.message_id ORDER BY pg_xact_commit_timestamp(e.xmin),"
                     + " e.id) AS rn FROM verify_effect e LEFT JOIN verify_business b ON"
@@ -88,6 +116,9 @@ final class HistoryQueries {
         int p = rs.getInt(3);
         if (rs.wasNull()) {
           continue; // not a committed business transaction: counted as rolled back, applied
+        }
+        if (skipped.contains(rs.getObject(5, UUID.class))) {
+          continue; // its first effect PostgreSQL lost: a re-applied copy, counted as that loss
         }
         if (!k.equals(key)) {
           key = k;

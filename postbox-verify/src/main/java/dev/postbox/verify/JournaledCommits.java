@@ -48,6 +48,24 @@ final class JournaledCommits {
   }
 
   /**
+   * The messages a consumer applied (journaled) more often than the database holds effects of them
+   * ({@code effects}: count per message id), with how many of their effects PostgreSQL lost: an
+   * acknowledged effect gone with the old primary, whether the message was applied again since or
+   * not.
+   */
+  Map<UUID, Integer> effectsLost(Map<UUID, Integer> effects) {
+    Map<UUID, Integer> lost = new java.util.HashMap<>();
+    CommitJournal.counts(dir, AppliedJournal.SUFFIX)
+        .forEach((id, applied) -> {
+          int held = effects.getOrDefault(id, 0);
+          if (applied > held) {
+            lost.put(id, applied - held);
+          }
+        });
+    return lost;
+  }
+
+  /**
    * Which of {@code ids} (records with neither an effect nor a dead letter in the database) are
    * finished as far as Postbox goes: a consumer journaled it as applied (PostgreSQL lost the
    * effect), or a producer journaled its commit and the database no longer holds its business row

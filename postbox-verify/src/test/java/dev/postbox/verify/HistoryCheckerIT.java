@@ -233,6 +233,9 @@ class HistoryCheckerIT {
         UUID lostByPg = UUID.randomUUID(); // acknowledged, then gone with the old primary
         UUID orphan = UUID.randomUUID(); // on the topic and applied, never acknowledged
         UUID effectLost = business(ds, "a", 3); // applied and committed, then gone with the primary
+        // applied, that effect gone with the primary, applied again from a copy after a later one
+        UUID reapplied = business(ds, "d", 1);
+        UUID later = business(ds, "d", 2);
         Path journals = dir.resolve("journals");
         try (CommitJournal j = CommitJournal.open(journals.resolve("p#1" + CommitJournal.SUFFIX))) {
           j.acknowledged(1, java.util.List.of(applied));
@@ -241,6 +244,8 @@ class HistoryCheckerIT {
         try (CommitJournal j =
             CommitJournal.open(journals.resolve("c#1" + AppliedJournal.SUFFIX))) {
           j.acknowledged(1, java.util.List.of(applied, effectLost));
+          j.acknowledged(1, java.util.List.of(reapplied, later));
+          j.acknowledged(1, java.util.List.of(reapplied));
         }
         // a line cut short by a kill while it was written: not read
         Files.writeString(
@@ -249,6 +254,8 @@ class HistoryCheckerIT {
         effect(ds, applied, "a", 1, "A");
         effect(ds, lostByPg, "b", 1, "A");
         effect(ds, orphan, "c", 1, "A");
+        effect(ds, later, "d", 2, "A");
+        effect(ds, reapplied, "d", 1, "A"); // out of order, but its first effect was lost
         try (KafkaProducer<byte[], byte[]> producer = producer(ctx)) {
           for (Object[] r :
               new Object[][] {
@@ -275,7 +282,10 @@ class HistoryCheckerIT {
         HistoryChecker asynchronous = new HistoryChecker(ds, admin, reader, topic, 1, GROUP, log);
         asynchronous.commitJournals(journals, true);
         Findings a = asynchronous.check(1);
-        assertThat(a.lostByPostgres()).as("a producer's commit and a consumer's").isEqualTo(2);
+        assertThat(a.lostByPostgres())
+            .as("a producer's commit, a consumer's, and the first of a re-applied message")
+            .isEqualTo(3);
+        assertThat(a.orderViolations()).as("the re-applied copy is judged by its loss").isZero();
         assertThat(a.postgresLoss()).isEqualTo(Findings.PostgresLoss.MEASURED);
         assertThat(a.lost()).as("journaled, in the database, never applied").isEqualTo(1);
         assertThat(a.rolledBackPublished()).as("the lost commit's record is not blamed").isZero();
@@ -288,7 +298,7 @@ class HistoryCheckerIT {
         synchronous.commitJournals(journals, false);
         Findings s = synchronous.check(1);
         assertThat(s.postgresLoss()).isEqualTo(Findings.PostgresLoss.VIOLATION);
-        assertThat(s.violations()).as("a synchronous standby lost nothing").isEqualTo(3 + 2);
+        assertThat(s.violations()).as("a synchronous standby lost nothing").isEqualTo(3 + 3);
 
         HistoryChecker none = new HistoryChecker(ds, admin, reader, topic, 1, GROUP, log);
         Findings n = none.check(1);
@@ -298,7 +308,8 @@ class HistoryCheckerIT {
         assertThat(n.rolledBackPublished()).isEqualTo(1);
         assertThat(n.rolledBackApplied()).isEqualTo(2);
         assertThat(n.offsetViolations()).isEqualTo(2);
-        assertThat(n.violations()).isEqualTo(2 + 1 + 2 + 2);
+        assertThat(n.orderViolations()).as("without journals, the copy out of order").isEqualTo(1);
+        assertThat(n.violations()).isEqualTo(2 + 1 + 2 + 2 + 1);
 
         // the never-applied message applied: drained, the consumer-lost effect notwithstanding
         effect(ds, notApplied, "a", 2, "A");
