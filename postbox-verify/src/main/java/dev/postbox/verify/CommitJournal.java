@@ -69,24 +69,7 @@ final class CommitJournal implements AutoCloseable {
    */
   static Map<UUID, Integer> read(Path dir, String suffix) {
     Map<UUID, Integer> ids = new HashMap<>();
-    if (!Files.isDirectory(dir)) {
-      return ids;
-    }
-    try (Stream<Path> files = Files.list(dir)) {
-      for (Path f : files.filter(p -> p.toString().endsWith(suffix)).toList()) {
-        for (String line : Files.readAllLines(f, StandardCharsets.UTF_8)) {
-          int comma = line.indexOf(',');
-          if (comma < 0 || line.length() != comma + 37) {
-            continue; // the last line of a process killed while writing it
-          }
-          ids.put(
-              UUID.fromString(line.substring(comma + 1)),
-              Integer.parseInt(line.substring(0, comma)));
-        }
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    forEach(dir, suffix, ids::put);
     return ids;
   }
 
@@ -96,22 +79,32 @@ final class CommitJournal implements AutoCloseable {
    */
   static Map<UUID, Integer> counts(Path dir, String suffix) {
     Map<UUID, Integer> counts = new HashMap<>();
+    forEach(dir, suffix, (id, phase) -> counts.merge(id, 1, Integer::sum));
+    return counts;
+  }
+
+  /**
+   * Each whole line (message id, phase) of the journals in {@code dir} ending with {@code suffix}.
+   */
+  private static void forEach(
+      Path dir, String suffix, java.util.function.BiConsumer<UUID, Integer> line) {
     if (!Files.isDirectory(dir)) {
-      return counts;
+      return;
     }
     try (Stream<Path> files = Files.list(dir)) {
       for (Path f : files.filter(p -> p.toString().endsWith(suffix)).toList()) {
-        for (String line : Files.readAllLines(f, StandardCharsets.UTF_8)) {
-          int comma = line.indexOf(',');
-          if (comma >= 0 && line.length() == comma + 37) {
-            counts.merge(UUID.fromString(line.substring(comma + 1)), 1, Integer::sum);
+        for (String l : Files.readAllLines(f, StandardCharsets.UTF_8)) {
+          int comma = l.indexOf(',');
+          if (comma < 0 || l.length() != comma + 37) {
+            continue; // the last line of a process killed while writing it
           }
+          line.accept(
+              UUID.fromString(l.substring(comma + 1)), Integer.parseInt(l.substring(0, comma)));
         }
       }
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    return counts;
   }
 
   /**
