@@ -26,8 +26,9 @@ import java.util.Set;
  * ones (no automatic topic creation, no initial rebalance delay, short broker session timeouts so
  * that a killed broker is fenced and can register again within seconds), heap {@code -Xmx320m} per
  * JVM, a start-up timeout of 180 s, a new temporary data directory (a subdirectory per node,
- * deleted by {@link #close()}), and listeners on {@code 127.0.0.1} on free ports chosen at the
- * first start and kept across restarts.
+ * deleted by {@link #close()}), and listeners on {@code 127.0.0.1} (or each node's own address,
+ * with {@link Builder#ownNetworks(boolean)}) on free ports chosen at the first start and kept
+ * across restarts.
  *
  * <p>Every JVM dies with this JVM, even if this one is killed with {@code kill -9}. Thread-safe.
  */
@@ -41,6 +42,14 @@ public interface KafkaCluster extends AutoCloseable {
   /** A builder for an embedded cluster. */
   static Builder builder() {
     return new Builder();
+  }
+
+  /**
+   * Why this machine cannot give each node its own network ({@link Builder#ownNetworks(boolean)}:
+   * not root, no iproute2, namespaces refused), or empty if it can.
+   */
+  static Optional<String> whyNoOwnNetworks() {
+    return dev.postbox.testkit.internal.NodeNetworks.unavailable();
   }
 
   /**
@@ -82,12 +91,29 @@ public interface KafkaCluster extends AutoCloseable {
   /** Continues a {@linkplain #freeze frozen} broker with {@code SIGCONT}. */
   void thaw(int node);
 
+  /**
+   * Drops every packet between broker {@code node} and the other nodes (brokers and controllers),
+   * both ways, while clients on this machine still reach it: a network partition. Other nodes may
+   * be cut off at the same time.
+   *
+   * @throws IllegalStateException if the cluster was not built with {@link
+   *     Builder#ownNetworks(boolean)}
+   */
+  void cutOff(int node);
+
+  /** Lets a {@linkplain #cutOff cut-off} broker's packets through again; nothing if not cut off. */
+  void reconnect(int node);
+
+  /** The brokers cut off now (empty without {@link Builder#ownNetworks(boolean)}). */
+  Set<Integer> cutOffNodes();
+
   /** Whether broker {@code node}'s JVM is running (also when frozen). */
   boolean isRunning(int node);
 
   /**
-   * Thaws frozen brokers and starts stopped or killed ones, then waits until every broker is
-   * registered (for a test that begins where an earlier one left the cluster).
+   * Reconnects cut-off brokers, thaws frozen ones and starts stopped or killed ones, then waits
+   * until every broker is registered (for a test that begins where an earlier one left the
+   * cluster).
    */
   void heal();
 
@@ -131,8 +157,21 @@ public interface KafkaCluster extends AutoCloseable {
     private Duration startupTimeout = Duration.ofSeconds(180);
     private final Map<String, String> brokerProperties = new LinkedHashMap<>();
     private Optional<String> classPath = Optional.empty();
+    private boolean ownNetworks;
 
     private Builder() {}
+
+    /**
+     * Whether each node runs in its own network namespace (default false: all listen on {@code
+     * 127.0.0.1}), so that {@link KafkaCluster#cutOff(int)} can cut one off from the others. Then
+     * each node listens on {@code 10.214.<s>.<11+i>}, reached through a bridge; {@link
+     * KafkaCluster#bootstrapServers()} names those addresses. Needs root and iproute2; {@link
+     * KafkaCluster#start()} fails with {@link InfrastructureStartupException} saying why otherwise.
+     */
+    public Builder ownNetworks(boolean ownNetworks) {
+      this.ownNetworks = ownNetworks;
+      return this;
+    }
 
     /** How many brokers (default 3; at least 3, at most 9). */
     public Builder brokers(int brokers) {
@@ -203,7 +242,8 @@ public interface KafkaCluster extends AutoCloseable {
               maxHeap,
               startupTimeout,
               brokerProperties,
-              classPath));
+              classPath,
+              ownNetworks));
     }
   }
 }

@@ -55,6 +55,7 @@ final class CampaignEnvironment implements AutoCloseable {
   // the partitions scenario's namespaces, when it is selected and they can be made here
   private Optional<NetworkPartitions> network = Optional.empty();
   private Optional<String> networkUnavailable = Optional.empty();
+  private Optional<String> brokersUnreachable = Optional.of("not a cluster");
 
   /** The relay and the consumer that run in network namespaces for the partitions scenario. */
   static final String PARTITIONED_RELAY = "relay-a";
@@ -169,6 +170,14 @@ final class CampaignEnvironment implements AutoCloseable {
     return networkUnavailable;
   }
 
+  /**
+   * Why the cluster's brokers cannot be cut off from each other here (they do not run in network
+   * namespaces of their own), or empty if they can.
+   */
+  Optional<String> brokersUnreachable() {
+    return brokersUnreachable;
+  }
+
   TransientFailures failures() {
     return failures;
   }
@@ -242,7 +251,19 @@ final class CampaignEnvironment implements AutoCloseable {
       pg.start();
     }
     if (settings.cluster()) {
-      cluster = KafkaClusterFaults.start(dir.resolve("kafka-cluster"));
+      boolean cutOffs =
+          Scenario.selected(settings.relay(), true, settings.only()).stream()
+              .anyMatch(s -> s.external().contains(Scenario.Fault.CLUSTER_BROKER_CUT_OFF));
+      brokersUnreachable =
+          cutOffs ? KafkaCluster.whyNoOwnNetworks() : Optional.of("no cut-off scenario selected");
+      if (cutOffs) {
+        out.println(
+            brokersUnreachable
+                .map(why -> "cluster-broker-cut-off: inconclusive here: " + why)
+                .orElse("cluster-broker-cut-off: each broker runs in its own network namespace"));
+      }
+      cluster =
+          KafkaClusterFaults.start(dir.resolve("kafka-cluster"), brokersUnreachable.isEmpty());
     } else {
       kafka = kb.build();
       kafka.start();

@@ -43,7 +43,12 @@ import org.apache.kafka.common.config.ConfigResource;
  *       NOT_ENOUGH_REPLICAS}) for {@value #BELOW_MIN_MS} ms; then the broker started again, every
  *       replica back in sync, and the topic's override removed (the cluster's minimum, 2, again).
  *       Raising the minimum is how three combined KRaft nodes get there: two brokers down would
- *       also take the controller quorum's majority.
+ *       also take the controller quorum's majority;
+ *   <li>{@link Fault#CLUSTER_BROKER_CUT_OFF}: the leader of a random partition cut off from the
+ *       other two nodes (brokers and controllers; each broker runs in its own network namespace)
+ *       for {@value #CUT_MS} ms, while the relays and consumers still reach it: it can neither
+ *       replicate nor heartbeat, is fenced, and another replica leads; then reconnected, and the
+ *       fault logged once every replica is in sync again.
  * </ul>
  *
  * Not thread-safe: one injector thread per fault kind, and a scenario injects one kind.
@@ -62,6 +67,13 @@ final class KafkaClusterFaults {
    * (each JVM logged its first line only 66 s after its launch).
    */
   static final Duration STARTUP_TIMEOUT = Duration.ofMinutes(6);
+
+  /**
+   * How long a leader stays cut off from the other brokers: past the session timeout (3 s) and the
+   * producers' request timeout, so that it is fenced, another replica leads, and requests in flight
+   * to it time out.
+   */
+  static final long CUT_MS = 10_000;
 
   /** How long every partition's in-sync replicas stay below the minimum. */
   static final long BELOW_MIN_MS = 6_000;
@@ -82,10 +94,14 @@ final class KafkaClusterFaults {
     this.log = log;
   }
 
-  /** A started three-broker cluster with its data and broker logs under {@code dir}. */
-  static KafkaCluster start(Path dir) {
+  /**
+   * A started three-broker cluster with its data and broker logs under {@code dir}; {@code
+   * ownNetworks}: each broker in its own network namespace, so that one can be cut off.
+   */
+  static KafkaCluster start(Path dir, boolean ownNetworks) {
     KafkaCluster cluster =
         KafkaCluster.builder()
+            .ownNetworks(ownNetworks)
             .dataDirectory(dir)
             .maxHeap(BROKER_HEAP)
             .startupTimeout(STARTUP_TIMEOUT)
@@ -107,6 +123,7 @@ final class KafkaClusterFaults {
       case CLUSTER_CONTROLLER_KILL -> killController(f);
       case CLUSTER_ROLLING_RESTART -> rollingRestart(f);
       case CLUSTER_ISR_BELOW_MIN -> isrBelowMin(f, r);
+      case CLUSTER_BROKER_CUT_OFF -> cutOffLeader(f, r);
       default -> throw new IllegalArgumentException("not a cluster fault: " + f);
     }
   }
@@ -177,6 +194,40 @@ final class KafkaClusterFaults {
             + (back
                 ? "registered again after " + millisSince(thawed) + " ms"
                 : "not registered again within " + MOVE_WAIT.toSeconds() + " s (the heal waits)"));
+  }
+
+  private void cutOffLeader(Fault f, SplittableRandom r) {
+    java.util.Optional<Led> led = randomLedPartition(f, r);
+    if (led.isEmpty()) {
+      return;
+    }
+    KafkaCluster cluster = env.cluster();
+    int partition = led.get().partition();
+    int node = led.get().node();
+    long t0 = System.nanoTime();
+    cluster.cutOff(node);
+    String moved;
+    try {
+      moved = awaitNewLeader(partition, node, t0);
+      Campaign.sleep(Math.max(0, CUT_MS - millisSince(t0)));
+    } finally {
+      cluster.reconnect(node);
+    }
+    long reconnected = System.nanoTime();
+    boolean inSync = awaitTrue(this::topicInSync);
+    log.fired(
+        f.kind,
+        broker(node),
+        "the leader of "
+            + led.get().tp()
+            + " cut off from the other brokers and the controller quorum for "
+            + millisSince(t0)
+            + " ms (clients still reach it; session timeout 3000 ms); "
+            + moved
+            + "; reconnected, "
+            + (inSync
+                ? "every replica of the topic in sync after " + millisSince(reconnected) + " ms"
+                : "replicas not in sync within " + MOVE_WAIT.toSeconds() + " s (the heal waits)"));
   }
 
   private void killController(Fault f) {

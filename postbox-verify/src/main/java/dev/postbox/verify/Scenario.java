@@ -57,6 +57,11 @@ record Scenario(
      */
     CLUSTER_ISR_BELOW_MIN("cluster-isr-below-min"),
     /**
+     * Cluster: a partition's leader cut off from the other brokers and the controller quorum (its
+     * packets dropped both ways) while the relays and consumers still reach it, then reconnected.
+     */
+    CLUSTER_BROKER_CUT_OFF("cluster-broker-cut-off"),
+    /**
      * Cluster: {@code kill -9} of the PostgreSQL primary, its synchronous standby promoted, then
      * the former primary rebuilt as the new primary's standby.
      */
@@ -112,6 +117,7 @@ record Scenario(
           Fault.CLUSTER_CONTROLLER_KILL,
           Fault.CLUSTER_ROLLING_RESTART,
           Fault.CLUSTER_ISR_BELOW_MIN,
+          Fault.CLUSTER_BROKER_CUT_OFF,
           Fault.POSTGRES_FAILOVER);
 
   /** The single broker's fault, which does not run on a cluster. */
@@ -197,8 +203,9 @@ record Scenario(
   /**
    * The scenarios of a three-broker cluster and a PostgreSQL pair, each named after its one fault:
    * a partition leader killed, a partition leader frozen past its session timeout, the active
-   * controller killed, a rolling restart, the in-sync replicas below the minimum for a while, and
-   * the PostgreSQL primary failing over to its standby.
+   * controller killed, a rolling restart, the in-sync replicas below the minimum for a while, a
+   * partition leader cut off from the other nodes (root only: each broker in its own network
+   * namespace), and the PostgreSQL primary failing over to its standby.
    */
   static List<Scenario> clusterScenarios() {
     return java.util.stream.Stream.of(
@@ -207,6 +214,7 @@ record Scenario(
             Fault.CLUSTER_CONTROLLER_KILL,
             Fault.CLUSTER_ROLLING_RESTART,
             Fault.CLUSTER_ISR_BELOW_MIN,
+            Fault.CLUSTER_BROKER_CUT_OFF,
             Fault.POSTGRES_FAILOVER)
         .map(f -> new Scenario(f.kind, List.of(), 0, Set.of(f)))
         .toList();

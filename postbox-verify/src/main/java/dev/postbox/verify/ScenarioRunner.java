@@ -66,6 +66,12 @@ final class ScenarioRunner {
       out.println(s.name() + ": INCONCLUSIVE, not run: " + why);
       return notRun(s, why);
     }
+    if (s.external().contains(Fault.CLUSTER_BROKER_CUT_OFF)
+        && env.brokersUnreachable().isPresent()) {
+      String why = env.brokersUnreachable().get();
+      out.println(s.name() + ": INCONCLUSIVE, not run: " + why);
+      return notRun(s, why);
+    }
     int phase = env.nextPhase();
     log.beginScenario(s.name() + "#" + round);
     long scenarioSeed = settings.seed() ^ (s.name().hashCode() * 0x9E3779B97F4A7C15L) ^ round;

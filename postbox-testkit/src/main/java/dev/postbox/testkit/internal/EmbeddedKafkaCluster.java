@@ -42,7 +42,8 @@ public final class EmbeddedKafkaCluster implements KafkaCluster {
       String maxHeap,
       Duration startupTimeout,
       Map<String, String> brokerProperties,
-      Optional<String> classPath) {
+      Optional<String> classPath,
+      boolean ownNetworks) {
     public Settings {
       brokerProperties = Collections.unmodifiableMap(new LinkedHashMap<>(brokerProperties));
     }
@@ -67,6 +68,7 @@ public final class EmbeddedKafkaCluster implements KafkaCluster {
   private List<KraftNode> brokers = List.of();
   private Optional<KraftNode> controller = Optional.empty();
   private TopicAdmin admin;
+  private Optional<NodeNetworks> networks = Optional.empty();
   private volatile boolean closed;
 
   public EmbeddedKafkaCluster(Settings settings) {
@@ -82,7 +84,7 @@ public final class EmbeddedKafkaCluster implements KafkaCluster {
           "the embedded Kafka cluster was never started, so it has no ports yet: call start()");
     }
     return IntStream.range(0, settings.brokers())
-        .mapToObj(i -> HOST + ":" + ports[i])
+        .mapToObj(i -> host(i) + ":" + ports[i])
         .collect(Collectors.joining(","));
   }
 
@@ -169,6 +171,36 @@ public final class EmbeddedKafkaCluster implements KafkaCluster {
   }
 
   @Override
+  public synchronized void cutOff(int node) {
+    NodeNetworks n = ownNetworks();
+    n.cutOff(checkIndex(node));
+    LOG.info("Kafka cluster: broker {} cut off from the other nodes", node);
+  }
+
+  @Override
+  public synchronized void reconnect(int node) {
+    NodeNetworks n = ownNetworks();
+    n.reconnect(checkIndex(node));
+    LOG.info("Kafka cluster: broker {} reconnected to the other nodes", node);
+  }
+
+  @Override
+  public synchronized Set<Integer> cutOffNodes() {
+    return networks.map(NodeNetworks::cutOff).orElse(Set.of());
+  }
+
+  private NodeNetworks ownNetworks() {
+    ensureOpen();
+    if (!settings.ownNetworks()) {
+      throw new IllegalStateException(
+          "the cluster's nodes share this machine's network: build it with ownNetworks(true)"
+              + " to cut one off");
+    }
+    return networks.orElseThrow(
+        () -> new IllegalStateException("the embedded Kafka cluster was never started"));
+  }
+
+  @Override
   public synchronized boolean isRunning(int node) {
     return broker(node).isAlive();
   }
@@ -184,6 +216,7 @@ public final class EmbeddedKafkaCluster implements KafkaCluster {
         n.resume();
       }
     }
+    networks.ifPresent(n -> n.cutOff().forEach(n::reconnect));
     start();
   }
 
@@ -253,6 +286,7 @@ public final class EmbeddedKafkaCluster implements KafkaCluster {
         n.terminate();
       }
     }
+    networks.ifPresent(NodeNetworks::close);
     if (temporary) {
       OwnedDirectories.delete(dataDir);
     }
@@ -369,9 +403,12 @@ public final class EmbeddedKafkaCluster implements KafkaCluster {
       state.setProperty("cluster.id", clusterId);
       KraftNode.store(state, stateFile, "postbox-testkit: ports and cluster id");
     }
+    if (settings.ownNetworks() && networks.isEmpty()) {
+      networks = Optional.of(NodeNetworks.create(n + (settings.dedicatedController() ? 1 : 0)));
+    }
     String voters =
         IntStream.range(0, controllers)
-            .mapToObj(c -> controllerId(c) + "@" + HOST + ":" + ports[n + c])
+            .mapToObj(c -> controllerId(c) + "@" + host(controllerId(c)) + ":" + ports[n + c])
             .collect(Collectors.joining(","));
     List<KraftNode> nodes = new ArrayList<>();
     for (int i = 0; i < n; i++) {
@@ -383,12 +420,12 @@ public final class EmbeddedKafkaCluster implements KafkaCluster {
               nodeDir("node-" + i),
               REPLICATION,
               MIN_ISR);
-      String plain = "PLAINTEXT://" + HOST + ":" + ports[i];
+      String plain = "PLAINTEXT://" + host(i) + ":" + ports[i];
       p.put(
           "listeners",
           settings.dedicatedController()
               ? plain
-              : plain + ",CONTROLLER://" + HOST + ":" + ports[n + i]);
+              : plain + ",CONTROLLER://" + host(i) + ":" + ports[n + i]);
       p.put("advertised.listeners", plain);
       p.put("inter.broker.listener.name", "PLAINTEXT");
       p.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
@@ -396,20 +433,20 @@ public final class EmbeddedKafkaCluster implements KafkaCluster {
       p.put("min.insync.replicas", Integer.toString(MIN_ISR));
       p.put("unclean.leader.election.enable", "false");
       p.putAll(settings.brokerProperties());
-      nodes.add(node("Kafka cluster broker " + i, "node-" + i, classPath, p));
+      nodes.add(node("Kafka cluster broker " + i, i, "node-" + i, classPath, p));
     }
     if (settings.dedicatedController()) {
       Map<String, String> p =
           KraftNode.baseProperties(
               "controller", controllerId(0), voters, nodeDir("controller"), REPLICATION, MIN_ISR);
-      p.put("listeners", "CONTROLLER://" + HOST + ":" + ports[n]);
+      p.put("listeners", "CONTROLLER://" + host(n) + ":" + ports[n]);
       p.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
       // topic defaults are the controller's to apply (Kafka 4.x warns when only brokers set them)
       p.put("default.replication.factor", Integer.toString(REPLICATION));
       p.put("min.insync.replicas", Integer.toString(MIN_ISR));
       p.put("unclean.leader.election.enable", "false");
       p.putAll(settings.brokerProperties());
-      controller = Optional.of(node("Kafka cluster controller", "controller", classPath, p));
+      controller = Optional.of(node("Kafka cluster controller", n, "controller", classPath, p));
     }
     admin = new TopicAdmin(bootstrapServers());
     brokers = List.copyOf(nodes);
@@ -420,8 +457,19 @@ public final class EmbeddedKafkaCluster implements KafkaCluster {
     return settings.dedicatedController() ? size() : c;
   }
 
-  private KraftNode node(String name, String dir, String classPath, Map<String, String> props) {
-    return new KraftNode(name, nodeDir(dir), classPath, settings.maxHeap(), List.of(), props);
+  /**
+   * Where node {@code index} listens: its own namespace's address, or {@code 127.0.0.1}. Brokers
+   * are {@code 0} to {@code size() - 1}, the dedicated controller is {@code size()}.
+   */
+  private String host(int index) {
+    return networks.map(n -> n.address(index)).orElse(HOST);
+  }
+
+  private KraftNode node(
+      String name, int index, String dir, String classPath, Map<String, String> props) {
+    List<String> launcher = networks.map(n -> n.launcher(index)).orElse(List.of());
+    return new KraftNode(
+        name, nodeDir(dir), classPath, settings.maxHeap(), List.of(), props, launcher);
   }
 
   private Path nodeDir(String name) {

@@ -51,6 +51,21 @@ public final class KraftNode {
       String maxHeap,
       List<String> extraJvmOptions,
       Map<String, String> serverProperties) {
+    this(name, dataDir, classPath, maxHeap, extraJvmOptions, serverProperties, List.of());
+  }
+
+  /**
+   * As above; {@code launcher} runs the JVM (for example {@code ip netns exec <namespace>}), or is
+   * empty.
+   */
+  public KraftNode(
+      String name,
+      Path dataDir,
+      String classPath,
+      String maxHeap,
+      List<String> extraJvmOptions,
+      Map<String, String> serverProperties,
+      List<String> launcher) {
     this.name = name;
     this.dataDir = dataDir;
     this.classPath = classPath;
@@ -66,6 +81,7 @@ public final class KraftNode {
             .systemProperty("log4j2.configurationFile", log4jConfigFile().toString())
             .args(serverPropertiesFile().toString())
             .workingDirectory(dataDir)
+            .launcher(launcher.toArray(String[]::new))
             .log(log())
             .build();
   }
