@@ -76,55 +76,190 @@ record Findings(
     }
   }
 
-  /** Findings without commit journals (nothing known lost by PostgreSQL). */
-  Findings(
-      long messages,
-      long rolledBack,
-      long lost,
-      long deadLettered,
-      long duplicateEffects,
-      long topicRecords,
-      long topicDuplicates,
-      long staleRepublishes,
-      long orderViolations,
-      long zombieApplies,
-      long rolledBackPublished,
-      long rolledBackApplied,
-      long offsetViolations,
-      long offsetSamples,
-      long offsetRecordsChecked,
-      long offsetAuditFailures,
-      long parked,
-      long unparked,
-      long stalePublishes,
-      boolean staleIsViolation,
-      long unstampedRecords,
-      boolean finalAuditFailed) {
-    this(
-        messages,
-        rolledBack,
-        lost,
-        deadLettered,
-        duplicateEffects,
-        topicRecords,
-        topicDuplicates,
-        staleRepublishes,
-        orderViolations,
-        zombieApplies,
-        rolledBackPublished,
-        rolledBackApplied,
-        offsetViolations,
-        offsetSamples,
-        offsetRecordsChecked,
-        offsetAuditFailures,
-        parked,
-        unparked,
-        stalePublishes,
-        staleIsViolation,
-        unstampedRecords,
-        finalAuditFailed,
-        0,
-        PostgresLoss.NOT_CHECKED);
+  /** Findings with nothing counted and nothing judged: what a scenario that did not run has. */
+  static final Findings NONE = builder().build();
+
+  /** A builder whose every count starts at 0, every flag false, PostgreSQL's loss not checked. */
+  static Builder builder() {
+    return new Builder();
+  }
+
+  /** Findings named field by field (for checks that count only some of them, and tests). */
+  static final class Builder {
+    private long messages;
+    private long rolledBack;
+    private long lost;
+    private long deadLettered;
+    private long duplicateEffects;
+    private long topicRecords;
+    private long topicDuplicates;
+    private long staleRepublishes;
+    private long orderViolations;
+    private long zombieApplies;
+    private long rolledBackPublished;
+    private long rolledBackApplied;
+    private long offsetViolations;
+    private long offsetSamples;
+    private long offsetRecordsChecked;
+    private long offsetAuditFailures;
+    private long parked;
+    private long unparked;
+    private long stalePublishes;
+    private boolean staleIsViolation;
+    private long unstampedRecords;
+    private boolean finalAuditFailed;
+    private long lostByPostgres;
+    private PostgresLoss postgresLoss = PostgresLoss.NOT_CHECKED;
+
+    private Builder() {}
+
+    Builder messages(long messages) {
+      this.messages = messages;
+      return this;
+    }
+
+    Builder rolledBack(long rolledBack) {
+      this.rolledBack = rolledBack;
+      return this;
+    }
+
+    Builder lost(long lost) {
+      this.lost = lost;
+      return this;
+    }
+
+    Builder deadLettered(long deadLettered) {
+      this.deadLettered = deadLettered;
+      return this;
+    }
+
+    Builder duplicateEffects(long duplicateEffects) {
+      this.duplicateEffects = duplicateEffects;
+      return this;
+    }
+
+    Builder topicRecords(long topicRecords) {
+      this.topicRecords = topicRecords;
+      return this;
+    }
+
+    Builder topicDuplicates(long topicDuplicates) {
+      this.topicDuplicates = topicDuplicates;
+      return this;
+    }
+
+    Builder staleRepublishes(long staleRepublishes) {
+      this.staleRepublishes = staleRepublishes;
+      return this;
+    }
+
+    Builder orderViolations(long orderViolations) {
+      this.orderViolations = orderViolations;
+      return this;
+    }
+
+    Builder zombieApplies(long zombieApplies) {
+      this.zombieApplies = zombieApplies;
+      return this;
+    }
+
+    Builder rolledBackPublished(long rolledBackPublished) {
+      this.rolledBackPublished = rolledBackPublished;
+      return this;
+    }
+
+    Builder rolledBackApplied(long rolledBackApplied) {
+      this.rolledBackApplied = rolledBackApplied;
+      return this;
+    }
+
+    Builder offsetViolations(long offsetViolations) {
+      this.offsetViolations = offsetViolations;
+      return this;
+    }
+
+    Builder offsetSamples(long offsetSamples) {
+      this.offsetSamples = offsetSamples;
+      return this;
+    }
+
+    Builder offsetRecordsChecked(long offsetRecordsChecked) {
+      this.offsetRecordsChecked = offsetRecordsChecked;
+      return this;
+    }
+
+    Builder offsetAuditFailures(long offsetAuditFailures) {
+      this.offsetAuditFailures = offsetAuditFailures;
+      return this;
+    }
+
+    Builder parked(long parked) {
+      this.parked = parked;
+      return this;
+    }
+
+    Builder unparked(long unparked) {
+      this.unparked = unparked;
+      return this;
+    }
+
+    Builder stalePublishes(long stalePublishes) {
+      this.stalePublishes = stalePublishes;
+      return this;
+    }
+
+    Builder staleIsViolation(boolean staleIsViolation) {
+      this.staleIsViolation = staleIsViolation;
+      return this;
+    }
+
+    Builder unstampedRecords(long unstampedRecords) {
+      this.unstampedRecords = unstampedRecords;
+      return this;
+    }
+
+    Builder finalAuditFailed(boolean finalAuditFailed) {
+      this.finalAuditFailed = finalAuditFailed;
+      return this;
+    }
+
+    Builder lostByPostgres(long lostByPostgres) {
+      this.lostByPostgres = lostByPostgres;
+      return this;
+    }
+
+    Builder postgresLoss(PostgresLoss postgresLoss) {
+      this.postgresLoss = postgresLoss;
+      return this;
+    }
+
+    Findings build() {
+      return new Findings(
+          messages,
+          rolledBack,
+          lost,
+          deadLettered,
+          duplicateEffects,
+          topicRecords,
+          topicDuplicates,
+          staleRepublishes,
+          orderViolations,
+          zombieApplies,
+          rolledBackPublished,
+          rolledBackApplied,
+          offsetViolations,
+          offsetSamples,
+          offsetRecordsChecked,
+          offsetAuditFailures,
+          parked,
+          unparked,
+          stalePublishes,
+          staleIsViolation,
+          unstampedRecords,
+          finalAuditFailed,
+          lostByPostgres,
+          postgresLoss);
+    }
   }
 
   long violations() {

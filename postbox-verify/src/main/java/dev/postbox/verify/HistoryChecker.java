@@ -1,25 +1,15 @@
 package dev.postbox.verify;
 
 import dev.postbox.verify.TopicReader.Published;
-import java.sql.Array;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
-import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.common.TopicPartition;
 
 /**
  * Checks the history of a campaign: the producer's committed business transactions ({@code
@@ -39,26 +29,16 @@ final class HistoryChecker {
   private final int partitions;
   private final String group;
   private final FaultLog log;
-  private final Map<Integer, Long> audited = new HashMap<>();
-  private long offsetViolations;
-  private long offsetSamples;
-  private long offsetRecordsChecked;
-  private long offsetAuditFailures;
-  private long reportedOffsetAuditFailures;
+  private final OffsetAudit offsets;
   private long reportedDeadLetters;
   private long reportedParked;
   private long reportedUnparked;
-  private long reportedOffsetSamples;
-  private long reportedOffsetRecordsChecked;
-  private long reportedOffsetViolations;
   private long reportedPhantomPublished;
   private long reportedPhantomApplied;
 
   private volatile RelayMode relayMode = RelayMode.IDEMPOTENT;
 
   private volatile ConsumerMode consumerMode = ConsumerMode.INBOX;
-  // the stored offsets (offsets mode) audited so far: partition -> offset
-  private final Map<Integer, Long> auditedStored = new HashMap<>();
 
   /** How the consumers apply: in the offsets mode the stored offsets are audited too. */
   void consumerMode(ConsumerMode mode) {
@@ -102,195 +82,17 @@ final class HistoryChecker {
     this.partitions = partitions;
     this.group = group;
     this.log = log;
-  }
-
-  /** The group's committed offsets (partition -> next offset), empty for none. */
-  Map<Integer, Long> committedOffsets() throws Exception {
-    Map<TopicPartition, OffsetAndMetadata> m =
-        admin
-            .listConsumerGroupOffsets(group)
-            .partitionsToOffsetAndMetadata()
-            .get(10, TimeUnit.SECONDS);
-    Map<Integer, Long> out = new HashMap<>();
-    m.forEach((tp, o) -> {
-      if (o != null && tp.topic().equals(topic)) {
-        out.put(tp.partition(), o.offset());
-      }
-    });
-    return out;
-  }
-
-  /** The partitions' end offsets. */
-  Map<Integer, Long> endOffsets() throws Exception {
-    Map<TopicPartition, OffsetSpec> q = new HashMap<>();
-    for (int i = 0; i < partitions; i++) {
-      q.put(new TopicPartition(topic, i), OffsetSpec.latest());
-    }
-    Map<Integer, Long> out = new HashMap<>();
-    admin
-        .listOffsets(q)
-        .all()
-        .get(10, TimeUnit.SECONDS)
-        .forEach((tp, info) -> out.put(tp.partition(), info.offset()));
-    return out;
+    this.offsets =
+        new OffsetAudit(
+            ds, admin, reader, topic, partitions, group, log, () -> consumerMode, () -> journals);
   }
 
   /**
-   * Samples the committed offsets and checks that every record below them has its effect (or a dead
-   * letter, or is parked): a committed offset must never pass an unfinished record. Checks each
-   * record once. Returns false if the sample could not be taken (broker or database down): counted
-   * and noted in the fault log, never silent (a campaign without samples is inconclusive).
+   * Samples the committed offsets and checks that every record below them is finished; false if the
+   * sample could not be taken ({@link OffsetAudit#sample()}).
    */
-  synchronized boolean auditOffsets() {
-    if (admin == null) {
-      return true; // no offsets to audit (acks)
-    }
-    try {
-      if (!auditBelow(committedOffsets(), audited, "committed")) {
-        return false;
-      }
-      // the offsets mode: the offsets stored with the effects are what decide where reading starts
-      return consumerMode != ConsumerMode.OFFSETS
-          || auditBelow(storedOffsets(), auditedStored, "stored");
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      auditFailed("interrupted");
-      return false;
-    } catch (Exception e) {
-      auditFailed(String.valueOf(e));
-      return false;
-    }
-  }
-
-  /**
-   * The offsets the consumers stored in PostgreSQL for the group (the offsets mode's {@code
-   * postbox_consumer_offset}): partition -> next offset.
-   */
-  Map<Integer, Long> storedOffsets() throws SQLException {
-    Map<Integer, Long> out = new HashMap<>();
-    try (Connection c = ds.getConnection();
-        PreparedStatement ps =
-            c.prepareStatement(
-                "SELECT partition, next_offset FROM postbox_consumer_offset WHERE consumer_group ="
-                    + " ? AND topic = ?")) {
-      ps.setString(1, group);
-      ps.setString(2, topic);
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          out.put(rs.getInt(1), rs.getLong(2));
-        }
-      }
-    }
-    return out;
-  }
-
-  /**
-   * Checks that every record below {@code committed} (from where {@code seen} says the previous
-   * sample ended) has its effect; {@code what} names the offsets in the fault log.
-   */
-  private boolean auditBelow(Map<Integer, Long> committed, Map<Integer, Long> seen, String what)
-      throws Exception {
-    if (!reader.awaitPositions(committed, Duration.ofSeconds(10))) {
-      auditFailed(
-          "the topic was not read up to the " + what + " offsets " + committed + " in 10 s");
-      return false;
-    }
-    List<Published> toCheck = new ArrayList<>();
-    Map<Integer, Long> upTo = new HashMap<>();
-    committed.forEach((p, c) -> {
-      long from = seen.getOrDefault(p, 0L);
-      if (c > from) {
-        toCheck.addAll(reader.range(p, from, c));
-        upTo.put(p, c);
-      }
-    });
-    Set<UUID> ids = new HashSet<>();
-    for (Published r : toCheck) {
-      if (r.id() != null) {
-        ids.add(r.id());
-      }
-    }
-    Finished done = finished(ids);
-    for (Published r : toCheck) {
-      if (!done.contains(r)) {
-        offsetViolations++;
-        log.note(
-            "offset-violation",
-            "partition "
-                + r.partition()
-                + " "
-                + what
-                + " past offset "
-                + r.offset()
-                + " (message "
-                + r.id()
-                + ") which has no effect");
-      }
-    }
-    seen.putAll(upTo);
-    offsetSamples++;
-    offsetRecordsChecked += toCheck.size();
-    return true;
-  }
-
-  private void auditFailed(String why) {
-    offsetAuditFailures++;
-    log.note("offset-audit-failed", why);
-  }
-
-  /**
-   * What of a sample is finished: message ids with an effect or a dead letter, and records
-   * (partition and offset) parked.
-   */
-  private record Finished(Set<UUID> ids, Set<Long> parked) {
-    boolean contains(Published r) {
-      return (r.id() != null && ids.contains(r.id()))
-          || parked.contains(position(r.partition(), r.offset()));
-    }
-
-    static long position(int partition, long offset) {
-      return ((long) partition << 48) | offset;
-    }
-  }
-
-  /**
-   * Which of {@code ids} have an effect or a dead letter, and which records of the topic are parked
-   * (a parked record's offset may be committed: it waits in {@code postbox_parked}); one statement,
-   * so one snapshot (a parked record applied meanwhile is seen in one place or the other).
-   */
-  private Finished finished(Set<UUID> ids) throws SQLException {
-    Set<UUID> done = new HashSet<>();
-    Set<Long> parked = new HashSet<>();
-    try (Connection c = ds.getConnection();
-        PreparedStatement ps =
-            c.prepareStatement(
-                "SELECT message_id, NULL::int, NULL::bigint FROM verify_effect WHERE message_id ="
-                    + " ANY (?) UNION SELECT message_id, NULL, NULL FROM postbox_dead_letter WHERE"
-                    + " message_id = ANY (?) UNION SELECT NULL, partition, \"offset\" FROM"
-                    + " postbox_parked WHERE topic = ?")) {
-      Array a = c.createArrayOf("uuid", ids.toArray());
-      ps.setArray(1, a);
-      ps.setArray(2, a);
-      ps.setString(3, topic);
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          UUID id = rs.getObject(1, UUID.class);
-          if (id != null) {
-            done.add(id);
-          } else {
-            parked.add(Finished.position(rs.getInt(2), rs.getLong(3)));
-          }
-        }
-      }
-    }
-    // applied and committed by a consumer (its journal), or never in the database after all (a
-    // producer's commit PostgreSQL lost): finished as far as Postbox goes; the check counts both
-    if (journals != null) {
-      Set<UUID> open = new HashSet<>(ids);
-      open.removeAll(done);
-      done.addAll(journals.finishedAmong(open, ds));
-    }
-    return new Finished(done, parked);
+  boolean auditOffsets() {
+    return offsets.sample();
   }
 
   /** The consumers' journaled applies, read now; empty without journals. */
@@ -319,8 +121,8 @@ final class HistoryChecker {
       if (admin == null) {
         return true;
       }
-      Map<Integer, Long> ends = endOffsets();
-      Map<Integer, Long> committed = committedOffsets();
+      Map<Integer, Long> ends = offsets.endOffsets();
+      Map<Integer, Long> committed = offsets.committedOffsets();
       for (Map.Entry<Integer, Long> e : ends.entrySet()) {
         long c0 = committed.getOrDefault(e.getKey(), 0L);
         // a transaction's commit marker takes the last offset: the consumers commit past the last
@@ -355,7 +157,7 @@ final class HistoryChecker {
   synchronized Findings check(int phase) throws Exception {
     // the last sample covers what was committed since the one before: without it, the offsets
     // committed at the end of the phase would go unchecked, so a failed one cannot pass
-    boolean finalAudit = auditOffsets();
+    boolean finalAudit = offsets.sample();
     try (Connection c = ds.getConnection()) {
       long messages =
           HistoryQueries.count(c, "SELECT count(*) FROM verify_business WHERE phase = " + phase);
@@ -461,6 +263,7 @@ final class HistoryChecker {
           EpochAudit.audit(
               reader.all(),
               r -> r.id() != null && Integer.valueOf(phase).equals(phases.get(r.id())));
+      OffsetAudit.Counts audit = offsets.sinceLastTaken();
       Findings f =
           new Findings(
               messages,
@@ -475,10 +278,10 @@ final class HistoryChecker {
               zombieApplies,
               phantomPublished - reportedPhantomPublished,
               phantomApplied - reportedPhantomApplied,
-              offsetViolations - reportedOffsetViolations,
-              offsetSamples - reportedOffsetSamples,
-              offsetRecordsChecked - reportedOffsetRecordsChecked,
-              offsetAuditFailures - reportedOffsetAuditFailures,
+              audit.violations(),
+              audit.samples(),
+              audit.recordsChecked(),
+              audit.failures(),
               parkedRows - reportedParked,
               unparkedRows - reportedUnparked,
               epochs.stale(),
@@ -506,15 +309,11 @@ final class HistoryChecker {
                     ? " (an asynchronous standby: measured)"
                     : " (a synchronous standby: violations)"));
       }
-      reportedOffsetAuditFailures = offsetAuditFailures;
       reportedDeadLetters = deadLetters;
       reportedParked = parkedRows;
       reportedUnparked = unparkedRows;
-      reportedOffsetSamples = offsetSamples;
-      reportedOffsetRecordsChecked = offsetRecordsChecked;
       reportedPhantomPublished = phantomPublished;
       reportedPhantomApplied = phantomApplied;
-      reportedOffsetViolations = offsetViolations;
       return f;
     }
   }

@@ -207,13 +207,16 @@ final class KafkaClusterFaults {
     long t0 = System.nanoTime();
     cluster.cutOff(node);
     String moved;
+    long cut;
     try {
       moved = awaitNewLeader(partition, node, t0);
       Campaign.sleep(Math.max(0, CUT_MS - millisSince(t0)));
     } finally {
+      cut = millisSince(t0);
       cluster.reconnect(node);
     }
     long reconnected = System.nanoTime();
+    long reconnecting = millisSince(t0) - cut;
     boolean inSync = awaitTrue(this::topicInSync);
     log.fired(
         f.kind,
@@ -221,10 +224,12 @@ final class KafkaClusterFaults {
         "the leader of "
             + led.get().tp()
             + " cut off from the other brokers and the controller quorum for "
-            + millisSince(t0)
+            + cut
             + " ms (clients still reach it; session timeout 3000 ms); "
             + moved
-            + "; reconnected, "
+            + "; reconnected in "
+            + reconnecting
+            + " ms, "
             + (inSync
                 ? "every replica of the topic in sync after " + millisSince(reconnected) + " ms"
                 : "replicas not in sync within " + MOVE_WAIT.toSeconds() + " s (the heal waits)"));

@@ -91,29 +91,13 @@ final class RedisWindow {
    */
   static ScenarioResult asScenario(Result r) {
     Findings f =
-        new Findings(
-            r.messages(),
-            0,
-            r.lost(),
-            0,
-            r.unexplainedDuplicates() + r.unexpectedEffects(),
-            r.records(),
-            r.records() - r.messages(),
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            false,
-            0,
-            false);
+        Findings.builder()
+            .messages(r.messages())
+            .lost(r.lost())
+            .duplicateEffects(r.unexplainedDuplicates() + r.unexpectedEffects())
+            .topicRecords(r.records())
+            .topicDuplicates(r.records() - r.messages())
+            .build();
     java.util.Map<String, Integer> fired =
         r.crashesFired() > 0 ? java.util.Map.of(POINT, r.crashesFired()) : java.util.Map.of();
     int missed = r.crashesArmed() - r.crashesFired();

@@ -34,10 +34,8 @@ record ScenarioResult(
 
   /** A scenario that could not run here: nothing checked, inconclusive for {@code why}. */
   static ScenarioResult notRun(String name, String why) {
-    Findings none =
-        new Findings(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, 0, false);
     return new ScenarioResult(
-        name, 1, 0, Map.of(), Map.of(), none, 0, false, 0, List.of("not run: " + why));
+        name, 1, 0, Map.of(), Map.of(), Findings.NONE, 0, false, 0, List.of("not run: " + why));
   }
 
   ScenarioResult merge(ScenarioResult o) {

@@ -69,8 +69,7 @@ class CampaignSettingsTest {
 
   /** A scenario round that fired {@code injections} faults and found nothing. */
   private static ScenarioResult fired(String name, int injections) {
-    Findings none =
-        new Findings(10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, 0, false);
+    Findings none = Findings.builder().messages(10).build();
     return new ScenarioResult(
         name, 1, injections, Map.of("kill-9", injections), Map.of(), none, 5, false, 0, List.of());
   }

@@ -46,10 +46,23 @@ class EpochAuditTest {
   @Test
   void unstampedRecordsMakeAScenarioInconclusiveWhereStalePublishesAreViolations() {
     Findings measuredOnly =
-        new Findings(10, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, false, 4, false);
+        Findings.builder()
+            .messages(10)
+            .topicRecords(10)
+            .offsetSamples(3)
+            .offsetRecordsChecked(3)
+            .unstampedRecords(4)
+            .build();
     assertThat(measuredOnly.inconclusiveReasons(false)).isEmpty();
     Findings transactional =
-        new Findings(10, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, true, 4, false);
+        Findings.builder()
+            .messages(10)
+            .topicRecords(10)
+            .offsetSamples(3)
+            .offsetRecordsChecked(3)
+            .staleIsViolation(true)
+            .unstampedRecords(4)
+            .build();
     assertThat(transactional.inconclusiveReasons(false))
         .singleElement(org.assertj.core.api.InstanceOfAssertFactories.STRING)
         .contains("4 records carry no relay lane/epoch header");

@@ -34,29 +34,19 @@ class HistoryCheckerTest {
       long offsetRecordsChecked,
       long failures,
       long parked) {
-    return new Findings(
-        100,
-        3,
-        0,
-        deadLettered,
-        0,
-        104,
-        4,
-        1,
-        0,
-        0,
-        0,
-        0,
-        0,
-        offsetSamples,
-        offsetRecordsChecked,
-        failures,
-        parked,
-        parked,
-        0,
-        false,
-        0,
-        false);
+    return Findings.builder()
+        .messages(100)
+        .rolledBack(3)
+        .deadLettered(deadLettered)
+        .topicRecords(104)
+        .topicDuplicates(4)
+        .staleRepublishes(1)
+        .offsetSamples(offsetSamples)
+        .offsetRecordsChecked(offsetRecordsChecked)
+        .offsetAuditFailures(failures)
+        .parked(parked)
+        .unparked(parked)
+        .build();
   }
 
   private static ScenarioResult result(String name, Findings f, boolean parking) {

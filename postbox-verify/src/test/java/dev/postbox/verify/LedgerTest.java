@@ -40,7 +40,12 @@ class LedgerTest {
       log.note("heal", "");
     }
     Findings f =
-        new Findings(50, 0, 0, 0, 0, 50, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, false, 0, false);
+        Findings.builder()
+            .messages(50)
+            .topicRecords(50)
+            .offsetSamples(3)
+            .offsetRecordsChecked(3)
+            .build();
     ScenarioResult r =
         new ScenarioResult(
             "kill-9",

@@ -115,6 +115,7 @@ class ScenarioSelectionTest {
             "cluster-controller-kill",
             "cluster-rolling-restart",
             "cluster-isr-below-min",
+            "cluster-broker-cut-off",
             "postgres-failover");
     assertThat(VerifyCli.scenarioNames("kafka", RelayMode.IDEMPOTENT)).containsAll(clusterNames);
     // on the cluster: its own scenarios first, then the processes' own, no broker restart
@@ -158,7 +159,13 @@ class ScenarioSelectionTest {
   @Test
   void unexpectedExitsAndUnstampedRecordsArePrintedUnderTheirScenario() {
     Findings f =
-        new Findings(10, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, false, 4, false);
+        Findings.builder()
+            .messages(10)
+            .topicRecords(10)
+            .offsetSamples(3)
+            .offsetRecordsChecked(3)
+            .unstampedRecords(4)
+            .build();
     ScenarioResult r =
         new ScenarioResult(
             "kill-9",

@@ -129,10 +129,10 @@ public final class NodeNetworks implements AutoCloseable {
       run(true, "ip", "link", "add", host, "type", "veth", "peer", "name", "eth0", "netns", ns);
       run(true, "ip", "link", "set", host, "master", bridge);
       run(true, "ip", "link", "set", host, "up");
-      inNamespace(i, "ip", "link", "set", "lo", "up");
-      inNamespace(i, "ip", "addr", "add", address(i) + "/24", "dev", "eth0");
-      inNamespace(i, "ip", "link", "set", "eth0", "up");
-      inNamespace(i, "ip", "route", "add", "default", "via", PREFIX + slot + ".1");
+      inNamespace(i, "link", "set", "lo", "up");
+      inNamespace(i, "addr", "add", address(i) + "/24", "dev", "eth0");
+      inNamespace(i, "link", "set", "eth0", "up");
+      inNamespace(i, "route", "add", "default", "via", PREFIX + slot + ".1");
     }
   }
 
@@ -174,8 +174,8 @@ public final class NodeNetworks implements AutoCloseable {
     }
     for (int j = 0; j < nodes; j++) {
       if (j != i) {
-        inNamespace(i, "ip", "route", "replace", "blackhole", address(j) + "/32");
-        inNamespace(j, "ip", "route", "replace", "blackhole", address(i) + "/32");
+        inNamespace(i, "route", "replace", "blackhole", address(j) + "/32");
+        inNamespace(j, "route", "replace", "blackhole", address(i) + "/32");
       }
     }
   }
@@ -188,8 +188,8 @@ public final class NodeNetworks implements AutoCloseable {
     }
     for (int j = 0; j < nodes; j++) {
       if (j != i && !cut.contains(j)) { // a node still cut off keeps its routes both ways
-        inNamespace(i, "ip", "route", "del", "blackhole", address(j) + "/32");
-        inNamespace(j, "ip", "route", "del", "blackhole", address(i) + "/32");
+        inNamespace(i, "route", "del", "blackhole", address(j) + "/32");
+        inNamespace(j, "route", "del", "blackhole", address(i) + "/32");
       }
     }
   }
@@ -219,9 +219,10 @@ public final class NodeNetworks implements AutoCloseable {
     }
   }
 
-  private void inNamespace(int i, String... command) {
-    List<String> c = new ArrayList<>(launcher(i));
-    c.addAll(List.of(command));
+  /** Runs {@code ip <args>} in node {@code i}'s namespace ({@code ip -n}: no new mount space). */
+  private void inNamespace(int i, String... ipArguments) {
+    List<String> c = new ArrayList<>(List.of("ip", "-n", namespace(i)));
+    c.addAll(List.of(ipArguments));
     run(true, c.toArray(String[]::new));
   }
 
