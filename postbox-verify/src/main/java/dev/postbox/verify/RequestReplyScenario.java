@@ -152,40 +152,35 @@ final class RequestReplyScenario {
     Path journal = dir.resolve("requester-journal.txt");
     String topic = "rr-requests-" + Long.toUnsignedString(seed, 36);
     String replies = "rr-replies-" + Long.toUnsignedString(seed, 36);
+    Plan plan = new Plan(topic, replies, journal, requests, fires, timeout, random);
     if (failovers > 0) {
       fired.put(FAILOVER, new AtomicInteger());
       try (FailoverPair pair =
           FailoverPair.start(dir.resolve("postgres-pair"), true, dir.resolve("journals"))) {
-        return onBroker(
-            pair.current(),
-            Optional.of(pair),
-            topic,
-            replies,
-            journal,
-            requests,
-            fires,
-            timeout,
-            random);
+        return onBroker(pair.current(), Optional.of(pair), plan);
       }
     }
     try (PostgresServer pg = PostgresServer.builder().directory(dir.resolve("postgres")).build()) {
       pg.start();
-      return onBroker(
-          pg, Optional.empty(), topic, replies, journal, requests, fires, timeout, random);
+      return onBroker(pg, Optional.empty(), plan);
     }
   }
 
-  /** The scenario with PostgreSQL {@code pg} (on {@code pair} if present) and its broker. */
-  private Result onBroker(
-      PostgresServer pg,
-      Optional<FailoverPair> pair,
+  /**
+   * What one run sends and where: the request and reply topics, the requester's journal, how many
+   * requests, how often each crash point fires, the requester's timeout and the arming's random.
+   */
+  private record Plan(
       String topic,
       String replies,
       Path journal,
       int requests,
       int fires,
       Duration timeout,
-      SplittableRandom random)
+      SplittableRandom random) {}
+
+  /** The scenario with PostgreSQL {@code pg} (on {@code pair} if present) and its broker. */
+  private Result onBroker(PostgresServer pg, Optional<FailoverPair> pair, Plan plan)
       throws Exception {
     if (rabbitmq) {
       String url = System.getenv(RabbitMqServer.URL_ENV);
@@ -200,8 +195,7 @@ final class RequestReplyScenario {
                                   + RabbitMqServer.URL_ENV
                                   + " is not set")));
       try {
-        return run(
-            pg, pair, rabbit.uri(), topic, replies, journal, requests, fires, timeout, random);
+        return run(pg, pair, rabbit.uri(), plan);
       } finally {
         if (!rabbit.isExternal()) {
           rabbit.close();
@@ -215,35 +209,17 @@ final class RequestReplyScenario {
             .startupTimeout(Duration.ofMinutes(3))
             .build()) {
       kafka.start();
-      kafka.createTopic(topic, 3);
-      kafka.createTopic(replies, 1);
-      return run(
-          pg,
-          pair,
-          kafka.bootstrapServers(),
-          topic,
-          replies,
-          journal,
-          requests,
-          fires,
-          timeout,
-          random);
+      kafka.createTopic(plan.topic(), 3);
+      kafka.createTopic(plan.replies(), 1);
+      return run(pg, pair, kafka.bootstrapServers(), plan);
     }
   }
 
   /** The scenario against {@code broker} (Kafka bootstrap servers, or an AMQP URI). */
-  private Result run(
-      PostgresServer pg,
-      Optional<FailoverPair> pair,
-      String broker,
-      String topic,
-      String replies,
-      Path journal,
-      int requests,
-      int fires,
-      Duration timeout,
-      SplittableRandom random)
+  private Result run(PostgresServer pg, Optional<FailoverPair> pair, String broker, Plan plan)
       throws Exception {
+    Path journal = plan.journal();
+    int requests = plan.requests();
     String schema = pg.createSchema("rr");
     try (HikariDataSource ds = pg.dataSource(schema, 2)) {
       PostboxMigrations.migrate(ds);
@@ -264,7 +240,7 @@ final class RequestReplyScenario {
                         .args(
                             pg.jdbcUrl(schema),
                             broker,
-                            topic,
+                            plan.topic(),
                             "rr-responder",
                             Integer.toString(c.incarnation())));
         Supervised requester =
@@ -274,12 +250,12 @@ final class RequestReplyScenario {
                     Fleet.jvm(RrRequesterMain.class, dir, "requester", "192m")
                         .args(
                             broker,
-                            topic,
-                            replies,
+                            plan.topic(),
+                            plan.replies(),
                             journal.toString(),
                             Integer.toString(requests),
-                            Long.toString(timeout.toMillis())));
-        supervisor.armer(c -> arm(c, responder, fires, random));
+                            Long.toString(plan.timeout().toMillis())));
+        supervisor.armer(c -> arm(c, responder, plan.fires(), plan.random()));
         supervisor.want(responder);
         responder.jvm().orElseThrow().awaitLogLine("started", Duration.ofMinutes(2));
         supervisor.want(requester);
