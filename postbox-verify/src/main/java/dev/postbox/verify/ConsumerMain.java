@@ -172,11 +172,45 @@ public final class ConsumerMain {
             .build();
     subscriber.start();
     ConsumerStateFile.start(subscriber, instance);
+    exitWhenDead(subscriber, instance);
     System.out.println("consumer " + instance + " started");
     ChildSupport.runUntilTerminated(() -> {
       subscriber.close();
       ds.close();
     });
+  }
+
+  /**
+   * Exit code of a consumer whose subscriber failed for good (its state no longer alive): the
+   * process exits, as an orchestrator's liveness check ({@code SubscriberState.healthy()}) would
+   * replace it, and the harness counts an unexpected exit and starts it again. Without this a
+   * process whose subscriber died would sit in the group's place, alive and consuming nothing.
+   */
+  static final int SUBSCRIBER_DEAD_EXIT = 70;
+
+  private static void exitWhenDead(KafkaSubscriber subscriber, String instance) {
+    Thread.ofPlatform()
+        .daemon(true)
+        .name("liveness")
+        .start(() -> {
+          // failed for good: running, the poll loop ended, and a failure says why (not a close)
+          while (!subscriber.state().running()
+              || subscriber.state().alive()
+              || subscriber.state().failure().isEmpty()) {
+            try {
+              Thread.sleep(200);
+            } catch (InterruptedException e) {
+              return;
+            }
+          }
+          System.out.println(
+              "consumer "
+                  + instance
+                  + ": the subscriber failed for good ("
+                  + subscriber.state().failure().orElseThrow()
+                  + "); exiting to be replaced");
+          System.exit(SUBSCRIBER_DEAD_EXIT);
+        });
   }
 
   /** Whether the harness's switch of the transient failures is on. */

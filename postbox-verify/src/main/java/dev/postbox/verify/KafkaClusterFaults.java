@@ -44,11 +44,13 @@ import org.apache.kafka.common.config.ConfigResource;
  *       replica back in sync, and the topic's override removed (the cluster's minimum, 2, again).
  *       Raising the minimum is how three combined KRaft nodes get there: two brokers down would
  *       also take the controller quorum's majority;
- *   <li>{@link Fault#CLUSTER_BROKER_CUT_OFF}: the leader of a random partition cut off from the
- *       other two nodes (brokers and controllers; each broker runs in its own network namespace)
- *       for {@value #CUT_MS} ms, while the relays and consumers still reach it: it can neither
- *       replicate nor heartbeat, is fenced, and another replica leads; then reconnected, and the
- *       fault logged once every replica is in sync again.
+ *   <li>{@link Fault#CLUSTER_BROKER_CUT_OFF}: a broker cut off from the other two nodes (brokers
+ *       and controllers; each broker runs in its own network namespace) for {@value #CUT_MS} ms,
+ *       while the relays and consumers still reach it: it can neither replicate nor heartbeat, is
+ *       fenced, and other brokers lead its partitions and coordinate its groups. Every other time
+ *       (the first included) it is the broker coordinating the consumers' group, else the leader of
+ *       a random partition. Then reconnected, and the fault logged once every replica is in sync
+ *       again.
  * </ul>
  *
  * Not thread-safe: one injector thread per fault kind, and a scenario injects one kind.
@@ -69,11 +71,13 @@ final class KafkaClusterFaults {
   static final Duration STARTUP_TIMEOUT = Duration.ofMinutes(6);
 
   /**
-   * How long a leader stays cut off from the other brokers: past the session timeout (3 s) and the
-   * producers' request timeout, so that it is fenced, another replica leads, and requests in flight
-   * to it time out.
+   * How long a broker stays cut off from the other brokers: past its session timeout (3 s), so that
+   * it is fenced and other brokers lead its partitions, and past the time the other brokers' new
+   * group coordinator takes to hand a partition on (the broker's fencing, a member's commit timing
+   * out on the old coordinator, then the consumers' 6 s session timeout for the members it does not
+   * hear from: 17 s in a campaign run), so that two coordinators overlap for a while.
    */
-  static final long CUT_MS = 10_000;
+  static final long CUT_MS = 25_000;
 
   /** How long every partition's in-sync replicas stay below the minimum. */
   static final long BELOW_MIN_MS = 6_000;
@@ -88,6 +92,7 @@ final class KafkaClusterFaults {
 
   private final CampaignEnvironment env;
   private final FaultLog log;
+  private int cutOffs; // cut-offs injected so far: even ones cut the group's coordinator off
 
   KafkaClusterFaults(CampaignEnvironment env, FaultLog log) {
     this.env = env;
@@ -123,7 +128,7 @@ final class KafkaClusterFaults {
       case CLUSTER_CONTROLLER_KILL -> killController(f);
       case CLUSTER_ROLLING_RESTART -> rollingRestart(f);
       case CLUSTER_ISR_BELOW_MIN -> isrBelowMin(f, r);
-      case CLUSTER_BROKER_CUT_OFF -> cutOffLeader(f, r);
+      case CLUSTER_BROKER_CUT_OFF -> cutOff(f, r);
       default -> throw new IllegalArgumentException("not a cluster fault: " + f);
     }
   }
@@ -196,20 +201,42 @@ final class KafkaClusterFaults {
                 : "not registered again within " + MOVE_WAIT.toSeconds() + " s (the heal waits)"));
   }
 
-  private void cutOffLeader(Fault f, SplittableRandom r) {
-    java.util.Optional<Led> led = randomLedPartition(f, r);
-    if (led.isEmpty()) {
-      return;
-    }
+  /**
+   * Cuts a broker off: every other time (starting with the first) the one coordinating the
+   * consumers' group, whose members still reach it (the case where two coordinators can hand one
+   * partition to two members), else the leader of a random partition.
+   */
+  private void cutOff(Fault f, SplittableRandom r) {
     KafkaCluster cluster = env.cluster();
-    int partition = led.get().partition();
-    int node = led.get().node();
+    boolean coordinator = cutOffs++ % 2 == 0;
+    int node;
+    String what;
+    IntSupplier successor;
+    if (coordinator) {
+      try {
+        node = cluster.coordinatorOf(Campaign.GROUP);
+      } catch (RuntimeException e) {
+        log.notFired(f.kind, "coordinator", "the group's coordinator is not known now: " + e);
+        return;
+      }
+      what = "the coordinator of the consumer group " + Campaign.GROUP;
+      successor = () -> cluster.coordinatorOf(Campaign.GROUP);
+    } else {
+      java.util.Optional<Led> led = randomLedPartition(f, r);
+      if (led.isEmpty()) {
+        return;
+      }
+      node = led.get().node();
+      what = "the leader of " + led.get().tp();
+      int partition = led.get().partition();
+      successor = () -> cluster.leaderOf(env.topic(), partition).orElse(-1);
+    }
     long t0 = System.nanoTime();
     cluster.cutOff(node);
-    String moved;
     long cut;
+    String moved;
     try {
-      moved = awaitNewLeader(partition, node, t0);
+      moved = awaitOther(successor, node, t0, CUT_MS, coordinator ? "coordinates" : "leads");
       Campaign.sleep(Math.max(0, CUT_MS - millisSince(t0)));
     } finally {
       cut = millisSince(t0);
@@ -221,8 +248,7 @@ final class KafkaClusterFaults {
     log.fired(
         f.kind,
         broker(node),
-        "the leader of "
-            + led.get().tp()
+        what
             + " cut off from the other brokers and the controller quorum for "
             + cut
             + " ms (clients still reach it; session timeout 3000 ms); "
@@ -233,6 +259,29 @@ final class KafkaClusterFaults {
             + (inSync
                 ? "every replica of the topic in sync after " + millisSince(reconnected) + " ms"
                 : "replicas not in sync within " + MOVE_WAIT.toSeconds() + " s (the heal waits)"));
+  }
+
+  /**
+   * Waits at most {@code boundMs} until {@code now} names another broker than {@code old}; says
+   * which and when, or that none was seen (the admin client may have asked the cut-off broker,
+   * which still names itself).
+   */
+  private static String awaitOther(IntSupplier now, int old, long t0, long boundMs, String verb) {
+    long deadline = t0 + boundMs * 1_000_000;
+    while (System.nanoTime() - deadline < 0 && !Thread.currentThread().isInterrupted()) {
+      try {
+        int n = now.getAsInt();
+        if (n >= 0 && n != old) {
+          return "broker-" + n + " " + verb + " after " + millisSince(t0) + " ms";
+        }
+      } catch (RuntimeException e) {
+        // no answer now: ask again
+      }
+      Campaign.sleep(POLL_MS);
+    }
+    return "no other broker seen in its place within "
+        + boundMs
+        + " ms (the admin client may have asked the cut-off broker, which still names itself)";
   }
 
   private void killController(Fault f) {
