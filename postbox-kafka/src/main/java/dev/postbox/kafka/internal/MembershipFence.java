@@ -33,6 +33,20 @@ import org.slf4j.LoggerFactory;
  * reports how long ago the consumer last sent a heartbeat ({@link #heartbeatAge}); an age above the
  * threshold makes the membership suspect just like a gap between polls.
  *
+ * <p>Heartbeats are not proof enough either. A broker cut off from the other brokers while its
+ * clients still reach it (a network partition among the brokers) goes on answering its members'
+ * heartbeats as their group coordinator, while the other brokers elect a new leader for the group's
+ * offsets partition, and so a new coordinator, which hands the partitions of members it does not
+ * hear from to the members it does: two members apply one partition at once (a verify campaign
+ * found 19 such applies on 2026-12-06, seed 20261341). What the cut-off coordinator cannot do is
+ * acknowledge an offset commit: the commit is written to the offsets partition with every in-sync
+ * replica, and the followers no longer fetch. So a successful commit is the proof (see {@link
+ * #committed()}): the membership is also suspect once no commit succeeded for longer than the
+ * threshold, and the poll thread commits the positions again when the last success is half the
+ * threshold old ({@link #proofDue()}), so that an idle member keeps proving it too. The new
+ * coordinator hands the partitions on only after its broker was fenced and the member's session
+ * timed out there, which is longer than the threshold.
+ *
  * <p>Workers ask twice: before a record starts, and again inside its transaction right before the
  * commit ({@code Ownership.mayCommit}), so a record that passed the first check just before a pause
  * does not commit after the successor took its partition (a verify campaign found two such applies
@@ -56,6 +70,8 @@ public final class MembershipFence {
   // written by the poll thread; a worker reads lastPoll before suspect (see fresh())
   private volatile long lastPoll;
   private volatile boolean suspect;
+  // the monotonic time of the last successful offset commit (or verification, or the start)
+  private volatile long lastProof;
   private final String name;
   // whether a wait of a worker was logged and not yet the fence's opening (for the INFO lines)
   private final AtomicBoolean waitLogged = new AtomicBoolean();
@@ -79,6 +95,7 @@ public final class MembershipFence {
     this.thresholdNanos = threshold.toNanos();
     this.nanoTime = nanoTime;
     this.lastPoll = nanoTime.getAsLong();
+    this.lastProof = lastPoll;
   }
 
   /**
@@ -105,6 +122,18 @@ public final class MembershipFence {
    */
   public boolean polled() {
     long now = nanoTime.getAsLong();
+    long unproved = now - lastProof;
+    if (unproved > thresholdNanos) {
+      if (!suspect) {
+        log.info(
+            "{}: no offset commit confirmed by the group coordinator for {} ms (threshold {} ms):"
+                + " records wait until the group membership is verified",
+            name,
+            TimeUnit.NANOSECONDS.toMillis(unproved),
+            TimeUnit.NANOSECONDS.toMillis(thresholdNanos));
+      }
+      suspect = true;
+    }
     long gap = now - lastPoll;
     if (gap > thresholdNanos) {
       if (!suspect) {
@@ -129,6 +158,24 @@ public final class MembershipFence {
    */
   public void started() {
     lastPoll = nanoTime.getAsLong();
+    lastProof = lastPoll;
+  }
+
+  /**
+   * Poll thread: an offset commit succeeded (the coordinator accepted this member's generation and
+   * the offsets partition's in-sync replicas have the commit): the membership is proved until the
+   * threshold passes again. Does not clear a suspicion: that takes {@link #verified()}.
+   */
+  public void committed() {
+    lastProof = nanoTime.getAsLong();
+  }
+
+  /**
+   * Whether the membership should be proved again now (the last successful commit is more than half
+   * the threshold old): the poll thread then commits the positions again.
+   */
+  public boolean proofDue() {
+    return nanoTime.getAsLong() - lastProof > thresholdNanos / 2;
   }
 
   /**
@@ -155,6 +202,7 @@ public final class MembershipFence {
 
   /** Poll thread: a broker-checked commit after the last {@link #polled()} succeeded. */
   public void verified() {
+    lastProof = nanoTime.getAsLong();
     suspect = false;
     opened();
     signal();
@@ -176,11 +224,13 @@ public final class MembershipFence {
     }
   }
 
-  /** Whether the last poll is recent and no gap is unverified. */
+  /** Whether the last poll and the last successful commit are recent and no gap is unverified. */
   public boolean fresh() {
     long last = lastPoll;
+    long proof = lastProof;
     boolean s = suspect;
-    return !s && nanoTime.getAsLong() - last <= thresholdNanos;
+    long now = nanoTime.getAsLong();
+    return !s && now - last <= thresholdNanos && now - proof <= thresholdNanos;
   }
 
   /**

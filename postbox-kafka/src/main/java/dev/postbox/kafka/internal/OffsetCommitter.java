@@ -15,7 +15,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Commits each partition's finished prefix, and proves the group membership with a broker-checked
- * commit when the {@link MembershipFence} suspects it.
+ * commit when the {@link MembershipFence} suspects it or its last proof is getting old.
  *
  * <p>Remembers what it committed per partition so that a partition is committed only when its
  * prefix advanced; a failed commit is forgotten and retried with the next one. With {@code
@@ -34,20 +34,26 @@ public final class OffsetCommitter {
   private final boolean atMostOnce;
   private final Map<TopicPartition, OffsetTracker> trackers;
   private final Map<TopicPartition, Long> committed = new HashMap<>();
+  private final MembershipFence fence;
+  // whether a commit that only proves the membership is on its way (poll thread only)
+  private boolean proofInFlight;
 
   /**
    * A committer for subscription {@code name} through {@code consumer}, of the partitions in {@code
-   * trackers} (a live map); {@code atMostOnce}: commits nothing (see the class comment).
+   * trackers} (a live map); {@code atMostOnce}: commits nothing (see the class comment). Every
+   * successful commit is reported to {@code fence} ({@link MembershipFence#committed()}).
    */
   public OffsetCommitter(
       Consumer<byte[], byte[]> consumer,
       String name,
       boolean atMostOnce,
-      Map<TopicPartition, OffsetTracker> trackers) {
+      Map<TopicPartition, OffsetTracker> trackers,
+      MembershipFence fence) {
     this.consumer = consumer;
     this.name = name;
     this.atMostOnce = atMostOnce;
     this.trackers = trackers;
+    this.fence = fence;
   }
 
   /** Commits the finished prefix of every partition that advanced ({@code sync}: and waits). */
@@ -87,6 +93,7 @@ public final class OffsetCommitter {
     if (sync) {
       try {
         consumer.commitSync(offsets, ConsumerSettings.SYNC_COMMIT_TIMEOUT);
+        fence.committed();
       } catch (RuntimeException e) {
         offsets.keySet().forEach(committed::remove);
         log.warn("{}: offset commit failed (will be redelivered): {}", name, e.toString());
@@ -97,9 +104,59 @@ public final class OffsetCommitter {
           (done, error) -> {
             if (error != null) {
               offsets.keySet().forEach(committed::remove); // retried with the next commit
+            } else {
+              fence.committed();
             }
           });
     }
+  }
+
+  /**
+   * Proves the membership again when the fence says it is due ({@link MembershipFence#proofDue()}):
+   * commits the safe offsets of every assigned partition again, asynchronously (one at a time), so
+   * that a member with nothing new to commit still shows the group coordinator accepts it. With
+   * {@code AT_MOST_ONCE} nothing is committed: offsets were committed before handling, so a zombie
+   * cannot duplicate, and the fence is told so. Nothing while nothing is assigned.
+   */
+  public void proveMembership() {
+    if (!fence.proofDue() || proofInFlight) {
+      return;
+    }
+    if (atMostOnce || consumer.assignment().isEmpty()) {
+      fence.committed();
+      return;
+    }
+    Map<TopicPartition, OffsetAndMetadata> offsets;
+    try {
+      offsets = safeOffsets(Duration.ZERO);
+    } catch (RuntimeException e) {
+      return; // a position not known yet: the next poll tries again
+    }
+    proofInFlight = true;
+    consumer.commitAsync(
+        offsets,
+        (done, error) -> {
+          proofInFlight = false;
+          if (error == null) {
+            offsets.forEach((tp, o) -> committed.put(tp, o.offset()));
+            fence.committed();
+          }
+        });
+  }
+
+  /**
+   * Offsets that are safe to commit for every assigned partition: the lowest unfinished record, or
+   * the fetch position of a partition with nothing dispatched (looked up within {@code timeout}).
+   */
+  private Map<TopicPartition, OffsetAndMetadata> safeOffsets(Duration timeout) {
+    Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+    for (TopicPartition tp : consumer.assignment()) {
+      OffsetTracker t = trackers.get(tp);
+      OptionalLong c = t == null ? OptionalLong.empty() : t.committable();
+      long offset = c.isPresent() ? c.getAsLong() : consumer.position(tp, timeout);
+      offsets.put(tp, new OffsetAndMetadata(offset));
+    }
+    return offsets;
   }
 
   /**
@@ -111,19 +168,13 @@ public final class OffsetCommitter {
    * revoked and their records never start here. On success {@code fence} opens; on failure it stays
    * shut (the next poll tries again).
    */
-  public void verifyMembership(MembershipFence fence) {
+  public void verifyMembership() {
     if (atMostOnce) {
       fence.verified(); // offsets were committed before handling: a zombie cannot duplicate
       return;
     }
     try {
-      Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
-      for (TopicPartition tp : consumer.assignment()) {
-        OffsetTracker t = trackers.get(tp);
-        OptionalLong c = t == null ? OptionalLong.empty() : t.committable();
-        long offset = c.isPresent() ? c.getAsLong() : consumer.position(tp, VERIFY_TIMEOUT);
-        offsets.put(tp, new OffsetAndMetadata(offset));
-      }
+      Map<TopicPartition, OffsetAndMetadata> offsets = safeOffsets(VERIFY_TIMEOUT);
       if (!offsets.isEmpty()) {
         consumer.commitSync(offsets, VERIFY_TIMEOUT);
         offsets.forEach((tp, o) -> committed.put(tp, o.offset()));

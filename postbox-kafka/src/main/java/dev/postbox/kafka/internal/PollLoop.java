@@ -163,10 +163,11 @@ public final class PollLoop implements Runnable {
     }
     if (verify) {
       // after dispatch: the trackers hold what this poll returned
-      p.committer().verifyMembership(p.fence());
+      p.committer().verifyMembership();
     }
     applyBackPressure();
     p.committer().commitFinished(false);
+    p.committer().proveMembership(); // after: a commit of finished records proves it as well
     p.gauges().sampleLag(consumer::currentLag);
   }
 

@@ -63,7 +63,8 @@ public final class SubscriberRuntime {
       Consumer<byte[], byte[]> consumer, AssignmentListener onAssigned, BooleanSupplier running) {
     boolean atMostOnce = subscription.guarantee() == DeliveryGuarantee.AT_MOST_ONCE;
     OffsetCommitter committer =
-        new OffsetCommitter(consumer, subscription.name(), atMostOnce, partitions.trackers());
+        new OffsetCommitter(
+            consumer, subscription.name(), atMostOnce, partitions.trackers(), fence);
     RebalanceHandler rebalance =
         new RebalanceHandler(
             subscription.name(),

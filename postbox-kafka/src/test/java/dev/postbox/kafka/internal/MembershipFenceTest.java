@@ -21,12 +21,35 @@ class MembershipFenceTest {
   }
 
   @Test
-  void regularPollsKeepTheMembershipFresh() {
+  void regularPollsAndCommitsKeepTheMembershipFresh() {
     for (int i = 0; i < 100; i++) {
       advance(Duration.ofMillis(50));
       assertThat(fence.polled()).isFalse();
       assertThat(fence.fresh()).isTrue();
+      if (fence.proofDue()) {
+        fence.committed(); // the poll thread commits again when the proof is half the threshold old
+      }
     }
+  }
+
+  @Test
+  void pollsAndHeartbeatsWithoutASuccessfulCommitAreSuspectAfterTheThreshold() {
+    // a group coordinator cut off from the other brokers answers heartbeats, but its commits never
+    // complete: polls go on, heartbeats are young, and only the commits say something is wrong
+    for (int i = 0; i < 40; i++) {
+      advance(Duration.ofMillis(50));
+      fence.heartbeatAge(Duration.ofMillis(100));
+      assertThat(fence.polled()).isFalse();
+    }
+    assertThat(fence.proofDue()).isTrue();
+    assertThat(fence.fresh()).as("2.0 s: not past the threshold yet").isTrue();
+    advance(Duration.ofMillis(50));
+    assertThat(fence.fresh()).as("2.05 s without a successful commit").isFalse();
+    assertThat(fence.polled()).as("the poll thread must verify").isTrue();
+    fence.committed();
+    assertThat(fence.fresh()).as("a later commit does not clear the suspicion").isFalse();
+    fence.verified();
+    assertThat(fence.fresh()).isTrue();
   }
 
   @Test

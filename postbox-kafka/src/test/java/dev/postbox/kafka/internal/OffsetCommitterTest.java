@@ -33,6 +33,8 @@ class OffsetCommitterTest {
   private static final class RecordingConsumer extends MockConsumer<byte[], byte[]> {
     final List<Map<TopicPartition, OffsetAndMetadata>> commits = new ArrayList<>();
     final AtomicReference<RuntimeException> failNextSync = new AtomicReference<>();
+    // while set, every asynchronous commit completes with this error
+    final AtomicReference<RuntimeException> failAsync = new AtomicReference<>();
 
     RecordingConsumer() {
       super("earliest");
@@ -52,7 +54,7 @@ class OffsetCommitterTest {
         Map<TopicPartition, OffsetAndMetadata> offsets,
         org.apache.kafka.clients.consumer.OffsetCommitCallback callback) {
       commits.add(Map.copyOf(offsets));
-      callback.onComplete(offsets, null);
+      callback.onComplete(offsets, failAsync.get());
     }
   }
 
@@ -66,7 +68,7 @@ class OffsetCommitterTest {
     consumer.assign(List.of(P0, P1));
     consumer.updateBeginningOffsets(Map.of(P0, 0L, P1, 0L));
     consumer.seek(P1, 40); // nothing dispatched from P1: its fetch position is what is safe
-    return new OffsetCommitter(consumer, "orders-group", atMostOnce, trackers);
+    return new OffsetCommitter(consumer, "orders-group", atMostOnce, trackers, fence);
   }
 
   /** Dispatches {@code offsets} of {@code tp} and finishes those in {@code finished}. */
@@ -134,7 +136,7 @@ class OffsetCommitterTest {
     ran(P0, List.of(10L, 11L), Set.of(10L)); // 11 unfinished: 11 is safe
     stall();
 
-    c.verifyMembership(fence);
+    c.verifyMembership();
 
     assertThat(consumer.commits)
         .containsExactly(Map.of(P0, new OffsetAndMetadata(11), P1, new OffsetAndMetadata(40)));
@@ -149,13 +151,13 @@ class OffsetCommitterTest {
     stall();
     consumer.failNextSync.set(new CommitFailedException("member of an old generation"));
 
-    c.verifyMembership(fence);
+    c.verifyMembership();
     assertThat(fence.fenced()).as("a zombie's workers keep waiting").isTrue();
     assertThat(fence.awaitFresh(() -> true)).as("revoked meanwhile: never starts").isFalse();
 
     time.advance(Duration.ofMillis(50));
     assertThat(fence.polled()).as("still to verify").isTrue();
-    c.verifyMembership(fence);
+    c.verifyMembership();
     assertThat(fence.fresh()).isTrue();
   }
 
@@ -167,9 +169,59 @@ class OffsetCommitterTest {
     c.commit(Map.of(P0, new OffsetAndMetadata(11)), true);
     stall();
 
-    c.verifyMembership(fence);
+    c.verifyMembership();
 
     assertThat(consumer.commits).isEmpty();
+    assertThat(fence.fresh()).isTrue();
+  }
+
+  @Test
+  void anIdleMemberProvesItsMembershipAgainBeforeTheFenceWouldShut() {
+    OffsetCommitter c = committer(false);
+    ran(P0, List.of(10L, 11L), Set.of(10L)); // 11 unfinished: 11 is safe
+    c.proveMembership();
+    assertThat(consumer.commits).as("the start was proof enough").isEmpty();
+
+    time.advance(Duration.ofMillis(600)); // past half the 1 s threshold, nothing new to commit
+    assertThat(fence.polled()).isFalse();
+    c.proveMembership();
+
+    assertThat(consumer.commits)
+        .containsExactly(Map.of(P0, new OffsetAndMetadata(11), P1, new OffsetAndMetadata(40)));
+    time.advance(Duration.ofMillis(600)); // 1.2 s after the start, 0.6 s after the proof
+    assertThat(fence.polled()).isFalse();
+    assertThat(fence.fresh()).isTrue();
+  }
+
+  @Test
+  void aMemberWhoseCommitsStopSucceedingIsFencedAfterTheThreshold() {
+    // a group coordinator cut off from the other brokers answers heartbeats but can acknowledge
+    // no commit: the proof fails and ages
+    OffsetCommitter c = committer(false);
+    consumer.failAsync.set(new org.apache.kafka.common.errors.TimeoutException("not acknowledged"));
+    ran(P0, List.of(10L), Set.of(10L));
+    c.commitFinished(false);
+    assertThat(fence.fresh()).isTrue();
+
+    time.advance(Duration.ofMillis(600));
+    assertThat(fence.polled()).isFalse();
+    c.proveMembership();
+    assertThat(consumer.commits).as("the finished prefix, then the proof").hasSize(2);
+    assertThat(fence.fresh()).as("0.6 s since the start: not yet").isTrue();
+    time.advance(Duration.ofMillis(500)); // the last poll 0.5 s ago: only the proof is too old
+    assertThat(fence.fresh()).as("no commit succeeded for 1.1 s").isFalse();
+    assertThat(fence.polled()).as("the poll thread must verify").isTrue();
+  }
+
+  @Test
+  void atMostOnceProvesItsMembershipWithoutACommit() {
+    OffsetCommitter c = committer(true);
+    time.advance(Duration.ofMillis(600));
+    assertThat(fence.polled()).isFalse();
+    c.proveMembership();
+    time.advance(Duration.ofMillis(600));
+    assertThat(consumer.commits).isEmpty();
+    assertThat(fence.polled()).isFalse();
     assertThat(fence.fresh()).isTrue();
   }
 }

@@ -51,7 +51,12 @@ class RebalanceHandlerTest {
   private RebalanceHandler handler(boolean atMostOnce) {
     consumer.assign(List.of(P0, P1));
     OffsetCommitter committer =
-        new OffsetCommitter(consumer, "inventory", atMostOnce, partitions.trackers());
+        new OffsetCommitter(
+            consumer,
+            "inventory",
+            atMostOnce,
+            partitions.trackers(),
+            new MembershipFence(Duration.ofSeconds(10), System::nanoTime));
     SubscriberGauges gauges =
         new SubscriberGauges(
             PostboxMetrics.noop(),
