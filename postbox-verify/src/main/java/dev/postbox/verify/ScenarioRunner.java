@@ -477,6 +477,7 @@ final class ScenarioRunner {
       case CLUSTER_LEADER_FREEZE -> 6_000 + r.nextInt(4_000);
       case CLUSTER_ROLLING_RESTART -> 5_000 + r.nextInt(3_000);
       case CLUSTER_ISR_BELOW_MIN -> 6_000 + r.nextInt(4_000);
+      case CLUSTER_BROKER_CUT_OFF -> 6_000 + r.nextInt(4_000);
       case POSTGRES_FAILOVER -> 6_000 + r.nextInt(4_000);
     };
   }
