@@ -78,7 +78,11 @@ public interface RabbitCluster extends AutoCloseable {
    */
   void start(int node);
 
-  /** Stops node {@code node} cleanly ({@code SIGTERM}), keeping its data. */
+  /**
+   * Stops node {@code node} cleanly ({@code SIGTERM} to its Erlang VM, which stops RabbitMQ as
+   * {@code rabbitmqctl stop} does), keeping its data; {@code kill -9} if it has not exited after 30
+   * s.
+   */
   void stop(int node);
 
   /** Kills node {@code node}'s Erlang VM with {@code kill -9}, keeping its data. */
@@ -125,6 +129,14 @@ public interface RabbitCluster extends AutoCloseable {
    * rabbitmqctl list_queues name members} on a running node says; empty if the queue is unknown.
    */
   Set<Integer> membersOf(String queue);
+
+  /**
+   * The nodes holding a member of quorum queue {@code queue} in the default vhost whose Raft server
+   * runs now, as {@code rabbitmqctl list_queues name online} on a running node says; empty if the
+   * queue is unknown. A member on a stopped node is not online; one on a node that has just started
+   * is online once its Raft server is back.
+   */
+  Set<Integer> onlineMembersOf(String queue);
 
   /**
    * The nodes holding the client connections whose client-provided name starts with {@code

@@ -101,8 +101,12 @@ final class RabbitCampaign implements AutoCloseable {
    */
   static final String FAILOVER = "postgres-failover"; // as the Kafka campaign's fault
 
-  /** What runs only with {@code --cluster}: a node's kill and the database's failover. */
-  static final Set<String> CLUSTER_ONLY = Set.of(RabbitClusterFaults.NODE_KILL, FAILOVER);
+  /**
+   * What runs only with {@code --cluster}: a node's kill, the rolling restart and the database's
+   * failover.
+   */
+  static final Set<String> CLUSTER_ONLY =
+      Set.of(RabbitClusterFaults.NODE_KILL, RabbitClusterFaults.ROLLING_RESTART, FAILOVER);
 
   /**
    * The faults that wait at the round's {@link ProgressGate} until a business transaction of the
@@ -111,7 +115,13 @@ final class RabbitCampaign implements AutoCloseable {
    * nothing was written between them.
    */
   static final Set<String> GATED =
-      Set.of(KILL_9, BROKER, BROKER_BACKLOG, RabbitClusterFaults.NODE_KILL, FAILOVER);
+      Set.of(
+          KILL_9,
+          BROKER,
+          BROKER_BACKLOG,
+          RabbitClusterFaults.NODE_KILL,
+          RabbitClusterFaults.ROLLING_RESTART,
+          FAILOVER);
 
   /** What a single node's campaign runs and {@code --cluster} does not (the one node's faults). */
   static final Set<String> SINGLE_NODE =
@@ -152,6 +162,11 @@ final class RabbitCampaign implements AutoCloseable {
             null,
             List.of(),
             List.of(RabbitClusterFaults.NODE_KILL)),
+        new RabbitScenario(
+            PREFIX + RabbitClusterFaults.ROLLING_RESTART,
+            null,
+            List.of(),
+            List.of(RabbitClusterFaults.ROLLING_RESTART)),
         new RabbitScenario(PREFIX + FAILOVER, null, List.of(), List.of(FAILOVER)));
   }
 

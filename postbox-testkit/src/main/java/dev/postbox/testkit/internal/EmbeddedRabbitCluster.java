@@ -192,8 +192,17 @@ public final class EmbeddedRabbitCluster implements RabbitCluster {
 
   @Override
   public Set<Integer> membersOf(String queue) {
+    return nodesIn(queueRow(queue, "members"));
+  }
+
+  @Override
+  public Set<Integer> onlineMembersOf(String queue) {
+    return nodesIn(queueRow(queue, "online"));
+  }
+
+  /** The nodes named in {@code row} (a list of node names as rabbitmqctl prints it). */
+  private Set<Integer> nodesIn(Optional<String> row) {
     // node names start with "postbox-" and end with "@localhost": none is inside another
-    Optional<String> row = queueRow(queue, "members");
     Set<Integer> members = new HashSet<>();
     for (int i = 0; i < size() && row.isPresent(); i++) {
       if (row.get().contains(nodeName(i))) {

@@ -282,13 +282,19 @@ public final class RabbitNodeProcess {
     awaitPortClosed();
   }
 
-  /** A clean stop ({@code SIGTERM}); {@code kill -9} if it is still running after 30 s. */
+  /**
+   * A clean stop: {@code SIGTERM} to the Erlang VM, which stops RabbitMQ as {@code rabbitmqctl
+   * stop} does (Erlang/OTP's default handler calls {@code init:stop()}); {@code kill -9} if it is
+   * still running after 30 s. The signal goes to the VM itself: Debian's wrapper ({@code sh}, then
+   * {@code su} to the {@code rabbitmq} user, then the real script) does not pass a {@code SIGTERM}
+   * on, so signalling the launched script would leave the VM running.
+   */
   public synchronized void stop() {
     Process p = process;
     if (p == null || !p.isAlive()) {
       return;
     }
-    p.destroy();
+    beam(p).ifPresentOrElse(ProcessHandle::destroy, p::destroy);
     try {
       if (!p.waitFor(30, TimeUnit.SECONDS)) {
         killTree(p);
@@ -334,16 +340,20 @@ public final class RabbitNodeProcess {
    * node whose JVM was killed.
    */
   private void writeBeamPid(Process p) {
-    Optional<ProcessHandle> beam =
-        p.descendants()
-            .filter(h -> h.info().command().map(c -> c.endsWith("beam.smp")).orElse(false))
-            .findFirst();
+    Optional<ProcessHandle> beam = beam(p);
     try {
       Files.writeString(
           dir.resolve(PID_FILE), beam.map(h -> Long.toString(h.pid())).orElse("") + "\n");
     } catch (IOException e) {
       LOG.debug("cannot write {}", dir.resolve(PID_FILE), e);
     }
+  }
+
+  /** The node's Erlang VM, a descendant of the launched script; empty if there is none (yet). */
+  private static Optional<ProcessHandle> beam(Process p) {
+    return p.descendants()
+        .filter(h -> h.info().command().map(c -> c.endsWith("beam.smp")).orElse(false))
+        .findFirst();
   }
 
   /** Kills the script and its descendants (the Erlang VM) and waits until each has exited. */
