@@ -26,9 +26,9 @@ import java.util.concurrent.TimeUnit;
  * dropped (timeouts, not refused connections, as when a switch fails), while clients in this
  * namespace still reach the node; {@link #reconnect(int)} deletes them, and connections that
  * survived the cut resume. Slot {@code s} is the first whose bridge does not exist yet, so several
- * clusters on one machine do not collide. {@link #close()} removes all of it (a shutdown hook does
- * so too; after a {@code kill -9} of this JVM, {@code ip netns delete} and {@code ip link delete}
- * clean up by hand).
+ * clusters on one machine do not collide. {@link #close()} removes all of it, killing what still
+ * runs in the namespaces (a shutdown hook does so too; after a {@code kill -9} of this JVM, {@code
+ * ip netns delete} and {@code ip link delete} clean up by hand).
  *
  * <p>Why hand-written: iproute2 is the interface the kernel offers for namespaces; no Java library
  * wraps it.
@@ -196,6 +196,9 @@ public final class NodeNetworks implements AutoCloseable {
 
   @Override
   public synchronized void close() {
+    if (!cleanup.isEmpty()) {
+      killLeftovers();
+    }
     for (String c : cleanup) {
       try {
         run(true, c.split(" "));
@@ -205,6 +208,25 @@ public final class NodeNetworks implements AutoCloseable {
     }
     cleanup.clear();
     cut.clear();
+  }
+
+  /**
+   * Kills ({@code kill -9}) what still runs in the nodes' namespaces: daemons the nodes started
+   * there and that outlive them (Erlang's {@code epmd}), which would otherwise keep a deleted
+   * namespace alive.
+   */
+  private void killLeftovers() {
+    for (int i = 0; i < nodes; i++) {
+      try {
+        for (String pid : run(false, "ip", "netns", "pids", namespace(i)).split("\\s+")) {
+          if (pid.matches("[0-9]+")) {
+            ProcessHandle.of(Long.parseLong(pid)).ifPresent(ProcessHandle::destroyForcibly);
+          }
+        }
+      } catch (RuntimeException ignored) {
+        // the namespace is gone already
+      }
+    }
   }
 
   @Override
