@@ -1,6 +1,7 @@
 package dev.postbox.verify;
 
 import dev.postbox.core.CrashPoints;
+import dev.postbox.testkit.RabbitCluster;
 import dev.postbox.testkit.RabbitMqServer;
 import dev.postbox.verify.Fleet.Child;
 import dev.postbox.verify.Fleet.Role;
@@ -102,11 +103,15 @@ final class RabbitCampaign implements AutoCloseable {
   static final String FAILOVER = "postgres-failover"; // as the Kafka campaign's fault
 
   /**
-   * What runs only with {@code --cluster}: a node's kill, the rolling restart and the database's
-   * failover.
+   * What runs only with {@code --cluster}: a node's kill, the rolling restart, a node cut off and
+   * the database's failover.
    */
   static final Set<String> CLUSTER_ONLY =
-      Set.of(RabbitClusterFaults.NODE_KILL, RabbitClusterFaults.ROLLING_RESTART, FAILOVER);
+      Set.of(
+          RabbitClusterFaults.NODE_KILL,
+          RabbitClusterFaults.ROLLING_RESTART,
+          RabbitClusterFaults.NODE_CUT_OFF,
+          FAILOVER);
 
   /**
    * The faults that wait at the round's {@link ProgressGate} until a business transaction of the
@@ -121,6 +126,7 @@ final class RabbitCampaign implements AutoCloseable {
           BROKER_BACKLOG,
           RabbitClusterFaults.NODE_KILL,
           RabbitClusterFaults.ROLLING_RESTART,
+          RabbitClusterFaults.NODE_CUT_OFF,
           FAILOVER);
 
   /** What a single node's campaign runs and {@code --cluster} does not (the one node's faults). */
@@ -167,6 +173,11 @@ final class RabbitCampaign implements AutoCloseable {
             null,
             List.of(),
             List.of(RabbitClusterFaults.ROLLING_RESTART)),
+        new RabbitScenario(
+            PREFIX + RabbitClusterFaults.NODE_CUT_OFF,
+            null,
+            List.of(),
+            List.of(RabbitClusterFaults.NODE_CUT_OFF)),
         new RabbitScenario(PREFIX + FAILOVER, null, List.of(), List.of(FAILOVER)));
   }
 
@@ -185,6 +196,10 @@ final class RabbitCampaign implements AutoCloseable {
           && (named || settings.only().isEmpty());
     }
     return !clusterOnly && (named || (settings.only().isEmpty() && !isPartitions(s)));
+  }
+
+  private static boolean isCutOff(RabbitScenario s) {
+    return s.external().contains(RabbitClusterFaults.NODE_CUT_OFF);
   }
 
   private static boolean isPartitions(RabbitScenario s) {
@@ -251,7 +266,23 @@ final class RabbitCampaign implements AutoCloseable {
         network = RabbitPartitions.create();
       }
     }
-    env.start(url, script, network, this::arm);
+    boolean cutOffs = scenarios.stream().anyMatch(RabbitCampaign::isCutOff);
+    if (cutOffs) {
+      String name = PREFIX + RabbitClusterFaults.NODE_CUT_OFF;
+      Optional<String> why = RabbitCluster.whyNoOwnNetworks();
+      if (why.isPresent()) {
+        out.println(name + ": INCONCLUSIVE, not run: " + why.get());
+        results.add(ScenarioResult.notRun(name, why.get()));
+        scenarios = scenarios.stream().filter(s -> !isCutOff(s)).toList();
+        cutOffs = false;
+        if (scenarios.isEmpty()) {
+          return Optional.of(results); // no server started
+        }
+      } else {
+        out.println(name + ": each node runs in its own network namespace (net_ticktime 5 s)");
+      }
+    }
+    env.start(url, script, network, cutOffs, this::arm);
     results.addAll(
         settings.rounds().run(scenarios, RabbitScenario::name, this::round, out, sofar -> {}));
     return Optional.of(results);

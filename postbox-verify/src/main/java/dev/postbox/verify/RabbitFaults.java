@@ -61,6 +61,14 @@ final class RabbitFaults {
               env.topic(),
               RabbitEnvironment.SHARDS,
               log);
+      case RabbitClusterFaults.NODE_CUT_OFF ->
+          RabbitClusterFaults.cutOffLeaderNode(
+              env.cluster(),
+              RabbitEnvironment.SUBSCRIPTION,
+              env.topic(),
+              RabbitEnvironment.SHARDS,
+              split(),
+              log);
       case RabbitCampaign.FAILOVER -> failover();
       case RabbitPartitions.RELAY_FAULT, RabbitPartitions.CONSUMER_FAULT -> partition(fault);
       default -> throw new IllegalArgumentException(fault);
