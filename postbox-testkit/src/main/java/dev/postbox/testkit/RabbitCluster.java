@@ -17,17 +17,18 @@ import org.junit.jupiter.api.Assumptions;
  *
  * <p>Nodes are numbered {@code 0} to {@code size() - 1}; {@link #leaderOf} and {@link
  * #nodesOfConnection} answer with these numbers. Each node has its own node name ({@code
- * postbox-<amqp port>@localhost}), AMQP port on 127.0.0.1 and Erlang distribution port (free ports
- * chosen at the first start and kept across restarts), its own directory under the test kit's
- * per-user folder, and all have one Erlang cookie. At the first start the nodes boot in parallel
- * and nodes 1.. join node 0 as they boot, through RabbitMQ's peer discovery from the configuration
- * file ({@code cluster_formation.classic_config.nodes}), one at a time. A quorum queue declared on
- * the cluster has a member on every node (RabbitMQ's default initial group size), its leader first
- * on the node the declaring connection is on. Defaults: {@code cluster_partition_handling =
- * pause_minority} (a node that sees fewer than half of the cluster pauses rather than going on
- * alone), one Erlang scheduler per node ({@code +S 1:1}: three nodes fit beside a Kafka broker and
- * PostgreSQL on two cores), a start-up timeout of 180 s. The guest user ({@code guest}/{@code
- * guest}) logs in from 127.0.0.1.
+ * postbox-<amqp port>@localhost}), AMQP port on 127.0.0.1 (both otherwise with {@link
+ * Builder#ownNetworks(boolean)}) and Erlang distribution port (free ports chosen at the first start
+ * and kept across restarts), its own directory under the test kit's per-user folder, and all have
+ * one Erlang cookie. At the first start the nodes boot in parallel and nodes 1.. join node 0 as
+ * they boot, through RabbitMQ's peer discovery from the configuration file ({@code
+ * cluster_formation.classic_config.nodes}), one at a time. A quorum queue declared on the cluster
+ * has a member on every node (RabbitMQ's default initial group size), its leader first on the node
+ * the declaring connection is on. Defaults: {@code cluster_partition_handling = pause_minority} (a
+ * node that sees fewer than half of the cluster pauses rather than going on alone), one Erlang
+ * scheduler per node ({@code +S 1:1}: three nodes fit beside a Kafka broker and PostgreSQL on two
+ * cores), a start-up timeout of 180 s. The guest user ({@code guest}/{@code guest}) logs in from
+ * 127.0.0.1.
  *
  * <p>Every node dies with this JVM; one left behind by a JVM killed with {@code kill -9} is stopped
  * by the next test kit JVM that sweeps the folder. Opt-in: nothing starts a cluster unless a test

@@ -25,7 +25,8 @@ import org.slf4j.LoggerFactory;
 /**
  * One private RabbitMQ node, a child process of this JVM started from the machine's {@code
  * rabbitmq-server} script: a node of a test kit cluster or {@code RabbitMqServer}'s private node.
- * It has its own node name ({@code postbox-<amqp port>@localhost}), AMQP port, Erlang distribution
+ * It has its own node name ({@code postbox-<amqp port>@localhost}, or in its own network namespace
+ * {@code postbox-<amqp port>@<namespace>}, see {@link OwnNetwork}), AMQP port, Erlang distribution
  * port and directory (data, logs, plugins and configuration files, and {@code HOME} with its Erlang
  * cookie). Its Erlang VM's pid is written to {@value #PID_FILE}, so a test kit JVM sweeping the
  * folder of a killed JVM stops it. Thread-safe.
@@ -71,8 +72,8 @@ public final class RabbitNodeProcess {
    * <namespace>}), named {@code postbox-<port>@hostName}, listening for AMQP on {@code address}
    * (where clients outside the namespace reach it), resolving its peers' host names with the {@code
    * hosts} (host name to IPv4 address) written to an Erlang {@code inetrc} file, and with {@code
-   * erlangArgs} for {@code rabbitmqctl}'s Erlang VM too (the same {@code net_ticktime} on both
-   * ends).
+   * ctlErlangArgs} for {@code rabbitmqctl}'s Erlang VM, which runs in the namespace too (the same
+   * {@code net_ticktime} as the node's).
    */
   public record OwnNetwork(
       List<String> launcher,
@@ -256,7 +257,7 @@ public final class RabbitNodeProcess {
     return network.map(OwnNetwork::address).orElse("127.0.0.1");
   }
 
-  /** The AMQP port on 127.0.0.1. */
+  /** The AMQP port, on {@link #host()}. */
   public int amqpPort() {
     return amqpPort;
   }
