@@ -1,6 +1,7 @@
 package dev.postbox.verify;
 
 import dev.postbox.core.CrashPoints;
+import dev.postbox.testkit.RabbitCluster;
 import dev.postbox.testkit.RabbitMqServer;
 import dev.postbox.verify.Fleet.Child;
 import dev.postbox.verify.Fleet.Role;
@@ -101,8 +102,16 @@ final class RabbitCampaign implements AutoCloseable {
    */
   static final String FAILOVER = "postgres-failover"; // as the Kafka campaign's fault
 
-  /** What runs only with {@code --cluster}: a node's kill and the database's failover. */
-  static final Set<String> CLUSTER_ONLY = Set.of(RabbitClusterFaults.NODE_KILL, FAILOVER);
+  /**
+   * What runs only with {@code --cluster}: a node's kill, the rolling restart, a node cut off and
+   * the database's failover.
+   */
+  static final Set<String> CLUSTER_ONLY =
+      Set.of(
+          RabbitClusterFaults.NODE_KILL,
+          RabbitClusterFaults.ROLLING_RESTART,
+          RabbitClusterFaults.NODE_CUT_OFF,
+          FAILOVER);
 
   /**
    * The faults that wait at the round's {@link ProgressGate} until a business transaction of the
@@ -111,7 +120,14 @@ final class RabbitCampaign implements AutoCloseable {
    * nothing was written between them.
    */
   static final Set<String> GATED =
-      Set.of(KILL_9, BROKER, BROKER_BACKLOG, RabbitClusterFaults.NODE_KILL, FAILOVER);
+      Set.of(
+          KILL_9,
+          BROKER,
+          BROKER_BACKLOG,
+          RabbitClusterFaults.NODE_KILL,
+          RabbitClusterFaults.ROLLING_RESTART,
+          RabbitClusterFaults.NODE_CUT_OFF,
+          FAILOVER);
 
   /** What a single node's campaign runs and {@code --cluster} does not (the one node's faults). */
   static final Set<String> SINGLE_NODE =
@@ -152,6 +168,16 @@ final class RabbitCampaign implements AutoCloseable {
             null,
             List.of(),
             List.of(RabbitClusterFaults.NODE_KILL)),
+        new RabbitScenario(
+            PREFIX + RabbitClusterFaults.ROLLING_RESTART,
+            null,
+            List.of(),
+            List.of(RabbitClusterFaults.ROLLING_RESTART)),
+        new RabbitScenario(
+            PREFIX + RabbitClusterFaults.NODE_CUT_OFF,
+            null,
+            List.of(),
+            List.of(RabbitClusterFaults.NODE_CUT_OFF)),
         new RabbitScenario(PREFIX + FAILOVER, null, List.of(), List.of(FAILOVER)));
   }
 
@@ -170,6 +196,10 @@ final class RabbitCampaign implements AutoCloseable {
           && (named || settings.only().isEmpty());
     }
     return !clusterOnly && (named || (settings.only().isEmpty() && !isPartitions(s)));
+  }
+
+  private static boolean isCutOff(RabbitScenario s) {
+    return s.external().contains(RabbitClusterFaults.NODE_CUT_OFF);
   }
 
   private static boolean isPartitions(RabbitScenario s) {
@@ -236,7 +266,23 @@ final class RabbitCampaign implements AutoCloseable {
         network = RabbitPartitions.create();
       }
     }
-    env.start(url, script, network, this::arm);
+    boolean cutOffs = scenarios.stream().anyMatch(RabbitCampaign::isCutOff);
+    if (cutOffs) {
+      String name = PREFIX + RabbitClusterFaults.NODE_CUT_OFF;
+      Optional<String> why = RabbitCluster.whyNoOwnNetworks();
+      if (why.isPresent()) {
+        out.println(name + ": INCONCLUSIVE, not run: " + why.get());
+        results.add(ScenarioResult.notRun(name, why.get()));
+        scenarios = scenarios.stream().filter(s -> !isCutOff(s)).toList();
+        cutOffs = false;
+        if (scenarios.isEmpty()) {
+          return Optional.of(results); // no server started
+        }
+      } else {
+        out.println(name + ": each node runs in its own network namespace (net_ticktime 5 s)");
+      }
+    }
+    env.start(url, script, network, cutOffs, this::arm);
     results.addAll(
         settings.rounds().run(scenarios, RabbitScenario::name, this::round, out, sofar -> {}));
     return Optional.of(results);

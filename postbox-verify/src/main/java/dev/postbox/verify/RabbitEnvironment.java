@@ -67,19 +67,21 @@ final class RabbitEnvironment implements AutoCloseable {
 
   /**
    * Starts the broker (the cluster with {@code --cluster}, else the node at {@code url} or a
-   * private node from {@code script} that also listens on {@code network}'s broker address),
-   * PostgreSQL and the fleet, whose new incarnations {@code armer} arms; waits until every relay
-   * and consumer runs.
+   * private node from {@code script} that also listens on {@code network}'s broker address; {@code
+   * ownNetworks}: the cluster's nodes each in its own network namespace, so that one can be cut
+   * off), PostgreSQL and the fleet, whose new incarnations {@code armer} arms; waits until every
+   * relay and consumer runs.
    */
   void start(
       Optional<String> url,
       Optional<Path> script,
       RabbitPartitions network,
+      boolean ownNetworks,
       Function<Child, Optional<String>> armer)
       throws Exception {
     this.network = network;
     if (settings.cluster()) {
-      cluster = RabbitClusterFaults.start(script.get());
+      cluster = RabbitClusterFaults.start(script.get(), ownNetworks);
     } else {
       rabbit =
           url.map(RabbitMqServer::external)

@@ -10,10 +10,10 @@ import java.util.SplittableRandom;
  * Injects the RabbitMQ campaign's external faults into its {@link RabbitEnvironment}: {@code kill
  * -9} of a relay or consumer, a consumer frozen past its heartbeat, a consumer leaving and joining
  * again, the broker's faults ({@link RabbitBrokerFaults}: connections dropped, {@code kill -9} of
- * the node, also with a backlog in every shard queue), a cluster node's {@code kill -9} ({@link
- * RabbitClusterFaults}), the PostgreSQL pair's failover ({@link FailoverPair}) and the network cuts
- * ({@link RabbitPartitions}). Each picks its target with the campaign's random numbers. Not
- * thread-safe (the random numbers are shared under their lock).
+ * the node, also with a backlog in every shard queue), a cluster node's {@code kill -9} and the
+ * cluster's rolling restart ({@link RabbitClusterFaults}), the PostgreSQL pair's failover ({@link
+ * FailoverPair}) and the network cuts ({@link RabbitPartitions}). Each picks its target with the
+ * campaign's random numbers. Not thread-safe (the random numbers are shared under their lock).
  */
 final class RabbitFaults {
 
@@ -48,6 +48,21 @@ final class RabbitFaults {
       case RabbitCampaign.BROKER_BACKLOG -> killWithBacklog(consumers);
       case RabbitClusterFaults.NODE_KILL ->
           RabbitClusterFaults.killLeaderNode(
+              env.cluster(),
+              RabbitEnvironment.SUBSCRIPTION,
+              env.topic(),
+              RabbitEnvironment.SHARDS,
+              split(),
+              log);
+      case RabbitClusterFaults.ROLLING_RESTART ->
+          RabbitClusterFaults.rollingRestart(
+              env.cluster(),
+              RabbitEnvironment.SUBSCRIPTION,
+              env.topic(),
+              RabbitEnvironment.SHARDS,
+              log);
+      case RabbitClusterFaults.NODE_CUT_OFF ->
+          RabbitClusterFaults.cutOffLeaderNode(
               env.cluster(),
               RabbitEnvironment.SUBSCRIPTION,
               env.topic(),

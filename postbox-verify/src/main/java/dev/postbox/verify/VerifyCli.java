@@ -168,7 +168,13 @@ public final class VerifyCli implements Callable<Integer> {
               + " rabbitmq: on a three-node RabbitMQ cluster from this machine's rabbitmq-server"
               + " (every client given every node's address) and a PostgreSQL pair as with Kafka,"
               + " with the scenarios cluster-node-kill (kill -9 of the node holding a shard queue's"
-              + " quorum leader, restarted) and postgres-failover, and the processes' own faults; the single node's faults (connection-drops, broker-kill,"
+              + " quorum leader, restarted), cluster-rolling-restart (each node stopped cleanly and"
+              + " started again in turn, the next once every shard queue has all its members"
+              + " online), cluster-node-cut-off (the node holding a shard queue's quorum leader cut"
+              + " off from the other nodes for 10 s while clients still reach it: it pauses, as"
+              + " pause_minority has it; each node then runs in its own network namespace, which"
+              + " needs root, else the scenario is INCONCLUSIVE, not run) and postgres-failover,"
+              + " and the processes' own faults; the single node's faults (connection-drops, broker-kill,"
               + " broker-kill-backlog, partitions) do not run.")
   boolean cluster;
 

@@ -64,6 +64,8 @@ class ScenarioSelectionTest {
     for (String[] bad :
         List.of(
             new String[] {"--transport", "rabbitmq", "--scenarios", "cluster-node-kill"},
+            new String[] {"--transport", "rabbitmq", "--scenarios", "cluster-rolling-restart"},
+            new String[] {"--transport", "rabbitmq", "--scenarios", "cluster-node-cut-off"},
             new String[] {"--transport", "rabbitmq", "--scenarios", "postgres-failover"},
             new String[] {"--transport", "rabbitmq", "--cluster", "--scenarios", "broker-kill"})) {
       StringWriter err = new StringWriter();
@@ -75,6 +77,10 @@ class ScenarioSelectionTest {
         .contains(
             "cluster-node-kill",
             "rabbitmq-cluster-node-kill",
+            "cluster-rolling-restart",
+            "rabbitmq-cluster-rolling-restart",
+            "cluster-node-cut-off",
+            "rabbitmq-cluster-node-cut-off",
             "postgres-failover",
             "rabbitmq-postgres-failover");
     // one fault, one name in both campaigns' fault logs and the ledger

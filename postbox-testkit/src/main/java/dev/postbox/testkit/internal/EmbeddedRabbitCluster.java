@@ -23,7 +23,20 @@ public final class EmbeddedRabbitCluster implements RabbitCluster {
 
   /** A cluster's configuration, from {@link RabbitCluster.Builder}. */
   public record Settings(
-      Path script, int nodes, int schedulers, String partitionHandling, Duration startupTimeout) {}
+      Path script,
+      int nodes,
+      int schedulers,
+      String partitionHandling,
+      Duration startupTimeout,
+      boolean ownNetworks) {}
+
+  /**
+   * Erlang's {@code net_ticktime} (seconds) of nodes in their own networks: a peer that sent
+   * nothing for this long (between 3/4 and 5/4 of it) is taken as down, so a node cut off from the
+   * others notices within seconds (Erlang's default, 60 s, is longer than a test). Only with {@code
+   * ownNetworks}: the nodes sharing this machine's network keep the default.
+   */
+  public static final int NET_TICKTIME_SECONDS = 5;
 
   /** How often a joining node looks for node 0 at its first boot, in milliseconds. */
   private static final long DISCOVERY_RETRY_MS = 500;
@@ -31,6 +44,7 @@ public final class EmbeddedRabbitCluster implements RabbitCluster {
   private final Settings settings;
   private final List<RabbitNodeProcess> nodes = new ArrayList<>();
   private final Runnable onExit = this::close;
+  private Optional<NodeNetworks> networks = Optional.empty();
   private boolean closed;
 
   /** A cluster with {@code settings}, not started yet. */
@@ -80,10 +94,14 @@ public final class EmbeddedRabbitCluster implements RabbitCluster {
     String cookie = HexFormat.of().formatHex(new SecureRandom().generateSeed(16)).toUpperCase();
     int[] ports = FreePorts.pick(2 * settings.nodes());
     String erlangArgs = "+S " + settings.schedulers() + ":" + settings.schedulers();
-    String seed = RabbitNodeProcess.nodeName(ports[0]);
+    if (settings.ownNetworks()) {
+      networks = Optional.of(NodeNetworks.create(settings.nodes()));
+      erlangArgs += " " + TICKTIME_ARGS;
+    }
+    String seed = RabbitNodeProcess.nodeName(ports[0], hostName(0));
     long retries = Math.max(1, settings.startupTimeout().toMillis() / DISCOVERY_RETRY_MS);
     for (int i = 0; i < settings.nodes(); i++) {
-      String self = RabbitNodeProcess.nodeName(ports[2 * i]);
+      String self = RabbitNodeProcess.nodeName(ports[2 * i], hostName(i));
       List<String> conf = new ArrayList<>();
       conf.add("cluster_partition_handling = " + settings.partitionHandling());
       if (i > 0) {
@@ -94,14 +112,37 @@ public final class EmbeddedRabbitCluster implements RabbitCluster {
         conf.add("cluster_formation.discovery_retry_limit = " + retries);
       }
       Path dir = OwnedDirectories.create("rabbitmq-cluster-");
-      nodes.add(
+      RabbitNodeProcess.Setup setup =
           RabbitNodeProcess.in(dir, settings.script(), ports[2 * i], ports[2 * i + 1])
               .cookie(cookie)
               .erlangArgs(erlangArgs)
-              .conf(conf)
-              .create());
+              .conf(conf);
+      if (networks.isPresent()) {
+        setup.ownNetwork(ownNetwork(networks.get(), i));
+      }
+      nodes.add(setup.create());
     }
     Shutdown.runOnExit(onExit);
+  }
+
+  private static final String TICKTIME_ARGS = "-kernel net_ticktime " + NET_TICKTIME_SECONDS;
+
+  /**
+   * Node {@code i}'s host name: {@code localhost}, or with own networks its namespace's name, which
+   * every node (and {@code rabbitmqctl}) resolves to the node's address through its Erlang {@code
+   * inetrc} file (short node names need a host name, not an address).
+   */
+  private String hostName(int i) {
+    return networks.map(n -> n.namespace(i)).orElse("localhost");
+  }
+
+  private static RabbitNodeProcess.OwnNetwork ownNetwork(NodeNetworks n, int i) {
+    java.util.Map<String, String> hosts = new java.util.HashMap<>();
+    for (int j = 0; j < n.size(); j++) {
+      hosts.put(n.namespace(j), n.address(j));
+    }
+    return new RabbitNodeProcess.OwnNetwork(
+        n.launcher(i), n.namespace(i), n.address(i), hosts, TICKTIME_ARGS);
   }
 
   @Override
@@ -133,7 +174,48 @@ public final class EmbeddedRabbitCluster implements RabbitCluster {
   }
 
   @Override
+  public void cutOff(int node) {
+    ownNetworks().cutOff(checked(node));
+    LOG.info("RabbitMQ node {} cut off from the other nodes", node(node).name());
+  }
+
+  @Override
+  public void reconnect(int node) {
+    ownNetworks().reconnect(checked(node));
+    LOG.info("RabbitMQ node {} reconnected to the other nodes", node(node).name());
+  }
+
+  @Override
+  public synchronized Set<Integer> cutOffNodes() {
+    return networks.map(NodeNetworks::cutOff).orElse(Set.of());
+  }
+
+  private synchronized NodeNetworks ownNetworks() {
+    if (closed) {
+      throw new IllegalStateException("closed");
+    }
+    if (!settings.ownNetworks()) {
+      throw new IllegalStateException(
+          "the cluster's nodes share this machine's network: build it with ownNetworks(true)"
+              + " to cut one off");
+    }
+    return networks.orElseThrow(() -> new IllegalStateException("the cluster was never started"));
+  }
+
+  private int checked(int node) {
+    node(node);
+    return node;
+  }
+
+  @Override
   public void heal() {
+    NodeNetworks n;
+    synchronized (this) {
+      n = networks.orElse(null);
+    }
+    if (n != null) {
+      n.cutOff().forEach(n::reconnect);
+    }
     for (int i = 0; i < size(); i++) {
       if (!isRunning(i)) {
         start(i);
@@ -158,7 +240,8 @@ public final class EmbeddedRabbitCluster implements RabbitCluster {
 
   @Override
   public String address(int node) {
-    return "127.0.0.1:" + node(node).amqpPort();
+    RabbitNodeProcess n = node(node);
+    return n.host() + ":" + n.amqpPort();
   }
 
   @Override
@@ -182,18 +265,27 @@ public final class EmbeddedRabbitCluster implements RabbitCluster {
 
   @Override
   public OptionalInt leaderOf(String queue) {
-    Optional<String> row = queueRow(queue, "leader");
-    if (row.isEmpty()) {
+    Set<Integer> named = nodesIn(queueRow(queue, "leader"));
+    if (named.size() != 1) {
       return OptionalInt.empty();
     }
-    OptionalInt leader = indexOf(row.get());
-    return leader.isPresent() && isRunning(leader.getAsInt()) ? leader : OptionalInt.empty();
+    int leader = named.iterator().next();
+    return isRunning(leader) ? OptionalInt.of(leader) : OptionalInt.empty();
   }
 
   @Override
   public Set<Integer> membersOf(String queue) {
-    // node names start with "postbox-" and end with "@localhost": none is inside another
-    Optional<String> row = queueRow(queue, "members");
+    return nodesIn(queueRow(queue, "members"));
+  }
+
+  @Override
+  public Set<Integer> onlineMembersOf(String queue) {
+    return nodesIn(queueRow(queue, "online"));
+  }
+
+  /** The nodes named in {@code row} (node names as rabbitmqctl prints them). */
+  private Set<Integer> nodesIn(Optional<String> row) {
+    // node names are postbox-<distinct port>@<host>: none is inside another
     Set<Integer> members = new HashSet<>();
     for (int i = 0; i < size() && row.isPresent(); i++) {
       if (row.get().contains(nodeName(i))) {
@@ -203,19 +295,14 @@ public final class EmbeddedRabbitCluster implements RabbitCluster {
     return Set.copyOf(members);
   }
 
-  /** The column {@code info} of {@code queue}'s row in {@code rabbitmqctl list_queues}. */
+  /**
+   * Item {@code info} of {@code queue} ({@link RabbitCtl#queueInfo}) as a running node prints it;
+   * empty if the queue is unknown or no node answered.
+   */
   private Optional<String> queueRow(String queue, String info) {
-    Optional<String> out = onARunningNode("-q", "list_queues", "--no-table-headers", "name", info);
-    if (out.isEmpty()) {
-      return Optional.empty();
-    }
-    for (String line : out.get().split("\n")) {
-      String[] cols = line.trim().split("\t", 2);
-      if (cols.length == 2 && cols[0].equals(queue)) {
-        return Optional.of(cols[1].trim());
-      }
-    }
-    return Optional.empty();
+    return onARunningNode("-q", "eval", RabbitCtl.queueInfo(queue, info))
+        .map(String::trim)
+        .filter(out -> out.startsWith("[{" + info + ","));
   }
 
   @Override
@@ -247,10 +334,23 @@ public final class EmbeddedRabbitCluster implements RabbitCluster {
       n.kill();
       OwnedDirectories.delete(n.dir());
     }
+    networks.ifPresent(NodeNetworks::close);
   }
 
+  /**
+   * {@code rabbitmqctl args} on the first running node that answers, the nodes not cut off first (a
+   * cut-off node pauses, and its view of the cluster is its own).
+   */
   private Optional<String> onARunningNode(String... args) {
-    for (RabbitNodeProcess n : nodes) {
+    Set<Integer> cut = cutOffNodes();
+    List<RabbitNodeProcess> order = new ArrayList<>();
+    for (int i = 0; i < nodes.size(); i++) {
+      if (!cut.contains(i)) {
+        order.add(nodes.get(i));
+      }
+    }
+    cut.forEach(i -> order.add(nodes.get(i)));
+    for (RabbitNodeProcess n : order) {
       if (n.isRunning()) {
         try {
           return Optional.of(n.ctl(args));

@@ -26,9 +26,9 @@ import java.util.concurrent.TimeUnit;
  * dropped (timeouts, not refused connections, as when a switch fails), while clients in this
  * namespace still reach the node; {@link #reconnect(int)} deletes them, and connections that
  * survived the cut resume. Slot {@code s} is the first whose bridge does not exist yet, so several
- * clusters on one machine do not collide. {@link #close()} removes all of it (a shutdown hook does
- * so too; after a {@code kill -9} of this JVM, {@code ip netns delete} and {@code ip link delete}
- * clean up by hand).
+ * clusters on one machine do not collide. {@link #close()} removes all of it, killing what still
+ * runs in the namespaces (a shutdown hook does so too; after a {@code kill -9} of this JVM, {@code
+ * ip netns delete} and {@code ip link delete} clean up by hand).
  *
  * <p>Why hand-written: iproute2 is the interface the kernel offers for namespaces; no Java library
  * wraps it.
@@ -89,6 +89,8 @@ public final class NodeNetworks implements AutoCloseable {
       throw new InfrastructureStartupException(
           "cannot give each node its own network: " + why.get());
     }
+    // the bridge's name claims the slot: the kernel refuses a second link of that name, so two
+    // JVMs starting clusters at once take different slots (a name seen taken is skipped outright)
     Set<String> links = new HashSet<>();
     for (String line : run(true, "ip", "-o", "link", "show").split("\n")) {
       String[] f = line.split(":\\s+");
@@ -96,29 +98,37 @@ public final class NodeNetworks implements AutoCloseable {
         links.add(f[1].split("@")[0].strip());
       }
     }
-    int slot = 1;
-    while (links.contains("pbxb" + slot)) {
-      slot++;
+    for (int slot = 1; slot <= 250; slot++) {
+      if (links.contains("pbxb" + slot)) {
+        continue;
+      }
+      String bridge = "pbxb" + slot;
+      try {
+        run(true, "ip", "link", "add", bridge, "type", "bridge", "forward_delay", "0");
+      } catch (IllegalStateException e) {
+        if (e.getMessage().contains("File exists")) {
+          continue; // another JVM took this slot just now
+        }
+        throw new InfrastructureStartupException(
+            "cannot give each node its own network: " + e.getMessage(), e);
+      }
+      NodeNetworks n = new NodeNetworks(slot, nodes);
+      n.cleanup.add("ip link delete " + bridge);
+      Runtime.getRuntime().addShutdownHook(new Thread(n::close, "postbox-node-networks-cleanup"));
+      try {
+        n.setUp();
+      } catch (RuntimeException e) {
+        n.close();
+        throw new InfrastructureStartupException(
+            "cannot give each node its own network: " + e.getMessage(), e);
+      }
+      return n;
     }
-    if (slot > 250) {
-      throw new InfrastructureStartupException("no free slot for the nodes' network namespaces");
-    }
-    NodeNetworks n = new NodeNetworks(slot, nodes);
-    Runtime.getRuntime().addShutdownHook(new Thread(n::close, "postbox-node-networks-cleanup"));
-    try {
-      n.setUp();
-    } catch (RuntimeException e) {
-      n.close();
-      throw new InfrastructureStartupException(
-          "cannot give each node its own network: " + e.getMessage(), e);
-    }
-    return n;
+    throw new InfrastructureStartupException("no free slot for the nodes' network namespaces");
   }
 
   private synchronized void setUp() {
-    String bridge = "pbxb" + slot;
-    run(true, "ip", "link", "add", bridge, "type", "bridge", "forward_delay", "0");
-    cleanup.add(0, "ip link delete " + bridge);
+    String bridge = "pbxb" + slot; // made by create(), which claimed the slot with it
     run(true, "ip", "addr", "add", PREFIX + slot + ".1/24", "dev", bridge);
     run(true, "ip", "link", "set", bridge, "up");
     for (int i = 0; i < nodes; i++) {
@@ -196,6 +206,9 @@ public final class NodeNetworks implements AutoCloseable {
 
   @Override
   public synchronized void close() {
+    if (!cleanup.isEmpty()) {
+      killLeftovers();
+    }
     for (String c : cleanup) {
       try {
         run(true, c.split(" "));
@@ -205,6 +218,25 @@ public final class NodeNetworks implements AutoCloseable {
     }
     cleanup.clear();
     cut.clear();
+  }
+
+  /**
+   * Kills ({@code kill -9}) what still runs in the nodes' namespaces: daemons the nodes started
+   * there and that outlive them (Erlang's {@code epmd}), which would otherwise keep a deleted
+   * namespace alive.
+   */
+  private void killLeftovers() {
+    for (int i = 0; i < nodes; i++) {
+      try {
+        for (String pid : run(false, "ip", "netns", "pids", namespace(i)).split("\\s+")) {
+          if (pid.matches("[0-9]+")) {
+            ProcessHandle.of(Long.parseLong(pid)).ifPresent(ProcessHandle::destroyForcibly);
+          }
+        }
+      } catch (RuntimeException ignored) {
+        // the namespace is gone already
+      }
+    }
   }
 
   @Override

@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -64,6 +65,28 @@ public final class RabbitCtl {
   }
 
   /**
+   * Prints {@code [{key, Value}]}, item {@code key} (such as {@code leader}, {@code members} or
+   * {@code online}) of queue {@code queue} in the default vhost as {@code rabbitmqctl list_queues}
+   * has it, or {@code not_found}. Run on one node, unlike {@code list_queues}, whose other nodes
+   * send their rows to the CLI's own Erlang node (which they cannot reach when the nodes run in
+   * their own network namespaces and the CLI in one of them).
+   */
+  public static String queueInfo(String queue, String key) {
+    if (!key.matches("[a-z_]+")) {
+      throw new IllegalArgumentException("an info key of lower-case letters and '_': " + key);
+    }
+    if (!queue.chars().allMatch(c -> c >= 0x20 && c < 0x7f)) {
+      throw new IllegalArgumentException("a queue name of printable ASCII characters: " + queue);
+    }
+    String name = queue.replace("\\", "\\\\").replace("\"", "\\\"");
+    return "case rabbit_amqqueue:lookup(rabbit_misc:r(<<\"/\">>, queue, <<\""
+        + name
+        + "\">>)) of {ok, Q} -> rabbit_amqqueue:info(Q, ["
+        + key
+        + "]); _ -> not_found end.";
+  }
+
+  /**
    * Runs {@code rabbitmqctl -n node eval expr} (the CLI beside {@code script}, {@code HOME} =
    * {@code dir}); its trimmed output.
    */
@@ -87,16 +110,33 @@ public final class RabbitCtl {
    */
   public static Result run(Path script, String node, Path dir, String... args)
       throws IOException, InterruptedException {
+    return run(List.of(), Map.of(), script, node, dir, args);
+  }
+
+  /**
+   * As {@link #run(Path, String, Path, String...)}, run by {@code launcher} (for example {@code ip
+   * netns exec <namespace>}; empty: directly) with {@code env} added to its environment.
+   */
+  public static Result run(
+      List<String> launcher,
+      Map<String, String> env,
+      Path script,
+      String node,
+      Path dir,
+      String... args)
+      throws IOException, InterruptedException {
     Path ctl = script.resolveSibling("rabbitmqctl");
     if (!Files.isExecutable(ctl)) {
       throw new IOException(ctl + " not found");
     }
-    List<String> command = new ArrayList<>(List.of(ctl.toString(), "-n", node));
+    List<String> command = new ArrayList<>(launcher);
+    command.addAll(List.of(ctl.toString(), "-n", node));
     command.addAll(List.of(args));
     ProcessBuilder pb =
         new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true);
     pb.environment().put("HOME", dir.toString());
     pb.environment().remove("RABBITMQ_CONF_ENV_FILE");
+    pb.environment().putAll(env);
     Process p = pb.start();
     String out;
     try (InputStream in = p.getInputStream()) {

@@ -25,7 +25,8 @@ import org.slf4j.LoggerFactory;
 /**
  * One private RabbitMQ node, a child process of this JVM started from the machine's {@code
  * rabbitmq-server} script: a node of a test kit cluster or {@code RabbitMqServer}'s private node.
- * It has its own node name ({@code postbox-<amqp port>@localhost}), AMQP port, Erlang distribution
+ * It has its own node name ({@code postbox-<amqp port>@localhost}, or in its own network namespace
+ * {@code postbox-<amqp port>@<namespace>}, see {@link OwnNetwork}), AMQP port, Erlang distribution
  * port and directory (data, logs, plugins and configuration files, and {@code HOME} with its Erlang
  * cookie). Its Erlang VM's pid is written to {@value #PID_FILE}, so a test kit JVM sweeping the
  * folder of a killed JVM stops it. Thread-safe.
@@ -44,16 +45,62 @@ public final class RabbitNodeProcess {
   private final Path dir;
   private final Optional<String> erlangArgs;
   private final boolean portInEnvironment;
+  private final Optional<OwnNetwork> network;
   private Process process;
 
   private RabbitNodeProcess(Setup setup) {
     this.script = setup.script;
-    this.name = nodeName(setup.amqpPort);
+    this.network = setup.network;
+    this.name = nodeName(setup.amqpPort, network.map(OwnNetwork::hostName).orElse(LOCALHOST));
     this.amqpPort = setup.amqpPort;
     this.distPort = setup.distPort;
     this.dir = setup.dir;
     this.erlangArgs = setup.erlangArgs;
     this.portInEnvironment = setup.portInEnvironment;
+  }
+
+  private static final String LOCALHOST = "localhost";
+
+  /** The file with the node's own {@code rabbitmq-env.conf}, with {@link OwnNetwork}. */
+  private static final String ENV_FILE = "rabbitmq-env.conf";
+
+  /** The node's Erlang {@code inetrc} file (its peers' host names), with {@link OwnNetwork}. */
+  private static final String INETRC_FILE = "inetrc";
+
+  /**
+   * A node in its own network namespace: launched with {@code launcher} ({@code ip netns exec
+   * <namespace>}), named {@code postbox-<port>@hostName}, listening for AMQP on {@code address}
+   * (where clients outside the namespace reach it), resolving its peers' host names with the {@code
+   * hosts} (host name to IPv4 address) written to an Erlang {@code inetrc} file, and with {@code
+   * ctlErlangArgs} for {@code rabbitmqctl}'s Erlang VM, which runs in the namespace too (the same
+   * {@code net_ticktime} as the node's).
+   */
+  public record OwnNetwork(
+      List<String> launcher,
+      String hostName,
+      String address,
+      Map<String, String> hosts,
+      String ctlErlangArgs) {
+    public OwnNetwork {
+      launcher = List.copyOf(launcher);
+      hosts = Map.copyOf(hosts);
+    }
+
+    /**
+     * The {@code inetrc} file: every host, then lookup in that table first, the system's resolver
+     * after. Hand-written: the file is Erlang terms, and nothing on the class path writes them.
+     */
+    String inetrc() {
+      StringBuilder b = new StringBuilder();
+      new java.util.TreeMap<>(hosts)
+          .forEach((host, ip) ->
+              b.append("{host, {")
+                  .append(ip.replace('.', ','))
+                  .append("}, [\"")
+                  .append(host)
+                  .append("\"]}.\n"));
+      return b.append("{lookup, [file, native]}.\n").toString();
+    }
   }
 
   /**
@@ -76,6 +123,7 @@ public final class RabbitNodeProcess {
     private Optional<String> cookie = Optional.empty();
     private Optional<String> erlangArgs = Optional.empty();
     private boolean portInEnvironment;
+    private Optional<OwnNetwork> network = Optional.empty();
 
     private Setup(Path dir, Path script, int amqpPort, int distPort) {
       this.dir = dir;
@@ -112,6 +160,18 @@ public final class RabbitNodeProcess {
     }
 
     /**
+     * Runs the node in its own network namespace ({@link OwnNetwork}); default: this machine's
+     * network, named {@code postbox-<port>@localhost}, AMQP on 127.0.0.1. The node then also gets
+     * its own {@code rabbitmq-env.conf} in place of the machine's (Debian's binds Erlang
+     * distribution and epmd to 127.0.0.1, which its peers in other namespaces cannot reach) and
+     * lets the guest user log in from its clients' address.
+     */
+    public Setup ownNetwork(OwnNetwork network) {
+      this.network = Optional.of(network);
+      return this;
+    }
+
+    /**
      * Whether the AMQP listener is also given in the environment ({@code RABBITMQ_NODE_IP_ADDRESS},
      * {@code RABBITMQ_NODE_PORT}); default false, the configuration file only. Only for a node with
      * no other listeners (these would replace them with one) whose application is never booted
@@ -133,6 +193,12 @@ public final class RabbitNodeProcess {
         Files.createDirectories(dir.resolve("log"));
         Files.writeString(dir.resolve("enabled_plugins"), "[rabbitmq_consistent_hash_exchange].\n");
         Files.writeString(dir.resolve("rabbitmq.conf"), String.join("\n", configuration()));
+        if (network.isPresent()) {
+          Files.writeString(
+              dir.resolve(ENV_FILE),
+              "# the test kit's: not /etc/rabbitmq/rabbitmq-env.conf (distribution on 127.0.0.1)\n");
+          Files.writeString(dir.resolve(INETRC_FILE), network.get().inetrc());
+        }
         if (cookie.isPresent()) {
           Path cookieFile = dir.resolve(".erlang.cookie");
           Files.writeString(cookieFile, cookie.get());
@@ -146,7 +212,10 @@ public final class RabbitNodeProcess {
 
     private List<String> configuration() {
       List<String> lines = new ArrayList<>();
-      if (alsoListenOn.isEmpty()) {
+      if (network.isPresent()) {
+        lines.add("listeners.tcp.default = " + network.get().address() + ":" + amqpPort);
+        lines.add("loopback_users = none");
+      } else if (alsoListenOn.isEmpty()) {
         lines.add("listeners.tcp.default = 127.0.0.1:" + amqpPort);
       } else {
         lines.add("listeners.tcp.1 = 127.0.0.1:" + amqpPort);
@@ -170,15 +239,25 @@ public final class RabbitNodeProcess {
    * The node name of the node with AMQP port {@code amqpPort}: {@code postbox-<port>@localhost}.
    */
   public static String nodeName(int amqpPort) {
-    return "postbox-" + amqpPort + "@localhost";
+    return nodeName(amqpPort, LOCALHOST);
   }
 
-  /** The node name, {@code <name>@localhost}. */
+  /** The node name of the node with AMQP port {@code amqpPort} on {@code host}. */
+  public static String nodeName(int amqpPort, String host) {
+    return "postbox-" + amqpPort + "@" + host;
+  }
+
+  /** The node name, {@code postbox-<port>@<host>}. */
   public String name() {
     return name;
   }
 
-  /** The AMQP port on 127.0.0.1. */
+  /** The address the node's AMQP listener has for clients: 127.0.0.1 or its own network's. */
+  public String host() {
+    return network.map(OwnNetwork::address).orElse("127.0.0.1");
+  }
+
+  /** The AMQP port, on {@link #host()}. */
   public int amqpPort() {
     return amqpPort;
   }
@@ -194,8 +273,10 @@ public final class RabbitNodeProcess {
       return;
     }
     try {
+      List<String> command = new ArrayList<>(network.map(OwnNetwork::launcher).orElse(List.of()));
+      command.add(script.toString());
       ProcessBuilder pb =
-          new ProcessBuilder(List.of(script.toString()))
+          new ProcessBuilder(command)
               .directory(dir.toFile())
               .redirectErrorStream(true)
               .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("out.log").toFile()));
@@ -217,6 +298,7 @@ public final class RabbitNodeProcess {
       env.put("RABBITMQ_PID_FILE", dir.resolve("rabbitmq.pid").toString());
       erlangArgs.ifPresent(a -> env.put("RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS", a));
       env.remove("RABBITMQ_CONF_ENV_FILE");
+      env.putAll(networkEnvironment());
       process = pb.start();
       Shutdown.killOnExit(process);
     } catch (IOException e) {
@@ -239,7 +321,7 @@ public final class RabbitNodeProcess {
       throw new IllegalStateException(name + " was not launched");
     }
     try {
-      while (!answersAmqp(amqpPort)) {
+      while (!answersAmqp(host(), amqpPort)) {
         if (!p.isAlive()) {
           throw new InfrastructureStartupException(
               name
@@ -282,13 +364,19 @@ public final class RabbitNodeProcess {
     awaitPortClosed();
   }
 
-  /** A clean stop ({@code SIGTERM}); {@code kill -9} if it is still running after 30 s. */
+  /**
+   * A clean stop: {@code SIGTERM} to the Erlang VM, which stops RabbitMQ as {@code rabbitmqctl
+   * stop} does (Erlang/OTP's default handler calls {@code init:stop()}); {@code kill -9} if it is
+   * still running after 30 s. The signal goes to the VM itself: Debian's wrapper ({@code sh}, then
+   * {@code su} to the {@code rabbitmq} user, then the real script) does not pass a {@code SIGTERM}
+   * on, so signalling the launched script would leave the VM running.
+   */
   public synchronized void stop() {
     Process p = process;
     if (p == null || !p.isAlive()) {
       return;
     }
-    p.destroy();
+    beam(p).ifPresentOrElse(ProcessHandle::destroy, p::destroy);
     try {
       if (!p.waitFor(30, TimeUnit.SECONDS)) {
         killTree(p);
@@ -307,7 +395,7 @@ public final class RabbitNodeProcess {
    */
   public String ctl(String... args) {
     try {
-      RabbitCtl.Result r = RabbitCtl.run(script, name, dir, args);
+      RabbitCtl.Result r = RabbitCtl.run(launcher(), ctlEnvironment(), script, name, dir, args);
       if (!r.ok()) {
         throw new IllegalStateException(
             "rabbitmqctl -n " + name + " " + String.join(" ", args) + " failed: " + r.output());
@@ -326,7 +414,33 @@ public final class RabbitNodeProcess {
    * or not.
    */
   public String eval(String expr) throws IOException, InterruptedException {
-    return RabbitCtl.eval(script, name, dir, expr);
+    return RabbitCtl.run(launcher(), ctlEnvironment(), script, name, dir, "-q", "eval", expr)
+        .output();
+  }
+
+  /** What runs a command in the node's network namespace; empty on this machine's network. */
+  private List<String> launcher() {
+    return network.map(OwnNetwork::launcher).orElse(List.of());
+  }
+
+  /**
+   * The environment of the node's Erlang VM in its own network: its own {@code rabbitmq-env.conf}
+   * and {@code inetrc}; nothing on this machine's network.
+   */
+  private Map<String, String> networkEnvironment() {
+    if (network.isEmpty()) {
+      return Map.of();
+    }
+    return Map.of(
+        "RABBITMQ_CONF_ENV_FILE", dir.resolve(ENV_FILE).toString(),
+        "ERL_INETRC", dir.resolve(INETRC_FILE).toString());
+  }
+
+  /** As {@link #networkEnvironment()}, for {@code rabbitmqctl}, with its Erlang arguments. */
+  private Map<String, String> ctlEnvironment() {
+    Map<String, String> env = new java.util.HashMap<>(networkEnvironment());
+    network.ifPresent(n -> env.put("RABBITMQ_CTL_ERL_ARGS", n.ctlErlangArgs()));
+    return env;
   }
 
   /**
@@ -334,16 +448,20 @@ public final class RabbitNodeProcess {
    * node whose JVM was killed.
    */
   private void writeBeamPid(Process p) {
-    Optional<ProcessHandle> beam =
-        p.descendants()
-            .filter(h -> h.info().command().map(c -> c.endsWith("beam.smp")).orElse(false))
-            .findFirst();
+    Optional<ProcessHandle> beam = beam(p);
     try {
       Files.writeString(
           dir.resolve(PID_FILE), beam.map(h -> Long.toString(h.pid())).orElse("") + "\n");
     } catch (IOException e) {
       LOG.debug("cannot write {}", dir.resolve(PID_FILE), e);
     }
+  }
+
+  /** The node's Erlang VM, a descendant of the launched script; empty if there is none (yet). */
+  private static Optional<ProcessHandle> beam(Process p) {
+    return p.descendants()
+        .filter(h -> h.info().command().map(c -> c.endsWith("beam.smp")).orElse(false))
+        .findFirst();
   }
 
   /** Kills the script and its descendants (the Erlang VM) and waits until each has exited. */
@@ -365,7 +483,7 @@ public final class RabbitNodeProcess {
 
   private void awaitPortClosed() {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-    while (portOpen(amqpPort) && System.nanoTime() < deadline) {
+    while (portOpen(host(), amqpPort) && System.nanoTime() < deadline) {
       try {
         Thread.sleep(50);
       } catch (InterruptedException e) {
@@ -375,19 +493,26 @@ public final class RabbitNodeProcess {
     }
   }
 
-  private static boolean portOpen(int port) {
+  private static boolean portOpen(String host, int port) {
     try (Socket s = new Socket()) {
-      s.connect(new InetSocketAddress("127.0.0.1", port), 200);
+      s.connect(new InetSocketAddress(host, port), 200);
       return true;
     } catch (IOException e) {
       return false;
     }
   }
 
-  /** Whether the port answers the AMQP 0-9-1 protocol header with a method frame. */
+  /** Whether port {@code port} on 127.0.0.1 answers the AMQP 0-9-1 protocol header. */
   public static boolean answersAmqp(int port) {
+    return answersAmqp("127.0.0.1", port);
+  }
+
+  /**
+   * Whether {@code host}:{@code port} answers the AMQP 0-9-1 protocol header with a method frame.
+   */
+  public static boolean answersAmqp(String host, int port) {
     try (Socket s = new Socket()) {
-      s.connect(new InetSocketAddress("127.0.0.1", port), 200);
+      s.connect(new InetSocketAddress(host, port), 200);
       s.setSoTimeout(2_000);
       OutputStream out = s.getOutputStream();
       out.write("AMQP".getBytes(StandardCharsets.US_ASCII));
