@@ -267,21 +267,20 @@ final class KafkaClusterFaults {
    * which still names itself).
    */
   private static String awaitOther(IntSupplier now, int old, long t0, long boundMs, String verb) {
-    long deadline = t0 + boundMs * 1_000_000;
-    while (System.nanoTime() - deadline < 0 && !Thread.currentThread().isInterrupted()) {
-      try {
-        int n = now.getAsInt();
-        if (n >= 0 && n != old) {
-          return "broker-" + n + " " + verb + " after " + millisSince(t0) + " ms";
-        }
-      } catch (RuntimeException e) {
-        // no answer now: ask again
-      }
-      Campaign.sleep(POLL_MS);
-    }
-    return "no other broker seen in its place within "
-        + boundMs
-        + " ms (the admin client may have asked the cut-off broker, which still names itself)";
+    int[] seen = {-1};
+    boolean moved =
+        FaultWaits.until(
+            Duration.ofMillis(Math.max(0, boundMs - millisSince(t0))),
+            POLL_MS,
+            () -> {
+              seen[0] = now.getAsInt();
+              return seen[0] >= 0 && seen[0] != old;
+            });
+    return moved
+        ? "broker-" + seen[0] + " " + verb + " after " + millisSince(t0) + " ms"
+        : "no other broker seen in its place within "
+            + boundMs
+            + " ms (the admin client may have asked the cut-off broker, which still names itself)";
   }
 
   private void killController(Fault f) {
@@ -506,24 +505,11 @@ final class KafkaClusterFaults {
 
   /** Polls {@code condition} until true (true) or {@link #MOVE_WAIT} passed (false). */
   private static boolean awaitTrue(java.util.function.BooleanSupplier condition) {
-    long deadline = System.nanoTime() + MOVE_WAIT.toNanos();
-    while (true) {
-      try {
-        if (condition.getAsBoolean()) {
-          return true;
-        }
-      } catch (RuntimeException e) {
-        // the cluster did not answer (a broker is down or moving): ask again
-      }
-      if (System.nanoTime() - deadline >= 0 || Thread.currentThread().isInterrupted()) {
-        return false;
-      }
-      Campaign.sleep(POLL_MS);
-    }
+    return FaultWaits.until(MOVE_WAIT, POLL_MS, condition);
   }
 
   private static long millisSince(long t0) {
-    return (System.nanoTime() - t0) / 1_000_000;
+    return FaultWaits.millisSince(t0);
   }
 
   private static String broker(int node) {

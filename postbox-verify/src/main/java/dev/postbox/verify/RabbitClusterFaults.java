@@ -13,7 +13,6 @@ import java.util.List;
 import java.util.OptionalInt;
 import java.util.Set;
 import java.util.SplittableRandom;
-import java.util.function.BooleanSupplier;
 
 /**
  * The RabbitMQ campaign on a three-node cluster ({@code --cluster}): starts the test kit's {@link
@@ -304,24 +303,11 @@ final class RabbitClusterFaults {
   }
 
   /** Polls {@code condition} until true (true) or {@link #WHOLE_WAIT} passed (false). */
-  static boolean awaitTrue(BooleanSupplier condition) {
-    long deadline = System.nanoTime() + WHOLE_WAIT.toNanos();
-    while (true) {
-      try {
-        if (condition.getAsBoolean()) {
-          return true;
-        }
-      } catch (RuntimeException e) {
-        // a node did not answer (it is stopping or starting): ask again
-      }
-      if (System.nanoTime() - deadline >= 0 || Thread.currentThread().isInterrupted()) {
-        return false;
-      }
-      Campaign.sleep(POLL_MS);
-    }
+  static boolean awaitTrue(java.util.function.BooleanSupplier condition) {
+    return FaultWaits.until(WHOLE_WAIT, POLL_MS, condition);
   }
 
   static long millisSince(long t0) {
-    return (System.nanoTime() - t0) / 1_000_000;
+    return FaultWaits.millisSince(t0);
   }
 }
