@@ -37,6 +37,9 @@ public final class OffsetCommitter {
   private final MembershipFence fence;
   // whether a commit that only proves the membership is on its way (poll thread only)
   private boolean proofInFlight;
+  // proofs that failed since the last one that succeeded: only the first is logged as a warning
+  // (a rebalance refuses them at every poll until it ends)
+  private int failedProofs;
 
   /**
    * A committer for subscription {@code name} through {@code consumer}, of the partitions in {@code
@@ -180,14 +183,24 @@ public final class OffsetCommitter {
         offsets.forEach((tp, o) -> committed.put(tp, o.offset()));
       }
       fence.verified();
-      log.info("{}: poll loop stalled; group membership confirmed for {}", name, offsets.keySet());
+      log.info(
+          "{}: poll loop stalled; group membership confirmed for {}{}",
+          name,
+          offsets.keySet(),
+          failedProofs > 0 ? " after " + failedProofs + " failed attempts" : "");
+      failedProofs = 0;
     } catch (WakeupException e) {
       throw e;
     } catch (RuntimeException e) {
-      log.warn(
-          "{}: poll loop stalled and membership not confirmed ({}); records wait for the group",
-          name,
-          e.toString());
+      if (failedProofs++ == 0) {
+        log.warn(
+            "{}: poll loop stalled and membership not confirmed ({}); records wait for the group"
+                + " (further failed attempts are logged at debug level)",
+            name,
+            e.toString());
+      } else {
+        log.debug("{}: membership not confirmed ({})", name, e.toString());
+      }
     }
   }
 
