@@ -2,6 +2,7 @@ package dev.postbox.kafka;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.postbox.core.DeliveryGuarantee;
 import dev.postbox.core.Message;
@@ -39,9 +40,13 @@ class KafkaClusterFailoverIT extends Subscribers {
 
   private static KafkaCluster cluster;
 
+  // each broker in its own network namespace where this user may make them (root: CI), so that
+  // one can be cut off from the others
+  private static final java.util.Optional<String> NO_NETWORKS = KafkaCluster.whyNoOwnNetworks();
+
   @BeforeAll
   static void startCluster() {
-    cluster = KafkaCluster.embedded();
+    cluster = KafkaCluster.builder().ownNetworks(NO_NETWORKS.isEmpty()).build();
     cluster.start();
   }
 
@@ -164,6 +169,59 @@ class KafkaClusterFailoverIT extends Subscribers {
                       + fx.committedOffset(group, topic, 1)
                       + fx.committedOffset(group, topic, 2)
                   == total);
+    }
+  }
+
+  /**
+   * The group's coordinator cut off from the other brokers, its members still reaching it: it goes
+   * on answering their heartbeats while the other brokers' new coordinator may hand the partitions
+   * on, but it can acknowledge no offset commit. The subscriber's membership fence must shut (its
+   * records wait) because no commit succeeds, although every heartbeat does; after the reconnect,
+   * every message is applied once, in key order.
+   */
+  @Test
+  void aSubscriberWhoseCoordinatorIsCutOffFromTheOtherBrokersHoldsItsRecordsBack(
+      PostboxTestContext ctx) throws Exception {
+    assumeTrue(NO_NETWORKS.isEmpty(), "no broker cut off here: " + NO_NETWORKS.orElse(""));
+    String topic = ClusterRelays.topic(cluster, "refunds", 3);
+    String group = "refunds-" + topic;
+    try (Effects fx = new Effects(ctx.dataSource(), cluster.bootstrapServers())) {
+      Subscription sub =
+          Subscription.builder(group)
+              .topics(topic)
+              .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
+              .build();
+      KafkaSubscriber s =
+          start(
+              KafkaSubscriber.builder(cluster.bootstrapServers(), sub)
+                  .inbox(PostgresInboxStore.create(ctx.dataSource()))
+                  // a 2.25 s fence: (6 s - 1.5 s) / 2
+                  .consumerProperty("session.timeout.ms", 6_000)
+                  .consumerProperty("heartbeat.interval.ms", 1_500)
+                  .handler(d -> Effects.apply(d.connection().orElseThrow(), sub.name(), d)));
+      int perKey = 10;
+      fx.publishAll(messages(topic, 0, perKey / 2));
+      await()
+          .atMost(Duration.ofSeconds(120))
+          .until(() -> fx.distinctEffects(sub.name()) == KEYS * perKey / 2);
+      assertThat(s.state().fenced()).isFalse();
+
+      int coordinator = cluster.coordinatorOf(group);
+      cluster.cutOff(coordinator);
+      try {
+        await().atMost(Duration.ofSeconds(60)).until(() -> s.state().fenced());
+        fx.publishAll(messages(topic, perKey / 2, perKey)); // while the coordinator is cut off
+      } finally {
+        cluster.reconnect(coordinator);
+      }
+      int total = KEYS * perKey;
+      await()
+          .atMost(Duration.ofSeconds(120))
+          .until(() -> fx.distinctEffects(sub.name()) == total && s.inFlight() == 0);
+      assertThat(fx.effects(sub.name())).as("one effect per message").isEqualTo(total);
+      List<Long> expected = LongStream.range(0, perKey).boxed().toList();
+      fx.effectOrder(sub.name())
+          .forEach((key, seqs) -> assertThat(seqs).as("effects of %s", key).isEqualTo(expected));
     }
   }
 
