@@ -25,9 +25,6 @@ final class HistoryChecker {
   private final DataSource ds;
   private final Admin admin;
   private final PublishedRecords reader;
-  private final String topic;
-  private final int partitions;
-  private final String group;
   private final FaultLog log;
   private final OffsetAudit offsets;
   private long reportedDeadLetters;
@@ -78,9 +75,6 @@ final class HistoryChecker {
     this.ds = ds;
     this.admin = admin;
     this.reader = reader;
-    this.topic = topic;
-    this.partitions = partitions;
-    this.group = group;
     this.log = log;
     this.offsets =
         new OffsetAudit(

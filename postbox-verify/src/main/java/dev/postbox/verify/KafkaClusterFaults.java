@@ -236,7 +236,17 @@ final class KafkaClusterFaults {
     long cut;
     String moved;
     try {
-      moved = awaitOther(successor, node, t0, CUT_MS, coordinator ? "coordinates" : "leads");
+      moved =
+          awaitOther(
+              successor,
+              node,
+              t0,
+              CUT_MS,
+              coordinator ? "coordinates" : "leads",
+              "no other broker seen in its place within "
+                  + CUT_MS
+                  + " ms (the admin client may have asked the cut-off broker, which still names"
+                  + " itself)");
       Campaign.sleep(Math.max(0, CUT_MS - millisSince(t0)));
     } finally {
       cut = millisSince(t0);
@@ -262,11 +272,11 @@ final class KafkaClusterFaults {
   }
 
   /**
-   * Waits at most {@code boundMs} until {@code now} names another broker than {@code old}; says
-   * which and when, or that none was seen (the admin client may have asked the cut-off broker,
-   * which still names itself).
+   * Waits at most {@code boundMs} after {@code t0} until {@code now} names another broker than
+   * {@code old}; says which ("broker-N {@code verb} after ... ms") and when, or {@code otherwise}.
    */
-  private static String awaitOther(IntSupplier now, int old, long t0, long boundMs, String verb) {
+  private static String awaitOther(
+      IntSupplier now, int old, long t0, long boundMs, String verb, String otherwise) {
     int[] seen = {-1};
     boolean moved =
         FaultWaits.until(
@@ -278,9 +288,7 @@ final class KafkaClusterFaults {
             });
     return moved
         ? "broker-" + seen[0] + " " + verb + " after " + millisSince(t0) + " ms"
-        : "no other broker seen in its place within "
-            + boundMs
-            + " ms (the admin client may have asked the cut-off broker, which still names itself)";
+        : otherwise;
   }
 
   private void killController(Fault f) {
@@ -443,16 +451,13 @@ final class KafkaClusterFaults {
 
   /** Waits until another broker leads {@code partition}; says which and when. */
   private String awaitNewLeader(int partition, int old, long t0) {
-    IntSupplier leader = () -> env.cluster().leaderOf(env.topic(), partition).orElse(-1);
-    int[] now = {-1};
-    boolean moved =
-        awaitTrue(() -> {
-          now[0] = leader.getAsInt();
-          return now[0] >= 0 && now[0] != old;
-        });
-    return moved
-        ? "broker-" + now[0] + " leads after " + millisSince(t0) + " ms"
-        : "no other leader within " + MOVE_WAIT.toSeconds() + " s";
+    return awaitOther(
+        () -> env.cluster().leaderOf(env.topic(), partition).orElse(-1),
+        old,
+        t0,
+        MOVE_WAIT.toMillis(),
+        "leads",
+        "no other leader within " + MOVE_WAIT.toSeconds() + " s");
   }
 
   /** Whether every partition of the topic has all its replicas in sync. */

@@ -118,10 +118,7 @@ final class RabbitClusterFaults {
    */
   static int rollingRestart(
       RabbitCluster cluster, String subscription, String topic, int shards, FaultLog log) {
-    List<String> queues = new ArrayList<>();
-    for (int s = 0; s < shards; s++) {
-      queues.add(RabbitTopology.queue(subscription, topic, s));
-    }
+    List<String> queues = shardQueues(subscription, topic, shards);
     int fired = 0;
     for (int node = 0; node < cluster.size(); node++) {
       String name = cluster.nodeName(node);
@@ -182,10 +179,7 @@ final class RabbitClusterFaults {
       int shards,
       SplittableRandom random,
       FaultLog log) {
-    List<String> queues = new ArrayList<>();
-    for (int s = 0; s < shards; s++) {
-      queues.add(RabbitTopology.queue(subscription, topic, s));
-    }
+    List<String> queues = shardQueues(subscription, topic, shards);
     String queue = queues.get(random.nextInt(shards));
     if (!awaitTrue(() -> whole(cluster, queues))) {
       log.notFired(
@@ -300,6 +294,15 @@ final class RabbitClusterFaults {
           .append(cluster.onlineMembersOf(q));
     }
     return b.toString();
+  }
+
+  /** The {@code shards} shard queues of {@code subscription} on {@code topic}. */
+  private static List<String> shardQueues(String subscription, String topic, int shards) {
+    List<String> queues = new ArrayList<>();
+    for (int s = 0; s < shards; s++) {
+      queues.add(RabbitTopology.queue(subscription, topic, s));
+    }
+    return queues;
   }
 
   /** Polls {@code condition} until true (true) or {@link #WHOLE_WAIT} passed (false). */

@@ -118,30 +118,20 @@ class HistoryCheckerIT {
       effect(ds, m6, "c", 1, "A"); // after B took partition 0: zombie
       effect(ds, m6, "c", 1, "B"); // B applies after C's late stale record: no zombie (a dup)
 
-      try (KafkaProducer<byte[], byte[]> producer = producer(ctx)) {
-        for (Object[] r :
-            new Object[][] {
-              {m1, "a", 1},
-              {m2, "a", 2},
-              {m1, "a", 1},
-              {m3, "b", 1},
-              {m3, "b", 1},
-              {m4, "b", 2},
-              {m5, "c", 9},
-              {m6, "c", 1},
-              {m7, "d", 1}
-            }) {
-          ProducerRecord<byte[], byte[]> pr =
-              new ProducerRecord<>(
-                  topic,
-                  0,
-                  ((String) r[1]).getBytes(StandardCharsets.UTF_8),
-                  ("{\"key\":\"" + r[1] + "\",\"seq\":" + r[2] + "}")
-                      .getBytes(StandardCharsets.UTF_8));
-          pr.headers().add(KafkaRecords.CE_ID, r[0].toString().getBytes(StandardCharsets.UTF_8));
-          producer.send(pr).get();
-        }
-      }
+      publish(
+          ctx,
+          topic,
+          new Object[][] {
+            {m1, "a", 1},
+            {m2, "a", 2},
+            {m1, "a", 1},
+            {m3, "b", 1},
+            {m3, "b", 1},
+            {m4, "b", 2},
+            {m5, "c", 9},
+            {m6, "c", 1},
+            {m7, "d", 1}
+          });
       admin
           .alterConsumerGroupOffsets(
               GROUP, Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata(9)))
@@ -292,22 +282,12 @@ class HistoryCheckerIT {
       effect(ds, orphan, "c", 1, "A");
       effect(ds, later, "d", 2, "A");
       effect(ds, reapplied, "d", 1, "A"); // out of order, but its first effect was lost
-      try (KafkaProducer<byte[], byte[]> producer = producer(ctx)) {
-        for (Object[] r :
-            new Object[][] {
-              {applied, "a", 1}, {notApplied, "a", 2}, {lostByPg, "b", 1}, {effectLost, "a", 3}
-            }) {
-          ProducerRecord<byte[], byte[]> pr =
-              new ProducerRecord<>(
-                  topic,
-                  0,
-                  ((String) r[1]).getBytes(StandardCharsets.UTF_8),
-                  ("{\"key\":\"" + r[1] + "\",\"seq\":" + r[2] + "}")
-                      .getBytes(StandardCharsets.UTF_8));
-          pr.headers().add(KafkaRecords.CE_ID, r[0].toString().getBytes(StandardCharsets.UTF_8));
-          producer.send(pr).get();
-        }
-      }
+      publish(
+          ctx,
+          topic,
+          new Object[][] {
+            {applied, "a", 1}, {notApplied, "a", 2}, {lostByPg, "b", 1}, {effectLost, "a", 3}
+          });
       assertThat(reader.awaitPositions(Map.of(0, 4L), Duration.ofSeconds(30))).isTrue();
       admin
           .alterConsumerGroupOffsets(
@@ -351,6 +331,24 @@ class HistoryCheckerIT {
       effect(ds, notApplied, "a", 2, "A");
       assertThat(asynchronous.drained()).isTrue();
       assertThat(none.drained()).as("without journals the lost effect is missing").isFalse();
+    }
+  }
+
+  /** Publishes each {message id, key, seq} to partition 0 of {@code topic}, as the relay would. */
+  private static void publish(PostboxTestContext ctx, String topic, Object[][] records)
+      throws Exception {
+    try (KafkaProducer<byte[], byte[]> producer = producer(ctx)) {
+      for (Object[] r : records) {
+        ProducerRecord<byte[], byte[]> pr =
+            new ProducerRecord<>(
+                topic,
+                0,
+                ((String) r[1]).getBytes(StandardCharsets.UTF_8),
+                ("{\"key\":\"" + r[1] + "\",\"seq\":" + r[2] + "}")
+                    .getBytes(StandardCharsets.UTF_8));
+        pr.headers().add(KafkaRecords.CE_ID, r[0].toString().getBytes(StandardCharsets.UTF_8));
+        producer.send(pr).get();
+      }
     }
   }
 
