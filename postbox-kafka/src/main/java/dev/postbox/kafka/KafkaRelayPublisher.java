@@ -59,10 +59,14 @@ public final class KafkaRelayPublisher implements RelayPublisher {
   /**
    * Producer properties set by default, before {@link Builder#producerProperty} (which may override
    * them): {@code linger.ms=5}, {@code batch.size=131072}, {@code compression.type=lz4}, {@code
-   * client.id=postbox-relay}.
+   * client.id=postbox-relay}, {@code metadata.max.age.ms=10000} (so that a send retried on a
+   * partition leader cut off from the other brokers goes to the new leader after one request
+   * timeout, not after Kafka's 5 minutes).
    */
   public static final Map<String, Object> DEFAULT_PRODUCER_PROPERTIES =
       Map.of(
+          ProducerConfig.METADATA_MAX_AGE_CONFIG,
+          ClientSettings.METADATA_MAX_AGE_MS,
           ProducerConfig.LINGER_MS_CONFIG,
           5,
           ProducerConfig.BATCH_SIZE_CONFIG,

@@ -12,6 +12,7 @@ import dev.postbox.core.engine.KeyedExecutor;
 import dev.postbox.core.spi.InboxStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
+import dev.postbox.kafka.internal.ClientSettings;
 import dev.postbox.kafka.internal.ShareLoop;
 import java.time.Clock;
 import java.time.Duration;
@@ -283,6 +284,7 @@ public final class KafkaShareSubscriber implements AutoCloseable {
       Objects.requireNonNull(bootstrapServers, "bootstrapServers");
       this.subscription = Objects.requireNonNull(subscription, "subscription");
       config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+      config.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, ClientSettings.METADATA_MAX_AGE_MS);
       config.put(ConsumerConfig.CLIENT_ID_CONFIG, "postbox-share-" + subscription.name());
       config.put("share.acquire.mode", "record_limit");
       config.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, DEFAULT_MAX_POLL_RECORDS);

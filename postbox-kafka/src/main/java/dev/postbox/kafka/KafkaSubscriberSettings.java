@@ -15,6 +15,7 @@ import dev.postbox.core.spi.OffsetStore;
 import dev.postbox.core.spi.ParkingStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
+import dev.postbox.kafka.internal.ClientSettings;
 import dev.postbox.kafka.internal.ConsumerSettings;
 import dev.postbox.kafka.internal.IncomingRecords;
 import io.opentelemetry.api.OpenTelemetry;
@@ -62,10 +63,14 @@ record KafkaSubscriberSettings(
   /** See {@link KafkaSubscriber#DEFAULT_CONSUMER_PROPERTIES}. */
   static final Map<String, Object> DEFAULT_CONSUMER_PROPERTIES =
       Map.of(
-          ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
-          ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest",
+          ConsumerConfig.METADATA_MAX_AGE_CONFIG,
+          ClientSettings.METADATA_MAX_AGE_MS,
+          ConsumerConfig.ISOLATION_LEVEL_CONFIG,
+          "read_committed",
+          ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
+          "earliest",
           ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
-              CooperativeStickyAssignor.class.getName());
+          CooperativeStickyAssignor.class.getName());
 
   static final boolean DEFAULT_FORCE_INBOX_RETENTION = false;
   static final boolean DEFAULT_FORCE_IDEMPOTENCY_TTL = false;

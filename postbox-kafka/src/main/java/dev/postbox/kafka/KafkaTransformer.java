@@ -7,6 +7,7 @@ import dev.postbox.core.engine.KeyedExecutor;
 import dev.postbox.core.spi.DeadLetterStore;
 import dev.postbox.core.time.Sleeper;
 import dev.postbox.core.time.Ticker;
+import dev.postbox.kafka.internal.ClientSettings;
 import dev.postbox.kafka.internal.ConsumerSettings;
 import dev.postbox.kafka.internal.TransactionalBatch;
 import dev.postbox.kafka.internal.TransformDeadLetters;
@@ -199,6 +200,7 @@ public final class KafkaTransformer implements AutoCloseable {
       this.consumer =
           new HashMap<>(ConsumerSettings.defaults(bootstrapServers, subscription.name()));
       this.producer.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+      this.producer.put(ProducerConfig.METADATA_MAX_AGE_CONFIG, ClientSettings.METADATA_MAX_AGE_MS);
       this.producer.put(
           ProducerConfig.CLIENT_ID_CONFIG, "postbox-transform-" + subscription.name());
       this.transactionalId = subscription.name() + "-" + UUID.randomUUID();

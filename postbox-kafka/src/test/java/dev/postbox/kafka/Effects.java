@@ -14,6 +14,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.Future;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -21,6 +22,7 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -79,14 +81,20 @@ final class Effects implements AutoCloseable {
     producer.send(r).get();
   }
 
+  /** Publishes every message and waits for the acks. */
   void publishAll(List<Message> ms) throws Exception {
-    List<java.util.concurrent.Future<?>> fs = new ArrayList<>();
+    for (Future<RecordMetadata> f : send(ms)) {
+      f.get();
+    }
+  }
+
+  /** Hands every message to the producer; the acks are the caller's to wait for. */
+  List<Future<RecordMetadata>> send(List<Message> ms) {
+    List<Future<RecordMetadata>> fs = new ArrayList<>();
     for (Message m : ms) {
       fs.add(producer.send(KafkaRecords.toRecord(m)));
     }
-    for (var f : fs) {
-      f.get();
-    }
+    return fs;
   }
 
   /** The effect of one delivery, on the given connection. */

@@ -61,6 +61,23 @@ class SubscriberDefaultsTest {
         .containsAllEntriesOf(KafkaSubscriber.DEFAULT_CONSUMER_PROPERTIES);
   }
 
+  /**
+   * Kafka's 5 minutes would leave a subscriber fetching nothing from a partition leader cut off
+   * from the other brokers for that long (KafkaClusterFailoverIT cuts one off).
+   */
+  @Test
+  void metadataIsRefreshedEveryTenSecondsUnlessTheUserSaysOtherwise() {
+    KafkaSubscriber s =
+        KafkaSubscriber.builder("127.0.0.1:1", subscription().build()).handler(d -> {}).build();
+    assertThat(s.consumerConfig()).containsEntry(ConsumerConfig.METADATA_MAX_AGE_CONFIG, 10_000);
+    KafkaSubscriber own =
+        KafkaSubscriber.builder("127.0.0.1:1", subscription().build())
+            .consumerProperty(ConsumerConfig.METADATA_MAX_AGE_CONFIG, 60_000)
+            .handler(d -> {})
+            .build();
+    assertThat(own.consumerConfig()).containsEntry(ConsumerConfig.METADATA_MAX_AGE_CONFIG, 60_000);
+  }
+
   /** Never called: the builder only checks that it fits the subscription. */
   private static final OffsetStore UNUSED_STORE =
       new OffsetStore() {

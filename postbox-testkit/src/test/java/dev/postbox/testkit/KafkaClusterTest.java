@@ -106,6 +106,10 @@ class KafkaClusterTest {
     int isolated = cluster.leaderOf("durable", 0).orElseThrow();
     Properties patient = new Properties();
     patient.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 120_000);
+    // the cut-off leader answers a write it cannot replicate with REQUEST_TIMED_OUT, which Kafka's
+    // producer retries there without new metadata: only a metadata refresh (or its own request
+    // timeout, when that comes first) shows it the new leader (Postbox's clients use 10 s)
+    patient.put(ProducerConfig.METADATA_MAX_AGE_CONFIG, 2_000);
     try (KafkaProducer<String, String> producer = producer(cluster.bootstrapServers(), patient)) {
       producer.send(new ProducerRecord<>("durable", "k", "three")).get(30, TimeUnit.SECONDS);
       cluster.cutOff(isolated);

@@ -75,9 +75,12 @@ final class KafkaClusterFaults {
    * it is fenced and other brokers lead its partitions, and past the time the other brokers' new
    * group coordinator takes to hand a partition on (the broker's fencing, a member's commit timing
    * out on the old coordinator, then the consumers' 6 s session timeout for the members it does not
-   * hear from: 17 s in a campaign run), so that two coordinators overlap for a while.
+   * hear from: 17 s in a campaign run), so that two coordinators overlap for a while; and past the
+   * producers' 30 s request timeout, so that a relay's write waiting on a cut-off leader is
+   * answered {@code REQUEST_TIMED_OUT} while the leader is still cut off, and the relay must find
+   * the new leader itself (Kafka's producer asks for no new metadata on that error).
    */
-  static final long CUT_MS = 25_000;
+  static final long CUT_MS = 45_000;
 
   /** How long every partition's in-sync replicas stay below the minimum. */
   static final long BELOW_MIN_MS = 6_000;

@@ -11,6 +11,18 @@ import java.util.Objects;
  */
 public final class ClientSettings {
 
+  /**
+   * {@code metadata.max.age.ms} for every Kafka client Postbox makes (Kafka's default: 5 minutes).
+   * A partition leader cut off from the other brokers while its clients still reach it goes on
+   * answering them as the leader: a producer's write gets {@code REQUEST_TIMED_OUT} after the
+   * request timeout (the leader cannot reach its followers) and a consumer's fetch gets nothing.
+   * Kafka's clients retry such a leader without asking for new metadata, so they wait for the next
+   * metadata refresh, although another broker leads the partition seconds after the cut. With 10 s
+   * (below the 30 s request timeout), a relay's retry goes to the new leader after one request
+   * timeout and a subscriber fetches from it within seconds.
+   */
+  public static final int METADATA_MAX_AGE_MS = 10_000;
+
   private final Map<String, Object> config = new HashMap<>();
   private Map<String, Object> security = Map.of();
 
@@ -21,6 +33,7 @@ public final class ClientSettings {
       throw new IllegalArgumentException("bootstrapServers must not be blank");
     }
     config.put("bootstrap.servers", bootstrapServers);
+    config.put("metadata.max.age.ms", METADATA_MAX_AGE_MS);
   }
 
   /** Sets a property (a default or a user override). */
