@@ -244,20 +244,46 @@ public final class EmbeddedKafkaCluster implements KafkaCluster {
 
   @Override
   public OptionalInt leaderOf(String topic, int partition) {
-    Node leader = admin().partition(topic, partition).leader();
+    Node leader = ask(a -> a.partition(topic, partition)).leader();
     return leader == null || leader.isEmpty() ? OptionalInt.empty() : OptionalInt.of(leader.id());
   }
 
   @Override
   public Set<Integer> inSyncReplicas(String topic, int partition) {
     Set<Integer> ids = new TreeSet<>();
-    admin().partition(topic, partition).isr().forEach(n -> ids.add(n.id()));
+    ask(a -> a.partition(topic, partition)).isr().forEach(n -> ids.add(n.id()));
     return ids;
   }
 
   @Override
   public int coordinatorOf(String groupId) {
-    return admin().groupCoordinator(groupId);
+    return ask(a -> a.groupCoordinator(groupId));
+  }
+
+  /**
+   * Asks the cluster's metadata of brokers that are not cut off. A cut-off broker goes on answering
+   * as the leader or coordinator it was when it was cut off, and an admin client asks whichever
+   * broker is least loaded: while brokers are cut off, a short-lived admin client bootstrapped on
+   * the others asks them (once the cut-off ones are fenced, the others no longer name them).
+   */
+  private <T> T ask(java.util.function.Function<TopicAdmin, T> question) {
+    String others;
+    TopicAdmin shared;
+    synchronized (this) {
+      Set<Integer> cut = cutOffNodes();
+      others =
+          IntStream.range(0, settings.brokers())
+              .filter(i -> !cut.contains(i))
+              .mapToObj(i -> host(i) + ":" + ports[i])
+              .collect(Collectors.joining(","));
+      shared = cut.isEmpty() || others.isEmpty() ? admin() : null;
+    }
+    if (shared != null) {
+      return question.apply(shared);
+    }
+    try (TopicAdmin a = new TopicAdmin(others)) {
+      return question.apply(a);
+    }
   }
 
   @Override

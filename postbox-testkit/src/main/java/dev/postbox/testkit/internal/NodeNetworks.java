@@ -136,6 +136,11 @@ public final class NodeNetworks implements AutoCloseable {
       String host = "pbxv" + slot + "-" + i; // at most 15 characters: interface names are short
       run(true, "ip", "netns", "add", ns);
       cleanup.add(0, "ip netns delete " + ns); // takes its veth end and the peer along
+      // an earlier user of this slot may have left its link behind: a deleted namespace lives on
+      // (with its veth pair) while its sockets do, and a connection cut off by a blackhole route
+      // retransmits for minutes. The slot is this instance's now (it made the bridge), so the link
+      // is stale; deleting one end of a veth pair deletes both.
+      run(false, "ip", "link", "delete", host);
       run(true, "ip", "link", "add", host, "type", "veth", "peer", "name", "eth0", "netns", ns);
       run(true, "ip", "link", "set", host, "master", bridge);
       run(true, "ip", "link", "set", host, "up");
