@@ -120,11 +120,7 @@ class KafkaClusterFailoverIT extends Subscribers {
     String topic = ClusterRelays.topic(cluster, "payments", 3);
     String group = "ledger-" + topic;
     try (Effects fx = new Effects(ctx.dataSource(), cluster.bootstrapServers())) {
-      Subscription sub =
-          Subscription.builder(group)
-              .topics(topic)
-              .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
-              .build();
+      Subscription sub = effectivelyOnce(group, topic);
       AtomicInteger handled = new AtomicInteger();
       AtomicBoolean held = new AtomicBoolean();
       CountDownLatch holding = new CountDownLatch(1);
@@ -189,11 +185,7 @@ class KafkaClusterFailoverIT extends Subscribers {
     String topic = ClusterRelays.topic(cluster, "refunds", 3);
     String group = "refunds-" + topic;
     try (Effects fx = new Effects(ctx.dataSource(), cluster.bootstrapServers())) {
-      Subscription sub =
-          Subscription.builder(group)
-              .topics(topic)
-              .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
-              .build();
+      Subscription sub = effectivelyOnce(group, topic);
       KafkaSubscriber s =
           start(
               KafkaSubscriber.builder(cluster.bootstrapServers(), sub)
@@ -252,11 +244,7 @@ class KafkaClusterFailoverIT extends Subscribers {
     String topic = ClusterRelays.topic(cluster, "payments", 3);
     String group = "ledger-" + topic;
     Shop shop = new Shop(ctx.dataSource(), topic);
-    Subscription sub =
-        Subscription.builder(group)
-            .topics(topic)
-            .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
-            .build();
+    Subscription sub = effectivelyOnce(group, topic);
     // a delivery timeout past the 150 s below: a relay stuck on the old leader cannot pass by
     // failing its batch and starting a new producer
     try (Effects fx = new Effects(ctx.dataSource(), cluster.bootstrapServers());
@@ -307,6 +295,14 @@ class KafkaClusterFailoverIT extends Subscribers {
       fx.effectOrder(sub.name())
           .forEach((key, seqs) -> assertThat(seqs).as("effects of %s", key).isEqualTo(expected));
     }
+  }
+
+  /** An {@code EFFECTIVELY_ONCE} subscription of {@code topic} by {@code group}. */
+  private static Subscription effectivelyOnce(String group, String topic) {
+    return Subscription.builder(group)
+        .topics(topic)
+        .guarantee(DeliveryGuarantee.EFFECTIVELY_ONCE)
+        .build();
   }
 
   /** For every key, the messages with sequence numbers {@code from} (inclusive) to {@code to}. */
