@@ -248,8 +248,7 @@ final class KafkaClusterFaults {
               coordinator ? "coordinates" : "leads",
               "no other broker seen in its place within "
                   + CUT_MS
-                  + " ms (the admin client may have asked the cut-off broker, which still names"
-                  + " itself)");
+                  + " ms (the other brokers' metadata still named it)");
       Campaign.sleep(Math.max(0, CUT_MS - millisSince(t0)));
     } finally {
       cut = millisSince(t0);

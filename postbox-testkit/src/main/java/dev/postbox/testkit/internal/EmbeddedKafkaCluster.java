@@ -20,6 +20,7 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.BooleanSupplier;
+import java.util.function.Function;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.apache.kafka.common.Node;
@@ -266,7 +267,7 @@ public final class EmbeddedKafkaCluster implements KafkaCluster {
    * broker is least loaded: while brokers are cut off, a short-lived admin client bootstrapped on
    * the others asks them (once the cut-off ones are fenced, the others no longer name them).
    */
-  private <T> T ask(java.util.function.Function<TopicAdmin, T> question) {
+  private <T> T ask(Function<TopicAdmin, T> question) {
     String others;
     TopicAdmin shared;
     synchronized (this) {
